@@ -1,0 +1,139 @@
+package storage
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/url"
+	"os"
+	"os/exec"
+	"os/user"
+	"path/filepath"
+	"strconv"
+	"time"
+)
+
+// Server is a PostgreSQL server that fleetapi can use: one it was told
+// about, one that already listens on 127.0.0.1:5432, or a private cluster
+// it started itself (DESIGN §7).
+type Server struct {
+	// URL connects to the fleetapi database on the server.
+	URL string
+	// Private is true when the server is a cluster started by FindServer.
+	Private bool
+	stop    func() error
+}
+
+// Stop stops a private cluster; it does nothing for other servers.
+func (s *Server) Stop() error {
+	if s.stop == nil {
+		return nil
+	}
+	return s.stop()
+}
+
+// FindServer finds PostgreSQL as DESIGN §7 says: databaseURL when it is not
+// empty; else a server on 127.0.0.1:5432; else a private cluster started
+// from the locally installed binaries in dataDir, on a unix socket. Progress
+// is written to log.
+func FindServer(ctx context.Context, databaseURL, dataDir string, log io.Writer) (*Server, error) {
+	if databaseURL != "" {
+		return &Server{URL: databaseURL}, nil
+	}
+	d := net.Dialer{Timeout: time.Second}
+	if c, err := d.DialContext(ctx, "tcp", "127.0.0.1:5432"); err == nil {
+		c.Close()
+		return &Server{URL: DefaultURL}, nil
+	}
+	return startPrivateCluster(ctx, dataDir, log)
+}
+
+// pgBinDir finds the directory holding initdb and pg_ctl.
+func pgBinDir() (string, error) {
+	if p, err := exec.LookPath("pg_ctl"); err == nil {
+		if _, err := exec.LookPath("initdb"); err == nil {
+			return filepath.Dir(p), nil
+		}
+	}
+	matches, _ := filepath.Glob("/usr/lib/postgresql/*/bin/pg_ctl")
+	for i := len(matches) - 1; i >= 0; i-- { // newest version first
+		dir := filepath.Dir(matches[i])
+		if _, err := os.Stat(filepath.Join(dir, "initdb")); err == nil {
+			return dir, nil
+		}
+	}
+	return "", errors.New("no PostgreSQL found: nothing listens on 127.0.0.1:5432, FLEET_DATABASE_URL is not set, and initdb/pg_ctl are not installed")
+}
+
+func startPrivateCluster(ctx context.Context, dataDir string, log io.Writer) (*Server, error) {
+	bin, err := pgBinDir()
+	if err != nil {
+		return nil, err
+	}
+	dataDir, err = filepath.Abs(dataDir)
+	if err != nil {
+		return nil, err
+	}
+	pgdata := filepath.Join(dataDir, "data")
+	sock := filepath.Join(dataDir, "socket")
+	if err := os.MkdirAll(sock, 0o700); err != nil {
+		return nil, err
+	}
+	// initdb refuses to run as root: run the cluster as the postgres user then.
+	runAs, err := clusterUser(dataDir)
+	if err != nil {
+		return nil, err
+	}
+	cmd := func(name string, args ...string) *exec.Cmd {
+		path := filepath.Join(bin, name)
+		if runAs != "" {
+			return exec.CommandContext(ctx, "runuser", append([]string{"-u", runAs, "--", path}, args...)...)
+		}
+		return exec.CommandContext(ctx, path, args...)
+	}
+	if _, err := os.Stat(filepath.Join(pgdata, "PG_VERSION")); err != nil {
+		fmt.Fprintf(log, "initialising a private PostgreSQL cluster in %s\n", pgdata)
+		if out, err := cmd("initdb", "-D", pgdata, "-U", "postgres", "--auth=trust", "--no-sync").CombinedOutput(); err != nil {
+			return nil, fmt.Errorf("initdb: %w: %s", err, out)
+		}
+	}
+	fmt.Fprintf(log, "starting the private PostgreSQL cluster (socket in %s)\n", sock)
+	logFile := filepath.Join(dataDir, "postgres.log")
+	opts := fmt.Sprintf("-k %s -c listen_addresses='' -c fsync=off", sock)
+	if out, err := cmd("pg_ctl", "-D", pgdata, "-l", logFile, "-o", opts, "-w", "-t", "60", "start").CombinedOutput(); err != nil {
+		return nil, fmt.Errorf("pg_ctl start: %w: %s (see %s)", err, out, logFile)
+	}
+	q := url.Values{"host": {filepath.Join(sock, ".s.PGSQL.5432")}, "sslmode": {"disable"}}
+	u := url.URL{Scheme: "postgres", User: url.User("postgres"), Host: "", Path: "/fleetapi", RawQuery: q.Encode()}
+	stop := func() error {
+		out, err := cmd("pg_ctl", "-D", pgdata, "-m", "fast", "-w", "stop").CombinedOutput()
+		if err != nil {
+			return fmt.Errorf("pg_ctl stop: %w: %s", err, out)
+		}
+		return nil
+	}
+	return &Server{URL: u.String(), Private: true, stop: stop}, nil
+}
+
+// clusterUser returns the user to run initdb and pg_ctl as ("" for the
+// current one) and hands dir to that user.
+func clusterUser(dir string) (string, error) {
+	if os.Geteuid() != 0 {
+		return "", nil
+	}
+	pg, err := user.Lookup("postgres")
+	if err != nil {
+		return "", errors.New("running as root and there is no postgres user to run a private cluster as")
+	}
+	uid, _ := strconv.Atoi(pg.Uid)
+	gid, _ := strconv.Atoi(pg.Gid)
+	err = filepath.Walk(dir, func(p string, _ os.FileInfo, err error) error {
+		if err != nil {
+			return err
+		}
+		return os.Lchown(p, uid, gid)
+	})
+	return "postgres", err
+}

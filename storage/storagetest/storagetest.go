@@ -1,0 +1,183 @@
+// Package storagetest gives tests a real, migrated PostgreSQL database of
+// their own. It finds a server as DESIGN §7 says, migrates a template
+// database once per migrations hash, and creates each test's database from
+// that template. With CI=true a missing server fails the test instead of
+// skipping it.
+package storagetest
+
+import (
+	"context"
+	"crypto/rand"
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"runtime"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/uptrace/bun"
+
+	"github.com/fleetapi/fleetapi/migrations"
+	"github.com/fleetapi/fleetapi/storage"
+)
+
+// DB is a fresh database for one test.
+type DB struct {
+	*bun.DB
+	// URL connects to this database.
+	URL string
+}
+
+var (
+	serverOnce sync.Once
+	serverURL  string
+	serverErr  error
+)
+
+// New returns a new migrated database that is dropped when the test ends.
+func New(t testing.TB) *DB {
+	t.Helper()
+	ctx := context.Background()
+	base := server(t)
+	tmpl, err := template(ctx, base)
+	if err != nil {
+		t.Fatalf("storagetest: template database: %v", err)
+	}
+	name := "fleetapi_test_" + randomSuffix()
+	admin := storage.Open(mustWithDatabase(t, base, "postgres"), storage.Options{MaxOpenConns: 1})
+	defer admin.Close()
+	if _, err := admin.ExecContext(ctx, fmt.Sprintf("CREATE DATABASE %s TEMPLATE %s", name, tmpl)); err != nil {
+		t.Fatalf("storagetest: create database: %v", err)
+	}
+	url := mustWithDatabase(t, base, name)
+	db := storage.Open(url, storage.Options{MaxOpenConns: 8})
+	t.Cleanup(func() {
+		db.Close()
+		a := storage.Open(mustWithDatabase(t, base, "postgres"), storage.Options{MaxOpenConns: 1})
+		defer a.Close()
+		_, _ = a.ExecContext(context.Background(), "DROP DATABASE IF EXISTS "+name+" WITH (FORCE)")
+	})
+	return &DB{DB: db, URL: url}
+}
+
+// ServerURL returns the URL of the test server's "postgres" database, for
+// tests that manage databases themselves.
+func ServerURL(t testing.TB) string {
+	t.Helper()
+	return mustWithDatabase(t, server(t), "postgres")
+}
+
+func server(t testing.TB) string {
+	t.Helper()
+	serverOnce.Do(func() {
+		var s *storage.Server
+		s, serverErr = storage.FindServer(context.Background(), os.Getenv("FLEET_DATABASE_URL"), privateDir(), os.Stderr)
+		if serverErr == nil {
+			serverURL = s.URL
+			// A private cluster started for tests keeps running for the next
+			// package; it listens only on its own unix socket.
+		}
+	})
+	if serverErr != nil {
+		if os.Getenv("CI") == "true" {
+			t.Fatalf("storagetest: no PostgreSQL (CI=true, so this fails instead of skipping): %v", serverErr)
+		}
+		t.Skipf("storagetest: no PostgreSQL: %v", serverErr)
+	}
+	return serverURL
+}
+
+// privateDir is where a private cluster for tests lives: .pgtest at the
+// module root.
+func privateDir() string {
+	_, file, _, _ := runtime.Caller(0)
+	return filepath.Join(filepath.Dir(file), "..", "..", ".pgtest")
+}
+
+// template creates (once per migrations hash, across packages and runs) a
+// migrated template database and returns its name.
+func template(ctx context.Context, base string) (string, error) {
+	h, err := migrationsHash()
+	if err != nil {
+		return "", err
+	}
+	name := "fleetapi_tmpl_" + h[:16]
+	admin := storage.Open(mustURL(base, "postgres"), storage.Options{MaxOpenConns: 1})
+	defer admin.Close()
+	// Serialise template creation across test processes.
+	conn, err := admin.Conn(ctx)
+	if err != nil {
+		return "", storage.Translate(err)
+	}
+	defer conn.Close()
+	if _, err := conn.ExecContext(ctx, "SELECT pg_advisory_lock(727274)"); err != nil {
+		return "", err
+	}
+	defer conn.ExecContext(context.Background(), "SELECT pg_advisory_unlock(727274)") //nolint:errcheck
+	var exists bool
+	if err := conn.NewRaw("SELECT EXISTS (SELECT 1 FROM pg_database WHERE datname = ?)", name).Scan(ctx, &exists); err != nil {
+		return "", err
+	}
+	if exists {
+		return name, nil
+	}
+	building := name + "_build"
+	_, _ = conn.ExecContext(ctx, "DROP DATABASE IF EXISTS "+building+" WITH (FORCE)")
+	if _, err := conn.ExecContext(ctx, "CREATE DATABASE "+building); err != nil {
+		return "", err
+	}
+	db := storage.Open(mustURL(base, building), storage.Options{MaxOpenConns: 2})
+	err = storage.Migrate(ctx, db)
+	db.Close()
+	if err != nil {
+		return "", err
+	}
+	if _, err := conn.ExecContext(ctx, "ALTER DATABASE "+building+" RENAME TO "+name); err != nil {
+		return "", err
+	}
+	return name, nil
+}
+
+func migrationsHash() (string, error) {
+	h := sha256.New()
+	err := fs.WalkDir(migrations.Files(), ".", func(p string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() {
+			return err
+		}
+		b, err := fs.ReadFile(migrations.Files(), p)
+		if err != nil {
+			return err
+		}
+		fmt.Fprintf(h, "%s\x00%d\x00", p, len(b))
+		h.Write(b)
+		return nil
+	})
+	return hex.EncodeToString(h.Sum(nil)), err
+}
+
+func randomSuffix() string {
+	b := make([]byte, 6)
+	_, _ = rand.Read(b)
+	return fmt.Sprintf("%d_%s", time.Now().Unix(), hex.EncodeToString(b))
+}
+
+func mustURL(base, name string) string {
+	u, err := storage.WithDatabase(base, name)
+	if err != nil {
+		panic(err)
+	}
+	return u
+}
+
+func mustWithDatabase(t testing.TB, base, name string) string {
+	t.Helper()
+	u, err := storage.WithDatabase(base, name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return u
+}

@@ -1,0 +1,93 @@
+// Package tenancy holds who is calling: the Principal (a token and the
+// account it belongs to), the API token format and its hashing, and the
+// context helpers that carry a Principal through a request. It imports no
+// other fleetapi package.
+package tenancy
+
+import (
+	"context"
+	"time"
+)
+
+// AccountType is the place of an account in the tenancy tree
+// (admin → manager → user → subaccount).
+type AccountType string
+
+// The account types of DESIGN §2.
+const (
+	Admin      AccountType = "admin"
+	Manager    AccountType = "manager"
+	User       AccountType = "user"
+	Subaccount AccountType = "subaccount"
+)
+
+// Valid reports whether t is one of the four account types.
+func (t AccountType) Valid() bool {
+	switch t {
+	case Admin, Manager, User, Subaccount:
+		return true
+	}
+	return false
+}
+
+// Account is the account a token belongs to, with every fact the policy reads.
+type Account struct {
+	ID       int64
+	Username string
+	Email    string
+	Type     AccountType
+	// ManagerID is the managing account (a subaccount's parent user); 0 when none.
+	ManagerID     int64
+	Active        bool
+	ReadOnly      bool
+	AccountExpire bool
+	// ExpireDate is the day the account expires when AccountExpire is set;
+	// the zero time when it has none.
+	ExpireDate time.Time
+	// Privileges are the subaccount privileges ("reports", "event_notifications").
+	Privileges []string
+}
+
+// Expired reports whether the account has expired on the given day: it is
+// marked expiring and its expiry date is before that day.
+func (a Account) Expired(today time.Time) bool {
+	if !a.AccountExpire || a.ExpireDate.IsZero() {
+		return false
+	}
+	y, m, d := today.Date()
+	return a.ExpireDate.Before(time.Date(y, m, d, 0, 0, 0, 0, time.UTC))
+}
+
+// Token is a stored API token, without its secret.
+type Token struct {
+	ID          int64
+	AccountID   int64
+	Name        string
+	Permissions []string
+	ExpiresAt   *time.Time
+	RevokedAt   *time.Time
+	LastUsedAt  *time.Time
+	// RateLimit is the token's own limit in requests per minute; 0 means the
+	// server default.
+	RateLimit int
+	CreatedAt time.Time
+}
+
+// Principal is an authenticated caller: a valid token and its account.
+type Principal struct {
+	Token   Token
+	Account Account
+}
+
+type principalKey struct{}
+
+// WithPrincipal returns a context carrying p.
+func WithPrincipal(ctx context.Context, p Principal) context.Context {
+	return context.WithValue(ctx, principalKey{}, p)
+}
+
+// PrincipalFrom returns the Principal stored in ctx, if any.
+func PrincipalFrom(ctx context.Context) (Principal, bool) {
+	p, ok := ctx.Value(principalKey{}).(Principal)
+	return p, ok
+}
