@@ -24,10 +24,14 @@ var (
 )
 
 // Translate maps driver errors to the storage sentinels, keeping the
-// original error in the chain. Other errors pass through unchanged.
+// original error in the chain. Errors that already carry a sentinel, and
+// other errors, pass through unchanged.
 func Translate(err error) error {
 	if err == nil {
 		return nil
+	}
+	if errors.Is(err, ErrNotFound) || errors.Is(err, ErrConflict) || errors.Is(err, ErrInvalid) || errors.Is(err, ErrUnavailable) {
+		return err
 	}
 	if errors.Is(err, sql.ErrNoRows) {
 		return fmt.Errorf("%w: %w", ErrNotFound, err)
@@ -44,6 +48,10 @@ func Translate(err error) error {
 			return fmt.Errorf("%w: %w", ErrUnavailable, err)
 		}
 		return err
+	}
+	// database/sql has no exported sentinel for a closed pool.
+	if errors.Is(err, sql.ErrConnDone) || err.Error() == "sql: database is closed" {
+		return fmt.Errorf("%w: %w", ErrUnavailable, err)
 	}
 	var netErr net.Error
 	if errors.As(err, &netErr) || errors.Is(err, syscall.ECONNREFUSED) || errors.Is(err, syscall.ECONNRESET) ||

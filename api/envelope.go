@@ -1,0 +1,41 @@
+package api
+
+import (
+	"context"
+)
+
+// Envelope is the success envelope of the spec (§2.1) around data of type T.
+type Envelope[T any] struct {
+	Success bool `json:"success" validate:"required"`
+	Data    T    `json:"data"`
+	Meta    Meta `json:"meta"`
+}
+
+// OutTransform fills success and meta.request_id before encoding.
+func (e *Envelope[T]) OutTransform(ctx context.Context) error {
+	e.Success = true
+	e.Meta.RequestID = requestIDFrom(ctx)
+	return nil
+}
+
+// Meta is the envelope's meta object. The paging fields are present on
+// list responses only.
+type Meta struct {
+	RequestID string `json:"request_id"`
+	*Paging
+}
+
+// Paging is the paging part of a list response's meta.
+type Paging struct {
+	Page    int   `json:"page"`
+	PerPage int   `json:"per_page"`
+	Total   int64 `json:"total"`
+	Pages   int64 `json:"pages"`
+}
+
+// ErrorEnvelope is the error envelope of the spec (§2.1).
+type ErrorEnvelope struct {
+	Success bool   `json:"success"`
+	Error   *Error `json:"error"`
+	Meta    Meta   `json:"meta"`
+}

@@ -1,0 +1,137 @@
+package api
+
+import (
+	"context"
+	"errors"
+	"net/http"
+
+	"github.com/go-fuego/fuego"
+
+	"github.com/fleetapi/fleetapi/storage"
+	"github.com/fleetapi/fleetapi/tenancy"
+)
+
+// Error is an API failure as the client sees it: the HTTP status and the
+// error object of the spec's error envelope. Every failure, whatever its
+// origin, is turned into an Error by errorFor before it is written.
+type Error struct {
+	Status  int            `json:"-"`
+	Code    string         `json:"code"`
+	Message string         `json:"message"`
+	Details map[string]any `json:"details,omitempty"`
+	// RetryAfter, in seconds, is sent as the Retry-After header when set.
+	RetryAfter int `json:"-"`
+	// cause is the internal error behind a 500/503; it is logged and recorded
+	// on the span, never sent.
+	cause error
+}
+
+func (e *Error) Error() string { return e.Code + ": " + e.Message }
+
+// StatusCode lets Fuego's serializers see the status.
+func (e *Error) StatusCode() int { return e.Status }
+
+// Unwrap returns the internal cause, if any.
+func (e *Error) Unwrap() error { return e.cause }
+
+// The error codes of DESIGN §4.
+const (
+	CodeInvalidParameter      = "INVALID_PARAMETER"
+	CodeInvalidBody           = "INVALID_BODY"
+	CodeValidationFailed      = "VALIDATION_FAILED"
+	CodeAuthRequired          = "AUTH_REQUIRED"
+	CodeInvalidToken          = "INVALID_TOKEN"
+	CodeTokenExpired          = "TOKEN_EXPIRED"
+	CodeAccountInactive       = "ACCOUNT_INACTIVE"
+	CodeAccountExpired        = "ACCOUNT_EXPIRED"
+	CodeTokenPermissionDenied = "TOKEN_PERMISSION_DENIED"
+	CodePrivilegeRequired     = "PRIVILEGE_REQUIRED"
+	CodeReadOnlyAccount       = "READ_ONLY_ACCOUNT"
+	CodeNotFound              = "NOT_FOUND"
+	CodeMethodNotAllowed      = "METHOD_NOT_ALLOWED"
+	CodeConflict              = "CONFLICT"
+	CodeIdempotencyKeyReused  = "IDEMPOTENCY_KEY_REUSED"
+	CodePayloadTooLarge       = "PAYLOAD_TOO_LARGE"
+	CodeUnsupportedMediaType  = "UNSUPPORTED_MEDIA_TYPE"
+	CodeRateLimited           = "RATE_LIMITED"
+	CodeInternal              = "INTERNAL_ERROR"
+	CodeUnavailable           = "SERVICE_UNAVAILABLE"
+)
+
+// codeStatus is the one table from error code to HTTP status.
+var codeStatus = map[string]int{
+	CodeInvalidParameter:      http.StatusBadRequest,
+	CodeInvalidBody:           http.StatusBadRequest,
+	CodeValidationFailed:      http.StatusBadRequest,
+	CodeAuthRequired:          http.StatusUnauthorized,
+	CodeInvalidToken:          http.StatusUnauthorized,
+	CodeTokenExpired:          http.StatusUnauthorized,
+	CodeAccountInactive:       http.StatusUnauthorized,
+	CodeAccountExpired:        http.StatusUnauthorized,
+	CodeTokenPermissionDenied: http.StatusForbidden,
+	CodePrivilegeRequired:     http.StatusForbidden,
+	CodeReadOnlyAccount:       http.StatusForbidden,
+	CodeNotFound:              http.StatusNotFound,
+	CodeMethodNotAllowed:      http.StatusMethodNotAllowed,
+	CodeConflict:              http.StatusConflict,
+	CodeIdempotencyKeyReused:  http.StatusConflict,
+	CodePayloadTooLarge:       http.StatusRequestEntityTooLarge,
+	CodeUnsupportedMediaType:  http.StatusUnsupportedMediaType,
+	CodeRateLimited:           http.StatusTooManyRequests,
+	CodeInternal:              http.StatusInternalServerError,
+	CodeUnavailable:           http.StatusServiceUnavailable,
+}
+
+// newError returns the Error for code, with its status from the table. An
+// unknown code is a programming error and becomes a 500.
+func newError(code, message string, details map[string]any) *Error {
+	status, ok := codeStatus[code]
+	if !ok {
+		return &Error{Status: http.StatusInternalServerError, Code: CodeInternal, Message: "internal error"}
+	}
+	return &Error{Status: status, Code: code, Message: message, Details: details}
+}
+
+// errorFor turns any error into the Error the client receives.
+func errorFor(err error) *Error {
+	var apiErr *Error
+	if errors.As(err, &apiErr) {
+		return apiErr
+	}
+	var tooLarge *http.MaxBytesError
+	switch {
+	case errors.As(err, &tooLarge):
+		return newError(CodePayloadTooLarge, "the request body is larger than 64 KiB", map[string]any{"limit_bytes": tooLarge.Limit})
+	case errors.Is(err, tenancy.ErrNoCredentials):
+		return newError(CodeAuthRequired, "the Authorization header is required", nil)
+	case errors.Is(err, tenancy.ErrInvalidToken):
+		return newError(CodeInvalidToken, "the token is malformed, unknown or revoked", nil)
+	case errors.Is(err, tenancy.ErrTokenExpired):
+		return newError(CodeTokenExpired, "the token has expired", nil)
+	case errors.Is(err, storage.ErrNotFound):
+		return newError(CodeNotFound, "not found", nil)
+	case errors.Is(err, storage.ErrConflict):
+		return newError(CodeConflict, "the request conflicts with an existing record", nil)
+	case errors.Is(err, storage.ErrUnavailable), errors.Is(err, context.DeadlineExceeded):
+		e := newError(CodeUnavailable, "the service is temporarily unavailable", nil)
+		e.RetryAfter = 5
+		e.cause = err
+		return e
+	}
+	var fe fuego.ErrorWithStatus
+	if errors.As(err, &fe) && fe.StatusCode() >= 400 && fe.StatusCode() < 500 {
+		// Fuego's own decoding and validation errors (400 or 422).
+		return newError(CodeInvalidParameter, fuegoDetail(err), nil)
+	}
+	e := newError(CodeInternal, "internal error", nil)
+	e.cause = err
+	return e
+}
+
+func fuegoDetail(err error) string {
+	var d fuego.ErrorWithDetail
+	if errors.As(err, &d) && d.DetailMsg() != "" {
+		return d.DetailMsg()
+	}
+	return "invalid request"
+}

@@ -1,0 +1,101 @@
+package api
+
+import (
+	"context"
+	"log/slog"
+	"crypto/rand"
+	"encoding/hex"
+	"fmt"
+	"net/http"
+	"runtime/debug"
+	"strings"
+)
+
+type requestIDKey struct{}
+
+// requestIDFrom returns the request id stored by withRequestID.
+func requestIDFrom(ctx context.Context) string {
+	id, _ := ctx.Value(requestIDKey{}).(string)
+	return id
+}
+
+// validRequestID accepts a client-supplied X-Request-Id of 1–128 visible
+// ASCII characters from a conservative set.
+func validRequestID(id string) bool {
+	if id == "" || len(id) > 128 {
+		return false
+	}
+	for i := 0; i < len(id); i++ {
+		c := id[i]
+		if !(c >= '0' && c <= '9' || c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c == '-' || c == '_' || c == '.' || c == ':') {
+			return false
+		}
+	}
+	return true
+}
+
+func newRequestID() string {
+	b := make([]byte, 16)
+	_, _ = rand.Read(b)
+	return hex.EncodeToString(b)
+}
+
+// withRequestID gives every request an id (the client's X-Request-Id when it
+// is well formed, a random one otherwise) and echoes it in the response.
+func withRequestID(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		id := r.Header.Get("X-Request-Id")
+		if !validRequestID(id) {
+			id = newRequestID()
+		}
+		w.Header().Set("X-Request-Id", id)
+		next.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), requestIDKey{}, id)))
+	})
+}
+
+// withRecovery turns a panic in a handler into a 500 INTERNAL_ERROR in the
+// error envelope; the stack goes to the log only.
+func (s *Server) withRecovery(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		defer func() {
+			v := recover()
+			if v == nil {
+				return
+			}
+			if v == http.ErrAbortHandler {
+				panic(v)
+			}
+			s.log.ErrorContext(r.Context(), "panic", slog.Any("panic", v), slog.String("stack", string(debug.Stack())))
+			s.writeError(w, r, fmt.Errorf("panic: %v", v))
+		}()
+		next.ServeHTTP(w, r)
+	})
+}
+
+// withRouteFallback answers unknown routes with 404 NOT_FOUND and known
+// paths called with another method with 405 METHOD_NOT_ALLOWED (and Allow),
+// in the error envelope instead of the mux's plain text.
+func (s *Server) withRouteFallback(mux *http.ServeMux) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if _, pattern := mux.Handler(r); pattern != "" {
+			mux.ServeHTTP(w, r)
+			return
+		}
+		var allowed []string
+		for _, m := range []string{http.MethodGet, http.MethodHead, http.MethodPost, http.MethodPut, http.MethodPatch, http.MethodDelete} {
+			probe := r.Clone(r.Context())
+			probe.Method = m
+			if _, p := mux.Handler(probe); p != "" {
+				allowed = append(allowed, m)
+			}
+		}
+		if len(allowed) == 0 {
+			s.writeError(w, r, newError(CodeNotFound, "no such route", map[string]any{"path": r.URL.Path}))
+			return
+		}
+		w.Header().Set("Allow", strings.Join(allowed, ", "))
+		s.writeError(w, r, newError(CodeMethodNotAllowed, "method not allowed for this route",
+			map[string]any{"method": r.Method, "allow": allowed}))
+	})
+}
+

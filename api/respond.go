@@ -1,0 +1,50 @@
+package api
+
+import (
+	"encoding/json"
+	"log/slog"
+	"net/http"
+	"strconv"
+
+	"go.opentelemetry.io/otel/codes"
+	"go.opentelemetry.io/otel/trace"
+)
+
+// writeJSON writes v as the JSON response body with the given status.
+func writeJSON(w http.ResponseWriter, status int, v any) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	enc := json.NewEncoder(w)
+	enc.SetEscapeHTML(false)
+	_ = enc.Encode(v)
+}
+
+// writeError writes err in the error envelope. Internal causes are logged
+// once and recorded on the request's span, never sent to the client.
+func (s *Server) writeError(w http.ResponseWriter, r *http.Request, err error) {
+	e := errorFor(err)
+	ctx := r.Context()
+	span := trace.SpanFromContext(ctx)
+	span.SetAttributes(attrErrorCode.String(e.Code))
+	if e.Status >= 500 {
+		span.SetStatus(codes.Error, e.Code)
+		if e.cause != nil {
+			span.RecordError(e.cause)
+		}
+		s.log.ErrorContext(ctx, "request failed", slog.String("code", e.Code), slog.Any("error", e.cause),
+			slog.String("request_id", requestIDFrom(ctx)))
+	}
+	if e.RetryAfter > 0 {
+		w.Header().Set("Retry-After", strconv.Itoa(e.RetryAfter))
+	}
+	writeJSON(w, e.Status, ErrorEnvelope{Success: false, Error: e, Meta: Meta{RequestID: requestIDFrom(ctx)}})
+}
+
+// sendJSON is Fuego's serializer for every success response: the API
+// answers JSON whatever the Accept header says.
+func sendJSON(w http.ResponseWriter, _ *http.Request, ans any) error {
+	w.Header().Set("Content-Type", "application/json")
+	enc := json.NewEncoder(w)
+	enc.SetEscapeHTML(false)
+	return enc.Encode(ans)
+}

@@ -1,0 +1,156 @@
+// Package api is fleetapi's HTTP layer: the Fuego server under /api/v2, the
+// typed handlers and wire types, the success and error envelopes, the one
+// error→status table, and the middleware of the request path (request id,
+// server span, panic recovery, authentication, policy decision, body rules).
+package api
+
+import (
+	"context"
+	"encoding/json"
+	"log/slog"
+	"net/http"
+	"time"
+
+	"github.com/getkin/kin-openapi/openapi3"
+	"github.com/go-fuego/fuego"
+	"go.opentelemetry.io/contrib/instrumentation/net/http/otelhttp"
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/propagation"
+	"go.opentelemetry.io/otel/trace"
+	"go.opentelemetry.io/otel/trace/noop"
+
+	"github.com/fleetapi/fleetapi/policy"
+	"github.com/fleetapi/fleetapi/tenancy"
+)
+
+// BasePath is the prefix of every client API route.
+const BasePath = "/api/v2"
+
+// MaxBodyBytes is the largest request body accepted (64 KiB).
+const MaxBodyBytes = 64 << 10
+
+// TracerName names the tracer of the api package.
+const TracerName = "github.com/fleetapi/fleetapi/api"
+
+// Span attribute keys set by the api package.
+var (
+	attrErrorCode   = attribute.Key("fleet.error.code")
+	attrTokenID     = attribute.Key("fleet.token.id")
+	attrAccountID   = attribute.Key("fleet.account.id")
+	attrAccountType = attribute.Key("fleet.account.type")
+	attrRequestID   = attribute.Key("fleet.request.id")
+)
+
+// Authenticator verifies the Authorization header (tenancy.Authenticator).
+type Authenticator interface {
+	Authenticate(ctx context.Context, header string) (tenancy.Principal, error)
+}
+
+// Policy answers the authorization questions (policy.Engine).
+type Policy interface {
+	Decide(ctx context.Context, in policy.Input) (policy.Decision, error)
+	Permissions(ctx context.Context, in policy.Input) (map[string]any, error)
+}
+
+// Config holds what the server is built from.
+type Config struct {
+	Auth   Authenticator
+	Policy Policy
+	// TracerProvider and Propagator trace requests; no-op and W3C trace
+	// context when nil.
+	TracerProvider trace.TracerProvider
+	Propagator     propagation.TextMapPropagator
+	// Logger receives request failures; slog's discard logger when nil.
+	Logger *slog.Logger
+	// Now is the clock; time.Now when nil.
+	Now func() time.Time
+}
+
+// Server is the fleetapi HTTP API.
+type Server struct {
+	cfg     Config
+	log     *slog.Logger
+	tracer  trace.Tracer
+	fuego   *fuego.Server
+	handler http.Handler
+}
+
+// New builds the API server and its routes.
+func New(cfg Config) (*Server, error) {
+	if cfg.TracerProvider == nil {
+		cfg.TracerProvider = noop.NewTracerProvider()
+	}
+	if cfg.Propagator == nil {
+		cfg.Propagator = propagation.TraceContext{}
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.New(slog.DiscardHandler)
+	}
+	if cfg.Now == nil {
+		cfg.Now = time.Now
+	}
+	s := &Server{cfg: cfg, log: cfg.Logger, tracer: cfg.TracerProvider.Tracer(TracerName)}
+	s.fuego = fuego.NewServer(
+		fuego.WithoutStartupMessages(),
+		fuego.WithLoggingMiddleware(fuego.LoggingConfig{DisableRequest: true, DisableResponse: true}),
+		fuego.WithSerializer(sendJSON),
+		fuego.WithErrorSerializer(s.writeError),
+		fuego.WithMaxBodySize(MaxBodyBytes),
+		fuego.WithDisallowUnknownFields(true),
+		fuego.WithoutAutoGroupTags(),
+		fuego.WithEngineOptions(
+			fuego.WithOpenAPIConfig(fuego.OpenAPIConfig{
+				DisableLocalSave:     true,
+				DisableSwaggerUI:     true,
+				DisableDefaultServer: true,
+				DisableMessages:      true,
+				Info: &openapi3.Info{
+					Title:       "fleetapi client API",
+					Version:     "2.0.0",
+					Description: "Multi-tenant fleet tracking client API (v2).",
+				},
+				MiddlewareConfig: fuego.MiddlewareConfig{DisableControllerSection: true, DisableMiddlewareSection: true},
+			}),
+			fuego.WithErrorHandler(func(_ context.Context, err error) error { return errorFor(err) }),
+		),
+	)
+	s.registerRoutes()
+	s.fuego.OutputOpenAPISpec()
+
+	h := s.withRouteFallback(s.fuego.Mux)
+	h = otelhttp.NewHandler(h, "fleetapi",
+		otelhttp.WithTracerProvider(cfg.TracerProvider),
+		otelhttp.WithPropagators(cfg.Propagator),
+		otelhttp.WithSpanNameFormatter(spanName),
+	)
+	h = s.withRecovery(h)
+	h = withRequestID(h)
+	s.handler = h
+	return s, nil
+}
+
+// spanName names a server span by its route pattern ("GET /api/v2/me"),
+// or by the method alone for a request that matched no route.
+func spanName(_ string, r *http.Request) string {
+	if r.Pattern != "" {
+		return r.Pattern
+	}
+	return r.Method
+}
+
+// Handler returns the HTTP handler of the whole API.
+func (s *Server) Handler() http.Handler { return s.handler }
+
+// OpenAPI returns the OpenAPI document of the API as JSON.
+func (s *Server) OpenAPI() ([]byte, error) {
+	return json.MarshalIndent(s.fuego.OpenAPI.Description(), "", "  ")
+}
+
+func (s *Server) registerRoutes() {
+	v2 := fuego.Group(s.fuego, BasePath, fuego.OptionMiddleware(s.guard))
+	fuego.Get(v2, "/me", s.getMe,
+		fuego.OptionOperationID("get_me"),
+		fuego.OptionTags("Account"),
+		fuego.OptionSummary("Read the authenticated account"),
+	)
+}

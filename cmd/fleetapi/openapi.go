@@ -1,0 +1,26 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+
+	"github.com/fleetapi/fleetapi/api"
+)
+
+func runOpenAPI(_ context.Context, args []string, _ func(string) string, stdout io.Writer) error {
+	fs := newFlagSet("openapi", stdout)
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	srv, err := api.New(api.Config{})
+	if err != nil {
+		return err
+	}
+	doc, err := srv.OpenAPI()
+	if err != nil {
+		return err
+	}
+	_, err = fmt.Fprintln(stdout, string(doc))
+	return err
+}

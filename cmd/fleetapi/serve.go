@@ -1,0 +1,164 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"time"
+
+	"github.com/uptrace/bun"
+
+	"github.com/fleetapi/fleetapi/api"
+	"github.com/fleetapi/fleetapi/policy"
+	"github.com/fleetapi/fleetapi/storage"
+	"github.com/fleetapi/fleetapi/telemetry"
+	"github.com/fleetapi/fleetapi/tenancy"
+)
+
+func runServe(ctx context.Context, args []string, getenv func(string) string, stdout io.Writer) error {
+	cfg, err := defaultConfig(getenv)
+	if err != nil {
+		return err
+	}
+	fs := newFlagSet("serve", stdout)
+	cfg.flags(fs)
+	fs.BoolVar(&cfg.NoMigrate, "no-migrate", false, "do not apply pending migrations at start-up")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	return serve(ctx, cfg, getenv, stdout, nil)
+}
+
+// openDatabase creates the database if needed, opens it with telemetry,
+// checks that it answers and applies the migrations unless told not to.
+func openDatabase(ctx context.Context, cfg config, tel *telemetry.Providers) (*bun.DB, error) {
+	url := cfg.databaseURL()
+	if err := storage.EnsureDatabase(ctx, url); err != nil {
+		return nil, fmt.Errorf("database: %w", err)
+	}
+	opts := storage.Options{}
+	if tel != nil {
+		opts.TracerProvider = tel.Tracer
+	}
+	db := storage.Open(url, opts)
+	if err := db.PingContext(ctx); err != nil {
+		db.Close()
+		return nil, fmt.Errorf("database: %w", storage.Translate(err))
+	}
+	if !cfg.NoMigrate {
+		if err := storage.Migrate(ctx, db); err != nil {
+			db.Close()
+			return nil, err
+		}
+	}
+	return db, nil
+}
+
+// decisionLog opens the decision log destination: stdout, a file, or off.
+func decisionLog(dest string, stdout io.Writer) (io.Writer, func() error, error) {
+	switch dest {
+	case "", "off":
+		return nil, func() error { return nil }, nil
+	case "stdout", "-":
+		return stdout, func() error { return nil }, nil
+	}
+	f, err := os.OpenFile(dest, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
+	if err != nil {
+		return nil, nil, fmt.Errorf("decision log: %w", err)
+	}
+	return f, f.Close, nil
+}
+
+// serve runs the API until ctx is cancelled, then shuts down in order: stop
+// accepting, let in-flight requests finish within the shutdown timeout,
+// flush telemetry, close the pool. When ready is not nil it is called with
+// the listening address.
+func serve(ctx context.Context, cfg config, getenv func(string) string, stdout io.Writer, ready func(addr string)) error {
+	log := telemetry.NewLogger(stdout, slog.LevelInfo)
+	tel, err := telemetry.Setup(ctx, getenv)
+	if err != nil {
+		return fmt.Errorf("telemetry: %w", err)
+	}
+	defer func() {
+		sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+		defer cancel()
+		if err := tel.Shutdown(sctx); err != nil {
+			log.Error("telemetry shutdown", slog.Any("error", err))
+		}
+	}()
+
+	db, err := openDatabase(ctx, cfg, tel)
+	if err != nil {
+		return err
+	}
+	defer db.Close()
+
+	dlog, closeLog, err := decisionLog(cfg.DecisionLog, stdout)
+	if err != nil {
+		return err
+	}
+	defer closeLog()
+	engine, err := policy.New(ctx, policy.Options{
+		Dir:            cfg.PolicyDir,
+		DecisionLog:    dlog,
+		TracerProvider: tel.Tracer,
+		ValidateScope:  storage.ValidateScope,
+	})
+	if err != nil {
+		return fmt.Errorf("policy: %w", err)
+	}
+
+	store := storage.NewStore(db)
+	srv, err := api.New(api.Config{
+		Auth:           &tenancy.Authenticator{Store: store},
+		Policy:         engine,
+		TracerProvider: tel.Tracer,
+		Propagator:     tel.Propagator,
+		Logger:         log,
+	})
+	if err != nil {
+		return err
+	}
+
+	ln, err := net.Listen("tcp", cfg.Addr)
+	if err != nil {
+		return err
+	}
+	hs := &http.Server{
+		Handler:           srv.Handler(),
+		ReadHeaderTimeout: 5 * time.Second,
+		ReadTimeout:       15 * time.Second,
+		WriteTimeout:      30 * time.Second,
+		IdleTimeout:       60 * time.Second,
+		MaxHeaderBytes:    32 << 10,
+		ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelWarn),
+	}
+	log.Info("listening", slog.String("addr", ln.Addr().String()), slog.String("policy_revision", engine.Revision()))
+	if ready != nil {
+		ready(ln.Addr().String())
+	}
+	errc := make(chan error, 1)
+	go func() { errc <- hs.Serve(ln) }()
+
+	select {
+	case err := <-errc:
+		return err
+	case <-ctx.Done():
+	}
+	log.Info("shutting down", slog.Duration("timeout", cfg.ShutdownTimeout))
+	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), cfg.ShutdownTimeout)
+	defer cancel()
+	if err := hs.Shutdown(sctx); err != nil {
+		return fmt.Errorf("shutdown: %w", err)
+	}
+	if err := <-errc; err != nil && !errors.Is(err, http.ErrServerClosed) {
+		return err
+	}
+	log.Info("stopped")
+	return nil
+}

@@ -1,0 +1,35 @@
+package policy
+
+import (
+	"context"
+	"fmt"
+	"io"
+)
+
+// Check validates the policy set in dir ("" = the embedded set) as the
+// server would at start-up: it loads and compiles it, runs its tests, and
+// compiles every scope rule for a principal of every account type, passing
+// each RowScope to validate when it is set. It writes a summary to w (the
+// revision, the tests, the coverage and the compiled scopes) and returns
+// the first problem found.
+func Check(ctx context.Context, dir string, validate func(RowScope) error, w io.Writer) error {
+	e, err := New(ctx, Options{Dir: dir, ValidateScope: validate, CacheSize: -1})
+	if err != nil {
+		return fmt.Errorf("policy check %s: %w", dirName(dir), err)
+	}
+	fmt.Fprintf(w, "policy %s\nrevision %s\n", dirName(dir), e.Revision())
+	rep := e.TestReport()
+	fmt.Fprintf(w, "tests: %d passed, %d failed; coverage %.2f%%\n", rep.Passed, rep.Failed, rep.Coverage)
+	for _, t := range accountTypes() {
+		in := samplePrincipal(t)
+		for _, r := range Resources() {
+			rs, err := e.Scope(ctx, in, r)
+			if err != nil {
+				return fmt.Errorf("scope rule %q for %s principal: %w", r, article(t), err)
+			}
+			fmt.Fprintf(w, "scope %-10s %-10s (id 7, manager 3): %s\n", r, t, rs)
+		}
+	}
+	fmt.Fprintln(w, "ok")
+	return nil
+}

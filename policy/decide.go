@@ -1,0 +1,177 @@
+package policy
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"maps"
+	"time"
+
+	"github.com/open-policy-agent/opa/v1/rego"
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/codes"
+)
+
+// Errors of the policy package.
+var (
+	// ErrDenied is wrapped by Decision.Err for a denied decision.
+	ErrDenied = errors.New("policy: denied")
+	// ErrUndefined: a policy query had no result, or one of the wrong shape
+	// (a replaced policy set that lacks a rule).
+	ErrUndefined = errors.New("policy: undefined result")
+)
+
+// DeniedError carries a denied Decision; it unwraps to ErrDenied.
+type DeniedError struct{ Decision Decision }
+
+// Error returns the denial's code and message.
+func (e *DeniedError) Error() string {
+	return fmt.Sprintf("policy: %s: %s", e.Decision.Code, e.Decision.Message)
+}
+
+// Unwrap returns ErrDenied.
+func (e *DeniedError) Unwrap() error { return ErrDenied }
+
+// Err returns nil when d allows, and a *DeniedError otherwise.
+func (d Decision) Err() error {
+	if d.Allow {
+		return nil
+	}
+	return &DeniedError{Decision: d}
+}
+
+// Decide evaluates data.fleet.authz.decision for in: may this principal
+// call in.Request? A denial is a Decision, not an error; the error
+// (ErrUndefined or an evaluation error) means no decision could be made and
+// the request must fail. Every call writes one decision log line.
+func (e *Engine) Decide(ctx context.Context, in Input) (Decision, error) {
+	ctx, span := e.tracer.Start(ctx, "policy.decide")
+	defer span.End()
+	start := time.Now()
+	d, cached, err := e.decide(ctx, in)
+	elapsed := time.Since(start)
+	span.SetAttributes(
+		attribute.Bool("fleet.policy.cached", cached),
+		attribute.String("fleet.policy.revision", e.revision),
+	)
+	if err != nil {
+		span.RecordError(err)
+		span.SetStatus(codes.Error, "policy decision failed")
+		e.logDecision(ctx, in, Decision{Code: "POLICY_ERROR"}, elapsed, cached, err)
+		return Decision{}, err
+	}
+	code := d.Code
+	if d.Allow {
+		code = "ALLOW"
+	}
+	span.SetAttributes(attribute.String("fleet.decision.code", code))
+	e.logDecision(ctx, in, d, elapsed, cached, nil)
+	return d, nil
+}
+
+func (e *Engine) decide(ctx context.Context, in Input) (Decision, bool, error) {
+	key, err := e.cacheKey("decide", "", in)
+	if err != nil {
+		return Decision{}, false, err
+	}
+	if v, ok := e.cache.get(key); ok {
+		return cloneDecision(v.(Decision)), true, nil
+	}
+	rs, err := e.decideQ.Eval(ctx, rego.EvalParsedInput(in.value()))
+	if err != nil {
+		return Decision{}, false, fmt.Errorf("evaluate decision: %w", err)
+	}
+	d, err := decisionFrom(rs)
+	if err != nil {
+		return Decision{}, false, err
+	}
+	e.cache.put(key, d)
+	return cloneDecision(d), false, nil
+}
+
+// decisionFrom reads the decision object; anything malformed is an error
+// (fail closed).
+func decisionFrom(rs rego.ResultSet) (Decision, error) {
+	m, ok := single(rs).(map[string]any)
+	if !ok {
+		return Decision{}, fmt.Errorf("%w: data.fleet.authz.decision is not an object", ErrUndefined)
+	}
+	var d Decision
+	if d.Allow, ok = m["allow"].(bool); !ok {
+		return Decision{}, fmt.Errorf("%w: decision.allow is not a boolean", ErrUndefined)
+	}
+	if d.Allow {
+		return d, nil
+	}
+	d.Code, _ = m["code"].(string)
+	d.Message, _ = m["message"].(string)
+	d.Details, _ = m["details"].(map[string]any)
+	if d.Code == "" {
+		return Decision{}, fmt.Errorf("%w: a denial without a code", ErrUndefined)
+	}
+	return d, nil
+}
+
+func cloneDecision(d Decision) Decision {
+	d.Details = maps.Clone(d.Details)
+	return d
+}
+
+// single returns the value of a one-expression result set, or nil.
+func single(rs rego.ResultSet) any {
+	if len(rs) != 1 || len(rs[0].Expressions) != 1 {
+		return nil
+	}
+	return rs[0].Expressions[0].Value
+}
+
+// Permissions evaluates data.fleet.authz.permissions for in: the effective
+// permission object of GET /me (read_only, privileges, token, routes).
+// in.Request is not read by the embedded policy. The result is the
+// caller's own copy. It returns ErrUndefined when the policy yields no
+// object.
+func (e *Engine) Permissions(ctx context.Context, in Input) (map[string]any, error) {
+	ctx, span := e.tracer.Start(ctx, "policy.permissions")
+	defer span.End()
+	span.SetAttributes(attribute.String("fleet.policy.revision", e.revision))
+	key, err := e.cacheKey("permissions", "", in)
+	if err != nil {
+		return nil, err
+	}
+	if v, ok := e.cache.get(key); ok {
+		span.SetAttributes(attribute.Bool("fleet.policy.cached", true))
+		return deepCopy(v).(map[string]any), nil
+	}
+	span.SetAttributes(attribute.Bool("fleet.policy.cached", false))
+	rs, err := e.permissionsQ.Eval(ctx, rego.EvalParsedInput(in.value()))
+	if err != nil {
+		span.RecordError(err)
+		return nil, fmt.Errorf("evaluate permissions: %w", err)
+	}
+	m, ok := single(rs).(map[string]any)
+	if !ok {
+		return nil, fmt.Errorf("%w: data.fleet.authz.permissions is not an object", ErrUndefined)
+	}
+	e.cache.put(key, m)
+	return deepCopy(m).(map[string]any), nil
+}
+
+// deepCopy copies a JSON-like value (maps, slices, scalars).
+func deepCopy(v any) any {
+	switch v := v.(type) {
+	case map[string]any:
+		m := make(map[string]any, len(v))
+		for k, x := range v {
+			m[k] = deepCopy(x)
+		}
+		return m
+	case []any:
+		s := make([]any, len(v))
+		for i, x := range v {
+			s[i] = deepCopy(x)
+		}
+		return s
+	default:
+		return v
+	}
+}

@@ -1,0 +1,150 @@
+package policy
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"sync"
+
+	"github.com/open-policy-agent/opa/v1/ast"
+	"github.com/open-policy-agent/opa/v1/rego"
+	"github.com/open-policy-agent/opa/v1/rego/compile"
+	"go.opentelemetry.io/otel"
+	"go.opentelemetry.io/otel/trace"
+)
+
+// tracerName is the instrumentation scope of the policy spans.
+const tracerName = "github.com/fleetapi/fleetapi/policy"
+
+// DefaultCacheSize is the number of answers the Engine keeps when
+// Options.CacheSize is 0.
+const DefaultCacheSize = 10000
+
+// Options configure New.
+type Options struct {
+	// Dir is a policy directory that replaces the embedded set
+	// (FLEET_POLICY_DIR); "" uses the embedded policy/rego.
+	Dir string
+	// DecisionLog receives one JSON line per Decide; nil turns the log off.
+	DecisionLog io.Writer
+	// TracerProvider makes the policy spans; nil uses the otel global.
+	TracerProvider trace.TracerProvider
+	// CacheSize bounds the answer cache: 0 means DefaultCacheSize, a
+	// negative value turns the cache off.
+	CacheSize int
+	// ValidateScope, when set, checks every compiled RowScope (storage
+	// passes its column whitelist); a scope it rejects is an error.
+	ValidateScope func(RowScope) error
+}
+
+// Engine holds one compiled, tested policy revision and its prepared
+// queries. It is safe for concurrent use.
+type Engine struct {
+	revision string
+	set      *policySet
+	compiler *ast.Compiler
+	report   TestReport
+
+	decideQ       rego.PreparedEvalQuery
+	permissionsQ  rego.PreparedEvalQuery
+	unrestrictedQ rego.PreparedEvalQuery
+	scopeQ        map[string]*compile.Prepared
+	admitQ        map[string]rego.PreparedEvalQuery
+
+	cache    *lruCache
+	validate func(RowScope) error
+	tracer   trace.Tracer
+
+	logMu sync.Mutex
+	log   io.Writer
+}
+
+// New loads the policy set, runs its own Rego tests (a failing test stops
+// it), compiles it, prepares every query once and verifies that every
+// scope rule translates for a principal of every account type. The error
+// names the step, and for a scope the rule and account type.
+func New(ctx context.Context, opts Options) (*Engine, error) {
+	set, err := loadPolicySet(opts.Dir)
+	if err != nil {
+		return nil, err
+	}
+	report, err := runTests(ctx, set, io.Discard)
+	if err != nil {
+		return nil, fmt.Errorf("policy tests: %w", err)
+	}
+	c := ast.NewCompiler().WithDefaultRegoVersion(ast.RegoV1)
+	if c.Compile(set.modules); c.Failed() {
+		return nil, fmt.Errorf("compile policy: %w", c.Errors)
+	}
+	tp := opts.TracerProvider
+	if tp == nil {
+		tp = otel.GetTracerProvider()
+	}
+	e := &Engine{
+		revision: set.revision(),
+		set:      set,
+		compiler: c,
+		report:   report,
+		cache:    newLRUCache(opts.CacheSize),
+		validate: opts.ValidateScope,
+		tracer:   tp.Tracer(tracerName),
+		log:      opts.DecisionLog,
+		scopeQ:   map[string]*compile.Prepared{},
+		admitQ:   map[string]rego.PreparedEvalQuery{},
+	}
+	if err := e.prepare(ctx); err != nil {
+		return nil, err
+	}
+	if err := e.verify(ctx); err != nil {
+		return nil, err
+	}
+	return e, nil
+}
+
+// Revision is the hex SHA-256 of the policy files (names and contents, in
+// name order). It names the policy in the decision log and cache keys.
+func (e *Engine) Revision() string { return e.revision }
+
+// TestReport is the result of the policy set's own tests, run by New.
+func (e *Engine) TestReport() TestReport { return e.report }
+
+func (e *Engine) prepare(ctx context.Context) error {
+	var err error
+	if e.decideQ, err = e.prepareEval(ctx, "data.fleet.authz.decision"); err != nil {
+		return err
+	}
+	if e.permissionsQ, err = e.prepareEval(ctx, "data.fleet.authz.permissions"); err != nil {
+		return err
+	}
+	if e.unrestrictedQ, err = e.prepareEval(ctx, "data.fleet.scope.unrestricted"); err != nil {
+		return err
+	}
+	for _, r := range Resources() {
+		query := "data.fleet.scope." + r
+		prep, err := compile.New(
+			compile.Target("ucast", "all"),
+			compile.ParsedUnknowns(ast.MustParseTerm("input."+r)),
+			compile.ParsedQuery(ast.MustParseBody(query)),
+			compile.Rego(rego.Compiler(e.compiler)),
+		).Prepare(ctx)
+		if err != nil {
+			return fmt.Errorf("prepare scope rule %q: %w", r, err)
+		}
+		e.scopeQ[r] = prep
+		if e.admitQ[r], err = e.prepareEval(ctx, query); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (e *Engine) prepareEval(ctx context.Context, query string) (rego.PreparedEvalQuery, error) {
+	q, err := rego.New(
+		rego.Compiler(e.compiler),
+		rego.ParsedQuery(ast.MustParseBody(query)),
+	).PrepareForEval(ctx)
+	if err != nil {
+		return q, fmt.Errorf("prepare %s: %w", query, err)
+	}
+	return q, nil
+}

@@ -1,0 +1,94 @@
+# METADATA
+# title: fleetapi row scope
+# description: |
+#   Which rows of each tenant resource the caller may see.
+#
+#   Input: input.account {id, type, manager_id, active, expired, privileges}
+#   is known (schemas/input.json). The row is the UNKNOWN input.<resource>
+#   (services, reports, events, passengers): each rule here is partially
+#   evaluated with that unknown through OPA's rego/compile (target ucast) and
+#   the residue becomes the SQL WHERE clause.
+#
+#   Contract with storage: columns are input.<resource>.<column> and only
+#   account_id, manager_id (virtual: the owning account's manager) and
+#   granted_to (virtual: the subaccount to which every device of the row is
+#   granted) are used. No rule has a default, and no unknown is indexed by
+#   position. An empty residue means "every row" and is accepted only when
+#   unrestricted is true. A caller whose account is inactive, expired or of
+#   an unknown type has no rule true: it sees nothing.
+package fleet.scope
+
+# usable: the account may use the API at all.
+usable if {
+	input.account.active == true
+	input.account.expired == false
+}
+
+# unrestricted marks callers that see every row (admins).
+unrestricted if {
+	usable
+	input.account.type == "admin"
+}
+
+services if unrestricted
+
+services if visible(input.services)
+
+services if granted(input.services)
+
+reports if unrestricted
+
+reports if visible(input.reports)
+
+reports if {
+	holds("reports")
+	granted(input.reports)
+}
+
+events if unrestricted
+
+events if visible(input.events)
+
+events if {
+	holds("event_notifications")
+	granted(input.events)
+}
+
+passengers if unrestricted
+
+passengers if visible(input.passengers)
+
+# A subaccount sees the passengers of its parent: passengers name no devices.
+passengers if {
+	subaccount
+	input.passengers.account_id == input.account.manager_id
+}
+
+# visible(row): the row belongs to the caller's own tree (managers and users).
+visible(row) if {
+	usable
+	input.account.type in {"manager", "user"}
+	row.account_id == input.account.id
+}
+
+visible(row) if {
+	usable
+	input.account.type == "manager"
+	row.manager_id == input.account.id
+}
+
+# granted(row): the row belongs to the subaccount's parent and every device
+# it names is granted to the subaccount.
+granted(row) if {
+	subaccount
+	row.account_id == input.account.manager_id
+	row.granted_to == input.account.id
+}
+
+subaccount if {
+	usable
+	input.account.type == "subaccount"
+}
+
+# holds(p): the subaccount holds privilege p.
+holds(p) if p in input.account.privileges

@@ -1,0 +1,86 @@
+package fleet.scope_test
+
+import data.fleet.scope
+
+account(type, privileges) := {
+	"id": 7, "type": type, "manager_id": 3, "active": true,
+	"expired": false, "read_only": false, "privileges": privileges,
+}
+
+# row builds a known row of a resource (virtual columns included).
+row(account_id, manager_id, granted_to) := {"account_id": account_id, "manager_id": manager_id, "granted_to": granted_to}
+
+resources := ["services", "reports", "events", "passengers"]
+
+admits(resource, acct, r) if {
+	scope[resource] with input as {"account": acct, resource: r}
+}
+
+test_admin_unrestricted if {
+	scope.unrestricted with input as {"account": account("admin", [])}
+	every res in resources {
+		admits(res, account("admin", []), row(99, 98, 0))
+	}
+}
+
+test_only_admin_unrestricted if {
+	every t in ["manager", "user", "subaccount"] {
+		not scope.unrestricted with input as {"account": account(t, [])}
+	}
+}
+
+test_manager if {
+	every res in resources {
+		admits(res, account("manager", []), row(7, 1, 0))
+		admits(res, account("manager", []), row(12, 7, 0))
+		not admits(res, account("manager", []), row(12, 8, 0))
+	}
+}
+
+test_user if {
+	every res in resources {
+		admits(res, account("user", []), row(7, 3, 0))
+		not admits(res, account("user", []), row(12, 7, 0))
+	}
+}
+
+test_subaccount_granted_rows if {
+	acct := account("subaccount", ["reports", "event_notifications"])
+	every res in ["services", "reports", "events"] {
+		admits(res, acct, row(3, 1, 7))
+		not admits(res, acct, row(3, 1, 8))
+		not admits(res, acct, row(4, 1, 7))
+		not admits(res, acct, row(7, 3, 7))
+	}
+}
+
+test_subaccount_needs_privilege if {
+	acct := account("subaccount", [])
+	not admits("reports", acct, row(3, 1, 7))
+	not admits("events", acct, row(3, 1, 7))
+	admits("services", acct, row(3, 1, 7))
+}
+
+test_subaccount_passengers_of_parent if {
+	acct := account("subaccount", [])
+	admits("passengers", acct, row(3, 1, 0))
+	not admits("passengers", acct, row(7, 3, 0))
+}
+
+test_unusable_sees_nothing if {
+	cases := [
+		object.union(account("admin", []), {"active": false}),
+		object.union(account("manager", []), {"expired": true}),
+		object.union(account("user", []), {"active": false}),
+		object.union(account("subaccount", ["reports"]), {"expired": true}),
+		account("reseller", []),
+		{"id": 7, "type": "admin"},
+	]
+	every acct in cases {
+		not scope.unrestricted with input as {"account": acct}
+		every res in resources {
+			not admits(res, acct, row(7, 7, 7))
+			not admits(res, acct, row(3, 7, 7))
+		}
+	}
+}

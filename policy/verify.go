@@ -1,0 +1,69 @@
+package policy
+
+import (
+	"context"
+	"errors"
+	"fmt"
+)
+
+// samplePrincipal is an active principal of the given account type with
+// every privilege, used to check the policy at start-up.
+func samplePrincipal(accountType string) Input {
+	in := Input{
+		Request: RequestInput{Method: "GET", Route: "/me"},
+		Token:   TokenInput{ID: 1, Permissions: []string{"*"}},
+		Account: AccountInput{
+			ID: 7, Type: accountType, ManagerID: 3, Active: true,
+			Privileges: []string{"reports", "event_notifications"},
+		},
+	}
+	if accountType == "admin" {
+		in.Account.ManagerID = 0
+	}
+	return in
+}
+
+// accountTypes are the account types of DESIGN §2.
+func accountTypes() []string { return []string{"admin", "manager", "user", "subaccount"} }
+
+// verify checks, for a sample principal of every account type, that the
+// decision and permissions are well formed and that every scope rule
+// compiles into a RowScope that storage accepts, and that only admins get
+// an unrestricted one.
+func (e *Engine) verify(ctx context.Context) error {
+	for _, t := range accountTypes() {
+		in := samplePrincipal(t)
+		rs, err := e.decideQ.Eval(ctx, evalInput(in))
+		if err != nil {
+			return fmt.Errorf("decision for %s principal: %w", article(t), err)
+		}
+		if _, err := decisionFrom(rs); err != nil {
+			return fmt.Errorf("decision for %s principal: %w", article(t), err)
+		}
+		rs, err = e.permissionsQ.Eval(ctx, evalInput(in))
+		if err != nil {
+			return fmt.Errorf("permissions for %s principal: %w", article(t), err)
+		}
+		if _, ok := single(rs).(map[string]any); !ok {
+			return fmt.Errorf("permissions for %s principal: %w", article(t), ErrUndefined)
+		}
+		for _, r := range Resources() {
+			scope, err := e.compileScope(ctx, in, r)
+			if err == nil && t != "admin" && scope.Unrestricted {
+				err = errors.New("unrestricted for a principal that is not an admin")
+			}
+			if err != nil {
+				return fmt.Errorf("scope rule %q for %s principal: %w", r, article(t), err)
+			}
+		}
+	}
+	return nil
+}
+
+// article prefixes an account type with "a" or "an".
+func article(accountType string) string {
+	if accountType == "admin" {
+		return "an admin"
+	}
+	return "a " + accountType
+}

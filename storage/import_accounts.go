@@ -1,0 +1,138 @@
+package storage
+
+import (
+	"context"
+	"slices"
+
+	"github.com/fleetapi/fleetapi/tenancy"
+)
+
+// importAccounts inserts the accounts, each after its manager, whether the
+// manager comes later in the file or already exists.
+func (im *importer) importAccounts(ctx context.Context, f *importFile) error {
+	first := map[string]int{}
+	for i, r := range f.Accounts {
+		if err := checkAccount(r); err != nil {
+			return err
+		}
+		if _, dup := first[r.val.Username]; !dup {
+			first[r.val.Username] = i
+		}
+	}
+	const (
+		todo = iota
+		visiting
+		done
+	)
+	state := make([]int, len(f.Accounts))
+	var visit func(i int) error
+	visit = func(i int) error {
+		switch state[i] {
+		case done:
+			return nil
+		case visiting:
+			return f.Accounts[i].ref.errorf("manager cycle through %q", f.Accounts[i].val.Manager)
+		}
+		state[i] = visiting
+		r := f.Accounts[i]
+		if j, ok := first[r.val.Manager]; ok {
+			if err := visit(j); err != nil {
+				return err
+			}
+		}
+		if err := im.importAccount(ctx, r); err != nil {
+			return err
+		}
+		state[i] = done
+		return nil
+	}
+	for i := range f.Accounts {
+		if err := visit(i); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// checkAccount validates what an account record says on its own.
+func checkAccount(r record[importAccount]) error {
+	a, ref := r.val, r.ref
+	switch {
+	case a.Username == "":
+		return ref.errorf("username is required")
+	case !tenancy.AccountType(a.Type).Valid():
+		return ref.errorf("type %q: want admin, manager, user or subaccount", a.Type)
+	case a.Type == string(tenancy.Subaccount) && a.Manager == "":
+		return ref.errorf("a subaccount needs a manager (its parent user)")
+	case a.Type == string(tenancy.Admin) && a.Manager != "":
+		return ref.errorf("an admin has no manager")
+	case a.Manager == a.Username:
+		return ref.errorf("an account cannot manage itself")
+	case a.Email != "" && !validEmail(a.Email):
+		return ref.errorf("email %q is not a valid address", a.Email)
+	case len(a.Objects) > 0 && a.Type != string(tenancy.Subaccount):
+		return ref.errorf("objects are granted to subaccounts only")
+	case len(a.Privileges) > 0 && a.Type != string(tenancy.Subaccount):
+		return ref.errorf("privileges apply to subaccounts only")
+	}
+	for _, p := range a.Privileges {
+		if p != "reports" && p != "event_notifications" {
+			return ref.errorf("privilege %q: want reports or event_notifications", p)
+		}
+	}
+	return nil
+}
+
+// parentTypes are the account types that may manage an account of a type.
+func parentTypes(t tenancy.AccountType) []tenancy.AccountType {
+	switch t {
+	case tenancy.Manager:
+		return []tenancy.AccountType{tenancy.Admin}
+	case tenancy.User:
+		return []tenancy.AccountType{tenancy.Admin, tenancy.Manager}
+	case tenancy.Subaccount:
+		return []tenancy.AccountType{tenancy.User}
+	}
+	return nil
+}
+
+// importAccount inserts one account whose manager, if any, is already in
+// the database, or skips it when the username exists.
+func (im *importer) importAccount(ctx context.Context, r record[importAccount]) error {
+	a, ref := r.val, r.ref
+	row := &Account{
+		Username:        a.Username,
+		Email:           a.Email,
+		Type:            tenancy.AccountType(a.Type),
+		Active:          a.Active == nil || *a.Active,
+		ReadOnly:        a.ReadOnly,
+		AccountExpire:   a.AccountExpire,
+		AccountExpireDt: a.AccountExpireDt,
+		Privileges:      StringList(a.Privileges),
+	}
+	if a.Manager != "" {
+		mgr, ok, err := im.lookupAccount(ctx, a.Manager)
+		if err != nil {
+			return ref.dbError(err)
+		}
+		if !ok {
+			return ref.errorf("unknown manager %q", a.Manager)
+		}
+		if !slices.Contains(parentTypes(row.Type), mgr.Type) {
+			return ref.errorf("manager %q is a %s, which cannot manage a %s", a.Manager, mgr.Type, row.Type)
+		}
+		row.ManagerID = &mgr.ID
+	}
+	if _, ok, err := im.lookupAccount(ctx, a.Username); err != nil {
+		return ref.dbError(err)
+	} else if ok {
+		im.res.Accounts.Skipped++
+		return nil
+	}
+	if err := im.insert(ctx, ref, row); err != nil {
+		return err
+	}
+	im.remember(row)
+	im.res.Accounts.Inserted++
+	return nil
+}

@@ -1,0 +1,275 @@
+package storage_test
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"reflect"
+	"strings"
+	"testing"
+
+	"github.com/fleetapi/fleetapi/storage"
+)
+
+func TestImportDemoData(t *testing.T) {
+	t.Parallel()
+	s, db := newStore(t)
+	res := importJSON(t, s, storage.DemoData())
+	want := storage.ImportResult{
+		Accounts: storage.ImportCount{Inserted: 11}, Objects: storage.ImportCount{Inserted: 11},
+		Grants: storage.ImportCount{Inserted: 1}, Tokens: storage.ImportCount{Inserted: 13},
+		Services: storage.ImportCount{Inserted: 14}, Reports: storage.ImportCount{Inserted: 6},
+		Events: storage.ImportCount{Inserted: 4}, Passengers: storage.ImportCount{Inserted: 6},
+	}
+	if res != want {
+		t.Fatalf("first import:\n got %v\nwant %v", res, want)
+	}
+	before := rowCounts(t, db)
+
+	t.Run("reimport_adds_nothing", func(t *testing.T) {
+		res := importJSON(t, s, storage.DemoData())
+		wantSkip := storage.ImportResult{
+			Accounts: storage.ImportCount{Skipped: 11}, Objects: storage.ImportCount{Skipped: 11},
+			Grants: storage.ImportCount{Skipped: 1}, Tokens: storage.ImportCount{Skipped: 13},
+			Services: storage.ImportCount{Skipped: 14}, Reports: storage.ImportCount{Skipped: 6},
+			Events: storage.ImportCount{Skipped: 4}, Passengers: storage.ImportCount{Skipped: 6},
+		}
+		if res != wantSkip {
+			t.Fatalf("re-import:\n got %v\nwant %v", res, wantSkip)
+		}
+		if after := rowCounts(t, db); !reflect.DeepEqual(after, before) {
+			t.Fatalf("row counts changed: before %v, after %v", before, after)
+		}
+	})
+
+	t.Run("managers_resolved_whatever_the_order", func(t *testing.T) {
+		for user, manager := range map[string]string{"acme-night": "acme", "tailspin": "northwind", "acme": "fleetco"} {
+			u, err := s.AccountByUsername(context.Background(), user)
+			if err != nil {
+				t.Fatal(err)
+			}
+			m, err := s.AccountByUsername(context.Background(), manager)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if u.ManagerID != m.ID {
+				t.Errorf("%s: manager_id %d, want %s (%d)", user, u.ManagerID, manager, m.ID)
+			}
+		}
+	})
+
+	t.Run("partial_overlap_counts", func(t *testing.T) {
+		file := `{"services": [
+			{"account": "acme", "imei": "356938035643809", "name": "Oil change"},
+			{"account": "acme", "imei": "356938035643809", "name": "Coolant flush", "odo": true, "odo_interval": 40000}]}`
+		res := importJSON(t, s, []byte(file))
+		if res.Services != (storage.ImportCount{Inserted: 1, Skipped: 1}) {
+			t.Fatalf("services: %+v, want 1 inserted, 1 skipped", res.Services)
+		}
+	})
+}
+
+func TestImportDefaultsAndNormalisation(t *testing.T) {
+	t.Parallel()
+	s, db := newStore(t)
+	ctx := context.Background()
+	importJSON(t, s, []byte(`{
+		"passengers": [{"account": "u", "passenger_name": "  Zoe  ", "passenger_assign_id": " ab-1 "}],
+		"events": [{"account": "u", "name": "e", "imei": ["111"]}],
+		"reports": [{"account": "u", "name": "r"}],
+		"services": [{"account": "u", "imei": "111", "name": "s"}],
+		"objects": [{"imei": "111", "account": "u"}],
+		"accounts": [{"username": "u", "type": "user"}]
+	}`))
+
+	a, err := s.AccountByUsername(ctx, "u")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !a.Active || a.ReadOnly || a.AccountExpire || a.ManagerID != 0 || len(a.Privileges) != 0 || a.Privileges == nil {
+		t.Errorf("account defaults: %+v", a)
+	}
+	var p storage.Passenger
+	if err := db.NewSelect().Model(&p).Scan(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if p.PassengerName != "Zoe" || p.PassengerAssignID != "AB-1" || !p.PassengerActive || p.PassengerPickupPointID != nil {
+		t.Errorf("passenger: %+v", p)
+	}
+	var e storage.Event
+	if err := db.NewSelect().Model(&e).Scan(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if e.RouteTrigger != "off" || e.ZoneTrigger != "off" || e.CmdGateway != "gprs" || e.CmdType != "ascii" || e.DayTime == nil || e.WeekDays == nil {
+		t.Errorf("event defaults: %+v", e)
+	}
+	var sv storage.Service
+	if err := db.NewSelect().Model(&sv).Scan(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if sv.DaysLast != nil || sv.Extra == nil || sv.Odo {
+		t.Errorf("service defaults: %+v", sv)
+	}
+}
+
+func TestImportInvalidChangesNothing(t *testing.T) {
+	t.Parallel()
+	s, db := newStore(t)
+	empty := rowCounts(t, db)
+
+	tests := []struct {
+		name    string
+		modify  func(t *testing.T, doc map[string]any)
+		section string // of the *ImportError; "" when the file as a whole is wrong
+		index   int
+		wantMsg string
+		also    error
+	}{
+		{"last_record_of_last_section", func(t *testing.T, doc map[string]any) {
+			record(t, doc, "passengers", 5)["passenger_name"] = "   "
+		}, "passengers", 5, `passengers[5] (account "tailspin", passenger_name "   "): passenger_name: required`, nil},
+		{"service_unknown_imei", func(t *testing.T, doc map[string]any) {
+			record(t, doc, "services", 3)["imei"] = "x"
+		}, "services", 3, `import: services[3] (imei "x", name "Brake check"): unknown imei "x"`, nil},
+		{"service_imei_of_another_account", func(t *testing.T, doc map[string]any) {
+			record(t, doc, "services", 0)["account"] = "globex"
+		}, "services", 0, `belongs to another account than "globex"`, nil},
+		{"event_bad_enum", func(t *testing.T, doc map[string]any) {
+			record(t, doc, "events", 1)["route_trigger"] = "sideways"
+		}, "events", 1, `route_trigger "sideways"`, nil},
+		{"event_bad_week_day", func(t *testing.T, doc map[string]any) {
+			record(t, doc, "events", 0)["week_days"] = []any{"mon", "funday"}
+		}, "events", 0, `"funday"`, nil},
+		{"object_bad_type", func(t *testing.T, doc map[string]any) {
+			record(t, doc, "objects", 0)["odometer"] = "lots"
+		}, "objects", 0, `objects[0] (imei "356938035643809"): field "odometer": got string, want an integer`, nil},
+		{"service_bad_type_in_embedded_model", func(t *testing.T, doc map[string]any) {
+			record(t, doc, "services", 1)["odo"] = "yes"
+		}, "services", 1, `field "odo": got string, want true or false`, nil},
+		{"service_bad_date", func(t *testing.T, doc map[string]any) {
+			record(t, doc, "services", 2)["days_last"] = "01/03/2024"
+		}, "services", 2, `YYYY-MM-DD`, nil},
+		{"object_fractional_number", func(t *testing.T, doc map[string]any) {
+			record(t, doc, "objects", 2)["engine_hours"] = 1.5
+		}, "objects", 2, `objects[2]`, nil},
+		{"subaccount_without_manager", func(t *testing.T, doc map[string]any) {
+			delete(record(t, doc, "accounts", 1), "manager")
+		}, "accounts", 1, `a subaccount needs a manager`, nil},
+		{"privilege_outside_list", func(t *testing.T, doc map[string]any) {
+			record(t, doc, "accounts", 1)["privileges"] = []any{"billing"}
+		}, "accounts", 1, `privilege "billing"`, nil},
+		{"grant_outside_parent", func(t *testing.T, doc map[string]any) {
+			record(t, doc, "accounts", 1)["objects"] = []any{"861073032104551"}
+		}, "accounts", 1, `imei "861073032104551" does not belong to parent "acme"`, nil},
+		{"unknown_manager", func(t *testing.T, doc map[string]any) {
+			record(t, doc, "accounts", 3)["manager"] = "nobody"
+		}, "accounts", 3, `unknown manager "nobody"`, nil},
+		{"manager_cycle", func(t *testing.T, doc map[string]any) {
+			record(t, doc, "accounts", 2)["manager"] = "northwind"
+			record(t, doc, "accounts", 9)["manager"] = "fleetco"
+		}, "accounts", 2, `manager cycle`, nil},
+		{"wrong_manager_type", func(t *testing.T, doc map[string]any) {
+			record(t, doc, "accounts", 4)["manager"] = "acme"
+		}, "accounts", 4, `manager "acme" is a user`, nil},
+		{"bad_account_type", func(t *testing.T, doc map[string]any) {
+			record(t, doc, "accounts", 0)["type"] = "superuser"
+		}, "accounts", 0, `type "superuser"`, nil},
+		{"token_bad_secret", func(t *testing.T, doc map[string]any) {
+			record(t, doc, "tokens", 2)["secret"] = "flt_short"
+		}, "tokens", 2, `tokens[2] (account "acme", name "acme-all"): secret`, nil},
+		{"token_bad_permission", func(t *testing.T, doc map[string]any) {
+			record(t, doc, "tokens", 12)["permissions"] = []any{"FETCH /services"}
+		}, "tokens", 12, `FETCH /services`, nil},
+		{"token_unknown_account", func(t *testing.T, doc map[string]any) {
+			record(t, doc, "tokens", 0)["account"] = "ghost"
+		}, "tokens", 0, `unknown account "ghost"`, nil},
+		{"report_unknown_field", func(t *testing.T, doc map[string]any) {
+			record(t, doc, "reports", 0)["colour"] = "red"
+		}, "reports", 0, `unknown field "colour"`, nil},
+		{"report_foreign_device", func(t *testing.T, doc map[string]any) {
+			record(t, doc, "reports", 3)["imei"] = []any{"356938035643809"}
+		}, "reports", 3, `not a device of account "globex"`, nil},
+		{"report_bad_schedule", func(t *testing.T, doc map[string]any) {
+			record(t, doc, "reports", 2)["schedule_period"] = "monthly"
+		}, "reports", 2, `schedule_period "monthly"`, nil},
+		{"report_with_id", func(t *testing.T, doc map[string]any) {
+			record(t, doc, "reports", 1)["report_id"] = 7
+		}, "reports", 1, `report_id is assigned by the database`, nil},
+		{"record_owned_by_subaccount", func(t *testing.T, doc map[string]any) {
+			record(t, doc, "passengers", 0)["account"] = "acme-night"
+		}, "passengers", 0, `is a subaccount`, nil},
+		{"passenger_duplicate_assign_id", func(t *testing.T, doc map[string]any) {
+			record(t, doc, "passengers", 1)["passenger_assign_id"] = " ab-1001"
+		}, "passengers", 1, `passengers[1]`, storage.ErrConflict},
+		{"negative_interval_from_database_check", func(t *testing.T, doc map[string]any) {
+			record(t, doc, "services", 13)["engh_interval"] = -5
+		}, "services", 13, `services[13] (imei "865231041152328", name "Boom inspection")`, nil},
+		{"unknown_section", func(t *testing.T, doc map[string]any) {
+			doc["vehicles"] = []any{}
+		}, "", 0, `unknown field "vehicles"`, nil},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			doc := demoDoc(t)
+			tc.modify(t, doc)
+			_, err := s.Import(context.Background(), bytes.NewReader(mustJSON(t, doc)))
+			checkImportError(t, err, tc.section, tc.index, tc.wantMsg, tc.also)
+			if got := rowCounts(t, db); !reflect.DeepEqual(got, empty) {
+				t.Fatalf("a failed import changed the database: %v", got)
+			}
+		})
+	}
+
+	t.Run("not_json", func(t *testing.T) {
+		_, err := s.Import(context.Background(), strings.NewReader(`{"accounts": [`))
+		checkImportError(t, err, "", 0, "import:", nil)
+	})
+	t.Run("trailing_data", func(t *testing.T) {
+		_, err := s.Import(context.Background(), strings.NewReader(`{} {}`))
+		checkImportError(t, err, "", 0, "import:", nil)
+	})
+
+	t.Run("on_top_of_existing_data", func(t *testing.T) {
+		importJSON(t, s, storage.DemoData())
+		before := rowCounts(t, db)
+		doc := demoDoc(t)
+		doc["passengers"] = append(doc["passengers"].([]any), map[string]any{"account": "acme", "passenger_name": "New"}, map[string]any{"account": "acme", "passenger_name": ""})
+		_, err := s.Import(context.Background(), bytes.NewReader(mustJSON(t, doc)))
+		checkImportError(t, err, "passengers", 7, `passengers[7]`, nil)
+		if got := rowCounts(t, db); !reflect.DeepEqual(got, before) {
+			t.Fatalf("a failed import changed the database: before %v, after %v", before, got)
+		}
+	})
+}
+
+// checkImportError checks that err wraps ErrInvalid (and also, when set),
+// names the record, and contains wantMsg.
+func checkImportError(t *testing.T, err error, section string, index int, wantMsg string, also error) {
+	t.Helper()
+	if err == nil {
+		t.Fatal("import succeeded, want an error")
+	}
+	t.Logf("error: %v", err)
+	if !errors.Is(err, storage.ErrInvalid) {
+		t.Errorf("error %q does not wrap ErrInvalid", err)
+	}
+	if also != nil && !errors.Is(err, also) {
+		t.Errorf("error %q does not wrap %v", err, also)
+	}
+	if !strings.Contains(err.Error(), wantMsg) {
+		t.Errorf("error %q does not contain %q", err, wantMsg)
+	}
+	var ie *storage.ImportError
+	if section == "" {
+		if errors.As(err, &ie) {
+			t.Errorf("error %q names a record, want a file error", err)
+		}
+		return
+	}
+	if !errors.As(err, &ie) {
+		t.Fatalf("error %q is not an *ImportError", err)
+	}
+	if ie.Section != section || ie.Index != index {
+		t.Errorf("error names %s[%d], want %s[%d]", ie.Section, ie.Index, section, index)
+	}
+}

@@ -1,0 +1,93 @@
+package storage
+
+import (
+	"errors"
+	"reflect"
+	"testing"
+
+	"github.com/uptrace/bun/dialect/pgdialect"
+
+	"github.com/fleetapi/fleetapi/policy"
+)
+
+func eq(field string, v any) policy.Condition {
+	return policy.Condition{Op: policy.OpEq, Field: field, Value: v}
+}
+
+func TestScopeSQL(t *testing.T) {
+	tests := []struct {
+		name  string
+		scope policy.RowScope
+		sql   string
+		args  []any
+	}{
+		{"unrestricted", policy.RowScope{Resource: "services", Unrestricted: true}, "TRUE", nil},
+		{"none", policy.RowScope{Resource: "services", None: true}, "FALSE", nil},
+		{"user", policy.RowScope{Resource: "services", Where: ptr(eq("account_id", int64(7)))},
+			`"services"."account_id" = ?`, []any{int64(7)}},
+		{"float id", policy.RowScope{Resource: "reports", Where: ptr(eq("account_id", float64(7)))},
+			`"reports"."account_id" = ?`, []any{int64(7)}},
+		{"manager", policy.RowScope{Resource: "events", Where: &policy.Condition{Op: policy.OpOr, Children: []policy.Condition{
+			eq("account_id", int64(3)), eq("manager_id", int64(3))}}},
+			`("events"."account_id" = ? OR EXISTS (SELECT 1 FROM "accounts" AS "owner" WHERE "owner"."id" = "events"."account_id" AND "owner"."manager_id" = ?))`,
+			[]any{int64(3), int64(3)}},
+		{"subaccount services", policy.RowScope{Resource: "services", Where: &policy.Condition{Op: policy.OpAnd, Children: []policy.Condition{
+			eq("account_id", int64(4)), eq("granted_to", int64(9))}}},
+			`("services"."account_id" = ? AND EXISTS (SELECT 1 FROM "object_grants" AS "grant" WHERE "grant"."subaccount_id" = ? AND "grant"."imei" = "services"."imei"))`,
+			[]any{int64(4), int64(9)}},
+		{"subaccount reports", policy.RowScope{Resource: "reports", Where: ptr(eq("granted_to", int64(9)))},
+			`"reports"."imei" <@ ARRAY(SELECT "grant"."imei" FROM "object_grants" AS "grant" WHERE "grant"."subaccount_id" = ?)`,
+			[]any{int64(9)}},
+		{"in list", policy.RowScope{Resource: "services", Where: &policy.Condition{Op: policy.OpIn, Field: "imei", Value: []any{"a'b", `c\d`}}},
+			`"services"."imei" = ANY(?)`, []any{pgdialect.Array([]string{"a'b", `c\d`})}},
+		{"startswith escapes", policy.RowScope{Resource: "services", Where: &policy.Condition{Op: policy.OpStartsWith, Field: "imei", Value: `1%_\`}},
+			`"services"."imei" LIKE ? ESCAPE '\'`, []any{`1\%\_\\%`}},
+		{"not", policy.RowScope{Resource: "services", Where: &policy.Condition{Op: policy.OpNot, Children: []policy.Condition{eq("imei", "x")}}},
+			`(NOT "services"."imei" = ?)`, []any{"x"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			sql, args, err := scopeSQL(tt.scope)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if sql != tt.sql {
+				t.Errorf("sql:\n got %s\nwant %s", sql, tt.sql)
+			}
+			if !reflect.DeepEqual(args, tt.args) {
+				t.Errorf("args: got %#v, want %#v", args, tt.args)
+			}
+		})
+	}
+}
+
+func TestScopeSQLFailsClosed(t *testing.T) {
+	tests := []struct {
+		name  string
+		scope policy.RowScope
+	}{
+		{"zero scope", policy.RowScope{Resource: "services"}},
+		{"unknown resource", policy.RowScope{Resource: "tokens", Unrestricted: true}},
+		{"both flags", policy.RowScope{Resource: "services", Unrestricted: true, None: true}},
+		{"unrestricted with condition", policy.RowScope{Resource: "services", Unrestricted: true, Where: ptr(eq("account_id", int64(1)))}},
+		{"unknown column", policy.RowScope{Resource: "services", Where: ptr(eq("__local0__1", int64(1)))}},
+		{"column of another table", policy.RowScope{Resource: "services", Where: ptr(eq("reports.account_id", int64(1)))}},
+		{"granted_to on passengers", policy.RowScope{Resource: "passengers", Where: ptr(eq("granted_to", int64(1)))}},
+		{"wrong value type", policy.RowScope{Resource: "services", Where: ptr(eq("account_id", "1 OR 1=1"))}},
+		{"fractional id", policy.RowScope{Resource: "services", Where: ptr(eq("account_id", 1.5))}},
+		{"empty and", policy.RowScope{Resource: "services", Where: &policy.Condition{Op: policy.OpAnd}}},
+		{"empty in", policy.RowScope{Resource: "services", Where: &policy.Condition{Op: policy.OpIn, Field: "imei", Value: []any{}}}},
+		{"virtual ne", policy.RowScope{Resource: "services", Where: &policy.Condition{Op: policy.OpNe, Field: "manager_id", Value: int64(1)}}},
+		{"unknown op", policy.RowScope{Resource: "services", Where: &policy.Condition{Op: "regex", Field: "imei", Value: ".*"}}},
+		{"like on int", policy.RowScope{Resource: "services", Where: &policy.Condition{Op: policy.OpContains, Field: "account_id", Value: "1"}}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if _, _, err := scopeSQL(tt.scope); !errors.Is(err, ErrScope) {
+				t.Fatalf("got %v, want ErrScope", err)
+			}
+		})
+	}
+}
+
+func ptr[T any](v T) *T { return &v }

@@ -1,0 +1,139 @@
+package storage
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/fleetapi/fleetapi/tenancy"
+)
+
+// PrincipalByTokenHash returns the token stored under hash with its account,
+// in one query; found is false when there is none. Revoked and expired
+// tokens are returned as they are: judging them is the caller's job. It
+// returns ErrUnavailable when the database cannot be reached.
+func (s *Store) PrincipalByTokenHash(ctx context.Context, hash tenancy.TokenHash) (tenancy.Principal, bool, error) {
+	row := new(Token)
+	err := s.db.NewSelect().Model(row).Relation("Account").Where("t.hash = ?", hash[:]).Limit(1).Scan(ctx)
+	if err != nil {
+		err = Translate(err)
+		if errors.Is(err, ErrNotFound) {
+			return tenancy.Principal{}, false, nil
+		}
+		return tenancy.Principal{}, false, err
+	}
+	return tenancy.Principal{Token: row.Tenancy(), Account: row.Account.Tenancy()}, true, nil
+}
+
+// TouchToken sets the token's last_used_at to now unless it was set less
+// than tenancy.TouchInterval before now, so that a busy token is written at
+// most once a minute. An unknown id is not an error. It returns
+// ErrUnavailable when the database cannot be reached.
+func (s *Store) TouchToken(ctx context.Context, tokenID int64, now time.Time) error {
+	_, err := s.db.NewUpdate().Model((*Token)(nil)).
+		Set("last_used_at = ?", now).
+		Where("id = ?", tokenID).
+		Where("last_used_at IS NULL OR last_used_at <= ?", now.Add(-tenancy.TouchInterval)).
+		Exec(ctx)
+	return Translate(err)
+}
+
+// NewToken describes a token to create.
+type NewToken struct {
+	// Username is the account the token belongs to.
+	Username string
+	// Name is unique per account; a generated one when empty.
+	Name string
+	// Permissions follow the grammar of ValidatePermission.
+	Permissions []string
+	// ExpiresAt is when the token stops working; nil for never.
+	ExpiresAt *time.Time
+	// RateLimit is requests per minute; 0 for the server default.
+	RateLimit int
+}
+
+// CreateToken creates a token with a fresh secret and stores only its hash.
+// It returns the secret, to be shown once, and the stored token. It returns
+// ErrNotFound for an unknown account, ErrInvalid for a permission outside
+// the grammar, a negative rate limit or an expiry in the past, ErrConflict
+// when the account already has a token of that name, and ErrUnavailable when
+// the database cannot be reached.
+func (s *Store) CreateToken(ctx context.Context, nt NewToken) (string, tenancy.Token, error) {
+	if err := ValidatePermissions(nt.Permissions); err != nil {
+		return "", tenancy.Token{}, err
+	}
+	if nt.RateLimit < 0 {
+		return "", tenancy.Token{}, fmt.Errorf("%w: rate limit %d: must not be negative", ErrInvalid, nt.RateLimit)
+	}
+	if nt.ExpiresAt != nil && !nt.ExpiresAt.After(time.Now()) {
+		return "", tenancy.Token{}, fmt.Errorf("%w: expiry %s is not in the future", ErrInvalid, nt.ExpiresAt.Format(time.RFC3339))
+	}
+	acct, err := s.accountByUsername(ctx, s.db, nt.Username)
+	if err != nil {
+		return "", tenancy.Token{}, fmt.Errorf("account %q: %w", nt.Username, err)
+	}
+	secret, err := tenancy.NewTokenSecret()
+	if err != nil {
+		return "", tenancy.Token{}, err
+	}
+	hash, err := tenancy.HashToken(secret)
+	if err != nil {
+		return "", tenancy.Token{}, err
+	}
+	tok := &Token{
+		AccountID:   acct.ID,
+		Name:        nt.Name,
+		Hash:        hash[:],
+		Permissions: StringList(nt.Permissions),
+		ExpiresAt:   nt.ExpiresAt,
+	}
+	if tok.Name == "" {
+		tok.Name = fmt.Sprintf("token-%x", hash[:4])
+	}
+	if nt.RateLimit > 0 {
+		tok.RateLimit = &nt.RateLimit
+	}
+	if _, err := s.db.NewInsert().Model(tok).Returning("*").Exec(ctx); err != nil {
+		return "", tenancy.Token{}, fmt.Errorf("token %q: %w", tok.Name, Translate(err))
+	}
+	return secret, tok.Tenancy(), nil
+}
+
+// ListTokens returns the tokens of an account, revoked ones included, oldest
+// first. It returns ErrNotFound for an unknown account and ErrUnavailable
+// when the database cannot be reached.
+func (s *Store) ListTokens(ctx context.Context, username string) ([]tenancy.Token, error) {
+	acct, err := s.accountByUsername(ctx, s.db, username)
+	if err != nil {
+		return nil, fmt.Errorf("account %q: %w", username, err)
+	}
+	var rows []Token
+	if err := s.db.NewSelect().Model(&rows).Where("t.account_id = ?", acct.ID).Order("t.id").Scan(ctx); err != nil {
+		return nil, Translate(err)
+	}
+	out := make([]tenancy.Token, len(rows))
+	for i, r := range rows {
+		out[i] = r.Tenancy()
+	}
+	return out, nil
+}
+
+// RevokeToken marks a token revoked. Revoking a revoked token again does
+// nothing and keeps the first revocation time. It returns ErrNotFound for an
+// unknown id and ErrUnavailable when the database cannot be reached.
+func (s *Store) RevokeToken(ctx context.Context, id int64) error {
+	res, err := s.db.NewUpdate().Model((*Token)(nil)).
+		Set("revoked_at = COALESCE(revoked_at, now())").
+		Where("id = ?", id).
+		Exec(ctx)
+	if err != nil {
+		return Translate(err)
+	}
+	if n, err := res.RowsAffected(); err != nil {
+		return Translate(err)
+	} else if n == 0 {
+		return fmt.Errorf("token %d: %w", id, ErrNotFound)
+	}
+	return nil
+}

@@ -1,0 +1,91 @@
+// Package telemetry sets up OpenTelemetry for fleetapi from the standard
+// OTEL_* environment variables: traces go to OTLP when an endpoint is set,
+// to the console with OTEL_TRACES_EXPORTER=console, and nowhere otherwise.
+// It also builds the structured logger. It imports no other fleetapi package.
+package telemetry
+
+import (
+	"context"
+	"errors"
+	"io"
+	"log/slog"
+
+	"go.opentelemetry.io/contrib/exporters/autoexport"
+	"go.opentelemetry.io/otel/propagation"
+	"go.opentelemetry.io/otel/sdk/resource"
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+	semconv "go.opentelemetry.io/otel/semconv/v1.40.0"
+	"go.opentelemetry.io/otel/trace"
+	"go.opentelemetry.io/otel/trace/noop"
+)
+
+// ServiceName is the default service.name resource attribute.
+const ServiceName = "fleetapi"
+
+// Providers holds the telemetry providers of one process.
+type Providers struct {
+	// Tracer is the tracer provider every component takes its tracer from.
+	Tracer trace.TracerProvider
+	// Propagator reads and writes trace context (W3C traceparent, baggage).
+	Propagator propagation.TextMapPropagator
+	shutdown   []func(context.Context) error
+}
+
+// Shutdown flushes pending telemetry and stops the exporters.
+func (p *Providers) Shutdown(ctx context.Context) error {
+	var errs []error
+	for _, f := range p.shutdown {
+		errs = append(errs, f(ctx))
+	}
+	return errors.Join(errs...)
+}
+
+// tracesEnabled reports whether the environment asks for trace export:
+// an explicit OTEL_TRACES_EXPORTER other than "none", or an OTLP endpoint.
+func tracesEnabled(getenv func(string) string) bool {
+	switch getenv("OTEL_TRACES_EXPORTER") {
+	case "none":
+		return false
+	case "":
+		return getenv("OTEL_EXPORTER_OTLP_ENDPOINT") != "" || getenv("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT") != ""
+	}
+	return true
+}
+
+// Setup builds the providers that the environment asks for. getenv reads
+// the configuration (os.Getenv in production); the exporters themselves
+// read the OTEL_* variables of the process environment. With no exporter
+// configured the tracer provider is a no-op.
+func Setup(ctx context.Context, getenv func(string) string) (*Providers, error) {
+	p := &Providers{
+		Tracer:     noop.NewTracerProvider(),
+		Propagator: propagation.NewCompositeTextMapPropagator(propagation.TraceContext{}, propagation.Baggage{}),
+	}
+	if !tracesEnabled(getenv) {
+		return p, nil
+	}
+	exp, err := autoexport.NewSpanExporter(ctx)
+	if err != nil {
+		return nil, err
+	}
+	res, err := resource.Merge(resource.Default(), resource.NewSchemaless(semconv.ServiceName(serviceName(getenv))))
+	if err != nil {
+		return nil, err
+	}
+	tp := sdktrace.NewTracerProvider(sdktrace.WithBatcher(exp), sdktrace.WithResource(res))
+	p.Tracer = tp
+	p.shutdown = append(p.shutdown, tp.Shutdown)
+	return p, nil
+}
+
+func serviceName(getenv func(string) string) string {
+	if n := getenv("OTEL_SERVICE_NAME"); n != "" {
+		return n
+	}
+	return ServiceName
+}
+
+// NewLogger returns the JSON logger of the process, writing to w.
+func NewLogger(w io.Writer, level slog.Level) *slog.Logger {
+	return slog.New(slog.NewJSONHandler(w, &slog.HandlerOptions{Level: level}))
+}
