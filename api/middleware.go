@@ -2,10 +2,10 @@ package api
 
 import (
 	"context"
-	"log/slog"
 	"crypto/rand"
 	"encoding/hex"
 	"fmt"
+	"log/slog"
 	"net/http"
 	"runtime/debug"
 	"strings"
@@ -98,4 +98,3 @@ func (s *Server) withRouteFallback(mux *http.ServeMux) http.Handler {
 			map[string]any{"method": r.Method, "allow": allowed}))
 	})
 }
-
