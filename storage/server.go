@@ -78,6 +78,11 @@ func startPrivateCluster(ctx context.Context, dataDir string, log io.Writer) (*S
 	}
 	pgdata := filepath.Join(dataDir, "data")
 	sock := filepath.Join(dataDir, "socket")
+	// The folders above the cluster must be traversable by the user that
+	// runs it (postgres, when we are root).
+	if err := os.MkdirAll(dataDir, 0o755); err != nil {
+		return nil, err
+	}
 	if err := os.MkdirAll(sock, 0o700); err != nil {
 		return nil, err
 	}
@@ -99,14 +104,19 @@ func startPrivateCluster(ctx context.Context, dataDir string, log io.Writer) (*S
 			return nil, fmt.Errorf("initdb: %w: %s", err, out)
 		}
 	}
+	q := url.Values{"host": {filepath.Join(sock, ".s.PGSQL.5432")}, "sslmode": {"disable"}}
+	u := url.URL{Scheme: "postgres", User: url.User("postgres"), Path: "/fleetapi", RawQuery: q.Encode()}
+	if cmd("pg_ctl", "-D", pgdata, "status").Run() == nil {
+		// Already running (another process of ours started it): share it,
+		// and leave stopping it to its owner.
+		return &Server{URL: u.String(), Private: true}, nil
+	}
 	fmt.Fprintf(log, "starting the private PostgreSQL cluster (socket in %s)\n", sock)
 	logFile := filepath.Join(dataDir, "postgres.log")
 	opts := fmt.Sprintf("-k %s -c listen_addresses='' -c fsync=off", sock)
 	if out, err := cmd("pg_ctl", "-D", pgdata, "-l", logFile, "-o", opts, "-w", "-t", "60", "start").CombinedOutput(); err != nil {
 		return nil, fmt.Errorf("pg_ctl start: %w: %s (see %s)", err, out, logFile)
 	}
-	q := url.Values{"host": {filepath.Join(sock, ".s.PGSQL.5432")}, "sslmode": {"disable"}}
-	u := url.URL{Scheme: "postgres", User: url.User("postgres"), Host: "", Path: "/fleetapi", RawQuery: q.Encode()}
 	stop := func() error {
 		out, err := cmd("pg_ctl", "-D", pgdata, "-m", "fast", "-w", "stop").CombinedOutput()
 		if err != nil {

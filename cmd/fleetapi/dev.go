@@ -64,7 +64,7 @@ func printDemoTokens(w io.Writer, addr string) {
 	toks := storage.DemoTokens()
 	if len(toks) > 0 {
 		fmt.Fprintf(w, "\nTry:\n  curl -s -H 'Authorization: Bearer %s' http://%s/api/v2/me\n", toks[0].Secret, addr)
-		fmt.Fprintf(w, "  curl -s -H '%s' http://%s/api/v2/me   # the bare form works too\n", toks[0].Secret, addr)
+		fmt.Fprintf(w, "  curl -s -H 'Authorization: %s' http://%s/api/v2/me   # the bare form works too\n", toks[0].Secret, addr)
 		fmt.Fprintf(w, "  curl -s http://%s/api/v2/me   # 401 AUTH_REQUIRED\n\n", addr)
 	}
 }

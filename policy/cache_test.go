@@ -1,0 +1,125 @@
+package policy
+
+import (
+	"context"
+	"reflect"
+	"testing"
+)
+
+func TestLRUCache(t *testing.T) {
+	c := newLRUCache(2)
+	c.put("a", 1)
+	c.put("b", 2)
+	if v, ok := c.get("a"); !ok || v != 1 {
+		t.Fatalf("get a = %v, %t", v, ok)
+	}
+	c.put("c", 3) // evicts b, the least recently used
+	if _, ok := c.get("b"); ok {
+		t.Error("b survived eviction")
+	}
+	if _, ok := c.get("a"); !ok {
+		t.Error("a was evicted")
+	}
+	c.put("a", 10)
+	if v, _ := c.get("a"); v != 10 || c.len() != 2 {
+		t.Errorf("a = %v, len %d", v, c.len())
+	}
+	var off *lruCache = newLRUCache(-1)
+	off.put("a", 1)
+	if _, ok := off.get("a"); ok || off.len() != 0 {
+		t.Error("a disabled cache kept a value")
+	}
+	if newLRUCache(0).max != DefaultCacheSize {
+		t.Error("size 0 is not the default")
+	}
+}
+
+// inputMutations change one leaf field of Input each; the test below
+// checks that together they cover every field.
+var inputMutations = map[string]func(*Input){
+	"request.method":    func(in *Input) { in.Request.Method = "POST" },
+	"request.route":     func(in *Input) { in.Request.Route = "/reports" },
+	"token.id":          func(in *Input) { in.Token.ID++ },
+	"token.permissions": func(in *Input) { in.Token.Permissions = []string{"GET /services"} },
+	"account.id":        func(in *Input) { in.Account.ID++ },
+	"account.type":      func(in *Input) { in.Account.Type = "user" },
+	"account.manager":   func(in *Input) { in.Account.ManagerID++ },
+	"account.active":    func(in *Input) { in.Account.Active = false },
+	"account.expired":   func(in *Input) { in.Account.Expired = true },
+	"account.read_only": func(in *Input) { in.Account.ReadOnly = true },
+	"account.privs":     func(in *Input) { in.Account.Privileges = []string{"event_notifications"} },
+}
+
+func leafFields(t reflect.Type) int {
+	if t.Kind() != reflect.Struct {
+		return 1
+	}
+	n := 0
+	for i := range t.NumField() {
+		n += leafFields(t.Field(i).Type)
+	}
+	return n
+}
+
+// TestCacheKeyCoversInput: a change to any field of the input, to the
+// resource or to the policy revision is a cache miss with a fresh answer.
+func TestCacheKeyCoversInput(t *testing.T) {
+	if got := leafFields(reflect.TypeOf(Input{})); got != len(inputMutations) {
+		t.Fatalf("Input has %d fields, the test mutates %d: add the new field", got, len(inputMutations))
+	}
+	ctx := context.Background()
+	e := newEngine(t, Options{})
+	fresh := newEngine(t, Options{CacheSize: -1})
+	base := principal("subaccount", "reports")
+	if _, cached, _ := e.decide(ctx, base); cached {
+		t.Fatal("first decision cached")
+	}
+	if _, cached, _ := e.decide(ctx, base); !cached {
+		t.Fatal("second decision not cached")
+	}
+	for _, r := range Resources() {
+		_, _, _ = e.scope(ctx, base, r)
+	}
+	_, _ = e.Permissions(ctx, base)
+	for name, mut := range inputMutations {
+		t.Run(name, func(t *testing.T) {
+			in := principal("subaccount", "reports")
+			mut(&in)
+			d, cached, err := e.decide(ctx, in)
+			want, _, _ := fresh.decide(ctx, in)
+			if err != nil || cached || !reflect.DeepEqual(d, want) {
+				t.Errorf("decide: cached %t, %+v, %v; want fresh %+v", cached, d, err, want)
+			}
+			for _, r := range Resources() {
+				rs, cached, err := e.scope(ctx, in, r)
+				want, _, _ := fresh.scope(ctx, in, r)
+				if err != nil || cached || !reflect.DeepEqual(rs, want) {
+					t.Errorf("scope %s: cached %t, %s, %v; want fresh %s", r, cached, rs, err, want)
+				}
+			}
+			before := e.cache.len()
+			p, err := e.Permissions(ctx, in)
+			want2, _ := fresh.Permissions(ctx, in)
+			if err != nil || e.cache.len() != before+1 || !reflect.DeepEqual(p, want2) {
+				t.Errorf("permissions: not a fresh answer (%v)", err)
+			}
+		})
+	}
+	k1, _ := e.cacheKey("scope", "services", base)
+	k2, _ := e.cacheKey("scope", "reports", base)
+	other := *e
+	other.revision = "another"
+	k3, _ := other.cacheKey("scope", "services", base)
+	if k1 == k2 || k1 == k3 {
+		t.Error("resource or revision missing from the cache key")
+	}
+}
+
+func TestCacheDisabled(t *testing.T) {
+	e := newEngine(t, Options{CacheSize: -1})
+	for range 2 {
+		if _, cached, _ := e.decide(context.Background(), principal("user")); cached {
+			t.Fatal("cached with the cache off")
+		}
+	}
+}
