@@ -20,6 +20,7 @@ import (
 	"go.opentelemetry.io/otel/trace/noop"
 
 	"github.com/fleetapi/fleetapi/policy"
+	"github.com/fleetapi/fleetapi/storage"
 	"github.com/fleetapi/fleetapi/tenancy"
 )
 
@@ -50,12 +51,23 @@ type Authenticator interface {
 type Policy interface {
 	Decide(ctx context.Context, in policy.Input) (policy.Decision, error)
 	Permissions(ctx context.Context, in policy.Input) (map[string]any, error)
+	Scope(ctx context.Context, in policy.Input, resource string) (policy.RowScope, error)
+}
+
+// Store reads and writes tenant data, always within a row scope
+// (storage.Store).
+type Store interface {
+	ListServices(ctx context.Context, scope policy.RowScope, req storage.ListRequest) (storage.Page[storage.Service], error)
+	ListReports(ctx context.Context, scope policy.RowScope, req storage.ListRequest) (storage.Page[storage.Report], error)
+	ListEvents(ctx context.Context, scope policy.RowScope, req storage.ListRequest) (storage.Page[storage.Event], error)
+	EventByID(ctx context.Context, scope policy.RowScope, id int64) (storage.Event, error)
 }
 
 // Config holds what the server is built from.
 type Config struct {
 	Auth   Authenticator
 	Policy Policy
+	Store  Store
 	// TracerProvider and Propagator trace requests; no-op and W3C trace
 	// context when nil.
 	TracerProvider trace.TracerProvider
@@ -148,9 +160,27 @@ func (s *Server) OpenAPI() ([]byte, error) {
 
 func (s *Server) registerRoutes() {
 	v2 := fuego.Group(s.fuego, BasePath, fuego.OptionMiddleware(s.guard))
-	fuego.Get(v2, "/me", s.getMe,
-		fuego.OptionOperationID("get_me"),
-		fuego.OptionTags("Account"),
+	authErrors := errorResponses(http.StatusBadRequest, http.StatusUnauthorized, http.StatusForbidden,
+		http.StatusTooManyRequests, http.StatusInternalServerError, http.StatusServiceUnavailable)
+	fuego.Get(v2, "/me", s.getMe, routeOptions(authErrors, []fuego.RouteOption{
+		fuego.OptionOperationID("get_me"), fuego.OptionTags("Account"),
 		fuego.OptionSummary("Read the authenticated account"),
-	)
+	})...)
+	fuego.Get(v2, "/services", s.getServices, routeOptions(authErrors, listParams(storage.ServiceListing()), []fuego.RouteOption{
+		fuego.OptionOperationID("get_services"), fuego.OptionTags("Maintenance"),
+		fuego.OptionSummary("Paged list of maintenance service records"),
+	})...)
+	fuego.Get(v2, "/reports", s.getReports, routeOptions(authErrors, listParams(storage.ReportListing()), []fuego.RouteOption{
+		fuego.OptionOperationID("get_reports"), fuego.OptionTags("Reports"),
+		fuego.OptionSummary("Paged list of reports"),
+	})...)
+	fuego.Get(v2, "/events", s.getEvents, routeOptions(authErrors, listParams(storage.EventListing()), []fuego.RouteOption{
+		fuego.OptionOperationID("get_events"), fuego.OptionTags("Events"),
+		fuego.OptionSummary("Paged list of event rules"),
+	})...)
+	fuego.Get(v2, "/events/{id}", s.getEvent, routeOptions(authErrors, errorResponses(http.StatusNotFound), []fuego.RouteOption{
+		fuego.OptionOperationID("get_event"), fuego.OptionTags("Events"),
+		fuego.OptionSummary("Read one event rule"),
+		fuego.OptionPath("id", "Event rule id (integer, minimum 1).", fuego.ParamInteger()),
+	})...)
 }

@@ -37,7 +37,7 @@ func newTestAPI(t *testing.T) *testAPI {
 	if err != nil {
 		t.Fatalf("policy: %v", err)
 	}
-	srv, err := api.New(api.Config{Auth: &tenancy.Authenticator{Store: store}, Policy: engine})
+	srv, err := api.New(api.Config{Auth: &tenancy.Authenticator{Store: store}, Policy: engine, Store: store})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -126,4 +126,12 @@ func (r response) data(t *testing.T) map[string]any {
 		t.Fatalf("data is not an object: %s", r.raw)
 	}
 	return d
+}
+
+// exec runs a SQL statement on the test database (fixtures of a test's own).
+func (a *testAPI) exec(t *testing.T, query string, args ...any) {
+	t.Helper()
+	if _, err := a.db.NewRaw(query, args...).Exec(context.Background()); err != nil {
+		t.Fatalf("%s: %v", query, err)
+	}
 }

@@ -107,8 +107,7 @@ func TestCacheKeyCoversInput(t *testing.T) {
 	}
 	k1, _ := e.cacheKey("scope", "services", base)
 	k2, _ := e.cacheKey("scope", "reports", base)
-	other := *e
-	other.revision = "another"
+	other := &Engine{revision: "another"}
 	k3, _ := other.cacheKey("scope", "services", base)
 	if k1 == k2 || k1 == k3 {
 		t.Error("resource or revision missing from the cache key")

@@ -27,7 +27,7 @@ func Check(ctx context.Context, dir string, validate func(RowScope) error, w io.
 			if err != nil {
 				return fmt.Errorf("scope rule %q for %s principal: %w", r, article(t), err)
 			}
-			fmt.Fprintf(w, "scope %-10s %-10s (id 7, manager 3): %s\n", r, t, rs)
+			fmt.Fprintf(w, "scope %-10s %-10s (account %d, manager %d): %s\n", r, t, in.Account.ID, in.Account.ManagerID, rs)
 		}
 	}
 	fmt.Fprintln(w, "ok")

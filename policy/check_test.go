@@ -17,7 +17,7 @@ func TestCheckEmbedded(t *testing.T) {
 	if err := Check(context.Background(), "", nil, &out); err != nil {
 		t.Fatal(err)
 	}
-	for _, want := range []string{"revision ", "coverage 100.00%", "scope services   user", "account_id = 7", "ok\n"} {
+	for _, want := range []string{"revision ", "coverage 100.00%", "scope services   user       (account 7, manager 3): account_id = 7", "ok\n"} {
 		if !strings.Contains(out.String(), want) {
 			t.Errorf("summary lacks %q:\n%s", want, out.String())
 		}

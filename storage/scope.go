@@ -39,23 +39,25 @@ const (
 // scopeTable is the whitelist of columns a policy may reference for one
 // resource.
 type scopeTable struct {
-	table   string
+	table string
+	// alias is the table's alias in the bun model's queries.
+	alias   string
 	columns map[string]columnKind
 }
 
 // scopeTables whitelists, per resource, the real and virtual columns of
 // DESIGN §6. Anything else in a scope is an error.
 var scopeTables = map[string]scopeTable{
-	"services": {table: "services", columns: map[string]columnKind{
+	"services": {table: "services", alias: "s", columns: map[string]columnKind{
 		"account_id": kindInt, "imei": kindText, "manager_id": kindManager, "granted_to": kindGrantedScalar,
 	}},
-	"reports": {table: "reports", columns: map[string]columnKind{
+	"reports": {table: "reports", alias: "r", columns: map[string]columnKind{
 		"account_id": kindInt, "manager_id": kindManager, "granted_to": kindGrantedArray,
 	}},
-	"events": {table: "events", columns: map[string]columnKind{
+	"events": {table: "events", alias: "e", columns: map[string]columnKind{
 		"account_id": kindInt, "manager_id": kindManager, "granted_to": kindGrantedArray,
 	}},
-	"passengers": {table: "passengers", columns: map[string]columnKind{
+	"passengers": {table: "passengers", alias: "p", columns: map[string]columnKind{
 		"account_id": kindInt, "manager_id": kindManager,
 	}},
 }
@@ -145,9 +147,9 @@ func (tr *translator) node(c policy.Condition, depth int) error {
 	return tr.leaf(c, kind)
 }
 
-// col renders a real column, qualified by its table.
+// col renders a real column, qualified by its table's alias.
 func (tr *translator) col(name string) string {
-	return `"` + tr.t.table + `"."` + name + `"`
+	return `"` + tr.t.alias + `"."` + name + `"`
 }
 
 var comparisons = map[policy.Op]string{

@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/uptrace/bun/dialect/pgdialect"
+	"github.com/uptrace/bun/schema"
 
 	"github.com/fleetapi/fleetapi/policy"
 )
@@ -24,26 +25,26 @@ func TestScopeSQL(t *testing.T) {
 		{"unrestricted", policy.RowScope{Resource: "services", Unrestricted: true}, "TRUE", nil},
 		{"none", policy.RowScope{Resource: "services", None: true}, "FALSE", nil},
 		{"user", policy.RowScope{Resource: "services", Where: ptr(eq("account_id", int64(7)))},
-			`"services"."account_id" = ?`, []any{int64(7)}},
+			`"s"."account_id" = ?`, []any{int64(7)}},
 		{"float id", policy.RowScope{Resource: "reports", Where: ptr(eq("account_id", float64(7)))},
-			`"reports"."account_id" = ?`, []any{int64(7)}},
+			`"r"."account_id" = ?`, []any{int64(7)}},
 		{"manager", policy.RowScope{Resource: "events", Where: &policy.Condition{Op: policy.OpOr, Children: []policy.Condition{
 			eq("account_id", int64(3)), eq("manager_id", int64(3))}}},
-			`("events"."account_id" = ? OR EXISTS (SELECT 1 FROM "accounts" AS "owner" WHERE "owner"."id" = "events"."account_id" AND "owner"."manager_id" = ?))`,
+			`("e"."account_id" = ? OR EXISTS (SELECT 1 FROM "accounts" AS "owner" WHERE "owner"."id" = "e"."account_id" AND "owner"."manager_id" = ?))`,
 			[]any{int64(3), int64(3)}},
 		{"subaccount services", policy.RowScope{Resource: "services", Where: &policy.Condition{Op: policy.OpAnd, Children: []policy.Condition{
 			eq("account_id", int64(4)), eq("granted_to", int64(9))}}},
-			`("services"."account_id" = ? AND EXISTS (SELECT 1 FROM "object_grants" AS "grant" WHERE "grant"."subaccount_id" = ? AND "grant"."imei" = "services"."imei"))`,
+			`("s"."account_id" = ? AND EXISTS (SELECT 1 FROM "object_grants" AS "grant" WHERE "grant"."subaccount_id" = ? AND "grant"."imei" = "s"."imei"))`,
 			[]any{int64(4), int64(9)}},
 		{"subaccount reports", policy.RowScope{Resource: "reports", Where: ptr(eq("granted_to", int64(9)))},
-			`"reports"."imei" <@ ARRAY(SELECT "grant"."imei" FROM "object_grants" AS "grant" WHERE "grant"."subaccount_id" = ?)`,
+			`"r"."imei" <@ ARRAY(SELECT "grant"."imei" FROM "object_grants" AS "grant" WHERE "grant"."subaccount_id" = ?)`,
 			[]any{int64(9)}},
 		{"in list", policy.RowScope{Resource: "services", Where: &policy.Condition{Op: policy.OpIn, Field: "imei", Value: []any{"a'b", `c\d`}}},
-			`"services"."imei" = ANY(?)`, []any{pgdialect.Array([]string{"a'b", `c\d`})}},
+			`"s"."imei" = ANY(?)`, []any{`'{"a''b","c\\d"}'`}},
 		{"startswith escapes", policy.RowScope{Resource: "services", Where: &policy.Condition{Op: policy.OpStartsWith, Field: "imei", Value: `1%_\`}},
-			`"services"."imei" LIKE ? ESCAPE '\'`, []any{`1\%\_\\%`}},
+			`"s"."imei" LIKE ? ESCAPE '\'`, []any{`1\%\_\\%`}},
 		{"not", policy.RowScope{Resource: "services", Where: &policy.Condition{Op: policy.OpNot, Children: []policy.Condition{eq("imei", "x")}}},
-			`(NOT "services"."imei" = ?)`, []any{"x"}},
+			`(NOT "s"."imei" = ?)`, []any{"x"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -54,7 +55,18 @@ func TestScopeSQL(t *testing.T) {
 			if sql != tt.sql {
 				t.Errorf("sql:\n got %s\nwant %s", sql, tt.sql)
 			}
-			if !reflect.DeepEqual(args, tt.args) {
+			var fmtArgs []any
+			for _, a := range args {
+				if arr, ok := a.(*pgdialect.ArrayValue); ok {
+					b, err := arr.AppendQuery(schema.NewQueryGen(pgdialect.New()), nil)
+					if err != nil {
+						t.Fatal(err)
+					}
+					a = string(b)
+				}
+				fmtArgs = append(fmtArgs, a)
+			}
+			if !reflect.DeepEqual(fmtArgs, tt.args) {
 				t.Errorf("args: got %#v, want %#v", args, tt.args)
 			}
 		})

@@ -117,6 +117,7 @@ func serve(ctx context.Context, cfg config, getenv func(string) string, stdout i
 	srv, err := api.New(api.Config{
 		Auth:           &tenancy.Authenticator{Store: store},
 		Policy:         engine,
+		Store:          store,
 		TracerProvider: tel.Tracer,
 		Propagator:     tel.Propagator,
 		Logger:         log,
