@@ -19,10 +19,8 @@ func (s *Server) getEvent(c fuego.ContextNoBody) (*Envelope[storage.Event], erro
 	if id < 1 {
 		return nil, invalidParam("id", "must be at least 1")
 	}
-	if extra := c.Request().URL.Query(); len(extra) > 0 {
-		for name := range extra {
-			return nil, invalidParam(name, "unknown parameter")
-		}
+	if err := noParams(c.Request().URL.Query()); err != nil {
+		return nil, err
 	}
 	ctx := c.Context()
 	scope, err := s.scopeFor(ctx, "events")

@@ -52,6 +52,12 @@ func parseListRequest(q url.Values, l storage.Listing) (storage.ListRequest, err
 			return req, invalidParam(name, "given more than once")
 		}
 		v := values[0]
+		if !storable(name) {
+			return req, invalidParam(strings.ToValidUTF8(name, "?"), "not valid UTF-8 text")
+		}
+		if !storable(v) {
+			return req, invalidParam(name, "not valid UTF-8 text without NUL characters")
+		}
 		var err *Error
 		switch name {
 		case paramPage:

@@ -39,6 +39,9 @@ func boolString(b bool) string {
 
 // getMe answers GET /me: the caller's account and its effective permissions.
 func (s *Server) getMe(c fuego.ContextNoBody) (*Envelope[Account], error) {
+	if err := noParams(c.Request().URL.Query()); err != nil {
+		return nil, err
+	}
 	ctx := c.Context()
 	cl, ok := callFrom(ctx)
 	if !ok {

@@ -61,6 +61,8 @@ type Store interface {
 	ListReports(ctx context.Context, scope policy.RowScope, req storage.ListRequest) (storage.Page[storage.Report], error)
 	ListEvents(ctx context.Context, scope policy.RowScope, req storage.ListRequest) (storage.Page[storage.Event], error)
 	EventByID(ctx context.Context, scope policy.RowScope, id int64) (storage.Event, error)
+	DueServices(ctx context.Context, scope policy.RowScope, today time.Time, limit int) ([]storage.DueService, error)
+	CreatePassenger(ctx context.Context, scope policy.RowScope, owner int64, p storage.Passenger, idem *storage.IdempotentRequest) (storage.Passenger, bool, error)
 }
 
 // Config holds what the server is built from.
@@ -170,6 +172,21 @@ func (s *Server) registerRoutes() {
 		fuego.OptionOperationID("get_services"), fuego.OptionTags("Maintenance"),
 		fuego.OptionSummary("Paged list of maintenance service records"),
 	})...)
+	fuego.Get(v2, "/services/due", s.getServicesDue, routeOptions(authErrors, []fuego.RouteOption{
+		fuego.OptionOperationID("get_services_due"), fuego.OptionTags("Maintenance"),
+		fuego.OptionSummary("Maintenance records that are due"),
+		fuego.OptionDescription("At most 500 due records of the caller's fleet, newest service first, computed for today (UTC)."),
+	})...)
+	fuego.Post(v2, "/passengers", s.postPassengers, routeOptions(
+		errorResponses(http.StatusBadRequest, http.StatusUnauthorized, http.StatusForbidden, http.StatusConflict,
+			http.StatusRequestEntityTooLarge, http.StatusUnsupportedMediaType, http.StatusTooManyRequests,
+			http.StatusInternalServerError, http.StatusServiceUnavailable),
+		[]fuego.RouteOption{
+			fuego.OptionOperationID("create_passenger"), fuego.OptionTags("People and groups"),
+			fuego.OptionSummary("Create a passenger"),
+			fuego.OptionDefaultStatusCode(http.StatusCreated),
+			fuego.OptionHeader("Idempotency-Key", "Makes a retried create return the first response (1 to 255 visible ASCII characters)."),
+		})...)
 	fuego.Get(v2, "/reports", s.getReports, routeOptions(authErrors, listParams(storage.ReportListing()), []fuego.RouteOption{
 		fuego.OptionOperationID("get_reports"), fuego.OptionTags("Reports"),
 		fuego.OptionSummary("Paged list of reports"),

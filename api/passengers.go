@@ -1,0 +1,185 @@
+package api
+
+import (
+	"bytes"
+	"crypto/sha256"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"strings"
+
+	"github.com/go-fuego/fuego"
+
+	"github.com/fleetapi/fleetapi/storage"
+	"github.com/fleetapi/fleetapi/tenancy"
+)
+
+// PassengerInput is the body of POST /passengers (spec §4.6, DESIGN §5).
+// Absent and null fields take their defaults.
+type PassengerInput struct {
+	PassengerName          *string `json:"passenger_name" description:"Required; 1 to 100 characters after trimming." maxLength:"100"`
+	PassengerAssignID      *string `json:"passenger_assign_id" description:"At most 50 characters; stored upper-case; unique in the account when not empty." maxLength:"50"`
+	PassengerIDN           *string `json:"passenger_idn"`
+	PassengerAddress       *string `json:"passenger_address"`
+	PassengerPhone         *string `json:"passenger_phone"`
+	PassengerEmail         *string `json:"passenger_email" description:"A valid e-mail address, or empty."`
+	PassengerDesc          *string `json:"passenger_desc" maxLength:"1000"`
+	PassengerClientID      *string `json:"passenger_client_id"`
+	PassengerActive        *bool   `json:"passenger_active" description:"Defaults to true."`
+	PassengerPickupPointID *int64  `json:"passenger_pickup_point_id" description:"1 or more, or null." minimum:"1"`
+}
+
+// maxIdempotencyKey is the longest Idempotency-Key accepted.
+const maxIdempotencyKey = 255
+
+func invalidBody(reason string, details map[string]any) *Error {
+	return newError(CodeInvalidBody, "invalid request body: "+reason, details)
+}
+
+// decodePassenger reads exactly one JSON object with known fields of the
+// right types from r.
+func decodePassenger(r io.Reader) (PassengerInput, error) {
+	var in PassengerInput
+	body, err := io.ReadAll(r)
+	if err != nil {
+		return in, err // *http.MaxBytesError → 413
+	}
+	trimmed := bytes.TrimSpace(body)
+	if len(trimmed) == 0 || trimmed[0] != '{' {
+		return in, invalidBody("the body must be a JSON object", nil)
+	}
+	dec := json.NewDecoder(bytes.NewReader(trimmed))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&in); err != nil {
+		var typeErr *json.UnmarshalTypeError
+		switch {
+		case errors.As(err, &typeErr):
+			return in, invalidBody(fmt.Sprintf("field %q has the wrong type (want %s)", typeErr.Field, typeErr.Type),
+				map[string]any{"field": typeErr.Field})
+		case strings.HasPrefix(err.Error(), "json: unknown field "):
+			field := strings.Trim(strings.TrimPrefix(err.Error(), "json: unknown field "), `"`)
+			return in, invalidBody(fmt.Sprintf("unknown field %q", field), map[string]any{"field": field})
+		}
+		return in, invalidBody("not valid JSON", nil)
+	}
+	if _, err := dec.Token(); err != io.EOF {
+		return in, invalidBody("unexpected data after the JSON object", nil)
+	}
+	return in, nil
+}
+
+func str(p *string) string {
+	if p == nil {
+		return ""
+	}
+	return *p
+}
+
+// passengerFrom applies the defaults and the stored form, and validates
+// the passenger (DESIGN §5). Failures are VALIDATION_FAILED with a reason
+// per field.
+func passengerFrom(in PassengerInput) (storage.Passenger, error) {
+	p := storage.Passenger{
+		PassengerName:          str(in.PassengerName),
+		PassengerAssignID:      str(in.PassengerAssignID),
+		PassengerIDN:           str(in.PassengerIDN),
+		PassengerAddress:       str(in.PassengerAddress),
+		PassengerPhone:         str(in.PassengerPhone),
+		PassengerEmail:         str(in.PassengerEmail),
+		PassengerDesc:          str(in.PassengerDesc),
+		PassengerClientID:      str(in.PassengerClientID),
+		PassengerActive:        in.PassengerActive == nil || *in.PassengerActive,
+		PassengerPickupPointID: in.PassengerPickupPointID,
+	}
+	p.Normalize()
+	bad := map[string]any{}
+	for field, reason := range p.Validate() {
+		bad[field] = reason
+	}
+	for field, v := range map[string]string{
+		"passenger_name": p.PassengerName, "passenger_assign_id": p.PassengerAssignID, "passenger_idn": p.PassengerIDN,
+		"passenger_address": p.PassengerAddress, "passenger_phone": p.PassengerPhone, "passenger_email": p.PassengerEmail,
+		"passenger_desc": p.PassengerDesc, "passenger_client_id": p.PassengerClientID,
+	} {
+		if strings.ContainsRune(v, 0) {
+			bad[field] = "must not contain NUL characters"
+		}
+	}
+	if len(bad) > 0 {
+		return p, newError(CodeValidationFailed, "the passenger is not valid", map[string]any{"fields": bad})
+	}
+	return p, nil
+}
+
+// idempotencyKey reads the Idempotency-Key header; nil when absent.
+func idempotencyKey(r *http.Request, accountID int64, p storage.Passenger) (*storage.IdempotentRequest, error) {
+	values := r.Header.Values("Idempotency-Key")
+	if len(values) == 0 {
+		return nil, nil
+	}
+	key := values[0]
+	ok := len(values) == 1 && len(key) >= 1 && len(key) <= maxIdempotencyKey
+	for i := 0; ok && i < len(key); i++ {
+		ok = key[i] > ' ' && key[i] < 0x7f
+	}
+	if !ok {
+		return nil, invalidParam("Idempotency-Key", fmt.Sprintf("must be one header of 1 to %d visible ASCII characters", maxIdempotencyKey))
+	}
+	canonical, err := json.Marshal(p)
+	if err != nil {
+		return nil, err
+	}
+	h := sha256.Sum256(canonical)
+	return &storage.IdempotentRequest{AccountID: accountID, Key: key, RequestHash: h[:]}, nil
+}
+
+// postPassengers answers POST /passengers: 201 with the created passenger.
+// A subaccount's passenger belongs to its parent account. With an
+// Idempotency-Key, a retry returns the first response.
+func (s *Server) postPassengers(c fuego.ContextWithBody[PassengerInput]) (*Envelope[storage.Passenger], error) {
+	r := c.Request()
+	if err := noParams(r.URL.Query()); err != nil {
+		return nil, err
+	}
+	in, err := decodePassenger(r.Body)
+	if err != nil {
+		return nil, err
+	}
+	p, err := passengerFrom(in)
+	if err != nil {
+		return nil, err
+	}
+	ctx := c.Context()
+	cl, ok := callFrom(ctx)
+	if !ok {
+		return nil, errors.New("postPassengers: no authenticated call in context")
+	}
+	idem, err := idempotencyKey(r, cl.principal.Account.ID, p)
+	if err != nil {
+		return nil, err
+	}
+	scope, err := s.scopeFor(ctx, "passengers")
+	if err != nil {
+		return nil, err
+	}
+	owner := cl.principal.Account.ID
+	if cl.principal.Account.Type == tenancy.Subaccount {
+		owner = cl.principal.Account.ManagerID
+	}
+	created, replayed, err := s.cfg.Store.CreatePassenger(ctx, scope, owner, p, idem)
+	switch {
+	case errors.Is(err, storage.ErrIdempotencyKeyReused):
+		return nil, newError(CodeIdempotencyKeyReused, "the Idempotency-Key was used with another request body", nil)
+	case errors.Is(err, storage.ErrConflict):
+		return nil, newError(CodeConflict, "a passenger with this passenger_assign_id already exists in the account",
+			map[string]any{"field": "passenger_assign_id"})
+	case err != nil:
+		return nil, err
+	}
+	if replayed {
+		c.SetHeader("Idempotent-Replayed", "true")
+	}
+	return &Envelope[storage.Passenger]{Data: created}, nil
+}

@@ -1,0 +1,155 @@
+package storage
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"time"
+
+	"github.com/fleetapi/fleetapi/policy"
+)
+
+// Due criteria, in the order DueService.Due lists them.
+const (
+	DueOdo  = "odo"
+	DueEngh = "engh"
+	DueDays = "days"
+)
+
+// Due states of DueService.State.
+const (
+	// DueExpired: some enabled remaining is zero or less.
+	DueExpired = "expired"
+	// DueSoon: no remaining has run out, but one is within its *_left_num
+	// threshold.
+	DueSoon = "soon"
+)
+
+// DueService is a service record that is due (DESIGN §5, /services/due):
+// the record, the name of its object, what remains of each enabled
+// criterion (nil where the criterion is off), the due criteria and the
+// state.
+type DueService struct {
+	Service `bun:",extend"`
+
+	ObjectName string `bun:"object_name,scanonly" json:"object_name"`
+	// OdoRemaining is kilometres, EnghRemaining hours, DaysRemaining days.
+	OdoRemaining  *int64 `bun:"odo_remaining,scanonly" json:"odo_remaining"`
+	EnghRemaining *int64 `bun:"engh_remaining,scanonly" json:"engh_remaining"`
+	DaysRemaining *int64 `bun:"days_remaining,scanonly" json:"days_remaining"`
+	// Due lists the due criteria: a subset of DueOdo, DueEngh, DueDays in
+	// that order; never empty for a listed record.
+	Due   StringList `bun:"due,array,scanonly" json:"due"`
+	State string     `bun:"state,scanonly" json:"state"`
+}
+
+// dueServiceJSON is the wire form of DueService: every field of Service
+// spelled out, so that no later change to the embedding can hide one.
+type dueServiceJSON struct {
+	ServiceID           int64      `json:"service_id"`
+	IMEI                string     `json:"imei"`
+	Name                string     `json:"name"`
+	Odo                 bool       `json:"odo"`
+	OdoInterval         int        `json:"odo_interval"`
+	OdoLast             int        `json:"odo_last"`
+	Engh                bool       `json:"engh"`
+	EnghInterval        int        `json:"engh_interval"`
+	EnghLast            int        `json:"engh_last"`
+	Days                bool       `json:"days"`
+	DaysInterval        int        `json:"days_interval"`
+	DaysLast            *Date      `json:"days_last"`
+	OdoLeft             bool       `json:"odo_left"`
+	OdoLeftNum          int        `json:"odo_left_num"`
+	EnghLeft            bool       `json:"engh_left"`
+	EnghLeftNum         int        `json:"engh_left_num"`
+	DaysLeft            bool       `json:"days_left"`
+	DaysLeftNum         int        `json:"days_left_num"`
+	UpdateLast          bool       `json:"update_last"`
+	NotifyServiceExpire bool       `json:"notify_service_expire"`
+	ObjectName          string     `json:"object_name"`
+	OdoRemaining        *int64     `json:"odo_remaining"`
+	EnghRemaining       *int64     `json:"engh_remaining"`
+	DaysRemaining       *int64     `json:"days_remaining"`
+	Due                 StringList `json:"due"`
+	State               string     `json:"state"`
+}
+
+// MarshalJSON encodes the named fields of the service record and the due
+// fields; Due encodes as [] when empty. Extra is left to the caller, as for
+// Service.
+func (d DueService) MarshalJSON() ([]byte, error) {
+	s := d.Service
+	return json.Marshal(dueServiceJSON{
+		ServiceID: s.ServiceID, IMEI: s.IMEI, Name: s.Name,
+		Odo: s.Odo, OdoInterval: s.OdoInterval, OdoLast: s.OdoLast,
+		Engh: s.Engh, EnghInterval: s.EnghInterval, EnghLast: s.EnghLast,
+		Days: s.Days, DaysInterval: s.DaysInterval, DaysLast: s.DaysLast,
+		OdoLeft: s.OdoLeft, OdoLeftNum: s.OdoLeftNum,
+		EnghLeft: s.EnghLeft, EnghLeftNum: s.EnghLeftNum,
+		DaysLeft: s.DaysLeft, DaysLeftNum: s.DaysLeftNum,
+		UpdateLast: s.UpdateLast, NotifyServiceExpire: s.NotifyServiceExpire,
+		ObjectName: d.ObjectName, OdoRemaining: d.OdoRemaining, EnghRemaining: d.EnghRemaining,
+		DaysRemaining: d.DaysRemaining, Due: d.Due.orEmpty(), State: d.State,
+	})
+}
+
+// dueRemaining computes each criterion's remaining once per row: nil when
+// the criterion is off (days also when days_last is unknown). The one
+// argument is today's date.
+const dueRemaining = `CROSS JOIN LATERAL (SELECT
+	CASE WHEN "s"."odo" THEN "s"."odo_interval" - ("o"."odometer" - "s"."odo_last") END AS odo_remaining,
+	CASE WHEN "s"."engh" THEN "s"."engh_interval" - ("o"."engine_hours" - "s"."engh_last") END AS engh_remaining,
+	CASE WHEN "s"."days" AND "s"."days_last" IS NOT NULL
+		THEN "s"."days_interval" - (?::date - "s"."days_last")::bigint END AS days_remaining
+) AS "rem"`
+
+// dueCriteria lists the due criteria of a row: run out, or within the
+// threshold of an enabled *_left switch. A NULL remaining is never due.
+const dueCriteria = `CROSS JOIN LATERAL (SELECT array_remove(ARRAY[
+	CASE WHEN "rem".odo_remaining <= 0 OR ("s"."odo_left" AND "rem".odo_remaining <= "s"."odo_left_num") THEN 'odo' END,
+	CASE WHEN "rem".engh_remaining <= 0 OR ("s"."engh_left" AND "rem".engh_remaining <= "s"."engh_left_num") THEN 'engh' END,
+	CASE WHEN "rem".days_remaining <= 0 OR ("s"."days_left" AND "rem".days_remaining <= "s"."days_left_num") THEN 'days' END
+]::text[], NULL) AS due) AS "d"`
+
+// dueState is "expired" when some enabled remaining has run out.
+const dueState = `CASE WHEN "rem".odo_remaining <= 0 OR "rem".engh_remaining <= 0 OR "rem".days_remaining <= 0
+	THEN 'expired' ELSE 'soon' END AS state`
+
+// DueServices returns the service records that scope admits and that have at
+// least one due criterion on the day today, newest first (service_id
+// descending), at most limit of them. A criterion is due when its switch is
+// on and its remaining (interval − (current − last), with the object's
+// current odometer and engine hours, and today for days) is zero or less, or
+// its *_left switch is on and the remaining is at most *_left_num. It
+// returns ErrScope for a scope that is not a services scope or does not
+// translate, ErrBadListRequest for a limit below 1, and ErrUnavailable when
+// the database cannot be reached.
+func (s *Store) DueServices(ctx context.Context, scope policy.RowScope, today time.Time, limit int) ([]DueService, error) {
+	if scope.Resource != "services" {
+		return nil, fmt.Errorf("%w: scope of %q used on services", ErrScope, scope.Resource)
+	}
+	if limit < 1 {
+		return nil, fmt.Errorf("%w: limit %d", ErrBadListRequest, limit)
+	}
+	items := make([]DueService, 0, min(limit, 64))
+	q, err := s.scopedSelect(scope, &items)
+	if err != nil {
+		return nil, err
+	}
+	err = q.ColumnExpr("?TableColumns").
+		ColumnExpr(`"o"."name" AS object_name`).
+		ColumnExpr(`"rem".odo_remaining, "rem".engh_remaining, "rem".days_remaining`).
+		ColumnExpr(`"d".due`).
+		ColumnExpr(dueState).
+		Join(`JOIN "objects" AS "o" ON "o"."imei" = "s"."imei"`).
+		Join(dueRemaining, NewDate(today)).
+		Join(dueCriteria).
+		Where(`cardinality("d".due) > 0`).
+		OrderExpr(`"s"."service_id" DESC`).
+		Limit(int64(limit)).
+		Scan(ctx)
+	if err != nil {
+		return nil, Translate(err)
+	}
+	return items, nil
+}
