@@ -86,8 +86,7 @@ func Open(dsn string, opts Options) *bun.DB {
 	if opts.MeterProvider != nil {
 		hookOpts = append(hookOpts, bunotel.WithMeterProvider(opts.MeterProvider))
 	}
-	db.AddQueryHook(bunotel.NewQueryHook(hookOpts...))
-	return db
+	return db.WithQueryHook(bunotel.NewQueryHook(hookOpts...))
 }
 
 // EnsureDatabase creates the database named in dsn when it does not exist,

@@ -1,0 +1,94 @@
+package storage
+
+import (
+	"context"
+	"database/sql"
+	"encoding/json"
+	"flag"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/uptrace/bun"
+	"github.com/uptrace/bun/dialect/pgdialect"
+	"github.com/uptrace/bun/driver/pgdriver"
+
+	"github.com/fleetapi/fleetapi/policy"
+	"github.com/fleetapi/fleetapi/tenancy"
+)
+
+var update = flag.Bool("update", false, "rewrite the golden files in testdata/golden")
+
+// goldenModels are the bun model and id column of each scoped resource.
+var goldenModels = map[string]struct {
+	model any
+	id    string
+}{
+	"services":   {(*Service)(nil), "service_id"},
+	"reports":    {(*Report)(nil), "report_id"},
+	"events":     {(*Event)(nil), "event_id"},
+	"passengers": {(*Passenger)(nil), "passenger_id"},
+}
+
+// TestScopeGolden pins the SQL that the embedded policy's scope becomes,
+// for an active principal of every account type (account 7, manager 3,
+// every privilege) and every resource. Run with -update to rewrite.
+func TestScopeGolden(t *testing.T) {
+	ctx := context.Background()
+	e, err := policy.New(ctx, policy.Options{ValidateScope: ValidateScope})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The handle never connects: String only renders the query.
+	sqldb := sql.OpenDB(pgdriver.NewConnector())
+	db := bun.NewDB(sqldb, pgdialect.New())
+	t.Cleanup(func() { db.Close() })
+	s := NewStore(db)
+	for _, typ := range []tenancy.AccountType{tenancy.Admin, tenancy.Manager, tenancy.User, tenancy.Subaccount} {
+		for _, resource := range ScopeResources() {
+			name := string(typ) + "_" + resource
+			t.Run(name, func(t *testing.T) {
+				p := tenancy.Principal{
+					Token: tenancy.Token{ID: 1, AccountID: 7, Permissions: []string{"*"}},
+					Account: tenancy.Account{ID: 7, Type: typ, ManagerID: 3, Active: true,
+						Privileges: []string{"reports", "event_notifications"}},
+				}
+				if typ == tenancy.Admin {
+					p.Account.ManagerID = 0
+				}
+				scope, err := e.Scope(ctx, policy.NewInput(p, "GET", "/"+resource, false), resource)
+				if err != nil {
+					t.Fatal(err)
+				}
+				m := goldenModels[resource]
+				q, err := s.scopedSelect(scope, m.model)
+				if err != nil {
+					t.Fatal(err)
+				}
+				where, _ := json.Marshal(scope)
+				got := "-- " + string(typ) + " (account 7, manager 3), " + resource + "\n-- scope: " + string(where) + "\n" +
+					q.Column(m.id).String() + "\n"
+				compareGolden(t, filepath.Join("testdata", "golden", name+".sql"), got)
+			})
+		}
+	}
+}
+
+// compareGolden compares got with the golden file, or rewrites it with
+// -update.
+func compareGolden(t *testing.T, path, got string) {
+	t.Helper()
+	if *update {
+		if err := os.WriteFile(path, []byte(got), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return
+	}
+	want, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatalf("%v (run go test -run TestScopeGolden -update to create it)", err)
+	}
+	if string(want) != got {
+		t.Errorf("%s differs (run with -update if the change is intended):\n got: %s\nwant: %s", path, got, want)
+	}
+}

@@ -1,0 +1,3 @@
+-- subaccount (account 7, manager 3), passengers
+-- scope: {"Resource":"passengers","Unrestricted":false,"None":false,"Where":{"op":"eq","field":"account_id","value":3}}
+SELECT "p"."passenger_id" FROM "passengers" AS "p" WHERE ("p"."account_id" = 3)
