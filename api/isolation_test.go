@@ -152,6 +152,7 @@ func TestForbidden(t *testing.T) {
 		{"acme-services-only", "/api/v2/events/1", "TOKEN_PERMISSION_DENIED"},
 		{"acme-night-all", "/api/v2/events", "PRIVILEGE_REQUIRED"},
 		{"acme-night-all", "/api/v2/events/1", "PRIVILEGE_REQUIRED"},
+		{"globex-day-all", "/api/v2/reports", "PRIVILEGE_REQUIRED"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.token+tt.path, func(t *testing.T) {

@@ -61,5 +61,7 @@ func DemoTokens() []DemoToken {
 			"manager of tenant 2: rows of tailspin and contoso; none of fleetco's"},
 		{"tailspin", "tailspin-all", "flt_demoTailspin00000000000000000000", tenancy.User, all,
 			"user of tenant 2: tailspin's own rows"},
+		{"globex-day", "globex-day-all", "flt_demoGlobexDay0000000000000000000", tenancy.Subaccount, all,
+			"subaccount of globex granted Reefer 21 with only event_notifications: GET /reports → 403 PRIVILEGE_REQUIRED"},
 	}
 }

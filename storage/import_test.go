@@ -16,8 +16,8 @@ func TestImportDemoData(t *testing.T) {
 	s, db := newStore(t)
 	res := importJSON(t, s, storage.DemoData())
 	want := storage.ImportResult{
-		Accounts: storage.ImportCount{Inserted: 11}, Objects: storage.ImportCount{Inserted: 11},
-		Grants: storage.ImportCount{Inserted: 1}, Tokens: storage.ImportCount{Inserted: 13},
+		Accounts: storage.ImportCount{Inserted: 12}, Objects: storage.ImportCount{Inserted: 11},
+		Grants: storage.ImportCount{Inserted: 2}, Tokens: storage.ImportCount{Inserted: 14},
 		Services: storage.ImportCount{Inserted: 14}, Reports: storage.ImportCount{Inserted: 6},
 		Events: storage.ImportCount{Inserted: 4}, Passengers: storage.ImportCount{Inserted: 6},
 	}
@@ -29,8 +29,8 @@ func TestImportDemoData(t *testing.T) {
 	t.Run("reimport_adds_nothing", func(t *testing.T) {
 		res := importJSON(t, s, storage.DemoData())
 		wantSkip := storage.ImportResult{
-			Accounts: storage.ImportCount{Skipped: 11}, Objects: storage.ImportCount{Skipped: 11},
-			Grants: storage.ImportCount{Skipped: 1}, Tokens: storage.ImportCount{Skipped: 13},
+			Accounts: storage.ImportCount{Skipped: 12}, Objects: storage.ImportCount{Skipped: 11},
+			Grants: storage.ImportCount{Skipped: 2}, Tokens: storage.ImportCount{Skipped: 14},
 			Services: storage.ImportCount{Skipped: 14}, Reports: storage.ImportCount{Skipped: 6},
 			Events: storage.ImportCount{Skipped: 4}, Passengers: storage.ImportCount{Skipped: 6},
 		}
