@@ -59,18 +59,16 @@ type Engine struct {
 	log   io.Writer
 }
 
-// New loads the policy set, runs its own Rego tests (a failing test stops
-// it), compiles it, prepares every query once and verifies that every
-// scope rule translates for a principal of every account type. The error
-// names the step, and for a scope the rule and account type.
+// New loads the policy set, compiles it, prepares every query once,
+// verifies that every scope rule translates for a principal of every
+// account type, and runs the set's own Rego tests (a failing test stops
+// it). The structural checks come first, so that a broken rule is named
+// even when the tests that cover it fail too. The error names the step,
+// and for a scope the rule and account type.
 func New(ctx context.Context, opts Options) (*Engine, error) {
 	set, err := loadPolicySet(opts.Dir)
 	if err != nil {
 		return nil, err
-	}
-	report, err := runTests(ctx, set, io.Discard)
-	if err != nil {
-		return nil, fmt.Errorf("policy tests: %w", err)
 	}
 	c := ast.NewCompiler().WithDefaultRegoVersion(ast.RegoV1)
 	if c.Compile(set.modules); c.Failed() {
@@ -84,7 +82,6 @@ func New(ctx context.Context, opts Options) (*Engine, error) {
 		revision: set.revision(),
 		set:      set,
 		compiler: c,
-		report:   report,
 		cache:    newLRUCache(opts.CacheSize),
 		validate: opts.ValidateScope,
 		tracer:   tp.Tracer(tracerName),
@@ -97,6 +94,9 @@ func New(ctx context.Context, opts Options) (*Engine, error) {
 	}
 	if err := e.verify(ctx); err != nil {
 		return nil, err
+	}
+	if e.report, err = runTests(ctx, set, io.Discard); err != nil {
+		return nil, fmt.Errorf("policy tests: %w", err)
 	}
 	return e, nil
 }
