@@ -2,6 +2,7 @@ package api
 
 import (
 	"context"
+	"reflect"
 )
 
 // Envelope is the success envelope of the spec (§2.1) around data of type T.
@@ -16,6 +17,15 @@ func (e *Envelope[T]) OutTransform(ctx context.Context) error {
 	e.Success = true
 	e.Meta.RequestID = requestIDFrom(ctx)
 	return nil
+}
+
+// count is the number of items in data: the length of a list, 1 for an
+// object.
+func (e *Envelope[T]) count() int {
+	if v := reflect.ValueOf(e.Data); v.Kind() == reflect.Slice {
+		return v.Len()
+	}
+	return 1
 }
 
 // Meta is the envelope's meta object. The paging fields are present on

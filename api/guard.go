@@ -35,15 +35,31 @@ func routeOf(r *http.Request) (method, route string) {
 	return method, strings.TrimPrefix(path, BasePath)
 }
 
-// guard runs the checks of DESIGN §4 in order before a handler:
-// authentication (401), the policy decision (401/403), then the body rules
-// of write routes (415, 413).
+// guard runs the checks of DESIGN §4 in order before a handler: the
+// client's failed-authentication budget and authentication (401), the
+// token's rate limit (429), the policy decision (401/403), then the body
+// rules of write routes (415, 413).
 func (s *Server) guard(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		ctx := r.Context()
+		// Bound the work of the request: past the timeout its context ends
+		// and a database call that was waiting fails fast with 503.
+		ctx, cancel := context.WithTimeout(r.Context(), s.cfg.RequestTimeout)
+		defer cancel()
 		trace.SpanFromContext(ctx).SetAttributes(attrRequestID.String(requestIDFrom(ctx)))
+		ip := clientIP(r)
+		if err := s.checkClient(ctx, ip); err != nil {
+			s.writeError(w, r, err)
+			return
+		}
 		p, err := s.authenticate(ctx, r)
 		if err != nil {
+			if errorFor(err).Status == http.StatusUnauthorized {
+				s.recordAuthFailure(ctx, ip)
+			}
+			s.writeError(w, r, err)
+			return
+		}
+		if err := s.checkToken(ctx, w, p.Token); err != nil {
 			s.writeError(w, r, err)
 			return
 		}
@@ -54,6 +70,12 @@ func (s *Server) guard(next http.Handler) http.Handler {
 			s.writeError(w, r, err)
 			return
 		}
+		code := "ALLOW"
+		if !d.Allow {
+			code = d.Code
+		}
+		s.metrics.decided(ctx, code)
+		trace.SpanFromContext(ctx).SetAttributes(attrDecision.String(code))
 		if !d.Allow {
 			s.writeError(w, r, decisionError(d))
 			return

@@ -9,6 +9,9 @@ import (
 	"net/http"
 	"runtime/debug"
 	"strings"
+	"time"
+
+	"go.opentelemetry.io/otel/trace"
 )
 
 type requestIDKey struct{}
@@ -96,5 +99,50 @@ func (s *Server) withRouteFallback(mux *http.ServeMux) http.Handler {
 		w.Header().Set("Allow", strings.Join(allowed, ", "))
 		s.writeError(w, r, newError(CodeMethodNotAllowed, "method not allowed for this route",
 			map[string]any{"method": r.Method, "allow": allowed}))
+	})
+}
+
+// statusRecorder remembers the status a handler wrote.
+type statusRecorder struct {
+	http.ResponseWriter
+	status int
+}
+
+func (s *statusRecorder) WriteHeader(code int) {
+	if s.status == 0 {
+		s.status = code
+	}
+	s.ResponseWriter.WriteHeader(code)
+}
+
+func (s *statusRecorder) Write(b []byte) (int, error) {
+	if s.status == 0 {
+		s.status = http.StatusOK
+	}
+	return s.ResponseWriter.Write(b)
+}
+
+// Unwrap lets http.ResponseController reach the underlying writer.
+func (s *statusRecorder) Unwrap() http.ResponseWriter { return s.ResponseWriter }
+
+// withRequestLog writes one log line per request with its route, status,
+// duration, request id and trace id, so that a trace id leads to the
+// request (and from there to its decision-log line).
+func (s *Server) withRequestLog(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		start := time.Now()
+		rec := &statusRecorder{ResponseWriter: w}
+		next.ServeHTTP(rec, r)
+		sc := trace.SpanContextFromContext(r.Context())
+		s.log.LogAttrs(r.Context(), slog.LevelInfo, "request",
+			slog.String("method", r.Method),
+			slog.String("route", r.Pattern),
+			slog.String("path", r.URL.Path),
+			slog.Int("status", rec.status),
+			slog.Duration("duration", time.Since(start)),
+			slog.String("request_id", requestIDFrom(r.Context())),
+			slog.String("trace_id", sc.TraceID().String()),
+			slog.String("client", clientIP(r)),
+		)
 	})
 }

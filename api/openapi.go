@@ -3,12 +3,21 @@ package api
 import (
 	"fmt"
 	"net/http"
+	"strings"
 
 	"github.com/getkin/kin-openapi/openapi3"
 	"github.com/go-fuego/fuego"
 
 	"github.com/fleetapi/fleetapi/storage"
 )
+
+// The OpenAPI document is made in two steps. The route options below
+// declare, next to each route in registerRoutes, what only the route knows:
+// its operationId, tag, summary, description, parameters with their bounds,
+// and the error statuses it can answer. Fuego turns them into operations;
+// finishOpenAPI (openapi_doc.go) then builds the published document from
+// those operations and from schemas generated from the wire types
+// (openapi_schemas.go), dropping what Fuego adds on its own.
 
 // queryParam documents a query parameter in the OpenAPI document only: the
 // handlers parse and validate the query themselves (Fuego's parameter
@@ -22,7 +31,29 @@ func queryParam(name, description string, schema *openapi3.Schema) fuego.RouteOp
 	}
 }
 
-// errorResponses documents the error envelope for the given statuses.
+// headerParam documents a request header with its schema.
+func headerParam(name, description string, schema *openapi3.Schema) fuego.RouteOption {
+	return func(r *fuego.BaseRoute) {
+		r.Operation.AddParameter(&openapi3.Parameter{
+			In: openapi3.ParameterInHeader, Name: name, Description: description,
+			Schema: openapi3.NewSchemaRef("", schema),
+		})
+	}
+}
+
+// pathIDParam documents the integer path parameter name (minimum 1).
+func pathIDParam(name, description string) fuego.RouteOption {
+	return func(r *fuego.BaseRoute) {
+		r.Operation.AddParameter(&openapi3.Parameter{
+			In: openapi3.ParameterInPath, Name: name, Description: description, Required: true,
+			Schema: openapi3.NewSchemaRef("", openapi3.NewInt64Schema().WithMin(1)),
+		})
+	}
+}
+
+// errorResponses declares the error statuses a route can answer. The
+// finished document refers each of them to its shared response in
+// components.responses (the error envelope, the codes of that status).
 func errorResponses(statuses ...int) []fuego.RouteOption {
 	out := make([]fuego.RouteOption, 0, len(statuses))
 	for _, st := range statuses {
@@ -31,16 +62,19 @@ func errorResponses(statuses ...int) []fuego.RouteOption {
 	return out
 }
 
+// fieldSchema is the schema of an exact-match filter on a field of kind k.
 func fieldSchema(k storage.FieldKind) *openapi3.Schema {
 	switch k {
 	case storage.KindInt:
 		return openapi3.NewInt64Schema()
 	case storage.KindBool:
-		return openapi3.NewStringSchema().WithEnum("true", "false")
+		return openapi3.NewBoolSchema()
 	case storage.KindDate:
 		return openapi3.NewStringSchema().WithFormat("date")
 	case storage.KindTime:
 		return openapi3.NewStringSchema().WithFormat("date-time")
+	case storage.KindObject:
+		return openapi3.NewStringSchema().WithMinLength(2)
 	}
 	return openapi3.NewStringSchema()
 }
@@ -54,21 +88,29 @@ func listParams(l storage.Listing) []fuego.RouteOption {
 		sorts = append(sorts, f)
 	}
 	opts := []fuego.RouteOption{
-		queryParam(paramPage, "Page number.", openapi3.NewInt32Schema().WithMin(1).WithMax(maxPage).WithDefault(1)),
-		queryParam(paramPerPage, "Items per page.", openapi3.NewInt32Schema().WithMin(1).WithMax(maxPerPage).WithDefault(defaultPerPage)),
-		queryParam(paramSearch, "Case-insensitive substring match over "+fmt.Sprint(l.Search)+
-			"; surrounding whitespace is trimmed; %, _ and \\ match themselves. Applied after the caller's scope.",
+		queryParam(paramPage, "Page number. A page past the end is an empty list.",
+			openapi3.NewInt32Schema().WithMin(1).WithMax(maxPage).WithDefault(1)),
+		queryParam(paramPerPage, "Items per page.",
+			openapi3.NewInt32Schema().WithMin(1).WithMax(maxPerPage).WithDefault(defaultPerPage)),
+		queryParam(paramSearch, "Case-insensitive substring match over "+strings.Join(l.Search, " and ")+
+			"; surrounding whitespace is trimmed and the rest must be 2 to 100 characters; "+
+			"% , _ and \\ match themselves. Applied after the caller's scope and the filters.",
 			openapi3.NewStringSchema().WithMinLength(minSearch).WithMaxLength(maxSearch)),
 		queryParam(paramOrder, "Sort direction.", openapi3.NewStringSchema().WithEnum("asc", "desc").WithDefault("asc")),
-		queryParam(paramSort, "Field used for ordering; the id breaks ties.", openapi3.NewStringSchema().WithEnum(sorts...).WithDefault(l.ID)),
+		queryParam(paramSort, "Field used for ordering; "+l.ID+" breaks ties, so pages are stable.",
+			openapi3.NewStringSchema().WithEnum(sorts...).WithDefault(l.ID)),
 	}
 	for _, f := range l.Fields {
-		desc := "Exact-match filter on " + f.Name + "."
-		if f.Kind == storage.KindTextList {
-			desc = "Matches rows whose " + f.Name + " list contains the value."
-		}
-		if f.Kind == storage.KindObject {
-			desc = "Matches rows whose " + f.Name + " equals this JSON object."
+		desc := fmt.Sprintf("Exact-match filter on %s.", f.Name)
+		switch f.Kind {
+		case storage.KindTextList:
+			desc = fmt.Sprintf("Matches rows whose %s list contains the value.", f.Name)
+		case storage.KindObject:
+			desc = fmt.Sprintf("Matches rows whose %s equals this JSON object (for example {\"from\":\"08:00\"}).", f.Name)
+		case storage.KindDate:
+			desc = fmt.Sprintf("Exact-match filter on %s (YYYY-MM-DD).", f.Name)
+		case storage.KindTime:
+			desc = fmt.Sprintf("Exact-match filter on %s (RFC 3339 timestamp).", f.Name)
 		}
 		opts = append(opts, queryParam(f.Name, desc, fieldSchema(f.Kind)))
 	}

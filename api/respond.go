@@ -26,8 +26,8 @@ func (s *Server) writeError(w http.ResponseWriter, r *http.Request, err error) {
 	ctx := r.Context()
 	span := trace.SpanFromContext(ctx)
 	span.SetAttributes(attrErrorCode.String(e.Code))
+	span.SetStatus(codes.Error, e.Code)
 	if e.Status >= 500 {
-		span.SetStatus(codes.Error, e.Code)
 		if e.cause != nil {
 			span.RecordError(e.cause)
 		}
@@ -41,10 +41,23 @@ func (s *Server) writeError(w http.ResponseWriter, r *http.Request, err error) {
 }
 
 // sendJSON is Fuego's serializer for every success response: the API
-// answers JSON whatever the Accept header says.
-func sendJSON(w http.ResponseWriter, _ *http.Request, ans any) error {
+// answers JSON whatever the Accept header says. It runs in the
+// response.encode span, which carries the number of items of a list.
+func (s *Server) sendJSON(w http.ResponseWriter, r *http.Request, ans any) error {
+	_, span := s.tracer.Start(r.Context(), "response.encode")
+	defer span.End()
+	if c, ok := ans.(interface{ count() int }); ok {
+		n := c.count()
+		span.SetAttributes(attrResultCount.Int(n))
+		trace.SpanFromContext(r.Context()).SetAttributes(attrResultCount.Int(n))
+	}
 	w.Header().Set("Content-Type", "application/json")
 	enc := json.NewEncoder(w)
 	enc.SetEscapeHTML(false)
-	return enc.Encode(ans)
+	if err := enc.Encode(ans); err != nil {
+		span.SetStatus(codes.Error, "encode")
+		span.RecordError(err)
+		return err
+	}
+	return nil
 }

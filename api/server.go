@@ -15,10 +15,13 @@ import (
 	"github.com/go-fuego/fuego"
 	"go.opentelemetry.io/contrib/instrumentation/net/http/otelhttp"
 	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/metric"
+	metricnoop "go.opentelemetry.io/otel/metric/noop"
 	"go.opentelemetry.io/otel/propagation"
 	"go.opentelemetry.io/otel/trace"
 	"go.opentelemetry.io/otel/trace/noop"
 
+	"github.com/fleetapi/fleetapi/api/ratelimit"
 	"github.com/fleetapi/fleetapi/policy"
 	"github.com/fleetapi/fleetapi/storage"
 	"github.com/fleetapi/fleetapi/tenancy"
@@ -40,6 +43,8 @@ var (
 	attrAccountID   = attribute.Key("fleet.account.id")
 	attrAccountType = attribute.Key("fleet.account.type")
 	attrRequestID   = attribute.Key("fleet.request.id")
+	attrResultCount = attribute.Key("fleet.result.count")
+	attrDecision    = attribute.Key("fleet.decision.code")
 )
 
 // Authenticator verifies the Authorization header (tenancy.Authenticator).
@@ -78,6 +83,26 @@ type Config struct {
 	Logger *slog.Logger
 	// Now is the clock; time.Now when nil.
 	Now func() time.Time
+	// MeterProvider receives the API's metrics; no-op when nil.
+	MeterProvider metric.MeterProvider
+	// Limiter counts requests against the rate limits; in-process when nil.
+	Limiter ratelimit.Limiter
+	// RateLimit is a token's budget per minute when the token sets none
+	// (DefaultRateLimit when 0); AuthFailureLimit is a client address's
+	// budget of failed authentications per minute (DefaultAuthFailureLimit
+	// when 0).
+	RateLimit        int
+	AuthFailureLimit int
+	// Ready is checked by /readyz (the database).
+	Ready Pinger
+	// MetricsHandler serves /metrics (the Prometheus exposition).
+	MetricsHandler http.Handler
+	// SeparateOps keeps /healthz, /readyz and /metrics off the API handler,
+	// for serving OpsHandler on another address.
+	SeparateOps bool
+	// RequestTimeout bounds the work of one request (10 s when 0); a
+	// request that runs out of time answers 503.
+	RequestTimeout time.Duration
 }
 
 // Server is the fleetapi HTTP API.
@@ -87,6 +112,8 @@ type Server struct {
 	tracer  trace.Tracer
 	fuego   *fuego.Server
 	handler http.Handler
+	limiter ratelimit.Limiter
+	metrics *metrics
 }
 
 // New builds the API server and its routes.
@@ -103,11 +130,30 @@ func New(cfg Config) (*Server, error) {
 	if cfg.Now == nil {
 		cfg.Now = time.Now
 	}
-	s := &Server{cfg: cfg, log: cfg.Logger, tracer: cfg.TracerProvider.Tracer(TracerName)}
+	if cfg.MeterProvider == nil {
+		cfg.MeterProvider = metricnoop.NewMeterProvider()
+	}
+	if cfg.Limiter == nil {
+		cfg.Limiter = ratelimit.NewLocal()
+	}
+	if cfg.RateLimit <= 0 {
+		cfg.RateLimit = DefaultRateLimit
+	}
+	if cfg.AuthFailureLimit <= 0 {
+		cfg.AuthFailureLimit = DefaultAuthFailureLimit
+	}
+	if cfg.RequestTimeout <= 0 {
+		cfg.RequestTimeout = 10 * time.Second
+	}
+	m, err := newMetrics(cfg.MeterProvider)
+	if err != nil {
+		return nil, err
+	}
+	s := &Server{cfg: cfg, log: cfg.Logger, tracer: cfg.TracerProvider.Tracer(TracerName), limiter: cfg.Limiter, metrics: m}
 	s.fuego = fuego.NewServer(
 		fuego.WithoutStartupMessages(),
 		fuego.WithLoggingMiddleware(fuego.LoggingConfig{DisableRequest: true, DisableResponse: true}),
-		fuego.WithSerializer(sendJSON),
+		fuego.WithSerializer(s.sendJSON),
 		fuego.WithErrorSerializer(s.writeError),
 		fuego.WithMaxBodySize(MaxBodyBytes),
 		fuego.WithDisallowUnknownFields(true),
@@ -131,9 +177,19 @@ func New(cfg Config) (*Server, error) {
 	s.registerRoutes()
 	s.fuego.OutputOpenAPISpec()
 
+	if !cfg.SeparateOps {
+		ops := s.OpsHandler()
+		s.fuego.Mux.Handle("GET /healthz", ops)
+		s.fuego.Mux.Handle("GET /readyz", ops)
+		if cfg.MetricsHandler != nil {
+			s.fuego.Mux.Handle("GET /metrics", ops)
+		}
+	}
 	h := s.withRouteFallback(s.fuego.Mux)
+	h = s.withRequestLog(h)
 	h = otelhttp.NewHandler(h, "fleetapi",
 		otelhttp.WithTracerProvider(cfg.TracerProvider),
+		otelhttp.WithMeterProvider(cfg.MeterProvider),
 		otelhttp.WithPropagators(cfg.Propagator),
 		otelhttp.WithSpanNameFormatter(spanName),
 	)

@@ -9,8 +9,15 @@ import (
 	"errors"
 	"io"
 	"log/slog"
+	"net/http"
 
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"go.opentelemetry.io/contrib/exporters/autoexport"
+	"go.opentelemetry.io/contrib/instrumentation/runtime"
+	otelprom "go.opentelemetry.io/otel/exporters/prometheus"
+	"go.opentelemetry.io/otel/metric"
+	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
 	"go.opentelemetry.io/otel/propagation"
 	"go.opentelemetry.io/otel/sdk/resource"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
@@ -26,6 +33,12 @@ const ServiceName = "fleetapi"
 type Providers struct {
 	// Tracer is the tracer provider every component takes its tracer from.
 	Tracer trace.TracerProvider
+	// Meter is the meter provider; its metrics are always exposed in the
+	// Prometheus format by MetricsHandler, and also exported by OTLP when
+	// OTEL_METRICS_EXPORTER asks for it.
+	Meter metric.MeterProvider
+	// MetricsHandler serves the Prometheus scrape endpoint.
+	MetricsHandler http.Handler
 	// Propagator reads and writes trace context (W3C traceparent, baggage).
 	Propagator propagation.TextMapPropagator
 	shutdown   []func(context.Context) error
@@ -61,6 +74,13 @@ func Setup(ctx context.Context, getenv func(string) string) (*Providers, error) 
 		Tracer:     noop.NewTracerProvider(),
 		Propagator: propagation.NewCompositeTextMapPropagator(propagation.TraceContext{}, propagation.Baggage{}),
 	}
+	res, err := resource.Merge(resource.Default(), resource.NewSchemaless(semconv.ServiceName(serviceName(getenv))))
+	if err != nil {
+		return nil, err
+	}
+	if err := p.setupMetrics(ctx, getenv, res); err != nil {
+		return nil, err
+	}
 	if !tracesEnabled(getenv) {
 		return p, nil
 	}
@@ -68,14 +88,37 @@ func Setup(ctx context.Context, getenv func(string) string) (*Providers, error) 
 	if err != nil {
 		return nil, err
 	}
-	res, err := resource.Merge(resource.Default(), resource.NewSchemaless(semconv.ServiceName(serviceName(getenv))))
-	if err != nil {
-		return nil, err
-	}
 	tp := sdktrace.NewTracerProvider(sdktrace.WithBatcher(exp), sdktrace.WithResource(res))
 	p.Tracer = tp
 	p.shutdown = append(p.shutdown, tp.Shutdown)
 	return p, nil
+}
+
+// setupMetrics builds the meter provider: a Prometheus reader on a
+// registry of its own (served by MetricsHandler), Go runtime metrics, and
+// an OTLP or console reader when OTEL_METRICS_EXPORTER names one.
+func (p *Providers) setupMetrics(ctx context.Context, getenv func(string) string, res *resource.Resource) error {
+	reg := prometheus.NewRegistry()
+	prom, err := otelprom.New(otelprom.WithRegisterer(reg))
+	if err != nil {
+		return err
+	}
+	opts := []sdkmetric.Option{sdkmetric.WithReader(prom), sdkmetric.WithResource(res)}
+	if e := getenv("OTEL_METRICS_EXPORTER"); e != "" && e != "none" && e != "prometheus" {
+		reader, err := autoexport.NewMetricReader(ctx)
+		if err != nil {
+			return err
+		}
+		opts = append(opts, sdkmetric.WithReader(reader))
+	}
+	mp := sdkmetric.NewMeterProvider(opts...)
+	if err := runtime.Start(runtime.WithMeterProvider(mp)); err != nil {
+		return err
+	}
+	p.Meter = mp
+	p.MetricsHandler = promhttp.HandlerFor(reg, promhttp.HandlerOpts{})
+	p.shutdown = append(p.shutdown, mp.Shutdown)
+	return nil
 }
 
 func serviceName(getenv func(string) string) string {

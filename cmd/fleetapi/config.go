@@ -18,6 +18,7 @@ type config struct {
 	DecisionLog     string
 	RateLimit       int
 	RedisURL        string
+	MetricsAddr     string
 	ShutdownTimeout time.Duration
 	NoMigrate       bool
 }
@@ -30,6 +31,7 @@ func defaultConfig(getenv func(string) string) (config, error) {
 		PolicyDir:       getenv("FLEET_POLICY_DIR"),
 		DecisionLog:     orDefault(getenv("FLEET_DECISION_LOG"), "off"),
 		RedisURL:        getenv("FLEET_REDIS_URL"),
+		MetricsAddr:     getenv("FLEET_METRICS_ADDR"),
 		RateLimit:       1200,
 		ShutdownTimeout: 15 * time.Second,
 	}
@@ -53,6 +55,8 @@ func (c *config) flags(fs *flag.FlagSet) {
 	fs.StringVar(&c.PolicyDir, "policy-dir", c.PolicyDir, "load the Rego policy set from this directory instead of the embedded one (FLEET_POLICY_DIR)")
 	fs.StringVar(&c.DecisionLog, "decision-log", c.DecisionLog, "decision log: stdout, a file path, or off (FLEET_DECISION_LOG)")
 	fs.IntVar(&c.RateLimit, "rate-limit", c.RateLimit, "default per-token requests per minute (FLEET_RATE_LIMIT)")
+	fs.StringVar(&c.RedisURL, "redis-url", c.RedisURL, "Redis URL for rate limits shared by every replica (FLEET_REDIS_URL)")
+	fs.StringVar(&c.MetricsAddr, "metrics-addr", c.MetricsAddr, "serve /metrics, /healthz and /readyz on this address instead of the API's (FLEET_METRICS_ADDR)")
 	fs.DurationVar(&c.ShutdownTimeout, "shutdown-timeout", c.ShutdownTimeout, "how long in-flight requests may take to finish on shutdown")
 }
 

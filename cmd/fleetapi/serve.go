@@ -14,6 +14,7 @@ import (
 	"github.com/uptrace/bun"
 
 	"github.com/fleetapi/fleetapi/api"
+	"github.com/fleetapi/fleetapi/api/ratelimit"
 	"github.com/fleetapi/fleetapi/policy"
 	"github.com/fleetapi/fleetapi/storage"
 	"github.com/fleetapi/fleetapi/telemetry"
@@ -44,6 +45,7 @@ func openDatabase(ctx context.Context, cfg config, tel *telemetry.Providers) (*b
 	opts := storage.Options{}
 	if tel != nil {
 		opts.TracerProvider = tel.Tracer
+		opts.MeterProvider = tel.Meter
 	}
 	db := storage.Open(url, opts)
 	if err := db.PingContext(ctx); err != nil {
@@ -72,6 +74,37 @@ func decisionLog(dest string, stdout io.Writer) (io.Writer, func() error, error)
 		return nil, nil, fmt.Errorf("decision log: %w", err)
 	}
 	return f, f.Close, nil
+}
+
+// newLimiter returns the rate limiter: shared through Redis when
+// FLEET_REDIS_URL is set (falling back to per-replica limits while Redis is
+// down), in-process otherwise.
+func newLimiter(cfg config, log *slog.Logger) (ratelimit.Limiter, func(), error) {
+	local := ratelimit.NewLocal()
+	if cfg.RedisURL == "" {
+		return local, func() {}, nil
+	}
+	client, err := ratelimit.NewRedisClient(cfg.RedisURL)
+	if err != nil {
+		return nil, nil, fmt.Errorf("FLEET_REDIS_URL: %w", err)
+	}
+	return ratelimit.NewRedis(client, local, log), func() { client.Close() }, nil
+}
+
+// serveOps serves the operational endpoints on their own address.
+func serveOps(addr string, h http.Handler, log *slog.Logger) (func(), error) {
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return nil, fmt.Errorf("metrics address: %w", err)
+	}
+	hs := &http.Server{Handler: h, ReadHeaderTimeout: 5 * time.Second, ReadTimeout: 10 * time.Second, WriteTimeout: 10 * time.Second}
+	go func() { _ = hs.Serve(ln) }()
+	log.Info("operations endpoints listening", slog.String("addr", ln.Addr().String()))
+	return func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+		defer cancel()
+		_ = hs.Shutdown(ctx)
+	}, nil
 }
 
 // serve runs the API until ctx is cancelled, then shuts down in order: stop
@@ -113,17 +146,36 @@ func serve(ctx context.Context, cfg config, getenv func(string) string, stdout i
 		return fmt.Errorf("policy: %w", err)
 	}
 
+	limiter, closeLimiter, err := newLimiter(cfg, log)
+	if err != nil {
+		return err
+	}
+	defer closeLimiter()
+
 	store := storage.NewStore(db)
 	srv, err := api.New(api.Config{
 		Auth:           &tenancy.Authenticator{Store: store},
 		Policy:         engine,
 		Store:          store,
 		TracerProvider: tel.Tracer,
+		MeterProvider:  tel.Meter,
 		Propagator:     tel.Propagator,
 		Logger:         log,
+		Limiter:        limiter,
+		RateLimit:      cfg.RateLimit,
+		Ready:          store,
+		MetricsHandler: tel.MetricsHandler,
+		SeparateOps:    cfg.MetricsAddr != "",
 	})
 	if err != nil {
 		return err
+	}
+	if cfg.MetricsAddr != "" {
+		stopOps, err := serveOps(cfg.MetricsAddr, srv.OpsHandler(), log)
+		if err != nil {
+			return err
+		}
+		defer stopOps()
 	}
 
 	ln, err := net.Listen("tcp", cfg.Addr)

@@ -1,0 +1,56 @@
+package api
+
+import (
+	"context"
+	"net/http"
+	"time"
+)
+
+// Pinger reports whether a dependency answers (storage.Store.Ping).
+type Pinger interface {
+	Ping(ctx context.Context) error
+}
+
+// healthz answers GET /healthz: the process is alive.
+func healthz(w http.ResponseWriter, _ *http.Request) {
+	writeJSON(w, http.StatusOK, map[string]any{"status": "ok"})
+}
+
+// readyz answers GET /readyz: 200 when the database answers within a second
+// and the policy is loaded, 503 otherwise.
+func (s *Server) readyz(w http.ResponseWriter, r *http.Request) {
+	checks := map[string]string{"policy": "ok", "database": "ok"}
+	status := http.StatusOK
+	if s.cfg.Policy == nil {
+		checks["policy"] = "not loaded"
+		status = http.StatusServiceUnavailable
+	}
+	if s.cfg.Ready == nil {
+		checks["database"] = "not configured"
+		status = http.StatusServiceUnavailable
+	} else {
+		ctx, cancel := context.WithTimeout(r.Context(), time.Second)
+		defer cancel()
+		if err := s.cfg.Ready.Ping(ctx); err != nil {
+			checks["database"] = "unavailable"
+			status = http.StatusServiceUnavailable
+		}
+	}
+	if status != http.StatusOK {
+		w.Header().Set("Retry-After", "5")
+	}
+	writeJSON(w, status, map[string]any{"status": map[bool]string{true: "ok", false: "unavailable"}[status == http.StatusOK], "checks": checks})
+}
+
+// OpsHandler serves the operational endpoints outside /api/v2: /healthz,
+// /readyz and, when a metrics handler is configured, /metrics. The API
+// handler serves them too, unless Config.SeparateOps is set.
+func (s *Server) OpsHandler() http.Handler {
+	mux := http.NewServeMux()
+	mux.HandleFunc("GET /healthz", healthz)
+	mux.HandleFunc("GET /readyz", s.readyz)
+	if s.cfg.MetricsHandler != nil {
+		mux.Handle("GET /metrics", s.cfg.MetricsHandler)
+	}
+	return mux
+}

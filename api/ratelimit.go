@@ -1,0 +1,101 @@
+package api
+
+import (
+	"context"
+	"math"
+	"net"
+	"net/http"
+	"strconv"
+	"time"
+
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/codes"
+
+	"github.com/fleetapi/fleetapi/api/ratelimit"
+	"github.com/fleetapi/fleetapi/tenancy"
+)
+
+// Defaults of the rate limits (DESIGN §3, §4).
+const (
+	// DefaultRateLimit is a token's budget in requests per minute when
+	// neither the token nor the configuration sets one.
+	DefaultRateLimit = 1200
+	// DefaultAuthFailureLimit is how many failed authentications a client
+	// address may make per minute before it is refused without a lookup.
+	DefaultAuthFailureLimit = 60
+)
+
+// clientIP is the address the request came from (the connection's peer;
+// forwarded headers are not trusted).
+func clientIP(r *http.Request) string {
+	host, _, err := net.SplitHostPort(r.RemoteAddr)
+	if err != nil {
+		return r.RemoteAddr
+	}
+	return host
+}
+
+func ceilSeconds(d time.Duration) int {
+	return int(math.Ceil(d.Seconds()))
+}
+
+// rateLimited is the 429 RATE_LIMITED error for a refused request.
+func rateLimited(res ratelimit.Result, message string) *Error {
+	e := newError(CodeRateLimited, message, map[string]any{"limit": res.Limit, "window_seconds": 60})
+	e.RetryAfter = max(1, ceilSeconds(res.RetryAfter))
+	return e
+}
+
+// checkClient refuses a client address that has used up its budget of
+// failed authentications, before any token lookup (a brute-force guard).
+func (s *Server) checkClient(ctx context.Context, ip string) error {
+	ctx, span := s.tracer.Start(ctx, "ratelimit.client")
+	defer span.End()
+	res, err := s.limiter.AllowN(ctx, "authfail:"+ip, s.cfg.AuthFailureLimit, 0)
+	if err != nil {
+		return err
+	}
+	span.SetAttributes(attribute.Bool("fleet.ratelimit.allowed", res.Allowed), attribute.Bool("fleet.ratelimit.degraded", res.Degraded))
+	if !res.Allowed {
+		s.metrics.rateLimited(ctx, "auth_failure")
+		span.SetStatus(codes.Error, CodeRateLimited)
+		return rateLimited(res, "too many failed authentications from this address")
+	}
+	return nil
+}
+
+// recordAuthFailure takes one failed authentication from the client's budget.
+func (s *Server) recordAuthFailure(ctx context.Context, ip string) {
+	_, _ = s.limiter.AllowN(ctx, "authfail:"+ip, s.cfg.AuthFailureLimit, 1)
+}
+
+// checkToken takes one request from the token's budget and sets the
+// RateLimit-* headers.
+func (s *Server) checkToken(ctx context.Context, w http.ResponseWriter, tok tenancy.Token) error {
+	ctx, span := s.tracer.Start(ctx, "ratelimit")
+	defer span.End()
+	limit := tok.RateLimit
+	if limit <= 0 {
+		limit = s.cfg.RateLimit
+	}
+	res, err := s.limiter.AllowN(ctx, "token:"+strconv.FormatInt(tok.ID, 10), limit, 1)
+	if err != nil {
+		return err
+	}
+	h := w.Header()
+	h.Set("RateLimit-Limit", strconv.Itoa(res.Limit))
+	h.Set("RateLimit-Remaining", strconv.Itoa(res.Remaining))
+	h.Set("RateLimit-Reset", strconv.Itoa(ceilSeconds(res.ResetAfter)))
+	span.SetAttributes(
+		attribute.Int("fleet.ratelimit.limit", res.Limit),
+		attribute.Int("fleet.ratelimit.remaining", res.Remaining),
+		attribute.Bool("fleet.ratelimit.allowed", res.Allowed),
+		attribute.Bool("fleet.ratelimit.degraded", res.Degraded),
+	)
+	if !res.Allowed {
+		s.metrics.rateLimited(ctx, "token")
+		span.SetStatus(codes.Error, CodeRateLimited)
+		return rateLimited(res, "the token's rate limit is exhausted")
+	}
+	return nil
+}
