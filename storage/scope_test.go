@@ -30,7 +30,7 @@ func TestScopeSQL(t *testing.T) {
 			`"r"."account_id" = ?`, []any{int64(7)}},
 		{"manager", policy.RowScope{Resource: "events", Where: &policy.Condition{Op: policy.OpOr, Children: []policy.Condition{
 			eq("account_id", int64(3)), eq("manager_id", int64(3))}}},
-			`("e"."account_id" = ? OR EXISTS (SELECT 1 FROM "accounts" AS "owner" WHERE "owner"."id" = "e"."account_id" AND "owner"."manager_id" = ?))`,
+			`("e"."account_id" = ? OR "e"."account_id" IN (SELECT "owner"."id" FROM "accounts" AS "owner" WHERE "owner"."manager_id" = ?))`,
 			[]any{int64(3), int64(3)}},
 		{"subaccount services", policy.RowScope{Resource: "services", Where: &policy.Condition{Op: policy.OpAnd, Children: []policy.Condition{
 			eq("account_id", int64(4)), eq("granted_to", int64(9))}}},
