@@ -6,7 +6,6 @@ package api
 
 import (
 	"context"
-	"encoding/json"
 	"log/slog"
 	"net/http"
 	"time"
@@ -114,6 +113,8 @@ type Server struct {
 	handler http.Handler
 	limiter ratelimit.Limiter
 	metrics *metrics
+	// openapi is the published OpenAPI document (openapi_doc.go).
+	openapi []byte
 }
 
 // New builds the API server and its routes.
@@ -175,7 +176,9 @@ func New(cfg Config) (*Server, error) {
 		),
 	)
 	s.registerRoutes()
-	s.fuego.OutputOpenAPISpec()
+	if err := s.buildOpenAPI(); err != nil {
+		return nil, err
+	}
 
 	if !cfg.SeparateOps {
 		ops := s.OpsHandler()
@@ -211,9 +214,10 @@ func spanName(_ string, r *http.Request) string {
 // Handler returns the HTTP handler of the whole API.
 func (s *Server) Handler() http.Handler { return s.handler }
 
-// OpenAPI returns the OpenAPI document of the API as JSON.
+// OpenAPI returns the OpenAPI document of the API as JSON (the body of
+// GET /api/v2/openapi.json).
 func (s *Server) OpenAPI() ([]byte, error) {
-	return json.MarshalIndent(s.fuego.OpenAPI.Description(), "", "  ")
+	return append([]byte(nil), s.openapi...), nil
 }
 
 func (s *Server) registerRoutes() {
@@ -223,15 +227,19 @@ func (s *Server) registerRoutes() {
 	fuego.Get(v2, "/me", s.getMe, routeOptions(authErrors, []fuego.RouteOption{
 		fuego.OptionOperationID("get_me"), fuego.OptionTags("Account"),
 		fuego.OptionSummary("Read the authenticated account"),
+		fuego.OptionDescription("The token's account and its effective permissions. Any valid token may read it; it takes no parameters."),
 	})...)
 	fuego.Get(v2, "/services", s.getServices, routeOptions(authErrors, listParams(storage.ServiceListing()), []fuego.RouteOption{
 		fuego.OptionOperationID("get_services"), fuego.OptionTags("Maintenance"),
 		fuego.OptionSummary("Paged list of maintenance service records"),
+		fuego.OptionDescription("The service records the caller may see, one page at a time. Needs the token permission GET /services."),
 	})...)
 	fuego.Get(v2, "/services/due", s.getServicesDue, routeOptions(authErrors, []fuego.RouteOption{
 		fuego.OptionOperationID("get_services_due"), fuego.OptionTags("Maintenance"),
 		fuego.OptionSummary("Maintenance records that are due"),
-		fuego.OptionDescription("At most 500 due records of the caller's fleet, newest service first, computed for today (UTC)."),
+		fuego.OptionDescription("At most 500 due records of the caller's fleet, newest service first, computed for today (UTC). " +
+			"A record is due when a criterion's remaining is zero or less, or within its *_left_num threshold. " +
+			"Needs the token permission GET /services/due; takes no parameters."),
 	})...)
 	fuego.Post(v2, "/passengers", s.postPassengers, routeOptions(
 		errorResponses(http.StatusBadRequest, http.StatusUnauthorized, http.StatusForbidden, http.StatusConflict,
@@ -240,20 +248,28 @@ func (s *Server) registerRoutes() {
 		[]fuego.RouteOption{
 			fuego.OptionOperationID("create_passenger"), fuego.OptionTags("People and groups"),
 			fuego.OptionSummary("Create a passenger"),
+			fuego.OptionDescription("Creates a passenger in the caller's account (a subaccount's passenger belongs to its parent). " +
+				"Needs the token permission POST /passengers and an account that is not read-only."),
 			fuego.OptionDefaultStatusCode(http.StatusCreated),
-			fuego.OptionHeader("Idempotency-Key", "Makes a retried create return the first response (1 to 255 visible ASCII characters)."),
+			headerParam("Idempotency-Key", "Makes a retried create return the first response; the same key with another body is 409 IDEMPOTENCY_KEY_REUSED.",
+				openapi3.NewStringSchema().WithMinLength(1).WithMaxLength(maxIdempotencyKey).WithPattern(`^[!-~]+$`)),
 		})...)
 	fuego.Get(v2, "/reports", s.getReports, routeOptions(authErrors, listParams(storage.ReportListing()), []fuego.RouteOption{
 		fuego.OptionOperationID("get_reports"), fuego.OptionTags("Reports"),
 		fuego.OptionSummary("Paged list of reports"),
+		fuego.OptionDescription("The report definitions the caller may see. Needs the token permission GET /reports; a subaccount also needs the reports privilege. " +
+			"A report naming a device that is not granted to a subaccount is not listed for it."),
 	})...)
 	fuego.Get(v2, "/events", s.getEvents, routeOptions(authErrors, listParams(storage.EventListing()), []fuego.RouteOption{
 		fuego.OptionOperationID("get_events"), fuego.OptionTags("Events"),
 		fuego.OptionSummary("Paged list of event rules"),
+		fuego.OptionDescription("The event rules the caller may see. Needs the token permission GET /events; a subaccount also needs the event_notifications privilege."),
 	})...)
 	fuego.Get(v2, "/events/{id}", s.getEvent, routeOptions(authErrors, errorResponses(http.StatusNotFound), []fuego.RouteOption{
 		fuego.OptionOperationID("get_event"), fuego.OptionTags("Events"),
 		fuego.OptionSummary("Read one event rule"),
-		fuego.OptionPath("id", "Event rule id (integer, minimum 1).", fuego.ParamInteger()),
+		fuego.OptionDescription("One event rule by id. A rule outside the caller's scope is 404, like one that does not exist. " +
+			"Needs the token permission GET /events/{id}; a subaccount also needs the event_notifications privilege."),
+		pathIDParam("id", "Event rule id."),
 	})...)
 }

@@ -7,9 +7,11 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"os"
 	"testing"
 
 	"github.com/fleetapi/fleetapi/api"
+	"github.com/fleetapi/fleetapi/api/ratelimit"
 	"github.com/fleetapi/fleetapi/policy"
 	"github.com/fleetapi/fleetapi/storage"
 	"github.com/fleetapi/fleetapi/storage/storagetest"
@@ -27,17 +29,39 @@ type testAPI struct {
 
 func newTestAPI(t *testing.T) *testAPI {
 	t.Helper()
+	return newTestAPIWith(t, nil)
+}
+
+// newTestAPIWith builds the test API; configure, when not nil, adjusts the
+// configuration (telemetry providers, limits) before the server is built.
+// With a tracer provider set, the database handle reports its SQL spans
+// there too.
+func newTestAPIWith(t *testing.T, configure func(*api.Config)) *testAPI {
+	t.Helper()
 	ctx := context.Background()
 	db := storagetest.New(t)
-	store := storage.NewStore(db.DB)
-	if _, err := store.Import(ctx, bytes.NewReader(storage.DemoData())); err != nil {
+	if _, err := storage.NewStore(db.DB).Import(ctx, bytes.NewReader(storage.DemoData())); err != nil {
 		t.Fatalf("demo data: %v", err)
 	}
-	engine, err := policy.New(ctx, policy.Options{ValidateScope: storage.ValidateScope})
+	var cfg api.Config
+	if configure != nil {
+		configure(&cfg)
+	}
+	store := storage.NewStore(db.DB)
+	if cfg.TracerProvider != nil {
+		traced := storage.Open(db.URL, storage.Options{TracerProvider: cfg.TracerProvider, MaxOpenConns: 4})
+		t.Cleanup(func() { traced.Close() })
+		store = storage.NewStore(traced)
+	}
+	engine, err := policy.New(ctx, policy.Options{ValidateScope: storage.ValidateScope, TracerProvider: cfg.TracerProvider})
 	if err != nil {
 		t.Fatalf("policy: %v", err)
 	}
-	srv, err := api.New(api.Config{Auth: &tenancy.Authenticator{Store: store}, Policy: engine, Store: store})
+	cfg.Auth = &tenancy.Authenticator{Store: store}
+	cfg.Policy = engine
+	cfg.Store = store
+	cfg.Ready = store
+	srv, err := api.New(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -72,6 +96,7 @@ func (a *testAPI) do(method, path string, body io.Reader, headers ...string) res
 	}
 	rec := httptest.NewRecorder()
 	a.handler.ServeHTTP(rec, req)
+	// checkContract(a.t, req, rec) // every response must match the OpenAPI document
 	res := response{status: rec.Code, header: rec.Header(), raw: rec.Body.Bytes()}
 	if err := json.Unmarshal(res.raw, &res.body); err != nil {
 		a.t.Fatalf("%s %s: body is not a JSON object: %v: %q", method, path, err, res.raw)
@@ -135,3 +160,38 @@ func (a *testAPI) exec(t *testing.T, query string, args ...any) {
 		t.Fatalf("%s: %v", query, err)
 	}
 }
+
+// newReplica builds a second server over base's database with its own
+// limiter (a replica behind the same load balancer).
+func newReplica(t *testing.T, base *testAPI, limiter ratelimit.Limiter, rateLimit int) *testAPI {
+	t.Helper()
+	engine, err := policy.New(context.Background(), policy.Options{ValidateScope: storage.ValidateScope})
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv, err := api.New(api.Config{
+		Auth: &tenancy.Authenticator{Store: base.store}, Policy: engine, Store: base.store,
+		Limiter: limiter, RateLimit: rateLimit, Ready: base.store,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &testAPI{t: t, handler: srv.Handler(), store: base.store, db: base.db}
+}
+
+// httptestRequest builds a request from a given client address.
+func httptestRequest(method, path, auth, remote string) *http.Request {
+	req := httptest.NewRequest(method, path, nil)
+	req.Header.Set("Authorization", auth)
+	req.RemoteAddr = remote
+	return req
+}
+
+// serve runs req through the router and returns the status.
+func (a *testAPI) serve(req *http.Request) int {
+	rec := httptest.NewRecorder()
+	a.handler.ServeHTTP(rec, req)
+	return rec.Code
+}
+
+func isCI() bool { return os.Getenv("CI") == "true" }

@@ -100,6 +100,9 @@ func (r *copyRow) sep() {
 	r.n++
 }
 
+// end finishes the row on c (see copier.end).
+func (r *copyRow) end(c *copier) error { return c.end() }
+
 // Int appends an integer field.
 func (r *copyRow) Int(v int64) *copyRow {
 	r.sep()

@@ -47,7 +47,7 @@ func FindServer(ctx context.Context, databaseURL, dataDir string, log io.Writer)
 		c.Close()
 		return &Server{URL: DefaultURL}, nil
 	}
-	return startPrivateCluster(ctx, dataDir, log)
+	return StartPrivateCluster(ctx, dataDir, log)
 }
 
 // pgBinDir finds the directory holding initdb and pg_ctl.
@@ -67,7 +67,11 @@ func pgBinDir() (string, error) {
 	return "", errors.New("no PostgreSQL found: nothing listens on 127.0.0.1:5432, FLEET_DATABASE_URL is not set, and initdb/pg_ctl are not installed")
 }
 
-func startPrivateCluster(ctx context.Context, dataDir string, log io.Writer) (*Server, error) {
+// StartPrivateCluster starts (initialising it on first use) a PostgreSQL
+// cluster of the project's own in dataDir, listening only on a unix socket
+// there, from the locally installed binaries. When the cluster already
+// runs it is shared and the returned Server does not stop it.
+func StartPrivateCluster(ctx context.Context, dataDir string, log io.Writer) (*Server, error) {
 	bin, err := pgBinDir()
 	if err != nil {
 		return nil, err

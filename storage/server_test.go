@@ -24,7 +24,7 @@ func TestPrivateCluster(t *testing.T) {
 	t.Cleanup(func() { os.RemoveAll(dir) })
 	ctx := context.Background()
 	var log bytes.Buffer
-	srv, err := startPrivateCluster(ctx, dir, &log)
+	srv, err := StartPrivateCluster(ctx, dir, &log)
 	if err != nil {
 		t.Fatalf("start: %v\n%s", err, log.String())
 	}
@@ -54,7 +54,7 @@ func TestPrivateCluster(t *testing.T) {
 	}
 	stopped = true
 	// A second start reuses the initialised data folder.
-	srv2, err := startPrivateCluster(ctx, dir, &log)
+	srv2, err := StartPrivateCluster(ctx, dir, &log)
 	if err != nil {
 		t.Fatalf("restart: %v\n%s", err, log.String())
 	}

@@ -34,6 +34,7 @@ commands:
   dev                        find or start PostgreSQL, load the demo data, print demo tokens, serve
   migrate [up|down|status]   schema migrations
   import FILE                load a tenant data file (DESIGN §8)
+  generate [--preset large]  load a synthetic data set with COPY, print load-test tokens
   token create|list|revoke   manage API tokens
   policy test|check|explain  run, validate and explain the Rego policy
   openapi                    print the OpenAPI document
@@ -56,6 +57,8 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout 
 		return runMigrate(ctx, rest, getenv, stdout)
 	case "import":
 		return runImport(ctx, rest, getenv, stdout)
+	case "generate":
+		return runGenerate(ctx, rest, getenv, stdout)
 	case "token":
 		return runToken(ctx, rest, getenv, stdout)
 	case "policy":

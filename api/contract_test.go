@@ -1,0 +1,106 @@
+package api_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/getkin/kin-openapi/openapi3"
+	"github.com/getkin/kin-openapi/openapi3filter"
+	"github.com/getkin/kin-openapi/routers"
+	"github.com/getkin/kin-openapi/routers/legacy"
+
+	"github.com/fleetapi/fleetapi/api"
+)
+
+// contract is the published OpenAPI document with its router, loaded once
+// for the whole test binary.
+var contract struct {
+	once   sync.Once
+	doc    *openapi3.T
+	router routers.Router
+	err    error
+}
+
+func loadContract() (*openapi3.T, routers.Router, error) {
+	contract.once.Do(func() {
+		srv, err := api.New(api.Config{})
+		if err != nil {
+			contract.err = err
+			return
+		}
+		raw, err := srv.OpenAPI()
+		if err != nil {
+			contract.err = err
+			return
+		}
+		contract.doc, contract.err = openapi3.NewLoader().LoadFromData(raw)
+		if contract.err != nil {
+			return
+		}
+		contract.router, contract.err = legacy.NewRouter(contract.doc)
+	})
+	return contract.doc, contract.router, contract.err
+}
+
+// checkContract validates a response of the HTTP test suite against the
+// OpenAPI document: status (it must be declared for the operation),
+// headers and body. A response of a path under /api/v2 that is no
+// operation (unknown route, wrong method) must be the error envelope.
+// A mismatch fails the test.
+func checkContract(t testing.TB, req *http.Request, rec *httptest.ResponseRecorder) {
+	t.Helper()
+	doc, router, err := loadContract()
+	if err != nil {
+		t.Fatalf("OpenAPI document: %v", err)
+	}
+	if req.Method == http.MethodHead || !strings.HasPrefix(req.URL.Path, api.BasePath+"/") {
+		return // HEAD has no body; /healthz, /readyz, /metrics are not part of the client API
+	}
+	// Route on the path alone (httptest requests carry example.com as host).
+	probe := req.Clone(context.Background())
+	probe.URL.Scheme, probe.URL.Host = "", ""
+	route, pathParams, err := router.FindRoute(probe)
+	if err == nil && strings.HasSuffix(req.URL.Path, "/") {
+		err = errors.New("no route") // the router forgives a trailing slash; the server does not
+	}
+	if err != nil {
+		if rec.Code < 400 {
+			return // the OpenAPI document and the docs UI
+		}
+		var body any
+		if err := json.Unmarshal(rec.Body.Bytes(), &body); err != nil {
+			t.Errorf("contract: %s %s: status %d without a JSON body", req.Method, req.URL, rec.Code)
+			return
+		}
+		schema := doc.Components.Schemas["ErrorEnvelope"].Value
+		if err := schema.VisitJSON(body, openapi3.EnableJSONSchema2020()); err != nil {
+			t.Errorf("contract: %s %s (no operation): status %d: body is not the error envelope: %v\n%s",
+				req.Method, req.URL, rec.Code, err, rec.Body.Bytes())
+		}
+		return
+	}
+	in := &openapi3filter.ResponseValidationInput{
+		RequestValidationInput: &openapi3filter.RequestValidationInput{Request: req, PathParams: pathParams, Route: route},
+		Status:                 rec.Code,
+		Header:                 rec.Header(),
+		Body:                   io.NopCloser(bytes.NewReader(rec.Body.Bytes())),
+		Options:                &openapi3filter.Options{IncludeResponseStatus: true, MultiError: true},
+	}
+	if err := openapi3filter.ValidateResponse(context.Background(), in); err != nil {
+		var me openapi3.MultiError
+		msg := err.Error()
+		if errors.As(err, &me) {
+			msg = me.Error()
+		}
+		t.Errorf("contract: %s %s (%s): status %d does not match the OpenAPI document: %s\nbody: %s",
+			req.Method, req.URL, route.Operation.OperationID, rec.Code, msg, rec.Body.Bytes())
+	}
+}

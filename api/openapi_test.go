@@ -1,0 +1,290 @@
+package api_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"flag"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/getkin/kin-openapi/openapi3"
+
+	"github.com/fleetapi/fleetapi/api"
+)
+
+var update = flag.Bool("update", false, "rewrite testdata/openapi.golden.json from the generated document")
+
+const goldenOpenAPI = "testdata/openapi.golden.json"
+
+// openAPIDoc returns the document of a server built without a database
+// (as `fleetapi openapi` builds it).
+func openAPIDoc(t *testing.T) []byte {
+	t.Helper()
+	srv, err := api.New(api.Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	doc, err := srv.OpenAPI()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return doc
+}
+
+// loadOpenAPI parses and resolves a document as a client would.
+func loadOpenAPI(t *testing.T, b []byte) *openapi3.T {
+	t.Helper()
+	l := openapi3.NewLoader()
+	doc, err := l.LoadFromData(b)
+	if err != nil {
+		t.Fatalf("load: %v", err)
+	}
+	return doc
+}
+
+// TestOpenAPIGolden pins the document: every change to the contract is a
+// reviewed diff of testdata/openapi.golden.json (go test ./api -run
+// TestOpenAPIGolden -update rewrites it).
+func TestOpenAPIGolden(t *testing.T) {
+	got := openAPIDoc(t)
+	if *update {
+		if err := os.MkdirAll(filepath.Dir(goldenOpenAPI), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(goldenOpenAPI, got, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	want, err := os.ReadFile(goldenOpenAPI)
+	if err != nil {
+		t.Fatalf("%v (run go test ./api -run TestOpenAPIGolden -update)", err)
+	}
+	if !bytes.Equal(got, want) {
+		gl, wl := strings.Split(string(got), "\n"), strings.Split(string(want), "\n")
+		for i := 0; i < min(len(gl), len(wl)); i++ {
+			if gl[i] != wl[i] {
+				t.Fatalf("the OpenAPI document differs from %s from line %d:\n got: %s\nwant: %s\n"+
+					"(review the change, then go test ./api -run TestOpenAPIGolden -update)", goldenOpenAPI, i+1, gl[i], wl[i])
+			}
+		}
+		t.Fatalf("the OpenAPI document differs from %s in length (%d lines, want %d); rerun with -update after review",
+			goldenOpenAPI, len(gl), len(wl))
+	}
+}
+
+// TestOpenAPIValid validates the document with kin-openapi (OpenAPI 3.1,
+// JSON Schema 2020-12, every example against its schema).
+func TestOpenAPIValid(t *testing.T) {
+	doc := loadOpenAPI(t, openAPIDoc(t))
+	if err := doc.Validate(context.Background(), openapi3.EnableExamplesValidation()); err != nil {
+		t.Fatalf("invalid OpenAPI document: %v", err)
+	}
+}
+
+var wantOperations = map[string]string{
+	"get_me": "GET /me", "get_services": "GET /services", "get_services_due": "GET /services/due",
+	"create_passenger": "POST /passengers", "get_reports": "GET /reports", "get_events": "GET /events",
+	"get_event": "GET /events/{id}",
+}
+
+func TestOpenAPIContract(t *testing.T) {
+	raw := openAPIDoc(t)
+	doc := loadOpenAPI(t, raw)
+	if doc.OpenAPI != "3.1.0" || doc.Info.Version != "2.0.0" {
+		t.Fatalf("openapi %q, info.version %q", doc.OpenAPI, doc.Info.Version)
+	}
+	if len(doc.Servers) != 1 || doc.Servers[0].URL != api.BasePath {
+		t.Fatalf("servers %v, want one with url %s", doc.Servers, api.BasePath)
+	}
+	var tags []string
+	for _, tg := range doc.Tags {
+		if tg.Description == "" {
+			t.Errorf("tag %q has no description", tg.Name)
+		}
+		tags = append(tags, tg.Name)
+	}
+	wantTags := []string{"System", "Account", "Fleet", "Tracking", "Commands", "Places", "People and groups",
+		"Events", "Maintenance", "Sensors", "Reports", "Templates"}
+	if !slices.Equal(tags, wantTags) {
+		t.Errorf("tags %v, want %v", tags, wantTags)
+	}
+	scheme := doc.Components.SecuritySchemes["ApiToken"]
+	if scheme == nil || scheme.Value.Type != "apiKey" || scheme.Value.In != "header" || scheme.Value.Name != "Authorization" ||
+		!strings.Contains(scheme.Value.Description, "Bearer <API_TOKEN>") || !strings.Contains(scheme.Value.Description, "bare") {
+		t.Errorf("security scheme ApiToken: %+v", scheme)
+	}
+
+	got := map[string]string{}
+	for path, item := range doc.Paths.Map() {
+		for method, op := range item.Operations() {
+			got[op.OperationID] = method + " " + path
+			t.Run(op.OperationID, func(t *testing.T) { checkOperation(t, method, op) })
+		}
+	}
+	if len(got) != len(wantOperations) {
+		t.Errorf("operations %v, want %v", got, wantOperations)
+	}
+	for id, route := range wantOperations {
+		if got[id] != route {
+			t.Errorf("operation %s is %q, want %q", id, got[id], route)
+		}
+	}
+}
+
+func checkOperation(t *testing.T, method string, op *openapi3.Operation) {
+	if op.Security == nil || len(*op.Security) != 1 || (*op.Security)[0]["ApiToken"] == nil {
+		t.Errorf("security %v", op.Security)
+	}
+	if len(op.Tags) != 1 || op.Summary == "" || op.Description == "" {
+		t.Errorf("tags %v, summary %q, description %q", op.Tags, op.Summary, op.Description)
+	}
+	for _, p := range op.Parameters {
+		s := p.Value.Schema.Value
+		if p.Value.Description == "" || s.Type == nil || len(s.Type.Slice()) == 0 {
+			t.Errorf("parameter %s: description %q, type %v", p.Value.Name, p.Value.Description, s.Type)
+		}
+		if p.Value.Name == "Accept" {
+			t.Errorf("framework parameter Accept")
+		}
+		switch p.Value.Name {
+		case "page", "per_page":
+			if s.Min == nil || s.Max == nil || s.Default == nil {
+				t.Errorf("%s: bounds %v..%v default %v", p.Value.Name, s.Min, s.Max, s.Default)
+			}
+		case "search":
+			if s.MinLength != 2 || s.MaxLength == nil || *s.MaxLength != 100 {
+				t.Errorf("search: length %d..%v", s.MinLength, s.MaxLength)
+			}
+		case "order", "sort":
+			if len(s.Enum) == 0 || s.Default == nil {
+				t.Errorf("%s: enum %v default %v", p.Value.Name, s.Enum, s.Default)
+			}
+		case "id":
+			if s.Min == nil || *s.Min != 1 || !p.Value.Required {
+				t.Errorf("id: minimum %v, required %v", s.Min, p.Value.Required)
+			}
+		}
+	}
+	want := []string{"400", "401", "403", "429", "500", "503"}
+	if method == http.MethodPost {
+		want = append(want, "201", "409", "413", "415")
+	} else {
+		want = append(want, "200")
+	}
+	if op.OperationID == "get_event" {
+		want = append(want, "404")
+	}
+	slices.Sort(want)
+	if got := op.Responses.Keys(); !slices.Equal(slices.Sorted(slices.Values(got)), want) {
+		t.Errorf("responses %v, want %v", slices.Sorted(slices.Values(got)), want)
+	}
+	for code, r := range op.Responses.Map() {
+		mt := r.Value.Content.Get("application/json")
+		if len(r.Value.Content) != 1 || mt == nil || mt.Schema == nil || mt.Schema.Ref == "" {
+			t.Errorf("response %s: content %v", code, r.Value.Content)
+			continue
+		}
+		if mt.Example == nil {
+			t.Errorf("response %s: no example", code)
+		}
+		if r.Value.Headers["X-Request-Id"] == nil {
+			t.Errorf("response %s: no X-Request-Id header", code)
+		}
+		if code >= "400" && !strings.HasSuffix(mt.Schema.Ref, "/ErrorEnvelope") {
+			t.Errorf("response %s: schema %s, want the error envelope", code, mt.Schema.Ref)
+		}
+		if code < "400" {
+			data := mt.Schema.Value.Properties["data"]
+			if data == nil || data.Ref == "" && (data.Value.Items == nil || data.Value.Items.Ref == "") {
+				t.Errorf("response %s: data is not a typed resource", code)
+			}
+		}
+	}
+}
+
+// TestOpenAPINoNoise checks that nothing of the framework remains: no
+// unused component, no generated description, no XML or wildcard media
+// type, no HTTPError.
+func TestOpenAPINoNoise(t *testing.T) {
+	raw := openAPIDoc(t)
+	for _, noise := range []string{"HTTPError", "unknown-interface", "application/xml", "*/*", "Request body for",
+		" schema\"", "####", "nullable", "\"Accept\"", "_Array-", "Envelope_"} {
+		if bytes.Contains(raw, []byte(noise)) {
+			t.Errorf("document contains %q", noise)
+		}
+	}
+	var doc struct {
+		Components map[string]map[string]json.RawMessage `json:"components"`
+	}
+	if err := json.Unmarshal(raw, &doc); err != nil {
+		t.Fatal(err)
+	}
+	refs := map[string]bool{}
+	for _, m := range regexp.MustCompile(`"\$ref": "#/components/([^/]+)/([^"]+)"`).FindAllSubmatch(raw, -1) {
+		refs[string(m[1])+"/"+string(m[2])] = true
+	}
+	for kind, items := range doc.Components {
+		if kind == "securitySchemes" {
+			continue
+		}
+		for name := range items {
+			if !refs[kind+"/"+name] {
+				t.Errorf("components.%s.%s is never used", kind, name)
+			}
+		}
+	}
+}
+
+// TestOpenAPIServed checks GET /api/v2/openapi.json and the docs UI: no
+// token, the same document as `fleetapi openapi`, and a docs page whose
+// assets come from this server only.
+func TestOpenAPIServed(t *testing.T) {
+	srv, err := api.New(api.Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	get := func(path string) *httptest.ResponseRecorder {
+		rec := httptest.NewRecorder()
+		srv.Handler().ServeHTTP(rec, httptest.NewRequest(http.MethodGet, path, nil))
+		return rec
+	}
+	rec := get("/api/v2/openapi.json")
+	want, _ := srv.OpenAPI()
+	if rec.Code != http.StatusOK || rec.Header().Get("Content-Type") != "application/json" || !bytes.Equal(rec.Body.Bytes(), want) {
+		t.Fatalf("openapi.json: %d %s", rec.Code, rec.Header().Get("Content-Type"))
+	}
+	page := get("/api/v2/docs")
+	if page.Code != http.StatusOK || !strings.HasPrefix(page.Header().Get("Content-Type"), "text/html") {
+		t.Fatalf("docs: %d %s", page.Code, page.Header().Get("Content-Type"))
+	}
+	if csp := page.Header().Get("Content-Security-Policy"); !strings.Contains(csp, "script-src 'self'") || !strings.Contains(csp, "connect-src 'self'") {
+		t.Errorf("docs CSP %q", csp)
+	}
+	refs := regexp.MustCompile(`(?:src|href)="([^"]+)"`).FindAllStringSubmatch(page.Body.String(), -1)
+	if len(refs) < 4 {
+		t.Fatalf("docs page references %v", refs)
+	}
+	for _, m := range refs {
+		ref := m[1]
+		if strings.Contains(ref, ":") || strings.HasPrefix(ref, "/") {
+			t.Errorf("docs page references %q: want a path relative to this server", ref)
+			continue
+		}
+		asset := get("/api/v2/" + ref)
+		if asset.Code != http.StatusOK || asset.Body.Len() == 0 {
+			t.Errorf("%s: status %d", ref, asset.Code)
+		}
+	}
+	for path, code := range map[string]int{"/api/v2/docs/nope.js": 404, "/api/v2/docs/index.html": 404, "/api/v2/docs/": 404} {
+		if rec := get(path); rec.Code != code {
+			t.Errorf("%s: status %d, want %d", path, rec.Code, code)
+		}
+	}
+}

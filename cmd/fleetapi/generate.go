@@ -1,0 +1,115 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"time"
+
+	"github.com/fleetapi/fleetapi/storage"
+)
+
+// runGenerate is `fleetapi generate`: migrate, then write a deterministic
+// synthetic data set with COPY and print the harness tokens (DESIGN §7
+// extension; docs/performance.md).
+func runGenerate(ctx context.Context, args []string, getenv func(string) string, stdout io.Writer) error {
+	cfg, err := defaultConfig(getenv)
+	if err != nil {
+		return err
+	}
+	fs := newFlagSet("generate", stdout)
+	fs.StringVar(&cfg.DatabaseURL, "database-url", cfg.DatabaseURL, "PostgreSQL URL (FLEET_DATABASE_URL)")
+	preset := fs.String("preset", "small", "data set size: small (about 1% of large) or large")
+	seed := fs.Uint64("seed", 1, "random seed: the same seed, sizes and --today give the same rows")
+	force := fs.Bool("force", false, "empty the fleetapi tables of a database that already holds data (destroys it)")
+	tokens := fs.String("tokens", "", "write the harness tokens as JSON lines to this file (mode 0600) instead of stdout")
+	today := fs.String("today", "", "reference day YYYY-MM-DD for dates and the due share (default: today, UTC)")
+	sizes := map[string]*int{}
+	for _, name := range []string{"managers", "users", "subaccounts", "devices", "services", "reports", "events", "passengers"} {
+		sizes[name] = fs.Int(name, -1, "override the preset's number of "+name)
+	}
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if fs.NArg() > 0 {
+		return fmt.Errorf("generate: unexpected argument %q", fs.Arg(0))
+	}
+	gc, err := storage.GeneratePreset(*preset)
+	if err != nil {
+		return fmt.Errorf("generate: %w", err)
+	}
+	gc.Seed, gc.Force, gc.Progress = *seed, *force, stdout
+	for name, dst := range map[string]*int{
+		"managers": &gc.Managers, "users": &gc.Users, "subaccounts": &gc.Subaccounts, "devices": &gc.Devices,
+		"services": &gc.Services, "reports": &gc.Reports, "events": &gc.Events, "passengers": &gc.Passengers,
+	} {
+		if v := *sizes[name]; v >= 0 {
+			*dst = v
+		}
+	}
+	if *today != "" {
+		d, err := storage.ParseDate(*today)
+		if err != nil {
+			return fmt.Errorf("generate: --today: %w", err)
+		}
+		gc.Today = d.Time
+	}
+
+	url := cfg.databaseURL()
+	if err := storage.EnsureDatabase(ctx, url); err != nil {
+		return fmt.Errorf("database: %w", err)
+	}
+	// COPY chunks, their foreign-key checks and VACUUM take longer than the
+	// server's per-read timeout.
+	db := storage.Open(url, storage.Options{MaxOpenConns: 2, ReadTimeout: time.Hour, WriteTimeout: time.Hour})
+	defer db.Close()
+	if err := storage.Migrate(ctx, db); err != nil {
+		return err
+	}
+	start := time.Now()
+	fmt.Fprintf(stdout, "generating preset %s, seed %d\n", *preset, gc.Seed)
+	res, err := storage.Generate(ctx, db, gc)
+	if errors.Is(err, storage.ErrNotEmpty) {
+		return fmt.Errorf("generate: %w", err)
+	}
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(stdout, "generated in %.1fs (load %.1fs, vacuum+analyze %.1fs); reference day %s\n",
+		time.Since(start).Seconds(), res.Load.Seconds(), res.Analyze.Seconds(), res.Today.Format(storage.DateLayout))
+	return writeTokens(res.Tokens, *tokens, stdout)
+}
+
+// writeTokens writes the generated tokens as JSON lines to path, or to
+// stdout when path is empty.
+func writeTokens(toks []storage.GeneratedToken, path string, stdout io.Writer) error {
+	if path == "" {
+		return encodeTokens(stdout, toks)
+	}
+	f, err := os.OpenFile(path, os.O_CREATE|os.O_WRONLY|os.O_TRUNC, 0o600)
+	if err != nil {
+		return fmt.Errorf("generate: tokens: %w", err)
+	}
+	err = encodeTokens(f, toks)
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return fmt.Errorf("generate: tokens: %w", err)
+	}
+	fmt.Fprintf(stdout, "%d tokens (admin, manager, user, subaccount) written to %s\n", len(toks), path)
+	return nil
+}
+
+func encodeTokens(w io.Writer, toks []storage.GeneratedToken) error {
+	enc := json.NewEncoder(w)
+	for _, t := range toks {
+		if err := enc.Encode(t); err != nil {
+			return err
+		}
+	}
+	return nil
+}

@@ -1,0 +1,163 @@
+// Command fleetload is fleetapi's load harness. It runs fixed scenarios
+// (lists, searches, one event, due services, passenger creation) at a fixed
+// concurrency against a running fleetapi server on the loopback interface,
+// and measures the same scenarios' floor: the storage calls the API makes,
+// with the scope the real policy engine compiles, run directly against
+// PostgreSQL at the same concurrency. It prints latency percentiles,
+// throughput, errors and the API/floor ratio per scenario, as text and as a
+// markdown table (docs/performance.md).
+//
+// The tokens come from `fleetapi generate --tokens FILE`.
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"net"
+	"net/url"
+	"os"
+	"os/signal"
+	"strings"
+	"syscall"
+	"time"
+)
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	err := run(ctx, os.Args[1:], os.Getenv, os.Stdout)
+	stop()
+	if err != nil {
+		if !errors.Is(err, flag.ErrHelp) {
+			fmt.Fprintln(os.Stderr, "fleetload:", err)
+		}
+		os.Exit(1)
+	}
+}
+
+// Bounds that keep a run small enough for a shared machine.
+const (
+	maxConcurrency = 256
+	maxDuration    = 10 * time.Minute
+	maxRequests    = 10_000_000
+)
+
+// config is the harness configuration.
+type config struct {
+	BaseURL      string
+	DatabaseURL  string
+	TokensFile   string
+	Concurrency  int
+	Duration     time.Duration
+	Requests     int64
+	Warmup       time.Duration
+	Scenarios    string
+	Pool         int
+	AdminSearch  string
+	UserSearch   string
+	ManagerQuery string
+	DueRole      string
+	ExplainFile  string
+	MarkdownFile string
+	ServerPID    int
+	NoAPI        bool
+	NoFloor      bool
+}
+
+func parseConfig(args []string, getenv func(string) string, stdout io.Writer) (config, error) {
+	c := config{
+		BaseURL:      "http://127.0.0.1:8080",
+		DatabaseURL:  getenv("FLEET_DATABASE_URL"),
+		Concurrency:  16,
+		Duration:     10 * time.Second,
+		Warmup:       2 * time.Second,
+		Scenarios:    strings.Join(scenarioNames(), ","),
+		Pool:         16,
+		AdminSearch:  "tachograph",
+		UserSearch:   "brake",
+		ManagerQuery: "page=100",
+		DueRole:      "manager",
+	}
+	if c.DatabaseURL == "" {
+		c.DatabaseURL = "postgres://postgres@127.0.0.1:5432/fleetapi?sslmode=disable"
+	}
+	fs := flag.NewFlagSet("fleetload", flag.ContinueOnError)
+	fs.SetOutput(stdout)
+	fs.StringVar(&c.BaseURL, "url", c.BaseURL, "base URL of the fleetapi server (loopback only)")
+	fs.StringVar(&c.DatabaseURL, "database-url", c.DatabaseURL, "the server's PostgreSQL, for the floor (FLEET_DATABASE_URL)")
+	fs.StringVar(&c.TokensFile, "tokens", "", "token file written by `fleetapi generate --tokens` (required)")
+	fs.IntVar(&c.Concurrency, "concurrency", c.Concurrency, "concurrent clients per scenario, API and floor alike")
+	fs.DurationVar(&c.Duration, "duration", c.Duration, "measured time per scenario and side (0 with --requests: count only)")
+	fs.Int64Var(&c.Requests, "requests", 0, "stop each measurement after this many requests (0: duration only)")
+	fs.DurationVar(&c.Warmup, "warmup", c.Warmup, "unmeasured run before each measurement")
+	fs.StringVar(&c.Scenarios, "scenarios", c.Scenarios, "comma-separated scenarios to run")
+	fs.IntVar(&c.Pool, "pool", c.Pool, "connection pool of the floor (the server's default is 16)")
+	fs.StringVar(&c.AdminSearch, "admin-search", c.AdminSearch, "search term of admin_search")
+	fs.StringVar(&c.UserSearch, "user-search", c.UserSearch, "search term of user_search")
+	fs.StringVar(&c.ManagerQuery, "manager-query", c.ManagerQuery, "query string of manager_list")
+	fs.StringVar(&c.DueRole, "due-role", c.DueRole, "role of due_services: admin, manager, user or subaccount")
+	fs.StringVar(&c.ExplainFile, "explain", "", "write EXPLAIN (ANALYZE, BUFFERS) of each scenario's SQL to this markdown file")
+	fs.StringVar(&c.MarkdownFile, "markdown", "", "also write the result table to this markdown file")
+	fs.IntVar(&c.ServerPID, "server-pid", 0, "process id of the server, to sample its resident memory (Linux)")
+	fs.BoolVar(&c.NoAPI, "no-api", false, "measure the floor only")
+	fs.BoolVar(&c.NoFloor, "no-floor", false, "measure the API only")
+	if err := fs.Parse(args); err != nil {
+		return c, err
+	}
+	if fs.NArg() > 0 {
+		return c, fmt.Errorf("unexpected argument %q", fs.Arg(0))
+	}
+	return c, c.validate()
+}
+
+func (c config) validate() error {
+	switch {
+	case c.TokensFile == "":
+		return errors.New("--tokens is required (write it with `fleetapi generate --tokens FILE`)")
+	case c.Concurrency < 1 || c.Concurrency > maxConcurrency:
+		return fmt.Errorf("--concurrency must be 1 to %d", maxConcurrency)
+	case c.Duration < 0 || c.Duration > maxDuration || c.Warmup < 0 || c.Warmup > maxDuration:
+		return fmt.Errorf("--duration and --warmup must be 0 to %s", maxDuration)
+	case c.Requests < 0 || c.Requests > maxRequests:
+		return fmt.Errorf("--requests must be 0 to %d", maxRequests)
+	case c.Duration == 0 && c.Requests == 0:
+		return errors.New("give --duration or --requests: every measurement must be bounded")
+	case c.Pool < 1 || c.Pool > maxConcurrency:
+		return fmt.Errorf("--pool must be 1 to %d", maxConcurrency)
+	case c.NoAPI && c.NoFloor:
+		return errors.New("--no-api and --no-floor leave nothing to measure")
+	}
+	return checkLoopback(c.BaseURL)
+}
+
+// checkLoopback refuses a base URL that is not on this machine: the
+// harness is not a tool to load someone else's server.
+func checkLoopback(raw string) error {
+	u, err := url.Parse(raw)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return fmt.Errorf("--url %q: want http://127.0.0.1:PORT", raw)
+	}
+	host := u.Hostname()
+	if host == "localhost" {
+		return nil
+	}
+	if ip := net.ParseIP(host); ip != nil && ip.IsLoopback() {
+		return nil
+	}
+	return fmt.Errorf("--url %q: only loopback addresses (127.0.0.0/8, ::1, localhost) are allowed", raw)
+}
+
+func run(ctx context.Context, args []string, getenv func(string) string, stdout io.Writer) error {
+	cfg, err := parseConfig(args, getenv, stdout)
+	if err != nil {
+		return err
+	}
+	h, err := newHarness(ctx, cfg, stdout)
+	if err != nil {
+		return err
+	}
+	defer h.close()
+	return h.run(ctx)
+}

@@ -1,0 +1,252 @@
+package storage
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"time"
+
+	"github.com/uptrace/bun"
+)
+
+// ErrNotEmpty is returned by Generate for a database that already holds
+// fleetapi data, unless GenerateConfig.Force is set.
+var ErrNotEmpty = errors.New("database is not empty")
+
+// GenerateTokenRateLimit is the per-minute rate limit of the generated
+// tokens: high enough that a load test is never throttled.
+const GenerateTokenRateLimit = 10_000_000
+
+// GenerateConfig sizes and seeds a synthetic data set (fleetapi generate).
+// The same seed, sizes and Today always give the same rows (token secrets
+// excepted: they are random, so that a known seed never yields a known
+// token).
+type GenerateConfig struct {
+	Seed uint64
+	// Managers, Users and Subaccounts are account counts; one admin is
+	// always created. Users are spread over managers unevenly (the first
+	// manager has the most), subaccounts over users at random.
+	Managers, Users, Subaccounts int
+	// Devices are objects, spread evenly over users.
+	Devices int
+	// Services, Reports, Events and Passengers are row counts; services
+	// are spread evenly over devices, the others evenly over users.
+	Services, Reports, Events, Passengers int
+	// Grants is the most devices granted to one subaccount (at least 1).
+	Grants int
+	// Today is the reference day of the dates (days_last, schedules, the
+	// share of due services); the zero time means the current UTC day.
+	Today time.Time
+	// Force empties the fleetapi tables of a database that holds data;
+	// without it such a database is refused with ErrNotEmpty.
+	Force bool
+	// Progress receives one line per loaded table; nil for none.
+	Progress io.Writer
+}
+
+// GeneratePresets lists the preset names of GeneratePreset.
+func GeneratePresets() []string { return []string{"small", "large"} }
+
+// GeneratePreset returns the configuration of a named preset with seed 1:
+// "large" is the fleet-scale data set of the performance measurements
+// (docs/performance.md), "small" about 1% of it for tests.
+func GeneratePreset(name string) (GenerateConfig, error) {
+	switch name {
+	case "large":
+		return GenerateConfig{Seed: 1, Managers: 50, Users: 10_000, Subaccounts: 2_000, Devices: 200_000,
+			Services: 1_000_000, Reports: 100_000, Events: 100_000, Passengers: 100_000, Grants: 10}, nil
+	case "small":
+		return GenerateConfig{Seed: 1, Managers: 5, Users: 100, Subaccounts: 20, Devices: 2_000,
+			Services: 10_000, Reports: 1_000, Events: 1_000, Passengers: 1_000, Grants: 10}, nil
+	}
+	return GenerateConfig{}, fmt.Errorf("unknown preset %q (want small or large)", name)
+}
+
+// validate checks the sizes against what the generator can build.
+func (c GenerateConfig) validate() error {
+	switch {
+	case c.Managers < 1 || c.Users < 1 || c.Subaccounts < 1:
+		return fmt.Errorf("%w: generate: at least one manager, user and subaccount", ErrInvalid)
+	case c.Devices < c.Users:
+		return fmt.Errorf("%w: generate: %d devices for %d users: every user needs one", ErrInvalid, c.Devices, c.Users)
+	case c.Devices > maxGeneratedDevices:
+		return fmt.Errorf("%w: generate: at most %d devices", ErrInvalid, maxGeneratedDevices)
+	case c.Services < 0 || c.Reports < 0 || c.Events < 0 || c.Passengers < 0:
+		return fmt.Errorf("%w: generate: negative row count", ErrInvalid)
+	case (c.Services+c.Devices-1)/c.Devices > minEligibleKinds:
+		return fmt.Errorf("%w: generate: at most %d services per device", ErrInvalid, minEligibleKinds)
+	case c.Grants < 1:
+		return fmt.Errorf("%w: generate: grants must be 1 or more", ErrInvalid)
+	}
+	return nil
+}
+
+// GeneratedToken is a token created by Generate for the load harness.
+type GeneratedToken struct {
+	// Role is admin, manager, user or subaccount.
+	Role      string `json:"role"`
+	Username  string `json:"username"`
+	AccountID int64  `json:"account_id"`
+	TokenID   int64  `json:"token_id"`
+	// Token is the secret, shown once.
+	Token string `json:"token"`
+}
+
+// TableCount is the number of rows Generate wrote into one table.
+type TableCount struct {
+	Table   string
+	Rows    int64
+	Elapsed time.Duration
+}
+
+// GenerateResult is what Generate wrote.
+type GenerateResult struct {
+	Tables []TableCount
+	Tokens []GeneratedToken
+	// Today is the reference day used.
+	Today time.Time
+	// Load is the time of the transaction that wrote the rows; Analyze
+	// the time of the VACUUM (ANALYZE) after it.
+	Load, Analyze time.Duration
+}
+
+// generatedTables are the tables Generate empties and fills, in load order.
+var generatedTables = []string{"accounts", "objects", "object_grants", "services", "reports", "events", "passengers", "tokens", "idempotency_keys"}
+
+// Generate writes a deterministic synthetic data set into the migrated
+// database db: one admin, the managers, users and subaccounts with device
+// grants, devices, services (a share of them due on Today), reports, event
+// rules and passengers, and one token per role (admin, manager, user,
+// subaccount; all permissions, rate limit GenerateTokenRateLimit). The
+// manager token belongs to the manager with the most users, the user token
+// to one of that manager's users, and the subaccount token to a
+// subaccount of that user holding both privileges.
+//
+// Rows are written with COPY in one transaction (nothing is written on
+// error), then the tables are vacuumed and analysed. It returns ErrNotEmpty
+// for a database that holds data unless cfg.Force is set (then the tables
+// are emptied first, in the same transaction), ErrInvalid for sizes it
+// cannot build, and ErrUnavailable when the database cannot be reached.
+func Generate(ctx context.Context, db *bun.DB, cfg GenerateConfig) (GenerateResult, error) {
+	if err := cfg.validate(); err != nil {
+		return GenerateResult{}, err
+	}
+	if cfg.Today.IsZero() {
+		cfg.Today = time.Now().UTC()
+	}
+	cfg.Today = NewDate(cfg.Today).Time
+	res := GenerateResult{Today: cfg.Today}
+	plan := newGenPlan(cfg)
+
+	conn, err := db.Conn(ctx)
+	if err != nil {
+		return res, Translate(err)
+	}
+	defer conn.Close()
+	start := time.Now()
+	tx, err := conn.BeginTx(ctx, nil)
+	if err != nil {
+		return res, Translate(err)
+	}
+	defer tx.Rollback() //nolint:errcheck // a no-op after Commit
+	if err := prepareGenerate(ctx, tx, cfg.Force); err != nil {
+		return res, err
+	}
+	for _, t := range plan.tables() {
+		began := time.Now()
+		c := newCopier(ctx, conn, t.name, t.columns, true)
+		if err := t.write(c); err != nil {
+			return res, fmt.Errorf("generate %s: %w", t.name, err)
+		}
+		n, err := c.close()
+		if err != nil {
+			return res, fmt.Errorf("generate %s: %w", t.name, err)
+		}
+		tc := TableCount{Table: t.name, Rows: n, Elapsed: time.Since(began)}
+		res.Tables = append(res.Tables, tc)
+		if cfg.Progress != nil {
+			fmt.Fprintf(cfg.Progress, "%-14s %9d rows  %6.1fs\n", tc.Table, tc.Rows, tc.Elapsed.Seconds())
+		}
+	}
+	if err := resetSequences(ctx, tx); err != nil {
+		return res, err
+	}
+	if res.Tokens, err = plan.createTokens(ctx, NewStore(tx)); err != nil {
+		return res, err
+	}
+	if err := tx.Commit(); err != nil {
+		return res, Translate(err)
+	}
+	res.Load = time.Since(start)
+
+	start = time.Now()
+	for _, t := range generatedTables {
+		if _, err := conn.ExecContext(ctx, "VACUUM (ANALYZE) "+t); err != nil {
+			return res, fmt.Errorf("vacuum %s: %w", t, Translate(err))
+		}
+	}
+	res.Analyze = time.Since(start)
+	if cfg.Progress != nil {
+		fmt.Fprintf(cfg.Progress, "%-14s %9s       %6.1fs\n", "vacuum+analyze", "", res.Analyze.Seconds())
+	}
+	return res, nil
+}
+
+// prepareGenerate locks the tables, refuses data unless force, and
+// truncates them, so that the COPY statements of this transaction may use
+// FREEZE. Session settings speed up the load without touching the schema:
+// asynchronous commit and more memory for the trigram indexes' pending
+// lists.
+func prepareGenerate(ctx context.Context, tx bun.Tx, force bool) error {
+	for _, stmt := range []string{
+		"SET LOCAL synchronous_commit = off",
+		"SET LOCAL work_mem = '256MB'",
+		"LOCK TABLE " + joinTables() + " IN ACCESS EXCLUSIVE MODE",
+	} {
+		if _, err := tx.ExecContext(ctx, stmt); err != nil {
+			return fmt.Errorf("generate: %s: %w", stmt, Translate(err))
+		}
+	}
+	if !force {
+		for _, t := range generatedTables {
+			var found bool
+			if err := tx.NewRaw("SELECT EXISTS (SELECT 1 FROM "+t+")").Scan(ctx, &found); err != nil {
+				return Translate(err)
+			}
+			if found {
+				return fmt.Errorf("%w: table %s has rows (use --force to empty the fleetapi tables first)", ErrNotEmpty, t)
+			}
+		}
+	}
+	if _, err := tx.ExecContext(ctx, "TRUNCATE "+joinTables()+" RESTART IDENTITY"); err != nil {
+		return fmt.Errorf("generate: truncate: %w", Translate(err))
+	}
+	return nil
+}
+
+func joinTables() string {
+	s := ""
+	for i, t := range generatedTables {
+		if i > 0 {
+			s += ", "
+		}
+		s += t
+	}
+	return s
+}
+
+// resetSequences moves each identity past the ids that COPY wrote
+// explicitly, so that later inserts (POST /passengers) get fresh ids.
+func resetSequences(ctx context.Context, tx bun.Tx) error {
+	for _, ti := range [][2]string{
+		{"accounts", "id"}, {"objects", "id"}, {"services", "service_id"}, {"reports", "report_id"},
+		{"events", "event_id"}, {"passengers", "passenger_id"},
+	} {
+		q := fmt.Sprintf("SELECT setval(pg_get_serial_sequence('%[1]s', '%[2]s'), COALESCE(max(%[2]s), 0) + 1, false) FROM %[1]s", ti[0], ti[1])
+		if _, err := tx.ExecContext(ctx, q); err != nil {
+			return fmt.Errorf("generate: sequence of %s: %w", ti[0], Translate(err))
+		}
+	}
+	return nil
+}

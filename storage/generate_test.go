@@ -1,0 +1,169 @@
+package storage_test
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/fleetapi/fleetapi/policy"
+	"github.com/fleetapi/fleetapi/storage"
+	"github.com/fleetapi/fleetapi/storage/storagetest"
+	"github.com/fleetapi/fleetapi/tenancy"
+)
+
+// generateToday is the fixed reference day of the generate tests.
+var generateToday = time.Date(2026, 11, 1, 0, 0, 0, 0, time.UTC)
+
+// tableDigests returns an md5 of every generated table's rows (creation
+// times left out), to compare two data sets.
+func tableDigests(t *testing.T, db *storagetest.DB) map[string]string {
+	t.Helper()
+	out := map[string]string{}
+	for _, table := range []string{"accounts", "objects", "object_grants", "services", "reports", "events", "passengers"} {
+		var d string
+		q := `SELECT md5(string_agg(r, E'\n' ORDER BY r)) FROM (SELECT (to_jsonb(t) - 'created_at')::text AS r FROM ` + table + ` t) x`
+		if err := db.NewRaw(q).Scan(context.Background(), &d); err != nil {
+			t.Fatalf("digest %s: %v", table, err)
+		}
+		out[table] = d
+	}
+	return out
+}
+
+// TestGenerateSmall loads the small preset, checks its sizes, tokens, due
+// share and sequences, refuses to load it again without Force, and with
+// Force loads exactly the same rows.
+func TestGenerateSmall(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	db := storagetest.New(t)
+	cfg, err := storage.GeneratePreset("small")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg.Today = generateToday
+	res, err := storage.Generate(ctx, db.DB, cfg)
+	if err != nil {
+		t.Fatalf("generate: %v", err)
+	}
+	want := map[string]int64{
+		"accounts": int64(1 + cfg.Managers + cfg.Users + cfg.Subaccounts), "objects": int64(cfg.Devices),
+		"services": int64(cfg.Services), "reports": int64(cfg.Reports), "events": int64(cfg.Events),
+		"passengers": int64(cfg.Passengers),
+	}
+	for _, tc := range res.Tables {
+		if w, ok := want[tc.Table]; ok && tc.Rows != w {
+			t.Errorf("%s: %d rows, want %d", tc.Table, tc.Rows, w)
+		}
+		if tc.Table == "object_grants" && (tc.Rows < int64(cfg.Subaccounts) || tc.Rows > int64(cfg.Subaccounts*cfg.Grants)) {
+			t.Errorf("object_grants: %d rows", tc.Rows)
+		}
+	}
+	for table, n := range rowCounts(t, db) {
+		if w, ok := want[table]; ok && int64(n) != w {
+			t.Errorf("stored %s: %d rows, want %d", table, n, w)
+		}
+	}
+
+	store := storage.NewStore(db.DB)
+	engine := newEngine(t)
+	principals := map[string]tenancy.Principal{}
+	for _, tok := range res.Tokens {
+		hash, err := tenancy.HashToken(tok.Token)
+		if err != nil {
+			t.Fatalf("%s token: %v", tok.Role, err)
+		}
+		p, found, err := store.PrincipalByTokenHash(ctx, hash)
+		if err != nil || !found {
+			t.Fatalf("%s token: found %v, %v", tok.Role, found, err)
+		}
+		if string(p.Account.Type) != tok.Role || p.Account.ID != tok.AccountID || p.Token.RateLimit != storage.GenerateTokenRateLimit {
+			t.Errorf("%s token: principal %+v", tok.Role, p)
+		}
+		if !p.Account.Active || p.Account.ReadOnly || p.Account.Expired(generateToday) {
+			t.Errorf("%s token: account cannot use the API: %+v", tok.Role, p.Account)
+		}
+		principals[tok.Role] = p
+	}
+	if len(principals) != 4 {
+		t.Fatalf("tokens: %+v", res.Tokens)
+	}
+
+	// Every role sees rows; the user sees its 20 devices' 100 services.
+	req := storage.ListRequest{Page: 1, PerPage: 50, Sort: "service_id"}
+	totals := map[string]int64{}
+	for role, p := range principals {
+		in := policy.NewInput(p, "GET", "/services", false)
+		scope, err := engine.Scope(ctx, in, "services")
+		if err != nil {
+			t.Fatal(err)
+		}
+		page, err := store.ListServices(ctx, scope, req)
+		if err != nil {
+			t.Fatalf("%s: list: %v", role, err)
+		}
+		totals[role] = page.Total
+	}
+	if totals["admin"] != int64(cfg.Services) || totals["user"] != 100 || totals["subaccount"] < 1 || totals["subaccount"] > 25 ||
+		totals["manager"] <= totals["user"] || totals["manager"] >= totals["admin"] {
+		t.Errorf("totals per role: %v", totals)
+	}
+
+	// A share of the services is due.
+	due, err := store.DueServices(ctx, policy.RowScope{Resource: "services", Unrestricted: true}, generateToday, cfg.Services)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if share := float64(len(due)) / float64(cfg.Services); share < 0.05 || share > 0.5 {
+		t.Errorf("due share %.2f", share)
+	}
+
+	// The sequences continue after the copied ids.
+	up := principals["user"]
+	scope, err := engine.Scope(ctx, policy.NewInput(up, "POST", "/passengers", false), "passengers")
+	if err != nil {
+		t.Fatal(err)
+	}
+	created, _, err := store.CreatePassenger(ctx, scope, up.Account.ID, storage.Passenger{PassengerName: "After generate"}, nil)
+	if err != nil || created.PassengerID != int64(cfg.Passengers+1) {
+		t.Fatalf("passenger after generate: id %d, %v", created.PassengerID, err)
+	}
+
+	before := tableDigests(t, db)
+	if _, err := storage.Generate(ctx, db.DB, cfg); !errors.Is(err, storage.ErrNotEmpty) {
+		t.Fatalf("second generate: %v, want ErrNotEmpty", err)
+	}
+	cfg.Force = true
+	if _, err := storage.Generate(ctx, db.DB, cfg); err != nil {
+		t.Fatalf("generate --force: %v", err)
+	}
+	after := tableDigests(t, db)
+	for table, d := range before {
+		if table == "passengers" {
+			continue // one passenger was created in between
+		}
+		if after[table] != d {
+			t.Errorf("%s differs between two runs with seed %d", table, cfg.Seed)
+		}
+	}
+}
+
+func TestGenerateRejectsBadSizes(t *testing.T) {
+	t.Parallel()
+	db := storagetest.New(t)
+	for name, cfg := range map[string]storage.GenerateConfig{
+		"no_users":            {Managers: 1, Subaccounts: 1, Devices: 1, Grants: 1},
+		"fewer_devices":       {Managers: 1, Users: 10, Subaccounts: 1, Devices: 5, Grants: 1},
+		"too_many_per_device": {Managers: 1, Users: 1, Subaccounts: 1, Devices: 1, Services: 50, Grants: 1},
+	} {
+		t.Run(name, func(t *testing.T) {
+			if _, err := storage.Generate(context.Background(), db.DB, cfg); !errors.Is(err, storage.ErrInvalid) {
+				t.Fatalf("err = %v, want ErrInvalid", err)
+			}
+		})
+	}
+	if _, err := storage.GeneratePreset("huge"); err == nil {
+		t.Fatal("unknown preset accepted")
+	}
+}
