@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -102,5 +103,64 @@ func checkContract(t testing.TB, req *http.Request, rec *httptest.ResponseRecord
 		}
 		t.Errorf("contract: %s %s (%s): status %d does not match the OpenAPI document: %s\nbody: %s",
 			req.Method, req.URL, route.Operation.OperationID, rec.Code, msg, rec.Body.Bytes())
+	}
+}
+
+// failures records what checkContract reports instead of failing the test.
+type failures struct {
+	testing.TB
+	msgs []string
+}
+
+func (f *failures) Errorf(format string, args ...any) { f.msgs = append(f.msgs, fmt.Sprintf(format, args...)) }
+func (f *failures) Fatalf(format string, args ...any) { f.msgs = append(f.msgs, fmt.Sprintf(format, args...)) }
+
+// TestContractCatchesMismatches makes sure the response validation of the
+// test suite does fail on responses that differ from the document.
+func TestContractCatchesMismatches(t *testing.T) {
+	const rid = "0123456789abcdef"
+	me := `{"success":true,"data":{"id":3,"username":"acme","email":"ops@acme.example","manager_id":2,"type":"user",` +
+		`"active":"true","account_expire":"false","account_expire_dt":"","permissions":{"read_only":false,` +
+		`"privileges":["reports"],"token":["*"],"routes":{"GET /me":true}}},"meta":{"request_id":"` + rid + `"}}`
+	envelope := `{"success":false,"error":{"code":"NOT_FOUND","message":"no such route"},"meta":{"request_id":"` + rid + `"}}`
+	tests := []struct {
+		name, method, path string
+		status             int
+		body               string
+		requestID          bool
+		want               string // "" when the response matches
+	}{
+		{"match", "GET", "/api/v2/me", 200, me, true, ""},
+		{"missing field", "GET", "/api/v2/me", 200, strings.Replace(me, `"username":"acme",`, "", 1), true, "username"},
+		{"extra field", "GET", "/api/v2/me", 200, strings.Replace(me, `"id":3,`, `"id":3,"secret":1,`, 1), true, "secret"},
+		{"wrong type", "GET", "/api/v2/me", 200, strings.Replace(me, `"id":3`, `"id":"3"`, 1), true, "id"},
+		{"enum", "GET", "/api/v2/me", 200, strings.Replace(me, `"type":"user"`, `"type":"root"`, 1), true, "type"},
+		{"undeclared status", "GET", "/api/v2/me", 404, envelope, true, "status"},
+		{"no request id header", "GET", "/api/v2/me", 200, me, false, "X-Request-Id"},
+		{"error envelope", "GET", "/api/v2/events/7", 404, envelope, true, ""},
+		{"bad error code", "GET", "/api/v2/events/7", 404, strings.Replace(envelope, "NOT_FOUND", "GONE", 1), true, "code"},
+		{"unknown route envelope", "GET", "/api/v2/nope", 404, envelope, true, ""},
+		{"unknown route plain", "GET", "/api/v2/nope", 404, `{"detail":"not found"}`, true, "error envelope"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			req := httptest.NewRequest(tt.method, tt.path, nil)
+			rec := httptest.NewRecorder()
+			rec.Header().Set("Content-Type", "application/json")
+			if tt.requestID {
+				rec.Header().Set("X-Request-Id", rid)
+			}
+			rec.WriteHeader(tt.status)
+			rec.WriteString(tt.body)
+			f := &failures{TB: t}
+			checkContract(f, req, rec)
+			got := strings.Join(f.msgs, "\n")
+			switch {
+			case tt.want == "" && got != "":
+				t.Fatalf("reported a matching response: %s", got)
+			case tt.want != "" && !strings.Contains(got, tt.want):
+				t.Fatalf("want a report naming %q, got %q", tt.want, got)
+			}
+		})
 	}
 }

@@ -16,6 +16,8 @@ import (
 	"github.com/uptrace/bun/driver/pgdriver"
 	"github.com/uptrace/bun/extra/bunotel"
 	"github.com/uptrace/bun/migrate"
+	"github.com/uptrace/opentelemetry-go-extra/otelsql"
+	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/metric"
 	"go.opentelemetry.io/otel/trace"
 
@@ -85,6 +87,9 @@ func Open(dsn string, opts Options) *bun.DB {
 	}
 	if opts.MeterProvider != nil {
 		hookOpts = append(hookOpts, bunotel.WithMeterProvider(opts.MeterProvider))
+		// Pool usage: open, in-use and idle connections, waits.
+		otelsql.ReportDBStatsMetrics(sqldb, otelsql.WithMeterProvider(opts.MeterProvider),
+			otelsql.WithAttributes(attribute.String("db.name", databaseName(dsn))))
 	}
 	return db.WithQueryHook(bunotel.NewQueryHook(hookOpts...))
 }

@@ -20,20 +20,31 @@ type config struct {
 	RedisURL        string
 	MetricsAddr     string
 	ShutdownTimeout time.Duration
-	NoMigrate       bool
+	// ReadHeaderTimeout bounds how long a client may take to send its
+	// request headers (slow clients cannot hold connections).
+	ReadHeaderTimeout time.Duration
+	NoMigrate         bool
 }
 
 // defaultConfig reads the FLEET_* variables, with DESIGN §7's defaults.
 func defaultConfig(getenv func(string) string) (config, error) {
 	c := config{
-		DatabaseURL:     getenv("FLEET_DATABASE_URL"),
-		Addr:            orDefault(getenv("FLEET_ADDR"), "127.0.0.1:8080"),
-		PolicyDir:       getenv("FLEET_POLICY_DIR"),
-		DecisionLog:     orDefault(getenv("FLEET_DECISION_LOG"), "off"),
-		RedisURL:        getenv("FLEET_REDIS_URL"),
-		MetricsAddr:     getenv("FLEET_METRICS_ADDR"),
-		RateLimit:       1200,
-		ShutdownTimeout: 15 * time.Second,
+		DatabaseURL:       getenv("FLEET_DATABASE_URL"),
+		Addr:              orDefault(getenv("FLEET_ADDR"), "127.0.0.1:8080"),
+		PolicyDir:         getenv("FLEET_POLICY_DIR"),
+		DecisionLog:       orDefault(getenv("FLEET_DECISION_LOG"), "off"),
+		RedisURL:          getenv("FLEET_REDIS_URL"),
+		MetricsAddr:       getenv("FLEET_METRICS_ADDR"),
+		RateLimit:         1200,
+		ShutdownTimeout:   15 * time.Second,
+		ReadHeaderTimeout: 5 * time.Second,
+	}
+	if v := getenv("FLEET_READ_HEADER_TIMEOUT"); v != "" {
+		d, err := time.ParseDuration(v)
+		if err != nil || d <= 0 {
+			return c, fmt.Errorf("FLEET_READ_HEADER_TIMEOUT=%q: want a positive duration", v)
+		}
+		c.ReadHeaderTimeout = d
 	}
 	if v := getenv("FLEET_RATE_LIMIT"); v != "" {
 		n, err := strconv.Atoi(v)

@@ -184,7 +184,7 @@ func serve(ctx context.Context, cfg config, getenv func(string) string, stdout i
 	}
 	hs := &http.Server{
 		Handler:           srv.Handler(),
-		ReadHeaderTimeout: 5 * time.Second,
+		ReadHeaderTimeout: cfg.ReadHeaderTimeout,
 		ReadTimeout:       15 * time.Second,
 		WriteTimeout:      30 * time.Second,
 		IdleTimeout:       60 * time.Second,

@@ -33,13 +33,11 @@ func (s stats) Throughput() float64 {
 
 // load runs op from concurrency goroutines in a closed loop until the
 // duration has passed or the request budget is spent (whichever comes
-// first), and measures each call. n numbers the calls from 0.
+// first), and measures each call. n numbers the calls from 0. The calls
+// run with ctx itself, without a deadline: a call in flight at the end of
+// the run completes (cutting it off would break the database connection
+// under it and measure the breakage).
 func load(ctx context.Context, concurrency int, duration time.Duration, requests int64, op func(ctx context.Context, n int64) error) stats {
-	if duration > 0 {
-		var cancel context.CancelFunc
-		ctx, cancel = context.WithTimeout(ctx, duration)
-		defer cancel()
-	}
 	var (
 		next     atomic.Int64
 		errCount atomic.Int64
@@ -49,12 +47,13 @@ func load(ctx context.Context, concurrency int, duration time.Duration, requests
 	)
 	lat := make([][]time.Duration, concurrency)
 	start := time.Now()
+	deadline := start.Add(duration)
 	for w := range concurrency {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
 			mine := make([]time.Duration, 0, 4096)
-			for ctx.Err() == nil {
+			for ctx.Err() == nil && (duration == 0 || time.Now().Before(deadline)) {
 				n := next.Add(1) - 1
 				if requests > 0 && n >= requests {
 					break
@@ -64,7 +63,7 @@ func load(ctx context.Context, concurrency int, duration time.Duration, requests
 				d := time.Since(t0)
 				if err != nil {
 					if ctx.Err() != nil {
-						break // cut off by the end of the run, not a failure
+						break // interrupted: not a failure of the system under test
 					}
 					errCount.Add(1)
 					firstErr.Do(func() { first = err.Error() })
