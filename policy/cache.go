@@ -2,7 +2,11 @@ package policy
 
 import (
 	"container/list"
+	"context"
 	"sync"
+
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/metric"
 )
 
 // lruCache is a bounded least-recently-used map from cache keys to
@@ -71,4 +75,13 @@ func (c *lruCache) len() int {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	return c.order.Len()
+}
+
+// countLookup records one cache lookup in fleet.policy.cache.
+func (e *Engine) countLookup(ctx context.Context, kind string, hit bool) {
+	result := "miss"
+	if hit {
+		result = "hit"
+	}
+	e.lookups.Add(ctx, 1, metric.WithAttributes(attribute.String("kind", kind), attribute.String("result", result)))
 }

@@ -74,7 +74,9 @@ func (e *Engine) decide(ctx context.Context, in Input) (Decision, bool, error) {
 	if err != nil {
 		return Decision{}, false, err
 	}
-	if v, ok := e.cache.get(key); ok {
+	v, ok := e.cache.get(key)
+	e.countLookup(ctx, "decide", ok)
+	if ok {
 		return cloneDecision(v.(Decision)), true, nil
 	}
 	rs, err := e.decideQ.Eval(ctx, rego.EvalParsedInput(in.value()))

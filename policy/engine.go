@@ -10,6 +10,7 @@ import (
 	"github.com/open-policy-agent/opa/v1/rego"
 	"github.com/open-policy-agent/opa/v1/rego/compile"
 	"go.opentelemetry.io/otel"
+	"go.opentelemetry.io/otel/metric"
 	"go.opentelemetry.io/otel/trace"
 )
 
@@ -35,6 +36,9 @@ type Options struct {
 	// ValidateScope, when set, checks every compiled RowScope (storage
 	// passes its column whitelist); a scope it rejects is an error.
 	ValidateScope func(RowScope) error
+	// MeterProvider receives the cache counter
+	// fleet.policy.cache{kind, result}; nil uses the otel global.
+	MeterProvider metric.MeterProvider
 }
 
 // Engine holds one compiled, tested policy revision and its prepared
@@ -54,6 +58,9 @@ type Engine struct {
 	cache    *lruCache
 	validate func(RowScope) error
 	tracer   trace.Tracer
+	// lookups counts cache lookups by kind (decide, scope, permissions)
+	// and result (hit, miss).
+	lookups metric.Int64Counter
 
 	logMu sync.Mutex
 	log   io.Writer
@@ -78,7 +85,17 @@ func New(ctx context.Context, opts Options) (*Engine, error) {
 	if tp == nil {
 		tp = otel.GetTracerProvider()
 	}
+	mp := opts.MeterProvider
+	if mp == nil {
+		mp = otel.GetMeterProvider()
+	}
+	lookups, err := mp.Meter(tracerName).Int64Counter("fleet.policy.cache",
+		metric.WithDescription("Policy answer cache lookups, by kind (decide, scope, permissions) and result (hit, miss)."))
+	if err != nil {
+		return nil, err
+	}
 	e := &Engine{
+		lookups:  lookups,
 		revision: set.revision(),
 		set:      set,
 		compiler: c,

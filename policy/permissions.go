@@ -21,7 +21,9 @@ func (e *Engine) Permissions(ctx context.Context, in Input) (map[string]any, err
 	if err != nil {
 		return nil, err
 	}
-	if v, ok := e.cache.get(key); ok {
+	v, ok := e.cache.get(key)
+	e.countLookup(ctx, "permissions", ok)
+	if ok {
 		span.SetAttributes(attribute.Bool("fleet.policy.cached", true))
 		return deepCopy(v).(map[string]any), nil
 	}

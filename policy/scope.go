@@ -58,7 +58,9 @@ func (e *Engine) scope(ctx context.Context, in Input, resource string) (RowScope
 	if err != nil {
 		return RowScope{}, false, err
 	}
-	if v, ok := e.cache.get(key); ok {
+	v, ok := e.cache.get(key)
+	e.countLookup(ctx, "scope", ok)
+	if ok {
 		return v.(RowScope), true, nil
 	}
 	rs, err := e.compileScope(ctx, in, resource)

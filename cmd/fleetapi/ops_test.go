@@ -68,6 +68,8 @@ func TestMetricsAndHealth(t *testing.T) {
 		`kind="token"`,
 		`http_route="/api/v2/services"`,
 		`go_sql_connections_`,
+		`fleet_policy_cache_total{`,
+		`result="hit"`,
 	} {
 		if !strings.Contains(metrics, want) {
 			t.Errorf("/metrics lacks %s", want)

@@ -140,6 +140,7 @@ func serve(ctx context.Context, cfg config, getenv func(string) string, stdout i
 		Dir:            cfg.PolicyDir,
 		DecisionLog:    dlog,
 		TracerProvider: tel.Tracer,
+		MeterProvider:  tel.Meter,
 		ValidateScope:  storage.ValidateScope,
 	})
 	if err != nil {
