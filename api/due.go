@@ -2,8 +2,6 @@ package api
 
 import (
 	"github.com/go-fuego/fuego"
-
-	"github.com/fleetapi/fleetapi/storage"
 )
 
 // maxDue is the most due records GET /services/due returns (spec §4.5).
@@ -11,7 +9,7 @@ const maxDue = 500
 
 // getServicesDue answers GET /services/due: the caller's due maintenance
 // records, newest service first, at most 500, computed for today (UTC).
-func (s *Server) getServicesDue(c fuego.ContextNoBody) (*Envelope[[]storage.DueService], error) {
+func (s *Server) getServicesDue(c fuego.ContextNoBody) (*Envelope[[]DueService], error) {
 	if err := noParams(c.Request().URL.Query()); err != nil {
 		return nil, err
 	}
@@ -24,8 +22,5 @@ func (s *Server) getServicesDue(c fuego.ContextNoBody) (*Envelope[[]storage.DueS
 	if err != nil {
 		return nil, err
 	}
-	if rows == nil {
-		rows = []storage.DueService{}
-	}
-	return &Envelope[[]storage.DueService]{Data: rows}, nil
+	return &Envelope[[]DueService]{Data: dueServices(rows)}, nil
 }

@@ -35,6 +35,12 @@ func TestServicesDue(t *testing.T) {
 			t.Fatalf("no object_name: %v", m)
 		}
 	}
+	// Extra properties are merged into due records as into service records.
+	a.exec(t, `UPDATE services SET extra = '{"inspector": "Ana", "name": "not this"}' WHERE service_id = ?`, int64(items[0].(map[string]any)["service_id"].(float64)))
+	first := a.get("/api/v2/services/due", admin).body["data"].([]any)[0].(map[string]any)
+	if first["inspector"] != "Ana" || first["name"] == "not this" {
+		t.Fatalf("extra properties: %v", first)
+	}
 	// Every account type sees a subset of the admin's due list, within scope.
 	night := a.get("/api/v2/services/due", demoToken(t, "acme-night-all"))
 	for _, it := range night.body["data"].([]any) {

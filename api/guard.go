@@ -36,15 +36,18 @@ func routeOf(r *http.Request) (method, route string) {
 }
 
 // guard runs the checks of DESIGN §4 in order before a handler: the
-// client's failed-authentication budget and authentication (401), the
-// token's rate limit (429), the policy decision (401/403), then the body
-// rules of write routes (415, 413).
+// client's failed-authentication budget and authentication, with the
+// account-state part of the policy decision (401), the token's rate limit
+// (429), the route part of the policy decision (403), then the body rules
+// of write routes (415, 413). Every API response is JSON, so the
+// Content-Type is set here, before any handler writes a status.
 func (s *Server) guard(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		// Bound the work of the request: past the timeout its context ends
 		// and a database call that was waiting fails fast with 503.
 		ctx, cancel := context.WithTimeout(r.Context(), s.cfg.RequestTimeout)
 		defer cancel()
+		w.Header().Set("Content-Type", "application/json")
 		trace.SpanFromContext(ctx).SetAttributes(attrRequestID.String(requestIDFrom(ctx)))
 		ip := clientIP(r)
 		if err := s.checkClient(ctx, ip); err != nil {
@@ -56,10 +59,6 @@ func (s *Server) guard(next http.Handler) http.Handler {
 			if errorFor(err).Status == http.StatusUnauthorized {
 				s.recordAuthFailure(ctx, ip)
 			}
-			s.writeError(w, r, err)
-			return
-		}
-		if err := s.checkToken(ctx, w, p.Token); err != nil {
 			s.writeError(w, r, err)
 			return
 		}
@@ -77,8 +76,20 @@ func (s *Server) guard(next http.Handler) http.Handler {
 		}
 		s.metrics.decided(ctx, code)
 		trace.SpanFromContext(ctx).SetAttributes(attrDecision.String(code))
+		// The decision is made once; a denial of the account itself
+		// (ACCOUNT_INACTIVE, ACCOUNT_EXPIRED: 401) is part of authentication
+		// and answered before the rate limit, the route denials (403) after.
+		denial := decisionError(d)
+		if !d.Allow && denial.Status == http.StatusUnauthorized {
+			s.writeError(w, r, denial)
+			return
+		}
+		if err := s.checkToken(ctx, w, p.Token); err != nil {
+			s.writeError(w, r, err)
+			return
+		}
 		if !d.Allow {
-			s.writeError(w, r, decisionError(d))
+			s.writeError(w, r, denial)
 			return
 		}
 		if r.Method != http.MethodGet && r.Method != http.MethodHead {
@@ -123,6 +134,9 @@ func (s *Server) authenticate(ctx context.Context, r *http.Request) (tenancy.Pri
 // status comes from the code's row in the error table; a code the table
 // does not know is still a denial (403), never an allow.
 func decisionError(d policy.Decision) *Error {
+	if d.Allow {
+		return nil
+	}
 	status, ok := codeStatus[d.Code]
 	if !ok || status < 400 || status >= 500 {
 		return &Error{Status: http.StatusForbidden, Code: CodeTokenPermissionDenied, Message: "access denied by policy"}

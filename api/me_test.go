@@ -117,6 +117,9 @@ func TestMe401(t *testing.T) {
 			if got := res.errorCode(t); got != tt.code {
 				t.Fatalf("code %s, want %s", got, tt.code)
 			}
+			if !strings.HasPrefix(res.header.Get("WWW-Authenticate"), "Bearer ") {
+				t.Fatalf("WWW-Authenticate %q", res.header.Get("WWW-Authenticate"))
+			}
 		})
 	}
 }

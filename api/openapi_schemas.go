@@ -157,13 +157,13 @@ func wireTypes() []wireType {
 		{name: "Permissions", value: Permissions{}, description: "The effective permission set of the token and its account, computed by the policy.", fields: map[string][]fieldOpt{
 			"read_only":  {desc("Whether the account is read-only (no write route is allowed).")},
 			"privileges": {itemEnum("event_notifications", "reports"), desc("Privileges the account holds (users, managers and admins hold all).")},
-			"token":      {desc(`The token's permissions, as granted: "*", "GET *", or "METHOD /route".`)},
+			"token":      {desc("The token's permissions, as granted: `*`, `GET *` or `METHOD /route`.")},
 			"routes":     {desc(`Whether each route ("METHOD /route") is allowed for this token and account.`)},
 		}},
 		{name: "Service", value: Service{}, open: true, fields: serviceFields(),
 			description: "A maintenance service record (spec §2.3). The record's extra properties are merged in, never overriding a named field."},
-		{name: "DueService", value: storage.DueService{}, fields: due,
-			description: "A due maintenance record (spec §2.4): the service record, the device's name, what remains of each criterion, and why it is due."},
+		{name: "DueService", value: storage.DueService{}, open: true, fields: due,
+			description: "A due maintenance record (spec §2.4): the service record (extra properties merged in, as in the service list), the device's name, what remains of each criterion, and why it is due."},
 		{name: "Report", value: storage.Report{}, description: "A report definition (spec §2.6).", fields: map[string][]fieldOpt{
 			"report_id":              {desc("Id of the report."), minimum(1)},
 			"name":                   {desc("Name of the report.")},

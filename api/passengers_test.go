@@ -30,6 +30,9 @@ func TestPassengerCreate(t *testing.T) {
 	if res.status != http.StatusCreated {
 		t.Fatalf("status %d: %s", res.status, res.raw)
 	}
+	if ct := res.header.Get("Content-Type"); ct != "application/json" {
+		t.Fatalf("Content-Type %q", ct)
+	}
 	d := res.data(t)
 	if d["passenger_name"] != "Zoe Park" || d["passenger_assign_id"] != "AB-7" || d["passenger_active"] != true || d["passenger_pickup_point_id"] != 3.0 {
 		t.Fatalf("created %v", d)

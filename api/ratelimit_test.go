@@ -58,6 +58,18 @@ func TestRateLimitPerToken(t *testing.T) {
 	}
 }
 
+// TestAccountStateBeforeRateLimit: a token of an inactive account gets its
+// 401 even when its budget is spent, as DESIGN §4 orders 401 before 429.
+func TestAccountStateBeforeRateLimit(t *testing.T) {
+	a := newTestAPIWith(t, func(c *api.Config) { c.RateLimit = 1 })
+	for i := range 3 {
+		res := a.get("/api/v2/me", demoToken(t, "hooli-all"))
+		if res.status != 401 || res.errorCode(t) != "ACCOUNT_INACTIVE" {
+			t.Fatalf("request %d: %d %s", i, res.status, res.raw)
+		}
+	}
+}
+
 func TestRateLimitFailedAuthentication(t *testing.T) {
 	a := newTestAPIWith(t, func(c *api.Config) { c.AuthFailureLimit = 3 })
 	bad := "Bearer flt_" + strings.Repeat("B", 32)

@@ -34,6 +34,13 @@ func (s *Server) writeError(w http.ResponseWriter, r *http.Request, err error) {
 		s.log.ErrorContext(ctx, "request failed", slog.String("code", e.Code), slog.Any("error", e.cause),
 			slog.String("request_id", requestIDFrom(ctx)))
 	}
+	if e.Status == http.StatusUnauthorized {
+		challenge := `Bearer realm="fleetapi"`
+		if e.Code != CodeAuthRequired {
+			challenge += `, error="invalid_token"`
+		}
+		w.Header().Set("WWW-Authenticate", challenge)
+	}
 	if e.RetryAfter > 0 {
 		w.Header().Set("Retry-After", strconv.Itoa(e.RetryAfter))
 	}

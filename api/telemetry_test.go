@@ -139,8 +139,9 @@ func TestSpanTree(t *testing.T) {
 			if tt.scope {
 				childOf(t, st.one(t, "policy.scope"), server)
 			}
-			// Order: authentication, rate limit, decision, (scope), encoding.
-			order := []string{"auth.authenticate", "ratelimit", "policy.decide"}
+			// Order: authentication, decision (its account part belongs to
+			// authentication), rate limit, (scope), encoding.
+			order := []string{"auth.authenticate", "policy.decide", "ratelimit"}
 			if tt.scope {
 				order = append(order, "policy.scope")
 			}
