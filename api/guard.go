@@ -48,6 +48,7 @@ func (s *Server) guard(next http.Handler) http.Handler {
 		ctx, cancel := context.WithTimeout(r.Context(), s.cfg.RequestTimeout)
 		defer cancel()
 		w.Header().Set("Content-Type", "application/json")
+		w = frameworkHeaderScrubber{w}
 		trace.SpanFromContext(ctx).SetAttributes(attrRequestID.String(requestIDFrom(ctx)))
 		ip := clientIP(r)
 		if err := s.checkClient(ctx, ip); err != nil {
@@ -161,3 +162,33 @@ func checkBody(w http.ResponseWriter, r *http.Request) error {
 	r.Body = http.MaxBytesReader(w, r.Body, MaxBodyBytes)
 	return nil
 }
+
+// frameworkHeaderScrubber drops the headers Fuego adds to every response
+// (X-Powered-By, Server-Timing and its Trailer declaration) before the
+// status is written: they are not part of the API's contract and tell a
+// caller about the implementation.
+type frameworkHeaderScrubber struct {
+	http.ResponseWriter
+}
+
+func (f frameworkHeaderScrubber) scrub() {
+	h := f.ResponseWriter.Header()
+	h.Del("X-Powered-By")
+	h.Del("Server-Timing")
+	h.Del("Trailer")
+}
+
+// WriteHeader scrubs the framework headers, then writes the status.
+func (f frameworkHeaderScrubber) WriteHeader(code int) {
+	f.scrub()
+	f.ResponseWriter.WriteHeader(code)
+}
+
+// Write scrubs the framework headers before an implicit 200.
+func (f frameworkHeaderScrubber) Write(b []byte) (int, error) {
+	f.scrub()
+	return f.ResponseWriter.Write(b)
+}
+
+// Unwrap lets http.ResponseController reach the underlying writer.
+func (f frameworkHeaderScrubber) Unwrap() http.ResponseWriter { return f.ResponseWriter }

@@ -31,6 +31,11 @@ func TestMe(t *testing.T) {
 			if res.status != http.StatusOK {
 				t.Fatalf("status %d: %s", res.status, res.raw)
 			}
+			for _, h := range []string{"X-Powered-By", "Server-Timing", "Trailer"} {
+				if v := res.header.Get(h); v != "" {
+					t.Errorf("framework header %s: %q", h, v)
+				}
+			}
 			d := res.data(t)
 			if d["username"] != tt.username || d["type"] != tt.typ {
 				t.Errorf("username %v type %v, want %s %s", d["username"], d["type"], tt.username, tt.typ)

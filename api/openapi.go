@@ -94,7 +94,7 @@ func listParams(l storage.Listing) []fuego.RouteOption {
 			openapi3.NewInt32Schema().WithMin(1).WithMax(maxPerPage).WithDefault(defaultPerPage)),
 		queryParam(paramSearch, "Case-insensitive substring match over "+strings.Join(l.Search, " and ")+
 			"; surrounding whitespace is trimmed and the rest must be 2 to 100 characters; "+
-			"% , _ and \\ match themselves. Applied after the caller's scope and the filters.",
+			"%, _ and \\ match themselves. Applied after the caller's scope and the filters.",
 			openapi3.NewStringSchema().WithMinLength(minSearch).WithMaxLength(maxSearch)),
 		queryParam(paramOrder, "Sort direction.", openapi3.NewStringSchema().WithEnum("asc", "desc").WithDefault("asc")),
 		queryParam(paramSort, "Field used for ordering; "+l.ID+" breaks ties, so pages are stable.",

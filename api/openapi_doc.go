@@ -86,7 +86,7 @@ var errorResponseOf = map[int]errorResponse{
 
 const apiDescription = `The fleetapi client API, version 2: the account of an API token, maintenance services, passengers, reports and event rules of a vehicle fleet tracking platform.
 
-**Authentication.** Every operation needs an API token in the ` + "`Authorization`" + ` header, as ` + "`Bearer <API_TOKEN>`" + ` or as the bare ` + "`<API_TOKEN>`" + `. Each token has its own permissions ("METHOD /route", "GET *" or "*"); every result is restricted to what the token's account may see.
+**Authentication.** Every operation needs an API token in the ` + "`Authorization`" + ` header, as ` + "`Bearer <API_TOKEN>`" + ` or as the bare ` + "`<API_TOKEN>`" + `. Each token has its own permissions (` + "`METHOD /route`, `GET *` or `*`" + `); every result is restricted to what the token's account may see.
 
 **Envelopes.** A success is ` + "`{\"success\": true, \"data\": ..., \"meta\": {...}}`" + `; a failure is ` + "`{\"success\": false, \"error\": {\"code\", \"message\", \"details\"}, \"meta\": {...}}`" + `. ` + "`meta.request_id`" + ` always equals the ` + "`X-Request-Id`" + ` response header (a well-formed ` + "`X-Request-Id`" + ` request header is kept).
 

@@ -58,7 +58,9 @@ func exampleEvent() storage.Event {
 func operationExamples() map[string]any {
 	svc := exampleService()
 	svc.Extra = storage.JSONObject{"workshop": "North yard"}
-	due := storage.DueService{Service: exampleService(), ObjectName: "Truck 7",
+	dueSvc := exampleService()
+	dueSvc.Extra = storage.JSONObject{"workshop": "North yard"}
+	due := storage.DueService{Service: dueSvc, ObjectName: "Truck 7",
 		OdoRemaining: ptr(int64(-120)), DaysRemaining: ptr(int64(30)),
 		Due: storage.StringList{storage.DueOdo}, State: storage.DueExpired}
 	rep := storage.Report{
@@ -80,7 +82,7 @@ func operationExamples() map[string]any {
 	return map[string]any{
 		"get_me":           Envelope[Account]{Success: true, Data: acct, Meta: exampleMeta()},
 		"get_services":     Envelope[[]Service]{Success: true, Data: []Service{{svc}}, Meta: exampleListMeta(1)},
-		"get_services_due": Envelope[[]storage.DueService]{Success: true, Data: []storage.DueService{due}, Meta: exampleMeta()},
+		"get_services_due": Envelope[[]DueService]{Success: true, Data: []DueService{{due}}, Meta: exampleMeta()},
 		"create_passenger": Envelope[storage.Passenger]{Success: true, Data: pass, Meta: exampleMeta()},
 		"get_reports":      Envelope[[]storage.Report]{Success: true, Data: []storage.Report{rep}, Meta: exampleListMeta(1)},
 		"get_events":       Envelope[[]storage.Event]{Success: true, Data: []storage.Event{exampleEvent()}, Meta: exampleListMeta(1)},

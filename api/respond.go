@@ -59,6 +59,21 @@ func (s *Server) sendJSON(w http.ResponseWriter, r *http.Request, ans any) error
 		trace.SpanFromContext(r.Context()).SetAttributes(attrResultCount.Int(n))
 	}
 	w.Header().Set("Content-Type", "application/json")
+	if d, ok := ans.(interface {
+		appendJSON([]byte) ([]byte, bool, error)
+	}); ok {
+		// Lists of service records are written by hand (encode_direct.go).
+		if b, done, err := d.appendJSON(nil); done {
+			if err == nil {
+				_, err = w.Write(b)
+			}
+			if err != nil {
+				span.SetStatus(codes.Error, "encode")
+				span.RecordError(err)
+			}
+			return err
+		}
+	}
 	enc := json.NewEncoder(w)
 	enc.SetEscapeHTML(false)
 	if err := enc.Encode(ans); err != nil {

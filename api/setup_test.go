@@ -97,7 +97,7 @@ func (a *testAPI) do(method, path string, body io.Reader, headers ...string) res
 	rec := httptest.NewRecorder()
 	a.handler.ServeHTTP(rec, req)
 	checkContract(a.t, req, rec) // every response must match the OpenAPI document
-	res := response{status: rec.Code, header: rec.Header(), raw: rec.Body.Bytes()}
+	res := response{status: rec.Code, header: rec.Result().Header, raw: rec.Body.Bytes()}
 	if err := json.Unmarshal(res.raw, &res.body); err != nil {
 		a.t.Fatalf("%s %s: body is not a JSON object: %v: %q", method, path, err, res.raw)
 	}

@@ -56,22 +56,22 @@ func (e AccountActive) Valid() bool {
 
 // Defines values for AccountType.
 const (
-	Admin      AccountType = "admin"
-	Manager    AccountType = "manager"
-	Subaccount AccountType = "subaccount"
-	User       AccountType = "user"
+	AccountTypeAdmin      AccountType = "admin"
+	AccountTypeManager    AccountType = "manager"
+	AccountTypeSubaccount AccountType = "subaccount"
+	AccountTypeUser       AccountType = "user"
 )
 
 // Valid indicates whether the value is a known member of the AccountType enum.
 func (e AccountType) Valid() bool {
 	switch e {
-	case Admin:
+	case AccountTypeAdmin:
 		return true
-	case Manager:
+	case AccountTypeManager:
 		return true
-	case Subaccount:
+	case AccountTypeSubaccount:
 		return true
-	case User:
+	case AccountTypeUser:
 		return true
 	default:
 		return false
@@ -116,16 +116,16 @@ func (e DueServiceDue) Valid() bool {
 
 // Defines values for DueServiceState.
 const (
-	Expired DueServiceState = "expired"
-	Soon    DueServiceState = "soon"
+	DueServiceStateExpired DueServiceState = "expired"
+	DueServiceStateSoon    DueServiceState = "soon"
 )
 
 // Valid indicates whether the value is a known member of the DueServiceState enum.
 func (e DueServiceState) Valid() bool {
 	switch e {
-	case Expired:
+	case DueServiceStateExpired:
 		return true
-	case Soon:
+	case DueServiceStateSoon:
 		return true
 	default:
 		return false
@@ -149,70 +149,70 @@ func (e DueServiceListSuccess) Valid() bool {
 
 // Defines values for ErrorCode.
 const (
-	ACCOUNTEXPIRED        ErrorCode = "ACCOUNT_EXPIRED"
-	ACCOUNTINACTIVE       ErrorCode = "ACCOUNT_INACTIVE"
-	AUTHREQUIRED          ErrorCode = "AUTH_REQUIRED"
-	CONFLICT              ErrorCode = "CONFLICT"
-	IDEMPOTENCYKEYREUSED  ErrorCode = "IDEMPOTENCY_KEY_REUSED"
-	INTERNALERROR         ErrorCode = "INTERNAL_ERROR"
-	INVALIDBODY           ErrorCode = "INVALID_BODY"
-	INVALIDPARAMETER      ErrorCode = "INVALID_PARAMETER"
-	INVALIDTOKEN          ErrorCode = "INVALID_TOKEN"
-	METHODNOTALLOWED      ErrorCode = "METHOD_NOT_ALLOWED"
-	NOTFOUND              ErrorCode = "NOT_FOUND"
-	PAYLOADTOOLARGE       ErrorCode = "PAYLOAD_TOO_LARGE"
-	PRIVILEGEREQUIRED     ErrorCode = "PRIVILEGE_REQUIRED"
-	RATELIMITED           ErrorCode = "RATE_LIMITED"
-	READONLYACCOUNT       ErrorCode = "READ_ONLY_ACCOUNT"
-	SERVICEUNAVAILABLE    ErrorCode = "SERVICE_UNAVAILABLE"
-	TOKENEXPIRED          ErrorCode = "TOKEN_EXPIRED"
-	TOKENPERMISSIONDENIED ErrorCode = "TOKEN_PERMISSION_DENIED"
-	UNSUPPORTEDMEDIATYPE  ErrorCode = "UNSUPPORTED_MEDIA_TYPE"
-	VALIDATIONFAILED      ErrorCode = "VALIDATION_FAILED"
+	ErrorCodeACCOUNTEXPIRED        ErrorCode = "ACCOUNT_EXPIRED"
+	ErrorCodeACCOUNTINACTIVE       ErrorCode = "ACCOUNT_INACTIVE"
+	ErrorCodeAUTHREQUIRED          ErrorCode = "AUTH_REQUIRED"
+	ErrorCodeCONFLICT              ErrorCode = "CONFLICT"
+	ErrorCodeIDEMPOTENCYKEYREUSED  ErrorCode = "IDEMPOTENCY_KEY_REUSED"
+	ErrorCodeINTERNALERROR         ErrorCode = "INTERNAL_ERROR"
+	ErrorCodeINVALIDBODY           ErrorCode = "INVALID_BODY"
+	ErrorCodeINVALIDPARAMETER      ErrorCode = "INVALID_PARAMETER"
+	ErrorCodeINVALIDTOKEN          ErrorCode = "INVALID_TOKEN"
+	ErrorCodeMETHODNOTALLOWED      ErrorCode = "METHOD_NOT_ALLOWED"
+	ErrorCodeNOTFOUND              ErrorCode = "NOT_FOUND"
+	ErrorCodePAYLOADTOOLARGE       ErrorCode = "PAYLOAD_TOO_LARGE"
+	ErrorCodePRIVILEGEREQUIRED     ErrorCode = "PRIVILEGE_REQUIRED"
+	ErrorCodeRATELIMITED           ErrorCode = "RATE_LIMITED"
+	ErrorCodeREADONLYACCOUNT       ErrorCode = "READ_ONLY_ACCOUNT"
+	ErrorCodeSERVICEUNAVAILABLE    ErrorCode = "SERVICE_UNAVAILABLE"
+	ErrorCodeTOKENEXPIRED          ErrorCode = "TOKEN_EXPIRED"
+	ErrorCodeTOKENPERMISSIONDENIED ErrorCode = "TOKEN_PERMISSION_DENIED"
+	ErrorCodeUNSUPPORTEDMEDIATYPE  ErrorCode = "UNSUPPORTED_MEDIA_TYPE"
+	ErrorCodeVALIDATIONFAILED      ErrorCode = "VALIDATION_FAILED"
 )
 
 // Valid indicates whether the value is a known member of the ErrorCode enum.
 func (e ErrorCode) Valid() bool {
 	switch e {
-	case ACCOUNTEXPIRED:
+	case ErrorCodeACCOUNTEXPIRED:
 		return true
-	case ACCOUNTINACTIVE:
+	case ErrorCodeACCOUNTINACTIVE:
 		return true
-	case AUTHREQUIRED:
+	case ErrorCodeAUTHREQUIRED:
 		return true
-	case CONFLICT:
+	case ErrorCodeCONFLICT:
 		return true
-	case IDEMPOTENCYKEYREUSED:
+	case ErrorCodeIDEMPOTENCYKEYREUSED:
 		return true
-	case INTERNALERROR:
+	case ErrorCodeINTERNALERROR:
 		return true
-	case INVALIDBODY:
+	case ErrorCodeINVALIDBODY:
 		return true
-	case INVALIDPARAMETER:
+	case ErrorCodeINVALIDPARAMETER:
 		return true
-	case INVALIDTOKEN:
+	case ErrorCodeINVALIDTOKEN:
 		return true
-	case METHODNOTALLOWED:
+	case ErrorCodeMETHODNOTALLOWED:
 		return true
-	case NOTFOUND:
+	case ErrorCodeNOTFOUND:
 		return true
-	case PAYLOADTOOLARGE:
+	case ErrorCodePAYLOADTOOLARGE:
 		return true
-	case PRIVILEGEREQUIRED:
+	case ErrorCodePRIVILEGEREQUIRED:
 		return true
-	case RATELIMITED:
+	case ErrorCodeRATELIMITED:
 		return true
-	case READONLYACCOUNT:
+	case ErrorCodeREADONLYACCOUNT:
 		return true
-	case SERVICEUNAVAILABLE:
+	case ErrorCodeSERVICEUNAVAILABLE:
 		return true
-	case TOKENEXPIRED:
+	case ErrorCodeTOKENEXPIRED:
 		return true
-	case TOKENPERMISSIONDENIED:
+	case ErrorCodeTOKENPERMISSIONDENIED:
 		return true
-	case UNSUPPORTEDMEDIATYPE:
+	case ErrorCodeUNSUPPORTEDMEDIATYPE:
 		return true
-	case VALIDATIONFAILED:
+	case ErrorCodeVALIDATIONFAILED:
 		return true
 	default:
 		return false
@@ -236,16 +236,16 @@ func (e ErrorEnvelopeSuccess) Valid() bool {
 
 // Defines values for EventCmdGateway.
 const (
-	Gprs EventCmdGateway = "gprs"
-	Sms  EventCmdGateway = "sms"
+	EventCmdGatewayGprs EventCmdGateway = "gprs"
+	EventCmdGatewaySms  EventCmdGateway = "sms"
 )
 
 // Valid indicates whether the value is a known member of the EventCmdGateway enum.
 func (e EventCmdGateway) Valid() bool {
 	switch e {
-	case Gprs:
+	case EventCmdGatewayGprs:
 		return true
-	case Sms:
+	case EventCmdGatewaySms:
 		return true
 	default:
 		return false
@@ -254,16 +254,16 @@ func (e EventCmdGateway) Valid() bool {
 
 // Defines values for EventCmdType.
 const (
-	Ascii EventCmdType = "ascii"
-	Hex   EventCmdType = "hex"
+	EventCmdTypeAscii EventCmdType = "ascii"
+	EventCmdTypeHex   EventCmdType = "hex"
 )
 
 // Valid indicates whether the value is a known member of the EventCmdType enum.
 func (e EventCmdType) Valid() bool {
 	switch e {
-	case Ascii:
+	case EventCmdTypeAscii:
 		return true
-	case Hex:
+	case EventCmdTypeHex:
 		return true
 	default:
 		return false
@@ -293,31 +293,31 @@ func (e EventRouteTrigger) Valid() bool {
 
 // Defines values for EventWeekDays.
 const (
-	Fri EventWeekDays = "fri"
-	Mon EventWeekDays = "mon"
-	Sat EventWeekDays = "sat"
-	Sun EventWeekDays = "sun"
-	Thu EventWeekDays = "thu"
-	Tue EventWeekDays = "tue"
-	Wed EventWeekDays = "wed"
+	EventWeekDaysFri EventWeekDays = "fri"
+	EventWeekDaysMon EventWeekDays = "mon"
+	EventWeekDaysSat EventWeekDays = "sat"
+	EventWeekDaysSun EventWeekDays = "sun"
+	EventWeekDaysThu EventWeekDays = "thu"
+	EventWeekDaysTue EventWeekDays = "tue"
+	EventWeekDaysWed EventWeekDays = "wed"
 )
 
 // Valid indicates whether the value is a known member of the EventWeekDays enum.
 func (e EventWeekDays) Valid() bool {
 	switch e {
-	case Fri:
+	case EventWeekDaysFri:
 		return true
-	case Mon:
+	case EventWeekDaysMon:
 		return true
-	case Sat:
+	case EventWeekDaysSat:
 		return true
-	case Sun:
+	case EventWeekDaysSun:
 		return true
-	case Thu:
+	case EventWeekDaysThu:
 		return true
-	case Tue:
+	case EventWeekDaysTue:
 		return true
-	case Wed:
+	case EventWeekDaysWed:
 		return true
 	default:
 		return false
@@ -392,16 +392,16 @@ func (e PassengerResponseSuccess) Valid() bool {
 
 // Defines values for PermissionsPrivileges.
 const (
-	EventNotifications PermissionsPrivileges = "event_notifications"
-	Reports            PermissionsPrivileges = "reports"
+	PermissionsPrivilegesEventNotifications PermissionsPrivileges = "event_notifications"
+	PermissionsPrivilegesReports            PermissionsPrivileges = "reports"
 )
 
 // Valid indicates whether the value is a known member of the PermissionsPrivileges enum.
 func (e PermissionsPrivileges) Valid() bool {
 	switch e {
-	case EventNotifications:
+	case PermissionsPrivilegesEventNotifications:
 		return true
-	case Reports:
+	case PermissionsPrivilegesReports:
 		return true
 	default:
 		return false
@@ -410,22 +410,22 @@ func (e PermissionsPrivileges) Valid() bool {
 
 // Defines values for ReportSchedulePeriod.
 const (
-	D     ReportSchedulePeriod = "d"
-	Dw    ReportSchedulePeriod = "dw"
-	Empty ReportSchedulePeriod = ""
-	W     ReportSchedulePeriod = "w"
+	ReportSchedulePeriodD     ReportSchedulePeriod = "d"
+	ReportSchedulePeriodDw    ReportSchedulePeriod = "dw"
+	ReportSchedulePeriodEmpty ReportSchedulePeriod = ""
+	ReportSchedulePeriodW     ReportSchedulePeriod = "w"
 )
 
 // Valid indicates whether the value is a known member of the ReportSchedulePeriod enum.
 func (e ReportSchedulePeriod) Valid() bool {
 	switch e {
-	case D:
+	case ReportSchedulePeriodD:
 		return true
-	case Dw:
+	case ReportSchedulePeriodDw:
 		return true
-	case Empty:
+	case ReportSchedulePeriodEmpty:
 		return true
-	case W:
+	case ReportSchedulePeriodW:
 		return true
 	default:
 		return false
@@ -789,7 +789,7 @@ type AccountResponse struct {
 // AccountResponseSuccess Always true on success.
 type AccountResponseSuccess bool
 
-// DueService A due maintenance record (spec §2.4): the service record, the device's name, what remains of each criterion, and why it is due.
+// DueService A due maintenance record (spec §2.4): the service record (extra properties merged in, as in the service list), the device's name, what remains of each criterion, and why it is due.
 type DueService struct {
 	// Days Whether the calendar criterion is on.
 	Days bool `json:"days"`
@@ -867,7 +867,8 @@ type DueService struct {
 	State DueServiceState `json:"state"`
 
 	// UpdateLast Whether the last-service values are updated automatically when the service is done.
-	UpdateLast bool `json:"update_last"`
+	UpdateLast           bool                   `json:"update_last"`
+	AdditionalProperties map[string]interface{} `json:"-"`
 }
 
 // DueServiceDue defines model for DueService.Due.
@@ -1158,7 +1159,7 @@ type Permissions struct {
 	// Routes Whether each route ("METHOD /route") is allowed for this token and account.
 	Routes map[string]bool `json:"routes"`
 
-	// Token The token's permissions, as granted: "*", "GET *", or "METHOD /route".
+	// Token The token's permissions, as granted: `*`, `GET *` or `METHOD /route`.
 	Token []string `json:"token"`
 }
 
@@ -1352,7 +1353,7 @@ type GetEventsParams struct {
 	// PerPage Items per page.
 	PerPage *int32 `form:"per_page,omitempty" json:"per_page,omitempty"`
 
-	// Search Case-insensitive substring match over name and type; surrounding whitespace is trimmed and the rest must be 2 to 100 characters; % , _ and \ match themselves. Applied after the caller's scope and the filters.
+	// Search Case-insensitive substring match over name and type; surrounding whitespace is trimmed and the rest must be 2 to 100 characters; %, _ and \ match themselves. Applied after the caller's scope and the filters.
 	Search *string `form:"search,omitempty" json:"search,omitempty"`
 
 	// Order Sort direction.
@@ -1451,7 +1452,7 @@ type GetReportsParams struct {
 	// PerPage Items per page.
 	PerPage *int32 `form:"per_page,omitempty" json:"per_page,omitempty"`
 
-	// Search Case-insensitive substring match over name and type; surrounding whitespace is trimmed and the rest must be 2 to 100 characters; % , _ and \ match themselves. Applied after the caller's scope and the filters.
+	// Search Case-insensitive substring match over name and type; surrounding whitespace is trimmed and the rest must be 2 to 100 characters; %, _ and \ match themselves. Applied after the caller's scope and the filters.
 	Search *string `form:"search,omitempty" json:"search,omitempty"`
 
 	// Order Sort direction.
@@ -1523,7 +1524,7 @@ type GetServicesParams struct {
 	// PerPage Items per page.
 	PerPage *int32 `form:"per_page,omitempty" json:"per_page,omitempty"`
 
-	// Search Case-insensitive substring match over name and imei; surrounding whitespace is trimmed and the rest must be 2 to 100 characters; % , _ and \ match themselves. Applied after the caller's scope and the filters.
+	// Search Case-insensitive substring match over name and imei; surrounding whitespace is trimmed and the rest must be 2 to 100 characters; %, _ and \ match themselves. Applied after the caller's scope and the filters.
 	Search *string `form:"search,omitempty" json:"search,omitempty"`
 
 	// Order Sort direction.
@@ -1598,6 +1599,399 @@ type GetServicesParamsSort string
 
 // CreatePassengerJSONRequestBody defines body for CreatePassenger for application/json ContentType.
 type CreatePassengerJSONRequestBody = PassengerInput
+
+// Getter for additional properties for DueService. Returns the specified
+// element and whether it was found
+func (a DueService) Get(fieldName string) (value interface{}, found bool) {
+	if a.AdditionalProperties != nil {
+		value, found = a.AdditionalProperties[fieldName]
+	}
+	return
+}
+
+// Setter for additional properties for DueService
+func (a *DueService) Set(fieldName string, value interface{}) {
+	if a.AdditionalProperties == nil {
+		a.AdditionalProperties = make(map[string]interface{})
+	}
+	a.AdditionalProperties[fieldName] = value
+}
+
+// Override default JSON handling for DueService to handle AdditionalProperties
+func (a *DueService) UnmarshalJSON(b []byte) error {
+	object := make(map[string]json.RawMessage)
+	err := json.Unmarshal(b, &object)
+	if err != nil {
+		return err
+	}
+
+	if raw, found := object["days"]; found {
+		err = json.Unmarshal(raw, &a.Days)
+		if err != nil {
+			return fmt.Errorf("error reading 'days': %w", err)
+		}
+		delete(object, "days")
+	}
+
+	if raw, found := object["days_interval"]; found {
+		err = json.Unmarshal(raw, &a.DaysInterval)
+		if err != nil {
+			return fmt.Errorf("error reading 'days_interval': %w", err)
+		}
+		delete(object, "days_interval")
+	}
+
+	if raw, found := object["days_last"]; found {
+		err = json.Unmarshal(raw, &a.DaysLast)
+		if err != nil {
+			return fmt.Errorf("error reading 'days_last': %w", err)
+		}
+		delete(object, "days_last")
+	}
+
+	if raw, found := object["days_left"]; found {
+		err = json.Unmarshal(raw, &a.DaysLeft)
+		if err != nil {
+			return fmt.Errorf("error reading 'days_left': %w", err)
+		}
+		delete(object, "days_left")
+	}
+
+	if raw, found := object["days_left_num"]; found {
+		err = json.Unmarshal(raw, &a.DaysLeftNum)
+		if err != nil {
+			return fmt.Errorf("error reading 'days_left_num': %w", err)
+		}
+		delete(object, "days_left_num")
+	}
+
+	if raw, found := object["days_remaining"]; found {
+		err = json.Unmarshal(raw, &a.DaysRemaining)
+		if err != nil {
+			return fmt.Errorf("error reading 'days_remaining': %w", err)
+		}
+		delete(object, "days_remaining")
+	}
+
+	if raw, found := object["due"]; found {
+		err = json.Unmarshal(raw, &a.Due)
+		if err != nil {
+			return fmt.Errorf("error reading 'due': %w", err)
+		}
+		delete(object, "due")
+	}
+
+	if raw, found := object["engh"]; found {
+		err = json.Unmarshal(raw, &a.Engh)
+		if err != nil {
+			return fmt.Errorf("error reading 'engh': %w", err)
+		}
+		delete(object, "engh")
+	}
+
+	if raw, found := object["engh_interval"]; found {
+		err = json.Unmarshal(raw, &a.EnghInterval)
+		if err != nil {
+			return fmt.Errorf("error reading 'engh_interval': %w", err)
+		}
+		delete(object, "engh_interval")
+	}
+
+	if raw, found := object["engh_last"]; found {
+		err = json.Unmarshal(raw, &a.EnghLast)
+		if err != nil {
+			return fmt.Errorf("error reading 'engh_last': %w", err)
+		}
+		delete(object, "engh_last")
+	}
+
+	if raw, found := object["engh_left"]; found {
+		err = json.Unmarshal(raw, &a.EnghLeft)
+		if err != nil {
+			return fmt.Errorf("error reading 'engh_left': %w", err)
+		}
+		delete(object, "engh_left")
+	}
+
+	if raw, found := object["engh_left_num"]; found {
+		err = json.Unmarshal(raw, &a.EnghLeftNum)
+		if err != nil {
+			return fmt.Errorf("error reading 'engh_left_num': %w", err)
+		}
+		delete(object, "engh_left_num")
+	}
+
+	if raw, found := object["engh_remaining"]; found {
+		err = json.Unmarshal(raw, &a.EnghRemaining)
+		if err != nil {
+			return fmt.Errorf("error reading 'engh_remaining': %w", err)
+		}
+		delete(object, "engh_remaining")
+	}
+
+	if raw, found := object["imei"]; found {
+		err = json.Unmarshal(raw, &a.Imei)
+		if err != nil {
+			return fmt.Errorf("error reading 'imei': %w", err)
+		}
+		delete(object, "imei")
+	}
+
+	if raw, found := object["name"]; found {
+		err = json.Unmarshal(raw, &a.Name)
+		if err != nil {
+			return fmt.Errorf("error reading 'name': %w", err)
+		}
+		delete(object, "name")
+	}
+
+	if raw, found := object["notify_service_expire"]; found {
+		err = json.Unmarshal(raw, &a.NotifyServiceExpire)
+		if err != nil {
+			return fmt.Errorf("error reading 'notify_service_expire': %w", err)
+		}
+		delete(object, "notify_service_expire")
+	}
+
+	if raw, found := object["object_name"]; found {
+		err = json.Unmarshal(raw, &a.ObjectName)
+		if err != nil {
+			return fmt.Errorf("error reading 'object_name': %w", err)
+		}
+		delete(object, "object_name")
+	}
+
+	if raw, found := object["odo"]; found {
+		err = json.Unmarshal(raw, &a.Odo)
+		if err != nil {
+			return fmt.Errorf("error reading 'odo': %w", err)
+		}
+		delete(object, "odo")
+	}
+
+	if raw, found := object["odo_interval"]; found {
+		err = json.Unmarshal(raw, &a.OdoInterval)
+		if err != nil {
+			return fmt.Errorf("error reading 'odo_interval': %w", err)
+		}
+		delete(object, "odo_interval")
+	}
+
+	if raw, found := object["odo_last"]; found {
+		err = json.Unmarshal(raw, &a.OdoLast)
+		if err != nil {
+			return fmt.Errorf("error reading 'odo_last': %w", err)
+		}
+		delete(object, "odo_last")
+	}
+
+	if raw, found := object["odo_left"]; found {
+		err = json.Unmarshal(raw, &a.OdoLeft)
+		if err != nil {
+			return fmt.Errorf("error reading 'odo_left': %w", err)
+		}
+		delete(object, "odo_left")
+	}
+
+	if raw, found := object["odo_left_num"]; found {
+		err = json.Unmarshal(raw, &a.OdoLeftNum)
+		if err != nil {
+			return fmt.Errorf("error reading 'odo_left_num': %w", err)
+		}
+		delete(object, "odo_left_num")
+	}
+
+	if raw, found := object["odo_remaining"]; found {
+		err = json.Unmarshal(raw, &a.OdoRemaining)
+		if err != nil {
+			return fmt.Errorf("error reading 'odo_remaining': %w", err)
+		}
+		delete(object, "odo_remaining")
+	}
+
+	if raw, found := object["service_id"]; found {
+		err = json.Unmarshal(raw, &a.ServiceId)
+		if err != nil {
+			return fmt.Errorf("error reading 'service_id': %w", err)
+		}
+		delete(object, "service_id")
+	}
+
+	if raw, found := object["state"]; found {
+		err = json.Unmarshal(raw, &a.State)
+		if err != nil {
+			return fmt.Errorf("error reading 'state': %w", err)
+		}
+		delete(object, "state")
+	}
+
+	if raw, found := object["update_last"]; found {
+		err = json.Unmarshal(raw, &a.UpdateLast)
+		if err != nil {
+			return fmt.Errorf("error reading 'update_last': %w", err)
+		}
+		delete(object, "update_last")
+	}
+
+	if len(object) != 0 {
+		a.AdditionalProperties = make(map[string]interface{})
+		for fieldName, fieldBuf := range object {
+			var fieldVal interface{}
+			err := json.Unmarshal(fieldBuf, &fieldVal)
+			if err != nil {
+				return fmt.Errorf("error unmarshaling field %s: %w", fieldName, err)
+			}
+			a.AdditionalProperties[fieldName] = fieldVal
+		}
+	}
+	return nil
+}
+
+// Override default JSON handling for DueService to handle AdditionalProperties
+func (a DueService) MarshalJSON() ([]byte, error) {
+	var err error
+	object := make(map[string]json.RawMessage)
+
+	object["days"], err = json.Marshal(a.Days)
+	if err != nil {
+		return nil, fmt.Errorf("error marshaling 'days': %w", err)
+	}
+
+	object["days_interval"], err = json.Marshal(a.DaysInterval)
+	if err != nil {
+		return nil, fmt.Errorf("error marshaling 'days_interval': %w", err)
+	}
+
+	object["days_last"], err = json.Marshal(a.DaysLast)
+	if err != nil {
+		return nil, fmt.Errorf("error marshaling 'days_last': %w", err)
+	}
+
+	object["days_left"], err = json.Marshal(a.DaysLeft)
+	if err != nil {
+		return nil, fmt.Errorf("error marshaling 'days_left': %w", err)
+	}
+
+	object["days_left_num"], err = json.Marshal(a.DaysLeftNum)
+	if err != nil {
+		return nil, fmt.Errorf("error marshaling 'days_left_num': %w", err)
+	}
+
+	object["days_remaining"], err = json.Marshal(a.DaysRemaining)
+	if err != nil {
+		return nil, fmt.Errorf("error marshaling 'days_remaining': %w", err)
+	}
+
+	if a.Due != nil {
+		object["due"], err = json.Marshal(a.Due)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'due': %w", err)
+		}
+	}
+
+	object["engh"], err = json.Marshal(a.Engh)
+	if err != nil {
+		return nil, fmt.Errorf("error marshaling 'engh': %w", err)
+	}
+
+	object["engh_interval"], err = json.Marshal(a.EnghInterval)
+	if err != nil {
+		return nil, fmt.Errorf("error marshaling 'engh_interval': %w", err)
+	}
+
+	object["engh_last"], err = json.Marshal(a.EnghLast)
+	if err != nil {
+		return nil, fmt.Errorf("error marshaling 'engh_last': %w", err)
+	}
+
+	object["engh_left"], err = json.Marshal(a.EnghLeft)
+	if err != nil {
+		return nil, fmt.Errorf("error marshaling 'engh_left': %w", err)
+	}
+
+	object["engh_left_num"], err = json.Marshal(a.EnghLeftNum)
+	if err != nil {
+		return nil, fmt.Errorf("error marshaling 'engh_left_num': %w", err)
+	}
+
+	object["engh_remaining"], err = json.Marshal(a.EnghRemaining)
+	if err != nil {
+		return nil, fmt.Errorf("error marshaling 'engh_remaining': %w", err)
+	}
+
+	object["imei"], err = json.Marshal(a.Imei)
+	if err != nil {
+		return nil, fmt.Errorf("error marshaling 'imei': %w", err)
+	}
+
+	object["name"], err = json.Marshal(a.Name)
+	if err != nil {
+		return nil, fmt.Errorf("error marshaling 'name': %w", err)
+	}
+
+	object["notify_service_expire"], err = json.Marshal(a.NotifyServiceExpire)
+	if err != nil {
+		return nil, fmt.Errorf("error marshaling 'notify_service_expire': %w", err)
+	}
+
+	object["object_name"], err = json.Marshal(a.ObjectName)
+	if err != nil {
+		return nil, fmt.Errorf("error marshaling 'object_name': %w", err)
+	}
+
+	object["odo"], err = json.Marshal(a.Odo)
+	if err != nil {
+		return nil, fmt.Errorf("error marshaling 'odo': %w", err)
+	}
+
+	object["odo_interval"], err = json.Marshal(a.OdoInterval)
+	if err != nil {
+		return nil, fmt.Errorf("error marshaling 'odo_interval': %w", err)
+	}
+
+	object["odo_last"], err = json.Marshal(a.OdoLast)
+	if err != nil {
+		return nil, fmt.Errorf("error marshaling 'odo_last': %w", err)
+	}
+
+	object["odo_left"], err = json.Marshal(a.OdoLeft)
+	if err != nil {
+		return nil, fmt.Errorf("error marshaling 'odo_left': %w", err)
+	}
+
+	object["odo_left_num"], err = json.Marshal(a.OdoLeftNum)
+	if err != nil {
+		return nil, fmt.Errorf("error marshaling 'odo_left_num': %w", err)
+	}
+
+	object["odo_remaining"], err = json.Marshal(a.OdoRemaining)
+	if err != nil {
+		return nil, fmt.Errorf("error marshaling 'odo_remaining': %w", err)
+	}
+
+	object["service_id"], err = json.Marshal(a.ServiceId)
+	if err != nil {
+		return nil, fmt.Errorf("error marshaling 'service_id': %w", err)
+	}
+
+	object["state"], err = json.Marshal(a.State)
+	if err != nil {
+		return nil, fmt.Errorf("error marshaling 'state': %w", err)
+	}
+
+	object["update_last"], err = json.Marshal(a.UpdateLast)
+	if err != nil {
+		return nil, fmt.Errorf("error marshaling 'update_last': %w", err)
+	}
+
+	for fieldName, field := range a.AdditionalProperties {
+		object[fieldName], err = json.Marshal(field)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling '%s': %w", fieldName, err)
+		}
+	}
+	return json.Marshal(object)
+}
 
 // Getter for additional properties for Service. Returns the specified
 // element and whether it was found

@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"fmt"
 	"io"
 
 	"github.com/fleetapi/fleetapi/api"
@@ -21,6 +20,6 @@ func runOpenAPI(_ context.Context, args []string, _ func(string) string, stdout 
 	if err != nil {
 		return err
 	}
-	_, err = fmt.Fprintln(stdout, string(doc))
+	_, err = stdout.Write(doc) // byte for byte the body of GET /api/v2/openapi.json
 	return err
 }

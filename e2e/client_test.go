@@ -1,0 +1,321 @@
+package e2e_test
+
+import (
+	"bytes"
+	"context"
+	"io"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/fleetapi/fleetapi/client"
+	"github.com/fleetapi/fleetapi/storage"
+)
+
+// token returns the secret of a demo token (storage.DemoTokens).
+func token(t *testing.T, name string) string {
+	t.Helper()
+	for _, d := range storage.DemoTokens() {
+		if d.Name == name {
+			return d.Secret
+		}
+	}
+	t.Fatalf("no demo token %q", name)
+	return ""
+}
+
+// clients makes generated clients of the server at origin, each sending one
+// Authorization header value, and validating every response against the
+// OpenAPI document.
+type clients struct {
+	t    *testing.T
+	base string
+	http *http.Client
+}
+
+func (c clients) with(authorization string) *client.ClientWithResponses {
+	c.t.Helper()
+	opts := []client.ClientOption{client.WithHTTPClient(c.http)}
+	if authorization != "" {
+		opts = append(opts, client.WithRequestEditorFn(func(_ context.Context, r *http.Request) error {
+			r.Header.Set("Authorization", authorization)
+			return nil
+		}))
+	}
+	cl, err := client.NewClientWithResponses(c.base, opts...)
+	if err != nil {
+		c.t.Fatal(err)
+	}
+	return cl
+}
+
+func (c clients) bearer(name string) *client.ClientWithResponses {
+	return c.with("Bearer " + token(c.t, name))
+}
+
+// failure checks an error response decoded into the error envelope: its
+// status, code, and meta.request_id equal to X-Request-Id.
+func failure(t *testing.T, hr *http.Response, env *client.ErrorEnvelope, status int, code client.ErrorCode) {
+	t.Helper()
+	if hr.StatusCode != status {
+		t.Fatalf("status %d, want %d", hr.StatusCode, status)
+	}
+	if env == nil {
+		t.Fatalf("status %d: the error envelope was not decoded", status)
+	}
+	if env.Success || env.Error.Code != code || env.Error.Message == "" {
+		t.Fatalf("error %+v, want code %s", env.Error, code)
+	}
+	if env.Meta.RequestId == "" || env.Meta.RequestId != hr.Header.Get("X-Request-Id") {
+		t.Fatalf("meta.request_id %q, X-Request-Id %q", env.Meta.RequestId, hr.Header.Get("X-Request-Id"))
+	}
+}
+
+func ptr[T any](v T) *T { return &v }
+
+// TestGeneratedClient drives every operation of the OpenAPI document
+// through the generated client against the real server, successes and
+// errors alike.
+func TestGeneratedClient(t *testing.T) {
+	origin := startServer(t)
+	transport := newValidatingTransport(t)
+	c := clients{t: t, base: origin + "/api/v2", http: &http.Client{Transport: transport}}
+	t.Cleanup(func() {
+		if missing := transport.unexercised(); len(missing) > 0 {
+			t.Errorf("operations of the document not driven through the client: %v", missing)
+		}
+	})
+	ctx := context.Background()
+	acme := c.bearer("acme-all")
+
+	t.Run("get_me", func(t *testing.T) {
+		r, err := acme.GetMeWithResponse(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if r.JSON200 == nil || !r.JSON200.Success || r.JSON200.Data.Username != "acme" || r.JSON200.Data.Type != client.AccountTypeUser {
+			t.Fatalf("GET /me: %d %s", r.StatusCode(), r.Body)
+		}
+		if !r.JSON200.Data.Permissions.Routes["POST /passengers"] {
+			t.Fatalf("permissions %+v", r.JSON200.Data.Permissions)
+		}
+		// The bare token form of the Authorization header.
+		bare, err := c.with(token(t, "acme-all")).GetMeWithResponse(ctx)
+		if err != nil || bare.JSON200 == nil || bare.JSON200.Data.Id != r.JSON200.Data.Id {
+			t.Fatalf("bare token: %v %d %s", err, bare.StatusCode(), bare.Body)
+		}
+	})
+	t.Run("get_me_401", func(t *testing.T) {
+		for _, tt := range []struct {
+			auth string
+			code client.ErrorCode
+		}{
+			{"", client.ErrorCodeAUTHREQUIRED},
+			{"Bearer flt_nope", client.ErrorCodeINVALIDTOKEN},
+			{"Bearer " + token(t, "acme-expired"), client.ErrorCodeTOKENEXPIRED},
+		} {
+			r, err := c.with(tt.auth).GetMeWithResponse(ctx)
+			if err != nil {
+				t.Fatal(err)
+			}
+			failure(t, r.HTTPResponse, r.JSON401, http.StatusUnauthorized, tt.code)
+		}
+	})
+
+	t.Run("get_services", func(t *testing.T) {
+		r, err := acme.GetServicesWithResponse(ctx, &client.GetServicesParams{
+			PerPage: ptr(int32(2)), Sort: ptr(client.GetServicesParamsSortName), Order: ptr(client.GetServicesParamsOrderDesc)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if r.JSON200 == nil || len(r.JSON200.Data) == 0 || len(r.JSON200.Data) > 2 || r.JSON200.Meta.PerPage != 2 ||
+			r.JSON200.Meta.Total < int64(len(r.JSON200.Data)) {
+			t.Fatalf("GET /services: %d %s", r.StatusCode(), r.Body)
+		}
+		if d := r.JSON200.Data; len(d) == 2 && d[0].Name < d[1].Name {
+			t.Fatalf("not sorted by name, descending: %q, %q", d[0].Name, d[1].Name)
+		}
+		imei := r.JSON200.Data[0].Imei
+		f, err := acme.GetServicesWithResponse(ctx, &client.GetServicesParams{Imei: &imei, Odo: ptr(r.JSON200.Data[0].Odo)})
+		if err != nil || f.JSON200 == nil || len(f.JSON200.Data) == 0 {
+			t.Fatalf("filters: %v %s", err, f.Body)
+		}
+		for _, s := range f.JSON200.Data {
+			if s.Imei != imei {
+				t.Fatalf("filter imei=%s returned %s", imei, s.Imei)
+			}
+		}
+	})
+	t.Run("get_services_400", func(t *testing.T) {
+		r, err := acme.GetServicesWithResponse(ctx, &client.GetServicesParams{PerPage: ptr(int32(501))})
+		if err != nil {
+			t.Fatal(err)
+		}
+		failure(t, r.HTTPResponse, r.JSON400, http.StatusBadRequest, client.ErrorCodeINVALIDPARAMETER)
+		if r.JSON400.Error.Details == nil || (*r.JSON400.Error.Details)["parameter"] != "per_page" {
+			t.Fatalf("details %v", r.JSON400.Error.Details)
+		}
+	})
+
+	t.Run("get_services_due", func(t *testing.T) {
+		r, err := c.bearer("admin-all").GetServicesDueWithResponse(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if r.JSON200 == nil || len(r.JSON200.Data) == 0 {
+			t.Fatalf("GET /services/due: %d %s", r.StatusCode(), r.Body)
+		}
+		for _, d := range r.JSON200.Data {
+			if !d.State.Valid() || len(d.Due) == 0 {
+				t.Fatalf("due record %+v", d)
+			}
+		}
+	})
+
+	t.Run("create_passenger", func(t *testing.T) {
+		body := client.PassengerInput{PassengerName: "Rita Gomes", PassengerAssignId: ptr("e2e-0001"), PassengerPickupPointId: ptr(int64(2))}
+		params := &client.CreatePassengerParams{IdempotencyKey: ptr("e2e-create-1")}
+		r, err := acme.CreatePassengerWithResponse(ctx, params, body)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if r.JSON201 == nil || r.JSON201.Data.PassengerId < 1 || r.JSON201.Data.PassengerAssignId != "E2E-0001" || !r.JSON201.Data.PassengerActive {
+			t.Fatalf("POST /passengers: %d %s", r.StatusCode(), r.Body)
+		}
+		again, err := acme.CreatePassengerWithResponse(ctx, params, body)
+		if err != nil || again.JSON201 == nil || again.JSON201.Data.PassengerId != r.JSON201.Data.PassengerId ||
+			again.HTTPResponse.Header.Get("Idempotent-Replayed") != "true" {
+			t.Fatalf("replay: %v %d %s", err, again.StatusCode(), again.Body)
+		}
+		// The same key with another body, then the same assign id under another key.
+		reused, err := acme.CreatePassengerWithResponse(ctx, params, client.PassengerInput{PassengerName: "Other"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		failure(t, reused.HTTPResponse, reused.JSON409, http.StatusConflict, client.ErrorCodeIDEMPOTENCYKEYREUSED)
+		dup, err := acme.CreatePassengerWithResponse(ctx, nil, body)
+		if err != nil {
+			t.Fatal(err)
+		}
+		failure(t, dup.HTTPResponse, dup.JSON409, http.StatusConflict, client.ErrorCodeCONFLICT)
+	})
+	t.Run("create_passenger_errors", func(t *testing.T) {
+		r, err := acme.CreatePassengerWithResponse(ctx, nil, client.PassengerInput{PassengerName: "  "})
+		if err != nil {
+			t.Fatal(err)
+		}
+		failure(t, r.HTTPResponse, r.JSON400, http.StatusBadRequest, client.ErrorCodeVALIDATIONFAILED)
+
+		ro, err := c.bearer("umbrella-all").CreatePassengerWithResponse(ctx, nil, client.PassengerInput{PassengerName: "Read Only"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		failure(t, ro.HTTPResponse, ro.JSON403, http.StatusForbidden, client.ErrorCodeREADONLYACCOUNT)
+
+		text, err := acme.CreatePassengerWithBodyWithResponse(ctx, nil, "text/plain", strings.NewReader(`{"passenger_name":"x"}`))
+		if err != nil {
+			t.Fatal(err)
+		}
+		failure(t, text.HTTPResponse, text.JSON415, http.StatusUnsupportedMediaType, client.ErrorCodeUNSUPPORTEDMEDIATYPE)
+
+		big := `{"passenger_name":"x","passenger_desc":"` + strings.Repeat("x", 70<<10) + `"}`
+		large, err := acme.CreatePassengerWithBodyWithResponse(ctx, nil, "application/json", strings.NewReader(big))
+		if err != nil {
+			t.Fatal(err)
+		}
+		failure(t, large.HTTPResponse, large.JSON413, http.StatusRequestEntityTooLarge, client.ErrorCodePAYLOADTOOLARGE)
+	})
+
+	t.Run("get_reports", func(t *testing.T) {
+		r, err := acme.GetReportsWithResponse(ctx, &client.GetReportsParams{Search: ptr("da")})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if r.JSON200 == nil || r.JSON200.Meta.Page != 1 || r.JSON200.Meta.PerPage != 50 {
+			t.Fatalf("GET /reports: %d %s", r.StatusCode(), r.Body)
+		}
+		denied, err := c.bearer("acme-services-only").GetReportsWithResponse(ctx, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		failure(t, denied.HTTPResponse, denied.JSON403, http.StatusForbidden, client.ErrorCodeTOKENPERMISSIONDENIED)
+	})
+
+	var eventID int64
+	t.Run("get_events", func(t *testing.T) {
+		r, err := acme.GetEventsWithResponse(ctx, &client.GetEventsParams{Sort: ptr(client.GetEventsParamsSortEventId)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if r.JSON200 == nil || len(r.JSON200.Data) == 0 {
+			t.Fatalf("GET /events: %d %s", r.StatusCode(), r.Body)
+		}
+		eventID = r.JSON200.Data[0].EventId
+		sub, err := c.bearer("acme-night-all").GetEventsWithResponse(ctx, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		failure(t, sub.HTTPResponse, sub.JSON403, http.StatusForbidden, client.ErrorCodePRIVILEGEREQUIRED)
+	})
+	t.Run("get_event", func(t *testing.T) {
+		r, err := acme.GetEventWithResponse(ctx, eventID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if r.JSON200 == nil || r.JSON200.Data.EventId != eventID {
+			t.Fatalf("GET /events/%d: %d %s", eventID, r.StatusCode(), r.Body)
+		}
+		missing, err := acme.GetEventWithResponse(ctx, 1<<40)
+		if err != nil {
+			t.Fatal(err)
+		}
+		failure(t, missing.HTTPResponse, missing.JSON404, http.StatusNotFound, client.ErrorCodeNOTFOUND)
+		zero, err := acme.GetEventWithResponse(ctx, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		failure(t, zero.HTTPResponse, zero.JSON400, http.StatusBadRequest, client.ErrorCodeINVALIDPARAMETER)
+	})
+
+	t.Run("rate_limited_429", func(t *testing.T) {
+		limited := c.bearer("acme-ratelimited")
+		for i := 0; i < 20; i++ {
+			r, err := limited.GetMeWithResponse(ctx)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if r.StatusCode() == http.StatusOK {
+				continue
+			}
+			failure(t, r.HTTPResponse, r.JSON429, http.StatusTooManyRequests, client.ErrorCodeRATELIMITED)
+			if r.HTTPResponse.Header.Get("Retry-After") == "" {
+				t.Fatal("429 without Retry-After")
+			}
+			return
+		}
+		t.Fatal("no 429 after 20 requests of a token limited to 5 a minute")
+	})
+
+	t.Run("document_and_docs", func(t *testing.T) {
+		want, err := os.ReadFile(filepath.Join("..", "api", "testdata", "openapi.golden.json"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		for path, check := range map[string]func([]byte) bool{
+			"/api/v2/openapi.json": func(b []byte) bool { return bytes.Equal(b, want) },
+			"/api/v2/docs":         func(b []byte) bool { return bytes.Contains(b, []byte(`id="swagger-ui"`)) },
+		} {
+			resp, err := http.Get(origin + path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			b, _ := io.ReadAll(resp.Body)
+			resp.Body.Close()
+			if resp.StatusCode != http.StatusOK || !check(b) {
+				t.Fatalf("GET %s (no token): %d", path, resp.StatusCode)
+			}
+		}
+	})
+}
