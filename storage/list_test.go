@@ -74,7 +74,7 @@ func TestListIsolation(t *testing.T) {
 			for _, table := range []string{"services", "reports", "events"} {
 				q := f.db.NewSelect().Table(table)
 				if !tc.all {
-					q = q.Where("account_id IN (?)", bun.In(append(owners, -1)))
+					q = q.Where("account_id IN (?)", bun.List(append(owners, -1)))
 				}
 				want, err := q.Count(ctx)
 				if err != nil {
