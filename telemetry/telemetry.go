@@ -23,7 +23,6 @@ import (
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	semconv "go.opentelemetry.io/otel/semconv/v1.40.0"
 	"go.opentelemetry.io/otel/trace"
-	"go.opentelemetry.io/otel/trace/noop"
 )
 
 // ServiceName is the default service.name resource attribute.
@@ -71,7 +70,9 @@ func tracesEnabled(getenv func(string) string) bool {
 // configured the tracer provider is a no-op.
 func Setup(ctx context.Context, getenv func(string) string) (*Providers, error) {
 	p := &Providers{
-		Tracer:     noop.NewTracerProvider(),
+		// Without an exporter spans are not recorded, but every request still
+		// gets a trace id, which the request and decision logs carry.
+		Tracer:     sdktrace.NewTracerProvider(sdktrace.WithSampler(sdktrace.NeverSample())),
 		Propagator: propagation.NewCompositeTextMapPropagator(propagation.TraceContext{}, propagation.Baggage{}),
 	}
 	res, err := resource.Merge(resource.Default(), resource.NewSchemaless(semconv.ServiceName(serviceName(getenv))))
