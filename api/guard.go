@@ -50,7 +50,7 @@ func (s *Server) guard(next http.Handler) http.Handler {
 		w.Header().Set("Content-Type", "application/json")
 		w = frameworkHeaderScrubber{w}
 		trace.SpanFromContext(ctx).SetAttributes(attrRequestID.String(requestIDFrom(ctx)))
-		ip := clientIP(r)
+		ip := s.clientIP(r)
 		if err := s.checkClient(ctx, ip); err != nil {
 			s.writeError(w, r, err)
 			return

@@ -19,8 +19,12 @@ func healthz(w http.ResponseWriter, _ *http.Request) {
 // readyz answers GET /readyz: 200 when the database answers within a second
 // and the policy is loaded, 503 otherwise.
 func (s *Server) readyz(w http.ResponseWriter, r *http.Request) {
-	checks := map[string]string{"policy": "ok", "database": "ok"}
+	checks := map[string]string{"policy": "ok", "database": "ok", "server": "ok"}
 	status := http.StatusOK
+	if s.draining.Load() {
+		checks["server"] = "shutting down"
+		status = http.StatusServiceUnavailable
+	}
 	if s.cfg.Policy == nil {
 		checks["policy"] = "not loaded"
 		status = http.StatusServiceUnavailable

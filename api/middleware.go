@@ -142,7 +142,7 @@ func (s *Server) withRequestLog(next http.Handler) http.Handler {
 			slog.Duration("duration", time.Since(start)),
 			slog.String("request_id", requestIDFrom(r.Context())),
 			slog.String("trace_id", sc.TraceID().String()),
-			slog.String("client", clientIP(r)),
+			slog.String("client", s.clientIP(r)),
 		)
 	})
 }

@@ -44,7 +44,12 @@ func decodePassenger(r io.Reader) (PassengerInput, error) {
 	var in PassengerInput
 	body, err := io.ReadAll(r)
 	if err != nil {
-		return in, err // *http.MaxBytesError → 413
+		var tooLarge *http.MaxBytesError
+		if errors.As(err, &tooLarge) {
+			return in, err // 413
+		}
+		// A body cut short or sent too slowly is the client's fault.
+		return in, invalidBody("the body could not be read completely", nil)
 	}
 	trimmed := bytes.TrimSpace(body)
 	if len(trimmed) == 0 || trimmed[0] != '{' {

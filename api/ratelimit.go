@@ -5,7 +5,9 @@ import (
 	"math"
 	"net"
 	"net/http"
+	"net/netip"
 	"strconv"
+	"strings"
 	"time"
 
 	"go.opentelemetry.io/otel/attribute"
@@ -25,14 +27,48 @@ const (
 	DefaultAuthFailureLimit = 60
 )
 
-// clientIP is the address the request came from (the connection's peer;
-// forwarded headers are not trusted).
-func clientIP(r *http.Request) string {
+// clientIP is the address the request came from: the connection's peer,
+// or, when the peer is a trusted proxy (Config.TrustedProxies), the
+// right-most address of X-Forwarded-For that is not a trusted proxy.
+func (s *Server) clientIP(r *http.Request) string {
 	host, _, err := net.SplitHostPort(r.RemoteAddr)
 	if err != nil {
-		return r.RemoteAddr
+		host = r.RemoteAddr
+	}
+	if len(s.cfg.TrustedProxies) == 0 || !s.trusted(host) {
+		return host
+	}
+	var hops []string
+	for _, v := range r.Header.Values("X-Forwarded-For") {
+		for _, h := range strings.Split(v, ",") {
+			hops = append(hops, strings.TrimSpace(h))
+		}
+	}
+	for i := len(hops) - 1; i >= 0; i-- {
+		addr, err := netip.ParseAddr(hops[i])
+		if err != nil {
+			return host // a malformed chain: trust only what we saw
+		}
+		if !s.trusted(addr.String()) {
+			return addr.String()
+		}
 	}
 	return host
+}
+
+// trusted reports whether ip is one of the trusted proxies.
+func (s *Server) trusted(ip string) bool {
+	addr, err := netip.ParseAddr(ip)
+	if err != nil {
+		return false
+	}
+	addr = addr.Unmap()
+	for _, p := range s.cfg.TrustedProxies {
+		if p.Contains(addr) {
+			return true
+		}
+	}
+	return false
 }
 
 func ceilSeconds(d time.Duration) int {

@@ -2,6 +2,7 @@ package api_test
 
 import (
 	"context"
+	"net/netip"
 	"io"
 	"net/http"
 	"strconv"
@@ -88,6 +89,44 @@ func TestRateLimitFailedAuthentication(t *testing.T) {
 	req := httptestRequest("GET", "/api/v2/me", "Bearer "+demoToken(t, "acme-all"), "198.51.100.7:5555")
 	if status := a.serve(req); status != 200 {
 		t.Fatalf("another address: %d", status)
+	}
+}
+
+// TestTrustedProxies: behind a trusted proxy the failed-authentication
+// budget belongs to the client named by X-Forwarded-For, not the proxy.
+func TestTrustedProxies(t *testing.T) {
+	a := newTestAPIWith(t, func(c *api.Config) {
+		c.AuthFailureLimit = 2
+		c.TrustedProxies = []netip.Prefix{netip.MustParsePrefix("10.0.0.0/8")}
+	})
+	bad := "Bearer flt_" + strings.Repeat("C", 32)
+	via := func(xff, auth string) int {
+		req := httptestRequest("GET", "/api/v2/me", auth, "10.0.0.5:4000")
+		req.Header.Set("X-Forwarded-For", xff)
+		return a.serve(req)
+	}
+	for range 2 {
+		if st := via("203.0.113.9, 10.0.0.7", bad); st != 401 {
+			t.Fatalf("attacker: %d", st)
+		}
+	}
+	if st := via("203.0.113.9", bad); st != 429 {
+		t.Fatalf("attacker after its budget: %d", st)
+	}
+	// Another client behind the same proxy is not locked out.
+	if st := via("198.51.100.20", "Bearer "+demoToken(t, "acme-all")); st != 200 {
+		t.Fatalf("other client behind the proxy: %d", st)
+	}
+	// A client cannot pick its address by sending X-Forwarded-For itself.
+	req := httptestRequest("GET", "/api/v2/me", bad, "192.0.2.50:4000")
+	req.Header.Set("X-Forwarded-For", "198.51.100.77")
+	for range 2 {
+		a.serve(req.Clone(req.Context()))
+	}
+	req = httptestRequest("GET", "/api/v2/me", "Bearer "+demoToken(t, "acme-all"), "192.0.2.50:4000")
+	req.Header.Set("X-Forwarded-For", "198.51.100.78")
+	if st := a.serve(req); st != 429 {
+		t.Fatalf("untrusted peer with a forged header: %d, want 429 (its own budget is spent)", st)
 	}
 }
 

@@ -32,3 +32,17 @@ func TestUnknownRouteAndMethod(t *testing.T) {
 		})
 	}
 }
+
+func TestReadyzDraining(t *testing.T) {
+	a := newTestAPI(t)
+	if st := a.serve(httptestRequest("GET", "/readyz", "", "192.0.2.1:1")); st != 200 {
+		t.Fatalf("/readyz: %d", st)
+	}
+	a.srv.Drain()
+	if st := a.serve(httptestRequest("GET", "/readyz", "", "192.0.2.1:1")); st != 503 {
+		t.Fatalf("/readyz while draining: %d", st)
+	}
+	if st := a.serve(httptestRequest("GET", "/api/v2/me", "Bearer "+demoToken(t, "acme-all"), "192.0.2.1:1")); st != 200 {
+		t.Fatalf("requests are still served while draining: %d", st)
+	}
+}

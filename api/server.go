@@ -8,6 +8,8 @@ import (
 	"context"
 	"log/slog"
 	"net/http"
+	"net/netip"
+	"sync/atomic"
 	"time"
 
 	"github.com/getkin/kin-openapi/openapi3"
@@ -102,6 +104,9 @@ type Config struct {
 	// RequestTimeout bounds the work of one request (10 s when 0); a
 	// request that runs out of time answers 503.
 	RequestTimeout time.Duration
+	// TrustedProxies are the load balancers whose X-Forwarded-For is
+	// believed when it names the client; empty trusts no header.
+	TrustedProxies []netip.Prefix
 }
 
 // Server is the fleetapi HTTP API.
@@ -115,7 +120,14 @@ type Server struct {
 	metrics *metrics
 	// openapi is the published OpenAPI document (openapi_doc.go).
 	openapi []byte
+	// draining is set when shutdown begins: /readyz answers 503 so that a
+	// load balancer stops sending new requests.
+	draining atomic.Bool
 }
+
+// Drain marks the server as shutting down: /readyz answers 503 from now
+// on, while requests are still served.
+func (s *Server) Drain() { s.draining.Store(true) }
 
 // New builds the API server and its routes.
 func New(cfg Config) (*Server, error) {

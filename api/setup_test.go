@@ -25,6 +25,7 @@ type testAPI struct {
 	handler http.Handler
 	store   *storage.Store
 	db      *storagetest.DB
+	srv     *api.Server
 }
 
 func newTestAPI(t *testing.T) *testAPI {
@@ -65,7 +66,7 @@ func newTestAPIWith(t *testing.T, configure func(*api.Config)) *testAPI {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return &testAPI{t: t, handler: srv.Handler(), store: store, db: db}
+	return &testAPI{t: t, handler: srv.Handler(), store: store, db: db, srv: srv}
 }
 
 // demoToken returns the secret of the demo token with the given name.

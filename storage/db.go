@@ -81,7 +81,9 @@ func Open(dsn string, opts Options) *bun.DB {
 	sqldb.SetMaxIdleConns(opts.MaxIdleConns)
 	sqldb.SetConnMaxLifetime(opts.ConnMaxLifetime)
 	db := bun.NewDB(sqldb, pgdialect.New(), bun.WithDiscardUnknownColumns())
-	hookOpts := []bunotel.Option{bunotel.WithDBName(databaseName(dsn)), bunotel.WithFormattedQueries(true)}
+	// Statements go to spans unformatted (with their ? placeholders): the
+	// values are tenant data, personal data and token hashes.
+	hookOpts := []bunotel.Option{bunotel.WithDBName(databaseName(dsn)), bunotel.WithFormattedQueries(false)}
 	if opts.TracerProvider != nil {
 		hookOpts = append(hookOpts, bunotel.WithTracerProvider(opts.TracerProvider))
 	}

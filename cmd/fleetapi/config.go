@@ -1,24 +1,42 @@
 package main
 
 import (
+	"errors"
 	"flag"
 	"fmt"
 	"io"
+	"net/netip"
 	"strconv"
+	"strings"
 	"time"
 
+	"github.com/fleetapi/fleetapi/api"
 	"github.com/fleetapi/fleetapi/storage"
 )
 
 // config is the configuration of the server commands (DESIGN §7).
 type config struct {
-	DatabaseURL     string
-	Addr            string
-	PolicyDir       string
-	DecisionLog     string
-	RateLimit       int
-	RedisURL        string
-	MetricsAddr     string
+	DatabaseURL string
+	Addr        string
+	PolicyDir   string
+	DecisionLog string
+	RedisURL    string
+	MetricsAddr string
+	// RateLimit is a token's default budget per minute; AuthFailureLimit a
+	// client address's budget of failed authentications per minute.
+	RateLimit        int
+	AuthFailureLimit int
+	// TrustedProxies are the load balancers whose X-Forwarded-For names
+	// the client.
+	TrustedProxies []netip.Prefix
+	// DBMaxConns is the size of the database pool of one replica.
+	DBMaxConns int
+	// RequestTimeout bounds the work of one request (then 503).
+	RequestTimeout time.Duration
+	// DrainDelay is how long /readyz answers 503 before the listener
+	// closes on shutdown; ShutdownTimeout how long in-flight requests may
+	// then take.
+	DrainDelay      time.Duration
 	ShutdownTimeout time.Duration
 	// ReadHeaderTimeout bounds how long a client may take to send its
 	// request headers (slow clients cannot hold connections).
@@ -29,31 +47,66 @@ type config struct {
 // defaultConfig reads the FLEET_* variables, with DESIGN §7's defaults.
 func defaultConfig(getenv func(string) string) (config, error) {
 	c := config{
-		DatabaseURL:       getenv("FLEET_DATABASE_URL"),
-		Addr:              orDefault(getenv("FLEET_ADDR"), "127.0.0.1:8080"),
-		PolicyDir:         getenv("FLEET_POLICY_DIR"),
-		DecisionLog:       orDefault(getenv("FLEET_DECISION_LOG"), "off"),
-		RedisURL:          getenv("FLEET_REDIS_URL"),
-		MetricsAddr:       getenv("FLEET_METRICS_ADDR"),
-		RateLimit:         1200,
-		ShutdownTimeout:   15 * time.Second,
-		ReadHeaderTimeout: 5 * time.Second,
+		DatabaseURL: getenv("FLEET_DATABASE_URL"),
+		Addr:        orDefault(getenv("FLEET_ADDR"), "127.0.0.1:8080"),
+		PolicyDir:   getenv("FLEET_POLICY_DIR"),
+		DecisionLog: orDefault(getenv("FLEET_DECISION_LOG"), "off"),
+		RedisURL:    getenv("FLEET_REDIS_URL"),
+		MetricsAddr: getenv("FLEET_METRICS_ADDR"),
 	}
-	if v := getenv("FLEET_READ_HEADER_TIMEOUT"); v != "" {
-		d, err := time.ParseDuration(v)
-		if err != nil || d <= 0 {
-			return c, fmt.Errorf("FLEET_READ_HEADER_TIMEOUT=%q: want a positive duration", v)
+	var errs []error
+	c.RateLimit = envInt(getenv, "FLEET_RATE_LIMIT", api.DefaultRateLimit, &errs)
+	c.AuthFailureLimit = envInt(getenv, "FLEET_AUTH_FAILURE_LIMIT", api.DefaultAuthFailureLimit, &errs)
+	c.DBMaxConns = envInt(getenv, "FLEET_DB_MAX_CONNS", 16, &errs)
+	c.RequestTimeout = envDuration(getenv, "FLEET_REQUEST_TIMEOUT", 10*time.Second, &errs)
+	c.DrainDelay = envDuration(getenv, "FLEET_DRAIN_DELAY", 0, &errs)
+	c.ShutdownTimeout = envDuration(getenv, "FLEET_SHUTDOWN_TIMEOUT", 15*time.Second, &errs)
+	c.ReadHeaderTimeout = envDuration(getenv, "FLEET_READ_HEADER_TIMEOUT", 5*time.Second, &errs)
+	if v := getenv("FLEET_TRUSTED_PROXIES"); v != "" {
+		for _, item := range strings.Split(v, ",") {
+			item = strings.TrimSpace(item)
+			if !strings.Contains(item, "/") {
+				if a, err := netip.ParseAddr(item); err == nil {
+					item = netip.PrefixFrom(a, a.BitLen()).String()
+				}
+			}
+			p, err := netip.ParsePrefix(item)
+			if err != nil {
+				errs = append(errs, fmt.Errorf("FLEET_TRUSTED_PROXIES: %q is not an address or CIDR", item))
+				continue
+			}
+			c.TrustedProxies = append(c.TrustedProxies, p.Masked())
 		}
-		c.ReadHeaderTimeout = d
 	}
-	if v := getenv("FLEET_RATE_LIMIT"); v != "" {
-		n, err := strconv.Atoi(v)
-		if err != nil || n < 1 {
-			return c, fmt.Errorf("FLEET_RATE_LIMIT=%q: want a positive integer", v)
-		}
-		c.RateLimit = n
+	return c, errors.Join(errs...)
+}
+
+// envInt reads a positive integer variable, or def when it is unset.
+func envInt(getenv func(string) string, name string, def int, errs *[]error) int {
+	v := getenv(name)
+	if v == "" {
+		return def
 	}
-	return c, nil
+	n, err := strconv.Atoi(v)
+	if err != nil || n < 1 {
+		*errs = append(*errs, fmt.Errorf("%s=%q: want a positive integer", name, v))
+		return def
+	}
+	return n
+}
+
+// envDuration reads a non-negative duration variable, or def when unset.
+func envDuration(getenv func(string) string, name string, def time.Duration, errs *[]error) time.Duration {
+	v := getenv(name)
+	if v == "" {
+		return def
+	}
+	d, err := time.ParseDuration(v)
+	if err != nil || d < 0 {
+		*errs = append(*errs, fmt.Errorf("%s=%q: want a duration such as 5s", name, v))
+		return def
+	}
+	return d
 }
 
 // databaseURL is the configured database, or DESIGN §7's default.
@@ -68,7 +121,11 @@ func (c *config) flags(fs *flag.FlagSet) {
 	fs.IntVar(&c.RateLimit, "rate-limit", c.RateLimit, "default per-token requests per minute (FLEET_RATE_LIMIT)")
 	fs.StringVar(&c.RedisURL, "redis-url", c.RedisURL, "Redis URL for rate limits shared by every replica (FLEET_REDIS_URL)")
 	fs.StringVar(&c.MetricsAddr, "metrics-addr", c.MetricsAddr, "serve /metrics, /healthz and /readyz on this address instead of the API's (FLEET_METRICS_ADDR)")
-	fs.DurationVar(&c.ShutdownTimeout, "shutdown-timeout", c.ShutdownTimeout, "how long in-flight requests may take to finish on shutdown")
+	fs.IntVar(&c.AuthFailureLimit, "auth-failure-limit", c.AuthFailureLimit, "failed authentications per minute per client address (FLEET_AUTH_FAILURE_LIMIT)")
+	fs.IntVar(&c.DBMaxConns, "db-max-conns", c.DBMaxConns, "database connections per replica (FLEET_DB_MAX_CONNS)")
+	fs.DurationVar(&c.RequestTimeout, "request-timeout", c.RequestTimeout, "bound on one request's work, then 503 (FLEET_REQUEST_TIMEOUT)")
+	fs.DurationVar(&c.DrainDelay, "drain-delay", c.DrainDelay, "on shutdown, how long /readyz answers 503 before the listener closes (FLEET_DRAIN_DELAY)")
+	fs.DurationVar(&c.ShutdownTimeout, "shutdown-timeout", c.ShutdownTimeout, "how long in-flight requests may take to finish on shutdown (FLEET_SHUTDOWN_TIMEOUT)")
 }
 
 func newFlagSet(name string, stdout io.Writer) *flag.FlagSet {

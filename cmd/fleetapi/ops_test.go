@@ -129,3 +129,28 @@ func TestSlowAndOversizedClients(t *testing.T) {
 		t.Fatal("a client that never finished its headers held the connection for 15 s")
 	}
 }
+
+// TestTruncatedBody: a body cut short answers 400 INVALID_BODY, not 500.
+func TestTruncatedBody(t *testing.T) {
+	db := storagetest.New(t)
+	env := map[string]string{"FLEET_DATABASE_URL": db.URL, "FLEET_ADDR": "127.0.0.1:0"}
+	runOK(t, env, "import", writeDemoFile(t))
+	addr, _ := startServe(t, env)
+	conn, err := net.Dial("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	tok := storage.DemoTokens()[0].Secret
+	req := "POST /api/v2/passengers HTTP/1.1\r\nHost: x\r\nAuthorization: " + tok +
+		"\r\nContent-Type: application/json\r\nContent-Length: 100\r\n\r\n{"
+	if _, err := conn.Write([]byte(req)); err != nil {
+		t.Fatal(err)
+	}
+	conn.(*net.TCPConn).CloseWrite()
+	_ = conn.SetReadDeadline(time.Now().Add(20 * time.Second))
+	b, _ := io.ReadAll(conn)
+	if !strings.HasPrefix(string(b), "HTTP/1.1 400") || !strings.Contains(string(b), "INVALID_BODY") {
+		t.Fatalf("response to a truncated body:\n%s", b)
+	}
+}

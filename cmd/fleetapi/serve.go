@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/uptrace/bun"
+	"go.opentelemetry.io/otel/metric"
 
 	"github.com/fleetapi/fleetapi/api"
 	"github.com/fleetapi/fleetapi/api/ratelimit"
@@ -42,7 +43,7 @@ func openDatabase(ctx context.Context, cfg config, tel *telemetry.Providers) (*b
 	if err := storage.EnsureDatabase(ctx, url); err != nil {
 		return nil, fmt.Errorf("database: %w", err)
 	}
-	opts := storage.Options{}
+	opts := storage.Options{MaxOpenConns: cfg.DBMaxConns}
 	if tel != nil {
 		opts.TracerProvider = tel.Tracer
 		opts.MeterProvider = tel.Meter
@@ -79,7 +80,7 @@ func decisionLog(dest string, stdout io.Writer) (io.Writer, func() error, error)
 // newLimiter returns the rate limiter: shared through Redis when
 // FLEET_REDIS_URL is set (falling back to per-replica limits while Redis is
 // down), in-process otherwise.
-func newLimiter(cfg config, log *slog.Logger) (ratelimit.Limiter, func(), error) {
+func newLimiter(cfg config, log *slog.Logger, tel *telemetry.Providers) (ratelimit.Limiter, func(), error) {
 	local := ratelimit.NewLocal()
 	if cfg.RedisURL == "" {
 		return local, func() {}, nil
@@ -88,7 +89,14 @@ func newLimiter(cfg config, log *slog.Logger) (ratelimit.Limiter, func(), error)
 	if err != nil {
 		return nil, nil, fmt.Errorf("FLEET_REDIS_URL: %w", err)
 	}
-	return ratelimit.NewRedis(client, local, log), func() { client.Close() }, nil
+	fallbacks, err := tel.Meter.Meter("github.com/fleetapi/fleetapi/cmd/fleetapi").Int64Counter("fleet.ratelimit.redis_fallbacks",
+		metric.WithDescription("Rate-limit answers given by the per-replica fallback because Redis was unavailable."))
+	if err != nil {
+		return nil, nil, err
+	}
+	lim := ratelimit.NewRedis(client, local, log)
+	lim.OnFallback = func() { fallbacks.Add(context.Background(), 1) }
+	return lim, func() { client.Close() }, nil
 }
 
 // serveOps serves the operational endpoints on their own address.
@@ -147,7 +155,7 @@ func serve(ctx context.Context, cfg config, getenv func(string) string, stdout i
 		return fmt.Errorf("policy: %w", err)
 	}
 
-	limiter, closeLimiter, err := newLimiter(cfg, log)
+	limiter, closeLimiter, err := newLimiter(cfg, log, tel)
 	if err != nil {
 		return err
 	}
@@ -155,18 +163,21 @@ func serve(ctx context.Context, cfg config, getenv func(string) string, stdout i
 
 	store := storage.NewStore(db)
 	srv, err := api.New(api.Config{
-		Auth:           &tenancy.Authenticator{Store: store},
-		Policy:         engine,
-		Store:          store,
-		TracerProvider: tel.Tracer,
-		MeterProvider:  tel.Meter,
-		Propagator:     tel.Propagator,
-		Logger:         log,
-		Limiter:        limiter,
-		RateLimit:      cfg.RateLimit,
-		Ready:          store,
-		MetricsHandler: tel.MetricsHandler,
-		SeparateOps:    cfg.MetricsAddr != "",
+		Auth:             &tenancy.Authenticator{Store: store},
+		Policy:           engine,
+		Store:            store,
+		TracerProvider:   tel.Tracer,
+		MeterProvider:    tel.Meter,
+		Propagator:       tel.Propagator,
+		Logger:           log,
+		Limiter:          limiter,
+		RateLimit:        cfg.RateLimit,
+		AuthFailureLimit: cfg.AuthFailureLimit,
+		TrustedProxies:   cfg.TrustedProxies,
+		RequestTimeout:   cfg.RequestTimeout,
+		Ready:            store,
+		MetricsHandler:   tel.MetricsHandler,
+		SeparateOps:      cfg.MetricsAddr != "",
 	})
 	if err != nil {
 		return err
@@ -204,6 +215,11 @@ func serve(ctx context.Context, cfg config, getenv func(string) string, stdout i
 		return err
 	case <-ctx.Done():
 	}
+	// Drain: /readyz turns 503 so that load balancers stop routing here,
+	// while requests are still served for the drain delay.
+	srv.Drain()
+	log.Info("draining", slog.Duration("delay", cfg.DrainDelay))
+	time.Sleep(cfg.DrainDelay)
 	log.Info("shutting down", slog.Duration("timeout", cfg.ShutdownTimeout))
 	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), cfg.ShutdownTimeout)
 	defer cancel()
