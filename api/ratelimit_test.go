@@ -2,9 +2,9 @@ package api_test
 
 import (
 	"context"
-	"net/netip"
 	"io"
 	"net/http"
+	"net/netip"
 	"strconv"
 	"strings"
 	"testing"

@@ -127,9 +127,7 @@ func (p *genPlan) planDevices() {
 			p.deviceOwner = append(p.deviceOwner, u)
 		}
 	}
-	for _, u := range r.Perm(cfg.Users)[:cfg.Devices%cfg.Users] {
-		p.deviceOwner = append(p.deviceOwner, u)
-	}
+	p.deviceOwner = append(p.deviceOwner, r.Perm(cfg.Users)[:cfg.Devices%cfg.Users]...)
 	r.Shuffle(len(p.deviceOwner), func(i, j int) { p.deviceOwner[i], p.deviceOwner[j] = p.deviceOwner[j], p.deviceOwner[i] })
 	p.userDevices = make([][]int, cfg.Users)
 	p.deviceType = make([]int, cfg.Devices)

@@ -1,6 +1,9 @@
 package storage
 
-import "encoding/json"
+import (
+	"encoding/json"
+	"fmt"
+)
 
 // StringList is a text[] column. It encodes as a JSON array, [] when empty
 // or nil, never null. Tag its fields with bun's ",array" option.
@@ -33,4 +36,32 @@ func (o JSONObject) MarshalJSON() ([]byte, error) {
 		return []byte("{}"), nil
 	}
 	return json.Marshal(map[string]any(o))
+}
+
+// Scan reads a json or jsonb column (implements sql.Scanner). The empty
+// object, which most rows hold, is recognised without running the JSON
+// decoder; NULL scans as nil.
+func (o *JSONObject) Scan(src any) error {
+	var b []byte
+	switch v := src.(type) {
+	case nil:
+		*o = nil
+		return nil
+	case []byte:
+		b = v
+	case string:
+		b = []byte(v)
+	default:
+		return fmt.Errorf("storage.JSONObject: cannot scan %T", src)
+	}
+	if string(b) == "{}" {
+		*o = JSONObject{}
+		return nil
+	}
+	var m map[string]any
+	if err := json.Unmarshal(b, &m); err != nil {
+		return fmt.Errorf("storage.JSONObject: %w", err)
+	}
+	*o = m
+	return nil
 }

@@ -58,7 +58,13 @@ func list[T any](ctx context.Context, s *Store, l Listing, scope policy.RowScope
 	if err := applyFilters(q, l, req); err != nil {
 		return Page[T]{}, err
 	}
-	count := q.Clone()
+	count, err := s.scopedCount(scope, (*T)(nil))
+	if err != nil {
+		return Page[T]{}, err
+	}
+	if err := applyFilters(count, l, req); err != nil {
+		return Page[T]{}, err
+	}
 	sortField, ok := l.Field(req.Sort)
 	if !ok {
 		return Page[T]{}, fmt.Errorf("%w: sort %q", ErrBadListRequest, req.Sort)

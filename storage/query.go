@@ -17,3 +17,14 @@ func (s *Store) scopedSelect(scope policy.RowScope, model any) (*bun.SelectQuery
 	}
 	return s.db.NewSelect().Model(model).Where(where, args...), nil
 }
+
+// scopedCount starts a SELECT for counting the rows of a tenant table that
+// the caller's row scope admits, with the scope in its counting shape
+// (scopeCountSQL). model is the bun model of scope.Resource's table.
+func (s *Store) scopedCount(scope policy.RowScope, model any) (*bun.SelectQuery, error) {
+	where, args, err := scopeCountSQL(scope)
+	if err != nil {
+		return nil, err
+	}
+	return s.db.NewSelect().Model(model).Where(where, args...), nil
+}

@@ -77,6 +77,24 @@ func ValidateScope(scope policy.RowScope) error {
 // list is one array argument. It returns ErrScope for anything it cannot
 // translate exactly.
 func scopeSQL(scope policy.RowScope) (string, []any, error) {
+	return translateScope(scope, false)
+}
+
+// scopeCountSQL is scopeSQL for counting rows. It differs in one shape: an
+// OR of account conditions (account_id = a, manager_id = m) becomes one
+// semi-join, account_id IN (SELECT id FROM accounts WHERE id = a OR
+// manager_id = m), which PostgreSQL counts with index-only scans of the
+// tenant table's (account_id, id) index. As an OR of two conditions it
+// can only filter every row of the table (a sequential scan: 200 ms over
+// 1,000,000 services for a manager of 2,000 accounts). The two are equal
+// because account_id is NOT NULL REFERENCES accounts (id) in every scoped
+// table. Page queries keep scopeSQL's shape: ordered by id with a LIMIT,
+// a hashed subplan filter on the primary key walk is what they want.
+func scopeCountSQL(scope policy.RowScope) (string, []any, error) {
+	return translateScope(scope, true)
+}
+
+func translateScope(scope policy.RowScope, forCount bool) (string, []any, error) {
 	t, ok := scopeTables[scope.Resource]
 	if !ok {
 		return "", nil, fmt.Errorf("%w: unknown resource %q", ErrScope, scope.Resource)
@@ -87,7 +105,7 @@ func scopeSQL(scope policy.RowScope) (string, []any, error) {
 	case scope.None && !scope.Unrestricted && scope.Where == nil:
 		return "FALSE", nil, nil
 	case scope.Where != nil && !scope.None && !scope.Unrestricted:
-		tr := translator{t: t}
+		tr := translator{t: t, forCount: forCount}
 		if err := tr.node(*scope.Where, 0); err != nil {
 			return "", nil, err
 		}
@@ -100,6 +118,8 @@ type translator struct {
 	t    scopeTable
 	b    strings.Builder
 	args []any
+	// forCount merges ORs of account conditions (scopeCountSQL).
+	forCount bool
 }
 
 func (tr *translator) node(c policy.Condition, depth int) error {
@@ -115,8 +135,18 @@ func (tr *translator) node(c policy.Condition, depth int) error {
 		if c.Op == policy.OpOr {
 			sep = " OR "
 		}
+		children := c.Children
 		tr.b.WriteByte('(')
-		for i, ch := range c.Children {
+		if c.Op == policy.OpOr && tr.forCount {
+			var err error
+			if children, err = tr.accountSemiJoin(children); err != nil {
+				return err
+			}
+			if len(children) < len(c.Children) && len(children) > 0 {
+				tr.b.WriteString(sep)
+			}
+		}
+		for i, ch := range children {
 			if i > 0 {
 				tr.b.WriteString(sep)
 			}
@@ -145,6 +175,41 @@ func (tr *translator) node(c policy.Condition, depth int) error {
 		return fmt.Errorf("%w: column %q is not allowed in a scope of %s", ErrScope, c.Field, tr.t.table)
 	}
 	return tr.leaf(c, kind)
+}
+
+// accountSemiJoin renders the account conditions among the children of an
+// OR (account_id = a, manager_id = m) as one semi-join over accounts (see
+// scopeCountSQL) and returns the other children. With fewer than two such
+// conditions, or no manager_id among them, it renders nothing.
+func (tr *translator) accountSemiJoin(children []policy.Condition) ([]policy.Condition, error) {
+	var conds []string
+	var args []any
+	var rest []policy.Condition
+	managers := 0
+	for _, ch := range children {
+		kind, known := tr.t.columns[ch.Field]
+		if ch.Op != policy.OpEq || len(ch.Children) != 0 || !known || (kind != kindInt || ch.Field != "account_id") && kind != kindManager {
+			rest = append(rest, ch)
+			continue
+		}
+		id, err := scalarValue(ch.Value, kindInt)
+		if err != nil {
+			return nil, err
+		}
+		if kind == kindManager {
+			managers++
+			conds = append(conds, `"owner"."manager_id" = ?`)
+		} else {
+			conds = append(conds, `"owner"."id" = ?`)
+		}
+		args = append(args, id)
+	}
+	if len(conds) < 2 || managers == 0 {
+		return children, nil
+	}
+	tr.b.WriteString(tr.col("account_id") + ` IN (SELECT "owner"."id" FROM "accounts" AS "owner" WHERE ` + strings.Join(conds, " OR ") + `)`)
+	tr.args = append(tr.args, args...)
+	return rest, nil
 }
 
 // col renders a real column, qualified by its table's alias.

@@ -38,6 +38,9 @@ func (s stats) Throughput() float64 {
 // the run completes (cutting it off would break the database connection
 // under it and measure the breakage).
 func load(ctx context.Context, concurrency int, duration time.Duration, requests int64, op func(ctx context.Context, n int64) error) stats {
+	if duration <= 0 && requests <= 0 {
+		return stats{} // unbounded: nothing to run
+	}
 	var (
 		next     atomic.Int64
 		errCount atomic.Int64

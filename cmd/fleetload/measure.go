@@ -3,7 +3,9 @@ package main
 import (
 	"context"
 	"fmt"
+	"os"
 	"slices"
+	"strings"
 	"time"
 )
 
@@ -18,6 +20,14 @@ type scenarioResult struct {
 	// policy is the p50 of the cached Decide + Scope the API runs per
 	// request, measured in this process on the same engine.
 	policy time.Duration
+	// serverCPU is the server process's CPU time per API request (with
+	// --server-pid), clientCPU the harness's own per API request (the HTTP
+	// client), floorCPU the harness's per floor call (the storage code,
+	// bun and the driver): CPU time does not grow with the machine's load
+	// as latency does.
+	serverCPU, clientCPU, floorCPU time.Duration
+	// load is the machine's load average when the scenario started.
+	load string
 	// rss is the server's peak resident memory during the API run (0 when
 	// not sampled).
 	rss int64
@@ -33,7 +43,8 @@ func (h *harness) measure(ctx context.Context, sc scenario) (scenarioResult, err
 		return res, fmt.Errorf("%s: floor: %w", sc.name, err)
 	}
 	res.check = fmt.Sprintf("floor %d", floorAnswer)
-	if !h.cfg.NoAPI {
+	res.load = loadAverage()
+	if !h.cfg.NoAPI && sc.api != nil {
 		body, err := h.do(ctx, token, sc.api(0), true)
 		if err != nil {
 			return res, fmt.Errorf("%s: %w", sc.name, err)
@@ -65,11 +76,16 @@ func (h *harness) measure(ctx context.Context, sc scenario) (scenarioResult, err
 	shifted := func(op func(context.Context, int64) error) func(context.Context, int64) error {
 		return func(ctx context.Context, n int64) error { return op(ctx, n+offset) }
 	}
-	if !h.cfg.NoAPI {
+	if !h.cfg.NoAPI && sc.api != nil {
 		warm := load(ctx, h.cfg.Concurrency, h.cfg.Warmup, 0, shifted(apiOp))
 		offset += warm.Requests + int64(h.cfg.Concurrency)
 		sampler := h.sampleRSS()
+		server, client := startCPU(h.cfg.ServerPID), startCPU(0)
 		res.api = load(ctx, h.cfg.Concurrency, h.cfg.Duration, h.cfg.Requests, shifted(apiOp))
+		if h.cfg.ServerPID != 0 {
+			res.serverCPU = server.perRequest(res.api.Requests)
+		}
+		res.clientCPU = client.perRequest(res.api.Requests)
 		res.rss = sampler()
 		res.measuredAPI = true
 		offset += res.api.Requests + int64(h.cfg.Concurrency)
@@ -77,7 +93,9 @@ func (h *harness) measure(ctx context.Context, sc scenario) (scenarioResult, err
 	if !h.cfg.NoFloor {
 		warm := load(ctx, h.cfg.Concurrency, h.cfg.Warmup, 0, shifted(floorOp))
 		offset += warm.Requests + int64(h.cfg.Concurrency)
+		floorCPU := startCPU(0)
 		res.floor = load(ctx, h.cfg.Concurrency, h.cfg.Duration, h.cfg.Requests, shifted(floorOp))
+		res.floorCPU = floorCPU.perRequest(res.floor.Requests)
 		res.measuredFloor = true
 	}
 	return res, nil
@@ -104,4 +122,19 @@ func (h *harness) policyTime(ctx context.Context, sc scenario) (time.Duration, e
 	}
 	slices.Sort(times)
 	return percentile(times, 50), nil
+}
+
+// loadAverage returns the 1-minute load average of the machine (Linux),
+// or "?": the harness shares the machine with the server and PostgreSQL,
+// and anything else running skews every figure.
+func loadAverage() string {
+	b, err := os.ReadFile("/proc/loadavg")
+	if err != nil {
+		return "?"
+	}
+	f := strings.Fields(string(b))
+	if len(f) == 0 {
+		return "?"
+	}
+	return f[0]
 }

@@ -11,6 +11,14 @@ func ms(d time.Duration) string {
 	return fmt.Sprintf("%.2f", float64(d)/float64(time.Millisecond))
 }
 
+// us formats a duration in microseconds, "-" for none.
+func us(d time.Duration) string {
+	if d <= 0 {
+		return "-"
+	}
+	return fmt.Sprintf("%.0f", float64(d)/float64(time.Microsecond))
+}
+
 // ratio is the API p50 over the floor p50; "-" when one side is missing.
 func (r scenarioResult) ratio() string {
 	if !r.measuredAPI || !r.measuredFloor || r.floor.P50 == 0 {
@@ -49,16 +57,16 @@ func side(s stats, measured bool) string {
 
 // line is the one-line text report of a scenario.
 func (r scenarioResult) line() string {
-	return fmt.Sprintf("%-16s %-10s API   %s\n%-27s floor %s\n%-27s ratio %s, policy %s, server RSS peak %s, check: %s",
+	return fmt.Sprintf("%-16s %-10s API   %s\n%-27s floor %s\n%-27s ratio %s, policy %s, CPU per request: server %s, harness HTTP client %s, floor Go %s µs\n%-27s server RSS peak %s, load average %s, check: %s",
 		r.name, r.role, side(r.api, r.measuredAPI), "", side(r.floor, r.measuredFloor), "",
-		r.ratio(), r.policyShare(), r.rssText(), r.check)
+		r.ratio(), r.policyShare(), us(r.serverCPU), us(r.clientCPU), us(r.floorCPU), "", r.rssText(), r.load, r.check)
 }
 
 // markdownTable renders the results as the table of docs/performance.md.
 func markdownTable(results []scenarioResult) string {
 	var b strings.Builder
-	b.WriteString("| scenario | request (role) | API p50 ms | API p90 ms | API p99 ms | API req/s | floor p50 ms | floor p99 ms | floor req/s | API/floor p50 | policy p50 (share of API p50) | errors API/floor | server RSS peak |\n")
-	b.WriteString("|---|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|\n")
+	b.WriteString("| scenario | request (role) | API p50 ms | API p90 ms | API p99 ms | API req/s | floor p50 ms | floor p99 ms | floor req/s | API/floor p50 | policy p50 (share of API p50) | errors API/floor | server RSS peak | server CPU µs/req | floor Go CPU µs/req | load avg |\n")
+	b.WriteString("|---|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|\n")
 	for _, r := range results {
 		api := func(f func(stats) string) string {
 			if !r.measuredAPI {
@@ -72,7 +80,7 @@ func markdownTable(results []scenarioResult) string {
 			}
 			return f(r.floor)
 		}
-		fmt.Fprintf(&b, "| %s | `%s` (%s) | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s/%s | %s |\n",
+		fmt.Fprintf(&b, "| %s | `%s` (%s) | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s/%s | %s | %s | %s | %s |\n",
 			r.name, r.request, r.role,
 			api(func(s stats) string { return ms(s.P50) }), api(func(s stats) string { return ms(s.P90) }),
 			api(func(s stats) string { return ms(s.P99) }), api(func(s stats) string { return fmt.Sprintf("%.0f", s.Throughput()) }),
@@ -80,7 +88,7 @@ func markdownTable(results []scenarioResult) string {
 			floor(func(s stats) string { return fmt.Sprintf("%.0f", s.Throughput()) }),
 			r.ratio(), r.policyShare(),
 			api(func(s stats) string { return fmt.Sprint(s.Errors) }), floor(func(s stats) string { return fmt.Sprint(s.Errors) }),
-			r.rssText())
+			r.rssText(), us(r.serverCPU), us(r.floorCPU), r.load)
 	}
 	return b.String()
 }

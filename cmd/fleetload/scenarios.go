@@ -43,6 +43,29 @@ func scenarioNames() []string {
 		"event_by_id", "due_services", "passenger_create"}
 }
 
+// authScenario is a diagnostic, not in the default set: the token lookup
+// that authenticates every API request (one query), floor only. It shows
+// what authentication adds to each scenario's floor.
+func (h *harness) authScenario() (scenario, error) {
+	secret, ok := h.tokens["user"]
+	if !ok {
+		return scenario{}, fmt.Errorf("auth_lookup: no user token")
+	}
+	hash, err := tenancy.HashToken(secret)
+	if err != nil {
+		return scenario{}, err
+	}
+	p := h.principals["user"]
+	return scenario{
+		name: "auth_lookup", role: "user", request: "token lookup (PrincipalByTokenHash), floor only",
+		input: policy.NewInput(p, "GET", "/me", false), resource: "services",
+		floor: func(ctx context.Context, _ int64) (int64, error) {
+			p, _, err := h.store.PrincipalByTokenHash(ctx, hash)
+			return p.Account.ID, err
+		},
+	}, nil
+}
+
 const base = "/api/v2"
 
 // scenario builds the named scenario with its scope.
@@ -64,6 +87,8 @@ func (h *harness) scenario(ctx context.Context, name string) (scenario, error) {
 		return h.dueScenario(ctx)
 	case "passenger_create":
 		return h.passengerScenario(ctx)
+	case "auth_lookup":
+		return h.authScenario()
 	}
 	return scenario{}, fmt.Errorf("unknown scenario %q (want some of %v)", name, scenarioNames())
 }
