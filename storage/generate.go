@@ -23,6 +23,7 @@ const GenerateTokenRateLimit = 10_000_000
 // excepted: they are random, so that a known seed never yields a known
 // token).
 type GenerateConfig struct {
+	// Seed seeds every random stream of the generator (math/rand/v2 PCG).
 	Seed uint64
 	// Managers, Users and Subaccounts are account counts; one admin is
 	// always created. Users are spread over managers unevenly (the first

@@ -185,3 +185,13 @@ func TestUnknownCommand(t *testing.T) {
 		t.Fatal("unknown command accepted")
 	}
 }
+
+// TestMigrateFlagsAfterAction: `migrate status --database-url X` reads the
+// flag after the action.
+func TestMigrateFlagsAfterAction(t *testing.T) {
+	db := storagetest.New(t)
+	out := runOK(t, nil, "migrate", "status", "--database-url", db.URL)
+	if !strings.Contains(out, "applied") {
+		t.Fatalf("status of the given database: %s", out)
+	}
+}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"strings"
 
 	"github.com/fleetapi/fleetapi/storage"
 )
@@ -15,10 +16,14 @@ func runMigrate(ctx context.Context, args []string, getenv func(string) string, 
 	}
 	fs := newFlagSet("migrate", stdout)
 	fs.StringVar(&cfg.DatabaseURL, "database-url", cfg.DatabaseURL, "PostgreSQL URL (FLEET_DATABASE_URL)")
+	// The action may come before or after the flags.
+	action := "up"
+	if len(args) > 0 && !strings.HasPrefix(args[0], "-") {
+		action, args = args[0], args[1:]
+	}
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
-	action := "up"
 	if fs.NArg() > 0 {
 		action = fs.Arg(0)
 	}

@@ -133,6 +133,14 @@ func serve(ctx context.Context, cfg config, getenv func(string) string, stdout i
 		}
 	}()
 
+	if addr := getenv("FLEET_PPROF_ADDR"); addr != "" {
+		_, stopPprof, err := startPprof(addr, log)
+		if err != nil {
+			return err
+		}
+		defer stopPprof(context.Background()) //nolint:errcheck // best effort at exit
+	}
+
 	db, err := openDatabase(ctx, cfg, tel)
 	if err != nil {
 		return err
