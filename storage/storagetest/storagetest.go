@@ -15,6 +15,8 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"strconv"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -123,6 +125,7 @@ func template(ctx context.Context, base string) (string, error) {
 		return "", err
 	}
 	if exists {
+		dropStale(ctx, conn, name)
 		return name, nil
 	}
 	building := name + "_build"
@@ -139,7 +142,32 @@ func template(ctx context.Context, base string) (string, error) {
 	if _, err := conn.ExecContext(ctx, "ALTER DATABASE "+building+" RENAME TO "+name); err != nil {
 		return "", err
 	}
+	dropStale(ctx, conn, name)
 	return name, nil
+}
+
+// dropStale removes templates of older migrations and test databases left
+// behind by runs that were killed more than a day ago. Errors are ignored:
+// a database still in use is left for a later run.
+func dropStale(ctx context.Context, conn bun.Conn, current string) {
+	var names []string
+	cutoff := time.Now().Add(-24 * time.Hour).Unix()
+	err := conn.NewRaw(`SELECT datname FROM pg_database WHERE datname LIKE 'fleetapi\_tmpl\_%' OR datname LIKE 'fleetapi\_test\_%'`).Scan(ctx, &names)
+	if err != nil {
+		return
+	}
+	for _, n := range names {
+		if n == current || strings.HasSuffix(n, "_build") {
+			continue
+		}
+		if rest, ok := strings.CutPrefix(n, "fleetapi_test_"); ok {
+			stamp, _, _ := strings.Cut(rest, "_")
+			if sec, err := strconv.ParseInt(stamp, 10, 64); err != nil || sec > cutoff {
+				continue
+			}
+		}
+		_, _ = conn.ExecContext(ctx, "DROP DATABASE IF EXISTS "+n)
+	}
 }
 
 func migrationsHash() (string, error) {
