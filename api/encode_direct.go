@@ -2,7 +2,6 @@ package api
 
 import (
 	"bytes"
-	"encoding/json"
 	"slices"
 	"strconv"
 )
@@ -52,9 +51,7 @@ func (e *Envelope[T]) appendJSON(b []byte) ([]byte, bool, error) {
 		b = append(b, ']')
 	}
 	var meta bytes.Buffer
-	enc := json.NewEncoder(&meta)
-	enc.SetEscapeHTML(false)
-	if err := enc.Encode(e.Meta); err != nil {
+	if err := encodeJSON(&meta, e.Meta); err != nil {
 		return nil, true, err
 	}
 	b = append(b, `,"meta":`...)

@@ -2,6 +2,7 @@ package api
 
 import (
 	"encoding/json"
+	"io"
 	"log/slog"
 	"net/http"
 	"strconv"
@@ -10,13 +11,19 @@ import (
 	"go.opentelemetry.io/otel/trace"
 )
 
+// encodeJSON writes v as JSON followed by a newline, without escaping
+// HTML characters: the one encoding of every response body.
+func encodeJSON(w io.Writer, v any) error {
+	enc := json.NewEncoder(w)
+	enc.SetEscapeHTML(false)
+	return enc.Encode(v)
+}
+
 // writeJSON writes v as the JSON response body with the given status.
 func writeJSON(w http.ResponseWriter, status int, v any) {
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(status)
-	enc := json.NewEncoder(w)
-	enc.SetEscapeHTML(false)
-	_ = enc.Encode(v)
+	_ = encodeJSON(w, v)
 }
 
 // writeError writes err in the error envelope. Internal causes are logged
@@ -48,8 +55,9 @@ func (s *Server) writeError(w http.ResponseWriter, r *http.Request, err error) {
 }
 
 // sendJSON is Fuego's serializer for every success response: the API
-// answers JSON whatever the Accept header says. It runs in the
-// response.encode span, which carries the number of items of a list.
+// answers JSON whatever the Accept header says (the guard has set the
+// Content-Type). It runs in the response.encode span, which carries the
+// number of items of a list.
 func (s *Server) sendJSON(w http.ResponseWriter, r *http.Request, ans any) error {
 	_, span := s.tracer.Start(r.Context(), "response.encode")
 	defer span.End()
@@ -58,28 +66,27 @@ func (s *Server) sendJSON(w http.ResponseWriter, r *http.Request, ans any) error
 		span.SetAttributes(attrResultCount.Int(n))
 		trace.SpanFromContext(r.Context()).SetAttributes(attrResultCount.Int(n))
 	}
-	w.Header().Set("Content-Type", "application/json")
+	err := encodeBody(w, ans)
+	if err != nil {
+		span.SetStatus(codes.Error, "encode")
+		span.RecordError(err)
+	}
+	return err
+}
+
+// encodeBody writes a success body: lists of service records by hand
+// (encode_direct.go), everything else through encodeJSON.
+func encodeBody(w io.Writer, ans any) error {
 	if d, ok := ans.(interface {
 		appendJSON([]byte) ([]byte, bool, error)
 	}); ok {
-		// Lists of service records are written by hand (encode_direct.go).
-		if b, done, err := d.appendJSON(nil); done {
+		b, done, err := d.appendJSON(nil)
+		if done {
 			if err == nil {
 				_, err = w.Write(b)
-			}
-			if err != nil {
-				span.SetStatus(codes.Error, "encode")
-				span.RecordError(err)
 			}
 			return err
 		}
 	}
-	enc := json.NewEncoder(w)
-	enc.SetEscapeHTML(false)
-	if err := enc.Encode(ans); err != nil {
-		span.SetStatus(codes.Error, "encode")
-		span.RecordError(err)
-		return err
-	}
-	return nil
+	return encodeJSON(w, ans)
 }
