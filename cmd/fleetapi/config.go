@@ -114,7 +114,7 @@ func (c config) databaseURL() string { return orDefault(c.DatabaseURL, storage.D
 
 // flags registers the server flags on fs, defaulting to c's values.
 func (c *config) flags(fs *flag.FlagSet) {
-	fs.StringVar(&c.DatabaseURL, "database-url", c.DatabaseURL, "PostgreSQL URL (FLEET_DATABASE_URL)")
+	c.databaseFlag(fs)
 	fs.StringVar(&c.Addr, "addr", c.Addr, "listen address (FLEET_ADDR)")
 	fs.StringVar(&c.PolicyDir, "policy-dir", c.PolicyDir, "load the Rego policy set from this directory instead of the embedded one (FLEET_POLICY_DIR)")
 	fs.StringVar(&c.DecisionLog, "decision-log", c.DecisionLog, "decision log: stdout, a file path, or off (FLEET_DECISION_LOG)")
@@ -126,6 +126,23 @@ func (c *config) flags(fs *flag.FlagSet) {
 	fs.DurationVar(&c.RequestTimeout, "request-timeout", c.RequestTimeout, "bound on one request's work, then 503 (FLEET_REQUEST_TIMEOUT)")
 	fs.DurationVar(&c.DrainDelay, "drain-delay", c.DrainDelay, "on shutdown, how long /readyz answers 503 before the listener closes (FLEET_DRAIN_DELAY)")
 	fs.DurationVar(&c.ShutdownTimeout, "shutdown-timeout", c.ShutdownTimeout, "how long in-flight requests may take to finish on shutdown (FLEET_SHUTDOWN_TIMEOUT)")
+}
+
+// databaseFlag registers --database-url on fs.
+func (c *config) databaseFlag(fs *flag.FlagSet) {
+	fs.StringVar(&c.DatabaseURL, "database-url", c.DatabaseURL, "PostgreSQL URL (FLEET_DATABASE_URL)")
+}
+
+// databaseCommand starts a command that works on the database: the
+// configuration from the environment and a flag set with --database-url.
+func databaseCommand(name string, getenv func(string) string, stdout io.Writer) (*config, *flag.FlagSet, error) {
+	cfg, err := defaultConfig(getenv)
+	if err != nil {
+		return nil, nil, err
+	}
+	fs := newFlagSet(name, stdout)
+	cfg.databaseFlag(fs)
+	return &cfg, fs, nil
 }
 
 func newFlagSet(name string, stdout io.Writer) *flag.FlagSet {

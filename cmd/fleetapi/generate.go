@@ -16,12 +16,10 @@ import (
 // synthetic data set with COPY and print the harness tokens (DESIGN §7
 // extension; docs/performance.md).
 func runGenerate(ctx context.Context, args []string, getenv func(string) string, stdout io.Writer) error {
-	cfg, err := defaultConfig(getenv)
+	cfg, fs, err := databaseCommand("generate", getenv, stdout)
 	if err != nil {
 		return err
 	}
-	fs := newFlagSet("generate", stdout)
-	fs.StringVar(&cfg.DatabaseURL, "database-url", cfg.DatabaseURL, "PostgreSQL URL (FLEET_DATABASE_URL)")
 	preset := fs.String("preset", "small", "data set size: small (about 1% of large) or large")
 	seed := fs.Uint64("seed", 1, "random seed: the same seed, sizes and --today give the same rows")
 	force := fs.Bool("force", false, "empty the fleetapi tables of a database that already holds data (destroys it)")

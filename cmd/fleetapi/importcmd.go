@@ -11,12 +11,10 @@ import (
 )
 
 func runImport(ctx context.Context, args []string, getenv func(string) string, stdout io.Writer) error {
-	cfg, err := defaultConfig(getenv)
+	cfg, fs, err := databaseCommand("import", getenv, stdout)
 	if err != nil {
 		return err
 	}
-	fs := newFlagSet("import", stdout)
-	fs.StringVar(&cfg.DatabaseURL, "database-url", cfg.DatabaseURL, "PostgreSQL URL (FLEET_DATABASE_URL)")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -28,7 +26,7 @@ func runImport(ctx context.Context, args []string, getenv func(string) string, s
 		return fmt.Errorf("import: %w", err)
 	}
 	defer f.Close()
-	db, err := openDatabase(ctx, cfg, nil)
+	db, err := openDatabase(ctx, *cfg, nil)
 	if err != nil {
 		return err
 	}

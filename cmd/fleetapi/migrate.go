@@ -10,12 +10,10 @@ import (
 )
 
 func runMigrate(ctx context.Context, args []string, getenv func(string) string, stdout io.Writer) error {
-	cfg, err := defaultConfig(getenv)
+	cfg, fs, err := databaseCommand("migrate", getenv, stdout)
 	if err != nil {
 		return err
 	}
-	fs := newFlagSet("migrate", stdout)
-	fs.StringVar(&cfg.DatabaseURL, "database-url", cfg.DatabaseURL, "PostgreSQL URL (FLEET_DATABASE_URL)")
 	// The action may come before or after the flags.
 	action := "up"
 	if len(args) > 0 && !strings.HasPrefix(args[0], "-") {

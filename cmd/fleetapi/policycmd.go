@@ -41,12 +41,10 @@ func runPolicy(ctx context.Context, args []string, getenv func(string) string, s
 }
 
 func runExplain(ctx context.Context, args []string, getenv func(string) string, stdout io.Writer) error {
-	cfg, err := defaultConfig(getenv)
+	cfg, fs, err := databaseCommand("policy explain", getenv, stdout)
 	if err != nil {
 		return err
 	}
-	fs := newFlagSet("policy explain", stdout)
-	fs.StringVar(&cfg.DatabaseURL, "database-url", cfg.DatabaseURL, "PostgreSQL URL (FLEET_DATABASE_URL)")
 	fs.StringVar(&cfg.PolicyDir, "policy-dir", cfg.PolicyDir, "policy set to explain with (FLEET_POLICY_DIR)")
 	var tokenID int64
 	var route string

@@ -23,13 +23,11 @@ func runToken(ctx context.Context, args []string, getenv func(string) string, st
 	if len(args) == 0 {
 		return errors.New("token: want create, list or revoke")
 	}
-	cfg, err := defaultConfig(getenv)
+	action, args := args[0], args[1:]
+	cfg, fs, err := databaseCommand("token "+action, getenv, stdout)
 	if err != nil {
 		return err
 	}
-	action, args := args[0], args[1:]
-	fs := newFlagSet("token "+action, stdout)
-	fs.StringVar(&cfg.DatabaseURL, "database-url", cfg.DatabaseURL, "PostgreSQL URL (FLEET_DATABASE_URL)")
 	var (
 		account, name string
 		perms         stringList
