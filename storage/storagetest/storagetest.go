@@ -45,7 +45,7 @@ func New(t testing.TB) *DB {
 	t.Helper()
 	ctx := context.Background()
 	base := server(t)
-	tmpl, err := template(ctx, base)
+	tmpl, err := template(t, ctx, base)
 	if err != nil {
 		t.Fatalf("storagetest: template database: %v", err)
 	}
@@ -102,13 +102,13 @@ func privateDir() string {
 
 // template creates (once per migrations hash, across packages and runs) a
 // migrated template database and returns its name.
-func template(ctx context.Context, base string) (string, error) {
+func template(t testing.TB, ctx context.Context, base string) (string, error) {
 	h, err := migrationsHash()
 	if err != nil {
 		return "", err
 	}
 	name := "fleetapi_tmpl_" + h[:16]
-	admin := storage.Open(mustURL(base, "postgres"), storage.Options{MaxOpenConns: 1})
+	admin := storage.Open(mustWithDatabase(t, base, "postgres"), storage.Options{MaxOpenConns: 1})
 	defer admin.Close()
 	// Serialise template creation across test processes.
 	conn, err := admin.Conn(ctx)
@@ -133,7 +133,7 @@ func template(ctx context.Context, base string) (string, error) {
 	if _, err := conn.ExecContext(ctx, "CREATE DATABASE "+building); err != nil {
 		return "", err
 	}
-	db := storage.Open(mustURL(base, building), storage.Options{MaxOpenConns: 2})
+	db := storage.Open(mustWithDatabase(t, base, building), storage.Options{MaxOpenConns: 2})
 	err = storage.Migrate(ctx, db)
 	db.Close()
 	if err != nil {
@@ -191,14 +191,6 @@ func randomSuffix() string {
 	b := make([]byte, 6)
 	_, _ = rand.Read(b)
 	return fmt.Sprintf("%d_%s", time.Now().Unix(), hex.EncodeToString(b))
-}
-
-func mustURL(base, name string) string {
-	u, err := storage.WithDatabase(base, name)
-	if err != nil {
-		panic(err)
-	}
-	return u
 }
 
 func mustWithDatabase(t testing.TB, base, name string) string {
