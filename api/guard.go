@@ -75,7 +75,6 @@ func (s *Server) guard(next http.Handler) http.Handler {
 		if !d.Allow {
 			code = d.Code
 		}
-		s.metrics.decided(ctx, code)
 		trace.SpanFromContext(ctx).SetAttributes(attrDecision.String(code))
 		// The decision is made once; a denial of the account itself
 		// (ACCOUNT_INACTIVE, ACCOUNT_EXPIRED: 401) is part of authentication

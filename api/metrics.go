@@ -14,7 +14,6 @@ const MeterName = "github.com/fleetapi/fleetapi/api"
 // durations by route and status come from otelhttp.
 type metrics struct {
 	rejections metric.Int64Counter
-	decisions  metric.Int64Counter
 }
 
 func newMetrics(mp metric.MeterProvider) (*metrics, error) {
@@ -24,18 +23,9 @@ func newMetrics(mp metric.MeterProvider) (*metrics, error) {
 	if err != nil {
 		return nil, err
 	}
-	dec, err := m.Int64Counter("fleet.policy.decisions",
-		metric.WithDescription("Policy decisions on the request path, by code (ALLOW or the denial code)."))
-	if err != nil {
-		return nil, err
-	}
-	return &metrics{rejections: rej, decisions: dec}, nil
+	return &metrics{rejections: rej}, nil
 }
 
 func (m *metrics) rateLimited(ctx context.Context, kind string) {
 	m.rejections.Add(ctx, 1, metric.WithAttributes(attribute.String("kind", kind)))
-}
-
-func (m *metrics) decided(ctx context.Context, code string) {
-	m.decisions.Add(ctx, 1, metric.WithAttributes(attribute.String("code", code)))
 }

@@ -10,6 +10,7 @@ import (
 	"github.com/open-policy-agent/opa/v1/rego"
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/codes"
+	"go.opentelemetry.io/otel/metric"
 )
 
 // Errors of the policy package.
@@ -65,6 +66,7 @@ func (e *Engine) Decide(ctx context.Context, in Input) (Decision, error) {
 		code = "ALLOW"
 	}
 	span.SetAttributes(attribute.String("fleet.decision.code", code))
+	e.decisions.Add(ctx, 1, metric.WithAttributes(attribute.String("code", code)))
 	e.logDecision(ctx, in, d, elapsed, cached, nil)
 	return d, nil
 }

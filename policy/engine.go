@@ -61,6 +61,8 @@ type Engine struct {
 	// lookups counts cache lookups by kind (decide, scope, permissions)
 	// and result (hit, miss).
 	lookups metric.Int64Counter
+	// decisions counts Decide answers by code (ALLOW or the denial code).
+	decisions metric.Int64Counter
 
 	logMu sync.Mutex
 	log   io.Writer
@@ -94,17 +96,23 @@ func New(ctx context.Context, opts Options) (*Engine, error) {
 	if err != nil {
 		return nil, err
 	}
+	decisions, err := mp.Meter(tracerName).Int64Counter("fleet.policy.decisions",
+		metric.WithDescription("Policy decisions, by code (ALLOW or the denial code)."))
+	if err != nil {
+		return nil, err
+	}
 	e := &Engine{
-		lookups:  lookups,
-		revision: set.revision(),
-		set:      set,
-		compiler: c,
-		cache:    newLRUCache(opts.CacheSize),
-		validate: opts.ValidateScope,
-		tracer:   tp.Tracer(tracerName),
-		log:      opts.DecisionLog,
-		scopeQ:   map[string]*compile.Prepared{},
-		admitQ:   map[string]rego.PreparedEvalQuery{},
+		lookups:   lookups,
+		decisions: decisions,
+		revision:  set.revision(),
+		set:       set,
+		compiler:  c,
+		cache:     newLRUCache(opts.CacheSize),
+		validate:  opts.ValidateScope,
+		tracer:    tp.Tracer(tracerName),
+		log:       opts.DecisionLog,
+		scopeQ:    map[string]*compile.Prepared{},
+		admitQ:    map[string]rego.PreparedEvalQuery{},
 	}
 	if err := e.prepare(ctx); err != nil {
 		return nil, err
