@@ -61,11 +61,11 @@ func TestResponseHygieneHeaders(t *testing.T) {
 				body = `{"passenger_name":"Hygiene"}`
 			}
 			probes = append(probes,
-				probe{m, path, "Bearer " + tok, body},                   // success (or 404 for an unknown row)
-				probe{m, path, "", body},                                // 401
+				probe{m, path, "Bearer " + tok, body},                         // success (or 404 for an unknown row)
+				probe{m, path, "", body},                                      // 401
 				probe{m, path, "Bearer flt_" + strings.Repeat("0", 32), body}, // 401 INVALID_TOKEN
-				probe{m, path + "?zz=1", "Bearer " + tok, body},         // 400 on lists
-				probe{http.MethodDelete, path, "Bearer " + tok, ""},     // 405
+				probe{m, path + "?zz=1", "Bearer " + tok, body},               // 400 on lists
+				probe{http.MethodDelete, path, "Bearer " + tok, ""},           // 405
 			)
 		}
 	}

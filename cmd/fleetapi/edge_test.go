@@ -1,14 +1,18 @@
 package main
 
 import (
+	"context"
 	"encoding/json"
 	"io"
+	"log/slog"
 	"net"
+	"net/http/httptest"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/fleetapi/fleetapi/storage/storagetest"
+	"github.com/fleetapi/fleetapi/telemetry"
 )
 
 // rawExchange sends raw bytes on a new connection to addr and returns all
@@ -110,4 +114,31 @@ func TestWireEdge(t *testing.T) {
 			t.Fatalf("answer:\n%q", got)
 		}
 	})
+}
+
+// TestRedisFallbackCounterAtZero: the counter an alert on Redis outages
+// is built on is on /metrics at zero before the first fallback.
+func TestRedisFallbackCounterAtZero(t *testing.T) {
+	ctx := context.Background()
+	tel, err := telemetry.Setup(ctx, envOf(nil))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tel.Shutdown(ctx)
+	_, closeLimiter, err := newLimiter(config{RedisURL: "redis://127.0.0.1:6379/0"}, slog.New(slog.DiscardHandler), tel)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer closeLimiter()
+	rec := httptest.NewRecorder()
+	tel.MetricsHandler.ServeHTTP(rec, httptest.NewRequest("GET", "/metrics", nil))
+	ok := false
+	for _, line := range strings.Split(rec.Body.String(), "\n") {
+		if strings.HasPrefix(line, "fleet_ratelimit_redis_fallbacks_total{") && strings.HasSuffix(line, "} 0") {
+			ok = true
+		}
+	}
+	if !ok {
+		t.Fatalf("no fleet_ratelimit_redis_fallbacks_total at 0:\n%s", rec.Body.String())
+	}
 }

@@ -94,6 +94,7 @@ func newLimiter(cfg config, log *slog.Logger, tel *telemetry.Providers) (ratelim
 	if err != nil {
 		return nil, nil, err
 	}
+	fallbacks.Add(context.Background(), 0) // on /metrics at zero before the first fallback, for alerts
 	lim := ratelimit.NewRedis(client, local, log)
 	lim.OnFallback = func() { fallbacks.Add(context.Background(), 1) }
 	return lim, func() { client.Close() }, nil
