@@ -31,8 +31,9 @@ func serverSpan(t *testing.T, spans []sdktrace.ReadOnlySpan) sdktrace.ReadOnlySp
 }
 
 // TestServerSpanStatus follows the OpenTelemetry HTTP conventions for
-// every error code the API answers: a 4xx is the client's error, so no
-// span of its trace has status Error, while the server span carries the
+// every error code the API answers: a 4xx is the client's error, so
+// neither the server span nor the api's and policy's spans under it have
+// status Error (SQL spans keep bunotel's), while the server span carries the
 // status code (http.response.status_code) and the API code
 // (fleet.error.code); a 5xx sets status Error on the server span, with
 // error.type naming the code.
