@@ -78,7 +78,7 @@ func TestPanicSpanAndLog(t *testing.T) {
 	for _, kv := range sp.Attributes() {
 		if w, ok := want[string(kv.Key)]; ok {
 			if kv.Value != w {
-				t.Errorf("%s = %v, want %v", kv.Key, kv.Value.Emit(), w.Emit())
+				t.Errorf("%s = %v, want %v", kv.Key, kv.Value.String(), w.String())
 			}
 			delete(want, string(kv.Key))
 		}
