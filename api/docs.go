@@ -62,8 +62,9 @@ func (s *Server) buildOpenAPI() error {
 	return nil
 }
 
-// staticFile serves b as a public, revalidated file (ETag). page adds the
-// docs page's content security policy.
+// staticFile serves b with its ETag (the response headers of every answer,
+// Cache-Control: no-store and nosniff, are set by withResponseHeaders).
+// page adds the docs page's content security policy.
 func staticFile(name, contentType string, b []byte, page bool) http.Handler {
 	sum := sha256.Sum256(b)
 	etag := `"` + hex.EncodeToString(sum[:16]) + `"`
@@ -71,8 +72,6 @@ func staticFile(name, contentType string, b []byte, page bool) http.Handler {
 		h := w.Header()
 		h.Set("Content-Type", contentType)
 		h.Set("ETag", etag)
-		h.Set("Cache-Control", "no-cache")
-		h.Set("X-Content-Type-Options", "nosniff")
 		if page {
 			h.Set("Content-Security-Policy", docsCSP)
 			h.Set("Referrer-Policy", "no-referrer")

@@ -110,7 +110,7 @@ func (s *Server) authenticate(ctx context.Context, r *http.Request) (tenancy.Pri
 	defer span.End()
 	values := r.Header.Values("Authorization")
 	if len(values) > 1 {
-		span.SetStatus(codes.Error, CodeInvalidToken)
+		span.SetAttributes(attrErrorCode.String(CodeInvalidToken))
 		return tenancy.Principal{}, tenancy.ErrInvalidToken
 	}
 	header := ""
@@ -119,9 +119,14 @@ func (s *Server) authenticate(ctx context.Context, r *http.Request) (tenancy.Pri
 	}
 	p, err := s.cfg.Auth.Authenticate(ctx, header)
 	if err != nil {
+		// A rejected credential is the client's error and leaves the
+		// status unset, like the server span's; a lookup that failed
+		// (5xx) is an error of the span.
 		e := errorFor(err)
 		span.SetAttributes(attrErrorCode.String(e.Code))
-		span.SetStatus(codes.Error, e.Code)
+		if e.Status >= 500 {
+			span.SetStatus(codes.Error, e.Code)
+		}
 		return tenancy.Principal{}, err
 	}
 	attrs := []attribute.KeyValue{attrTokenID.Int64(p.Token.ID), attrAccountID.Int64(p.Account.ID), attrAccountType.String(string(p.Account.Type))}

@@ -48,7 +48,8 @@ func (s *Server) readyz(w http.ResponseWriter, r *http.Request) {
 
 // OpsHandler serves the operational endpoints outside /api/v2: /healthz,
 // /readyz and, when a metrics handler is configured, /metrics. The API
-// handler serves them too, unless Config.SeparateOps is set.
+// handler serves them too, unless Config.SeparateOps is set. Its answers
+// carry the same nosniff and no-store headers as the API's.
 func (s *Server) OpsHandler() http.Handler {
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /healthz", healthz)
@@ -56,5 +57,5 @@ func (s *Server) OpsHandler() http.Handler {
 	if s.cfg.MetricsHandler != nil {
 		mux.Handle("GET /metrics", s.cfg.MetricsHandler)
 	}
-	return mux
+	return withResponseHeaders(mux)
 }

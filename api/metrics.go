@@ -10,10 +10,21 @@ import (
 // MeterName names the meter of the api package.
 const MeterName = "github.com/fleetapi/fleetapi/api"
 
+// Rate-limit rejection kinds, the values of the kind label of
+// fleet.ratelimit.rejections.
+const (
+	rejectToken       = "token"
+	rejectAuthFailure = "auth_failure"
+)
+
 // metrics holds the api package's own instruments; request counts and
-// durations by route and status come from otelhttp.
+// durations by route and status come from otelhttp. Every label value is
+// from a fixed set (a kind, an error code of the table), never from the
+// request, and every series exists at zero from the start, so that an
+// alert on a rate sees the first event.
 type metrics struct {
 	rejections metric.Int64Counter
+	errors     metric.Int64Counter
 }
 
 func newMetrics(mp metric.MeterProvider) (*metrics, error) {
@@ -23,9 +34,27 @@ func newMetrics(mp metric.MeterProvider) (*metrics, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &metrics{rejections: rej}, nil
+	errs, err := m.Int64Counter("fleet.api.errors",
+		metric.WithDescription("Error responses, by error code (DESIGN §4)."))
+	if err != nil {
+		return nil, err
+	}
+	ctx := context.Background()
+	for _, kind := range []string{rejectToken, rejectAuthFailure} {
+		rej.Add(ctx, 0, metric.WithAttributes(attribute.String("kind", kind)))
+	}
+	for _, code := range errorCodes() {
+		errs.Add(ctx, 0, metric.WithAttributes(attribute.String("code", code)))
+	}
+	return &metrics{rejections: rej, errors: errs}, nil
 }
 
 func (m *metrics) rateLimited(ctx context.Context, kind string) {
 	m.rejections.Add(ctx, 1, metric.WithAttributes(attribute.String("kind", kind)))
+}
+
+// errored counts an error response. code is always a code of the table:
+// errorFor and decisionError make no other.
+func (m *metrics) errored(ctx context.Context, code string) {
+	m.errors.Add(ctx, 1, metric.WithAttributes(attribute.String("code", code)))
 }

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
+	"net/url"
 	"runtime/debug"
 	"strings"
 	"time"
@@ -75,11 +76,52 @@ func (s *Server) withRecovery(next http.Handler) http.Handler {
 	})
 }
 
-// withRouteFallback answers unknown routes with 404 NOT_FOUND and known
-// paths called with another method with 405 METHOD_NOT_ALLOWED (and Allow),
-// in the error envelope instead of the mux's plain text.
+// withResponseHeaders sets the headers every response carries, whatever
+// answers it: X-Content-Type-Options: nosniff, so that no browser reads a
+// body as anything but its declared type, and Cache-Control: no-store, so
+// that no cache keeps a tenant's data (or an error naming a token's
+// limits) for another caller.
+func withResponseHeaders(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		h := w.Header()
+		h.Set("X-Content-Type-Options", "nosniff")
+		h.Set("Cache-Control", "no-store")
+		next.ServeHTTP(w, r)
+	})
+}
+
+// canonicalPath reports whether the path of u is spelt the one way the
+// routes are written: absolute, without empty, "." or ".." segments (a
+// trailing slash aside), and percent-encoded only where the path needs it
+// (no encoded slash, dot or letter). Any other spelling of a route names
+// no route: the mux would redirect it to its cleaned form, and a proxy in
+// front might route or filter it by another form than the server does.
+func canonicalPath(u *url.URL) bool {
+	p := u.Path
+	if !strings.HasPrefix(p, "/") || u.RawPath != "" {
+		// RawPath is set only when the client's escaping differs from the
+		// default one (url.URL.setPath).
+		return false
+	}
+	segs := strings.Split(p[1:], "/")
+	for i, seg := range segs {
+		if seg == "." || seg == ".." || seg == "" && i < len(segs)-1 {
+			return false
+		}
+	}
+	return true
+}
+
+// withRouteFallback answers unknown routes and non-canonical paths with
+// 404 NOT_FOUND and known paths called with another method with 405
+// METHOD_NOT_ALLOWED (and Allow), in the error envelope instead of the
+// mux's plain text or redirect.
 func (s *Server) withRouteFallback(mux *http.ServeMux) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if !canonicalPath(r.URL) {
+			s.writeError(w, r, newError(CodeNotFound, "no such route", map[string]any{"path": r.URL.Path}))
+			return
+		}
 		if _, pattern := mux.Handler(r); pattern != "" {
 			mux.ServeHTTP(w, r)
 			return

@@ -11,7 +11,6 @@ import (
 	"time"
 
 	"go.opentelemetry.io/otel/attribute"
-	"go.opentelemetry.io/otel/codes"
 
 	"github.com/fleetapi/fleetapi/api/ratelimit"
 	"github.com/fleetapi/fleetapi/tenancy"
@@ -93,8 +92,8 @@ func (s *Server) checkClient(ctx context.Context, ip string) error {
 	}
 	span.SetAttributes(attribute.Bool("fleet.ratelimit.allowed", res.Allowed), attribute.Bool("fleet.ratelimit.degraded", res.Degraded))
 	if !res.Allowed {
-		s.metrics.rateLimited(ctx, "auth_failure")
-		span.SetStatus(codes.Error, CodeRateLimited)
+		s.metrics.rateLimited(ctx, rejectAuthFailure)
+		span.SetAttributes(attrErrorCode.String(CodeRateLimited)) // a refusal, not a failure: the status stays unset
 		return rateLimited(res, "too many failed authentications from this address")
 	}
 	return nil
@@ -129,8 +128,8 @@ func (s *Server) checkToken(ctx context.Context, w http.ResponseWriter, tok tena
 		attribute.Bool("fleet.ratelimit.degraded", res.Degraded),
 	)
 	if !res.Allowed {
-		s.metrics.rateLimited(ctx, "token")
-		span.SetStatus(codes.Error, CodeRateLimited)
+		s.metrics.rateLimited(ctx, rejectToken)
+		span.SetAttributes(attrErrorCode.String(CodeRateLimited)) // a refusal, not a failure: the status stays unset
 		return rateLimited(res, "the token's rate limit is exhausted")
 	}
 	return nil

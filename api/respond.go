@@ -8,6 +8,7 @@ import (
 	"strconv"
 
 	"go.opentelemetry.io/otel/codes"
+	semconv "go.opentelemetry.io/otel/semconv/v1.40.0"
 	"go.opentelemetry.io/otel/trace"
 )
 
@@ -33,8 +34,14 @@ func (s *Server) writeError(w http.ResponseWriter, r *http.Request, err error) {
 	ctx := r.Context()
 	span := trace.SpanFromContext(ctx)
 	span.SetAttributes(attrErrorCode.String(e.Code))
-	span.SetStatus(codes.Error, e.Code)
+	s.metrics.errored(ctx, e.Code)
+	// OpenTelemetry's HTTP conventions: a 4xx is the client's error and
+	// leaves the server span's status unset (the status code and
+	// fleet.error.code say what happened); a 5xx is the server's, with
+	// error.type naming it (otelhttp sets the span's status to Error).
 	if e.Status >= 500 {
+		span.SetAttributes(semconv.ErrorTypeKey.String(e.Code))
+		span.SetStatus(codes.Error, e.Code)
 		if e.cause != nil {
 			span.RecordError(e.cause)
 		}

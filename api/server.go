@@ -200,7 +200,12 @@ func New(cfg Config) (*Server, error) {
 			s.fuego.Mux.Handle("GET /metrics", ops)
 		}
 	}
+	// Outside in: the response headers and the request id first, so that
+	// every answer has them; then the server span and the request log, so
+	// that both see the status of every answer, a recovered panic's 500
+	// included.
 	h := s.withRouteFallback(s.fuego.Mux)
+	h = s.withRecovery(h)
 	h = s.withRequestLog(h)
 	h = otelhttp.NewHandler(h, "fleetapi",
 		otelhttp.WithTracerProvider(cfg.TracerProvider),
@@ -208,8 +213,8 @@ func New(cfg Config) (*Server, error) {
 		otelhttp.WithPropagators(cfg.Propagator),
 		otelhttp.WithSpanNameFormatter(spanName),
 	)
-	h = s.withRecovery(h)
 	h = withRequestID(h)
+	h = withResponseHeaders(h)
 	s.handler = h
 	return s, nil
 }

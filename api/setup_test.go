@@ -35,8 +35,8 @@ func newTestAPI(t *testing.T) *testAPI {
 
 // newTestAPIWith builds the test API; configure, when not nil, adjusts the
 // configuration (telemetry providers, limits) before the server is built.
-// With a tracer provider set, the database handle reports its SQL spans
-// there too.
+// With a tracer or meter provider set, the database handle and the policy
+// engine report their spans and metrics there too.
 func newTestAPIWith(t *testing.T, configure func(*api.Config)) *testAPI {
 	t.Helper()
 	ctx := context.Background()
@@ -49,12 +49,12 @@ func newTestAPIWith(t *testing.T, configure func(*api.Config)) *testAPI {
 		configure(&cfg)
 	}
 	store := storage.NewStore(db.DB)
-	if cfg.TracerProvider != nil {
-		traced := storage.Open(db.URL, storage.Options{TracerProvider: cfg.TracerProvider, MaxOpenConns: 4})
+	if cfg.TracerProvider != nil || cfg.MeterProvider != nil {
+		traced := storage.Open(db.URL, storage.Options{TracerProvider: cfg.TracerProvider, MeterProvider: cfg.MeterProvider, MaxOpenConns: 4})
 		t.Cleanup(func() { traced.Close() })
 		store = storage.NewStore(traced)
 	}
-	engine, err := policy.New(ctx, policy.Options{ValidateScope: storage.ValidateScope, TracerProvider: cfg.TracerProvider})
+	engine, err := policy.New(ctx, policy.Options{ValidateScope: storage.ValidateScope, TracerProvider: cfg.TracerProvider, MeterProvider: cfg.MeterProvider})
 	if err != nil {
 		t.Fatalf("policy: %v", err)
 	}

@@ -169,21 +169,27 @@ func TestSpanTree(t *testing.T) {
 			}
 		})
 	}
-	t.Run("errors set span status", func(t *testing.T) {
+	t.Run("a client error leaves the span status unset", func(t *testing.T) {
 		rec.Reset()
 		res := a.do("GET", "/api/v2/reports", nil, "Authorization", demoToken(t, "acme-services-only"))
 		if res.status != 403 {
 			t.Fatalf("status %d", res.status)
 		}
 		server := spanTree{rec.Ended()}.one(t, "GET /api/v2/reports")
-		if server.Status().Code != codes.Error || server.Status().Description != "TOKEN_PERMISSION_DENIED" {
+		if server.Status().Code != codes.Unset {
 			t.Fatalf("status %+v", server.Status())
+		}
+		if v, _ := attr(server, "fleet.error.code"); v.AsString() != "TOKEN_PERMISSION_DENIED" {
+			t.Fatalf("fleet.error.code = %q", v.AsString())
 		}
 		rec.Reset()
 		a.do("GET", "/api/v2/me", nil, "Authorization", "Bearer flt_"+strings.Repeat("0", 32))
 		st := spanTree{rec.Ended()}
-		if s := st.one(t, "auth.authenticate"); s.Status().Code != codes.Error {
+		if s := st.one(t, "auth.authenticate"); s.Status().Code != codes.Unset {
 			t.Fatalf("auth span status %+v", s.Status())
+		}
+		if v, _ := attr(st.one(t, "auth.authenticate"), "fleet.error.code"); v.AsString() != "INVALID_TOKEN" {
+			t.Fatalf("auth span fleet.error.code = %q", v.AsString())
 		}
 	})
 	_ = http.StatusOK

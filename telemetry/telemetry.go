@@ -10,11 +10,13 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
+	"strings"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"go.opentelemetry.io/contrib/exporters/autoexport"
 	"go.opentelemetry.io/contrib/instrumentation/runtime"
+	"go.opentelemetry.io/otel/attribute"
 	otelprom "go.opentelemetry.io/otel/exporters/prometheus"
 	"go.opentelemetry.io/otel/metric"
 	"go.opentelemetry.io/otel/propagation"
@@ -104,7 +106,7 @@ func (p *Providers) setupMetrics(ctx context.Context, getenv func(string) string
 	if err != nil {
 		return err
 	}
-	opts := []sdkmetric.Option{sdkmetric.WithReader(prom), sdkmetric.WithResource(res)}
+	opts := []sdkmetric.Option{sdkmetric.WithReader(prom), sdkmetric.WithResource(res), sdkmetric.WithView(boundedAttributesView())}
 	if e := getenv("OTEL_METRICS_EXPORTER"); e != "" && e != "none" && e != "prometheus" {
 		reader, err := autoexport.NewMetricReader(ctx)
 		if err != nil {
@@ -120,6 +122,35 @@ func (p *Providers) setupMetrics(ctx context.Context, getenv func(string) string
 	p.MetricsHandler = promhttp.HandlerFor(reg, promhttp.HandlerOpts{})
 	p.shutdown = append(p.shutdown, mp.Shutdown)
 	return nil
+}
+
+// boundedAttribute keeps an attribute as a metric label unless its value
+// is chosen by the client of a request: the Host header (server.address,
+// server.port), its address, the target, the user agent and the request
+// and response headers, in the stable HTTP conventions and the older ones
+// otelhttp emits with OTEL_SEMCONV_STABILITY_OPT_IN=http/dup. As labels
+// they would make a series per value; traces keep them.
+func boundedAttribute(kv attribute.KeyValue) bool {
+	switch kv.Key {
+	case "server.address", "server.port", "client.address", "client.port",
+		"network.peer.address", "network.peer.port", "network.local.address", "network.local.port",
+		"url.full", "url.path", "url.query", "url.fragment", "url.original",
+		"user_agent.original", "http.request.method_original",
+		"http.target", "http.url", "http.host", "http.client_ip", "http.user_agent", "http.server_name",
+		"net.host.name", "net.host.port", "net.peer.name", "net.peer.port",
+		"net.sock.peer.addr", "net.sock.peer.port", "net.sock.host.addr", "net.sock.host.port":
+		return false
+	}
+	k := string(kv.Key)
+	return !strings.HasPrefix(k, "http.request.header.") && !strings.HasPrefix(k, "http.response.header.")
+}
+
+// boundedAttributesView applies boundedAttribute to every instrument of
+// every library (otelhttp, bunotel, fleetapi's own): the one place where a
+// label with values a client chooses is dropped, whichever instrumentation
+// would add it.
+func boundedAttributesView() sdkmetric.View {
+	return sdkmetric.NewView(sdkmetric.Instrument{Name: "*"}, sdkmetric.Stream{AttributeFilter: boundedAttribute})
 }
 
 func serviceName(getenv func(string) string) string {

@@ -7,6 +7,8 @@ import (
 	"strings"
 	"testing"
 
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/metric"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 )
 
@@ -72,5 +74,54 @@ func TestSetup(t *testing.T) {
 	}
 	if err := p.Shutdown(ctx); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// TestMetricLabelsBounded checks that the meter provider of Setup drops,
+// from any instrument of any library, the attributes whose values a
+// client chooses, and keeps the others.
+func TestMetricLabelsBounded(t *testing.T) {
+	ctx := context.Background()
+	p, err := Setup(ctx, envOf(nil))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Shutdown(ctx)
+	h, err := p.Meter.Meter("any/library").Float64Histogram("probe.duration")
+	if err != nil {
+		t.Fatal(err)
+	}
+	dropped := []attribute.KeyValue{
+		attribute.String("server.address", "evil.example"), attribute.Int("server.port", 31337),
+		attribute.String("client.address", "203.0.113.9"), attribute.String("url.path", "/x/y"),
+		attribute.String("url.query", "a=b"), attribute.String("user_agent.original", "ua/9"),
+		attribute.String("http.request.method_original", "BREW"), attribute.String("http.request.header.x_forwarded_for", "x"),
+		attribute.String("net.host.name", "old.example"), attribute.String("http.target", "/old"),
+	}
+	kept := []attribute.KeyValue{
+		attribute.String("http.request.method", "_OTHER"), attribute.Int("http.response.status_code", 404),
+		attribute.String("http.route", "/api/v2/me"), attribute.String("code", "NOT_FOUND"),
+	}
+	h.Record(ctx, 1, metric.WithAttributes(append(dropped, kept...)...))
+	rec := httptest.NewRecorder()
+	p.MetricsHandler.ServeHTTP(rec, httptest.NewRequest("GET", "/metrics", nil))
+	var line string
+	for _, l := range strings.Split(rec.Body.String(), "\n") {
+		if strings.HasPrefix(l, "probe_duration_count{") {
+			line = l
+		}
+	}
+	if line == "" {
+		t.Fatalf("no probe_duration series:\n%s", rec.Body.String())
+	}
+	for _, kv := range dropped {
+		if strings.Contains(line, strings.ReplaceAll(string(kv.Key), ".", "_")+"=") {
+			t.Errorf("label %s kept: %s", kv.Key, line)
+		}
+	}
+	for _, kv := range kept {
+		if !strings.Contains(line, strings.ReplaceAll(string(kv.Key), ".", "_")+"=") {
+			t.Errorf("label %s dropped: %s", kv.Key, line)
+		}
 	}
 }

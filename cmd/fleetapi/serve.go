@@ -94,6 +94,7 @@ func newLimiter(cfg config, log *slog.Logger, tel *telemetry.Providers) (ratelim
 	if err != nil {
 		return nil, nil, err
 	}
+	fallbacks.Add(context.Background(), 0) // on /metrics at zero before the first fallback, for alerts
 	lim := ratelimit.NewRedis(client, local, log)
 	lim.OnFallback = func() { fallbacks.Add(context.Background(), 1) }
 	return lim, func() { client.Close() }, nil
@@ -105,7 +106,8 @@ func serveOps(addr string, h http.Handler, log *slog.Logger) (func(), error) {
 	if err != nil {
 		return nil, fmt.Errorf("metrics address: %w", err)
 	}
-	hs := &http.Server{Handler: h, ReadHeaderTimeout: 5 * time.Second, ReadTimeout: 10 * time.Second, WriteTimeout: 10 * time.Second}
+	hs := &http.Server{Handler: h, ReadHeaderTimeout: 5 * time.Second, ReadTimeout: 10 * time.Second, WriteTimeout: 10 * time.Second,
+		MaxHeaderBytes: maxHeaderBytes, DisableGeneralOptionsHandler: true, ErrorLog: slog.NewLogLogger(log.Handler(), slog.LevelWarn)}
 	go func() { _ = hs.Serve(ln) }()
 	log.Info("operations endpoints listening", slog.String("addr", ln.Addr().String()))
 	return func() {
@@ -113,6 +115,31 @@ func serveOps(addr string, h http.Handler, log *slog.Logger) (func(), error) {
 		defer cancel()
 		_ = hs.Shutdown(ctx)
 	}, nil
+}
+
+// maxHeaderBytes bounds a request's header block. net/http reads up to
+// 4 KiB more before it answers 431 itself (docs/decisions.md, "The HTTP
+// edge").
+const maxHeaderBytes = 32 << 10
+
+// apiHTTPServer is the http.Server of the API address. What net/http
+// answers itself, before any handler and so without the error envelope
+// (a malformed request line or header, a header block over
+// maxHeaderBytes, an unsupported Transfer-Encoding or protocol version,
+// an Expect other than 100-continue), is listed in docs/decisions.md;
+// the one such answer a field turns off, the 200 to "OPTIONS *", is
+// turned off so that the handler answers it (404 NOT_FOUND).
+func apiHTTPServer(h http.Handler, cfg config, log *slog.Logger) *http.Server {
+	return &http.Server{
+		Handler:                      h,
+		ReadHeaderTimeout:            cfg.ReadHeaderTimeout,
+		ReadTimeout:                  15 * time.Second,
+		WriteTimeout:                 30 * time.Second,
+		IdleTimeout:                  60 * time.Second,
+		MaxHeaderBytes:               maxHeaderBytes,
+		DisableGeneralOptionsHandler: true,
+		ErrorLog:                     slog.NewLogLogger(log.Handler(), slog.LevelWarn),
+	}
 }
 
 // serve runs the API until ctx is cancelled, then shuts down in order: stop
@@ -202,15 +229,7 @@ func serve(ctx context.Context, cfg config, getenv func(string) string, stdout i
 	if err != nil {
 		return err
 	}
-	hs := &http.Server{
-		Handler:           srv.Handler(),
-		ReadHeaderTimeout: cfg.ReadHeaderTimeout,
-		ReadTimeout:       15 * time.Second,
-		WriteTimeout:      30 * time.Second,
-		IdleTimeout:       60 * time.Second,
-		MaxHeaderBytes:    32 << 10,
-		ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelWarn),
-	}
+	hs := apiHTTPServer(srv.Handler(), cfg, log)
 	log.Info("listening", slog.String("addr", ln.Addr().String()), slog.String("policy_revision", engine.Revision()))
 	if ready != nil {
 		ready(ln.Addr().String())
