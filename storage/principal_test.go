@@ -60,7 +60,7 @@ func TestPrincipalAncestors(t *testing.T) {
 		ids[u] = a.ID
 	}
 	hook := &countingHook{}
-	db.AddQueryHook(hook)
+	counted := storage.NewStore(db.WithQueryHook(hook))
 	want := map[string][]string{
 		"driver":   {"customer", "reseller", "root"},
 		"customer": {"reseller", "root"},
@@ -77,7 +77,7 @@ func TestPrincipalAncestors(t *testing.T) {
 			}
 			hash, _ := tenancy.HashToken(secret)
 			before := hook.n.Load()
-			p, found, err := s.PrincipalByTokenHash(ctx, hash)
+			p, found, err := counted.PrincipalByTokenHash(ctx, hash)
 			if err != nil || !found {
 				t.Fatalf("found %v, err %v", found, err)
 			}
