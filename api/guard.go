@@ -65,7 +65,7 @@ func (s *Server) guard(next http.Handler) http.Handler {
 		}
 		method, route := routeOf(r)
 		trace.SpanFromContext(ctx).SetAttributes(attribute.String("http.route", BasePath+route))
-		in := policy.NewInput(p, method, route, p.Account.Expired(s.cfg.Now().UTC()))
+		in := policy.NewInput(p, method, route, s.cfg.Now().UTC())
 		d, err := s.cfg.Policy.Decide(ctx, in)
 		if err != nil {
 			s.writeError(w, r, err)

@@ -68,10 +68,12 @@ var errorResponseOf = map[int]errorResponse{
 		"INVALID_BODY: the body is not a JSON object of known fields of the right types. " +
 		"VALIDATION_FAILED: body fields fail validation (details.fields: field → reason).", false},
 	http.StatusUnauthorized: {"Unauthorized", "AUTH_REQUIRED: no Authorization header. INVALID_TOKEN: the token is malformed, " +
-		"unknown or revoked. TOKEN_EXPIRED. ACCOUNT_INACTIVE or ACCOUNT_EXPIRED: the token's account cannot use the API.", false},
+		"unknown or revoked. TOKEN_EXPIRED. ACCOUNT_INACTIVE or ACCOUNT_EXPIRED: the token's account, or an account above it " +
+		"(its manager, that manager's manager; admins aside), cannot use the API (details.account_id names it).", false},
 	http.StatusForbidden: {"Forbidden", "TOKEN_PERMISSION_DENIED: the token lacks the permission of the method and route. " +
 		"PRIVILEGE_REQUIRED: a subaccount lacks the reports or event_notifications privilege (details.privilege). " +
-		"READ_ONLY_ACCOUNT: a read-only account used a write operation.", false},
+		"READ_ONLY_ACCOUNT: a read-only account, or an account below a read-only one, used a write operation " +
+		"(details.account_id names the read-only account).", false},
 	http.StatusNotFound: {"NotFound", "NOT_FOUND: the record does not exist or is outside the caller's scope " +
 		"(the two cannot be told apart).", false},
 	http.StatusConflict: {"Conflict", "CONFLICT: a unique field is taken (details.field). " +

@@ -48,9 +48,23 @@ var inputMutations = map[string]func(*Input){
 	"account.expired":   func(in *Input) { in.Account.Expired = true },
 	"account.read_only": func(in *Input) { in.Account.ReadOnly = true },
 	"account.privs":     func(in *Input) { in.Account.Privileges = []string{"event_notifications"} },
+	"chain.id":          func(in *Input) { in.Account.Chain[0].ID++ },
+	"chain.type":        func(in *Input) { in.Account.Chain[0].Type = "admin" },
+	"chain.active":      func(in *Input) { in.Account.Chain[0].Active = false },
+	"chain.expired":     func(in *Input) { in.Account.Chain[0].Expired = true },
+	"chain.read_only":   func(in *Input) { in.Account.Chain[0].ReadOnly = true },
+}
+
+// chained returns in with the chain of a subaccount: its user and an admin.
+func chained(in Input) Input {
+	in.Account.Chain = []AncestorInput{{ID: 3, Type: "user", Active: true}, {ID: 1, Type: "admin", Active: true}}
+	return in
 }
 
 func leafFields(t reflect.Type) int {
+	if t.Kind() == reflect.Slice && t.Elem().Kind() == reflect.Struct {
+		return leafFields(t.Elem())
+	}
 	if t.Kind() != reflect.Struct {
 		return 1
 	}
@@ -70,7 +84,7 @@ func TestCacheKeyCoversInput(t *testing.T) {
 	ctx := context.Background()
 	e := newEngine(t, Options{})
 	fresh := newEngine(t, Options{CacheSize: -1})
-	base := principal("subaccount", "reports")
+	base := chained(principal("subaccount", "reports"))
 	if _, cached, _ := e.decide(ctx, base); cached {
 		t.Fatal("first decision cached")
 	}
@@ -83,7 +97,7 @@ func TestCacheKeyCoversInput(t *testing.T) {
 	_, _ = e.Permissions(ctx, base)
 	for name, mut := range inputMutations {
 		t.Run(name, func(t *testing.T) {
-			in := principal("subaccount", "reports")
+			in := chained(principal("subaccount", "reports"))
 			mut(&in)
 			d, cached, err := e.decide(ctx, in)
 			want, _, _ := fresh.decide(ctx, in)

@@ -2,10 +2,12 @@ package policy
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"reflect"
 	"slices"
+	"strconv"
 	"testing"
 )
 
@@ -38,18 +40,81 @@ var testStates = []state{
 		in.Account.ReadOnly = true
 	}},
 	{"read_only_token_none", func(in *Input) { in.Account.ReadOnly = true; in.Token.Permissions = nil }},
+	// state flows down the tree (DESIGN §2): the chain above the account
+	{"above_ok", chain(ancestor(5, "user"), ancestor(3, "manager"), ancestor(1, "admin"))},
+	{"above_user_inactive", chain(ancestor(5, "user", inactiveA), ancestor(3, "manager"), ancestor(1, "admin"))},
+	{"above_user_expired", chain(ancestor(5, "user", expiredA), ancestor(3, "manager"), ancestor(1, "admin"))},
+	{"above_user_read_only", chain(ancestor(5, "user", readOnlyA), ancestor(3, "manager"), ancestor(1, "admin"))},
+	{"above_manager_inactive", chain(ancestor(5, "user"), ancestor(3, "manager", inactiveA), ancestor(1, "admin"))},
+	{"above_manager_expired", chain(ancestor(3, "manager", expiredA), ancestor(1, "admin"))},
+	{"above_manager_read_only", chain(ancestor(5, "user"), ancestor(3, "manager", readOnlyA), ancestor(1, "admin"))},
+	{"above_nearest_first", chain(ancestor(5, "user", expiredA, readOnlyA), ancestor(3, "manager", inactiveA, readOnlyA))},
+	{"above_inactive_and_expired", chain(ancestor(3, "manager", inactiveA, expiredA))},
+	{"above_admin_everything", chain(ancestor(1, "admin", inactiveA, expiredA, readOnlyA))},
+	{"above_unknown_type", chain(ancestor(3, "reseller"))},
+	{"above_manager_inactive_own_expired", func(in *Input) {
+		chain(ancestor(3, "manager", inactiveA))(in)
+		in.Account.Expired = true
+	}},
+	{"above_user_expired_token_none", func(in *Input) {
+		chain(ancestor(5, "user", expiredA))(in)
+		in.Token.Permissions = []string{}
+	}},
+	{"above_read_only_own_read_only", func(in *Input) {
+		chain(ancestor(5, "user", readOnlyA))(in)
+		in.Account.ReadOnly = true
+	}},
+}
+
+// ancestor is an active, unexpired, writable account above the caller,
+// changed by the options.
+func ancestor(id int64, typ string, opts ...func(*AncestorInput)) AncestorInput {
+	a := AncestorInput{ID: id, Type: typ, Active: true}
+	for _, o := range opts {
+		o(&a)
+	}
+	return a
+}
+
+func inactiveA(a *AncestorInput) { a.Active = false }
+func expiredA(a *AncestorInput)  { a.Expired = true }
+func readOnlyA(a *AncestorInput) { a.ReadOnly = true }
+
+// chain sets the accounts above the caller.
+func chain(above ...AncestorInput) func(*Input) {
+	return func(in *Input) { in.Account.Chain = above }
 }
 
 // expectCode is an independent statement of DESIGN §2–§4 for the table:
-// the code Decide must return ("" = allow).
+// the code Decide must return ("" = allow) and its details.
 func expectCode(in Input) (string, map[string]any) {
 	a := in.Account
+	own := map[string]any{"account_id": json.Number(strconv.FormatInt(a.ID, 10))}
 	route := in.Request.Method + " " + in.Request.Route
 	switch {
-	case !a.Active || !slices.Contains(accountTypes(), a.Type):
-		return "ACCOUNT_INACTIVE", nil
+	case !a.Active:
+		return "ACCOUNT_INACTIVE", own
+	case !slices.Contains(accountTypes(), a.Type):
+		return "ACCOUNT_INACTIVE", map[string]any{"account_id": own["account_id"], "account_type": a.Type}
 	case a.Expired:
-		return "ACCOUNT_EXPIRED", nil
+		return "ACCOUNT_EXPIRED", own
+	}
+	// the nearest account above that is not an admin and cannot use the API
+	var readOnlyAbove []int64
+	for _, c := range a.Chain {
+		if c.Type == "admin" {
+			continue // admins aside
+		}
+		named := map[string]any{"account_id": json.Number(strconv.FormatInt(c.ID, 10))}
+		switch {
+		case !c.Active || !slices.Contains(accountTypes(), c.Type):
+			return "ACCOUNT_INACTIVE", named
+		case c.Expired:
+			return "ACCOUNT_EXPIRED", named
+		}
+		if c.ReadOnly {
+			readOnlyAbove = append(readOnlyAbove, c.ID)
+		}
 	}
 	p := in.Token.Permissions
 	if route != "GET /me" && !slices.Contains(p, "*") && !slices.Contains(p, in.Request.Method+" *") && !slices.Contains(p, route) {
@@ -59,8 +124,13 @@ func expectCode(in Input) (string, map[string]any) {
 	if a.Type == "subaccount" && need != "" && !slices.Contains(a.Privileges, need) {
 		return "PRIVILEGE_REQUIRED", map[string]any{"privilege": need}
 	}
-	if a.ReadOnly && in.Request.Method != "GET" {
-		return "READ_ONLY_ACCOUNT", nil
+	if in.Request.Method != "GET" {
+		if a.ReadOnly {
+			return "READ_ONLY_ACCOUNT", own
+		}
+		if len(readOnlyAbove) > 0 {
+			return "READ_ONLY_ACCOUNT", map[string]any{"account_id": json.Number(strconv.FormatInt(readOnlyAbove[0], 10))}
+		}
 	}
 	return "", nil
 }
@@ -127,10 +197,10 @@ func TestDecidePinned(t *testing.T) {
 			in := principal("admin").at("POST", "/passengers")
 			in.Account.ReadOnly = true
 			return in
-		}(), Decision{Code: "READ_ONLY_ACCOUNT", Message: "the account is read-only", Details: map[string]any{}}},
+		}(), Decision{Code: "READ_ONLY_ACCOUNT", Message: "the account is read-only", Details: map[string]any{"account_id": json.Number("7")}}},
 		{"unknown_type", principal("reseller"), Decision{
 			Code: "ACCOUNT_INACTIVE", Message: "the account type is not recognised",
-			Details: map[string]any{"account_type": "reseller"},
+			Details: map[string]any{"account_id": json.Number("7"), "account_type": "reseller"},
 		}},
 	}
 	for _, c := range cases {

@@ -70,6 +70,13 @@ func (x Explanation) String() string {
 	fmt.Fprintf(&sb, "token:    id %d, permissions %q\n", x.Input.Token.ID, x.Input.Token.Permissions)
 	fmt.Fprintf(&sb, "account:  id %d, type %s, manager %d, active %t, expired %t, read-only %t, privileges %q\n",
 		a.ID, a.Type, a.ManagerID, a.Active, a.Expired, a.ReadOnly, a.Privileges)
+	for i, c := range a.Chain {
+		label := "above:"
+		if i > 0 {
+			label = ""
+		}
+		fmt.Fprintf(&sb, "%-9s id %d, type %s, active %t, expired %t, read-only %t\n", label, c.ID, c.Type, c.Active, c.Expired, c.ReadOnly)
+	}
 	fmt.Fprintf(&sb, "revision: %s\n", x.Revision)
 	if x.Decision.Allow {
 		sb.WriteString("decision: ALLOW\n")

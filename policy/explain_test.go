@@ -47,3 +47,24 @@ func TestExplainAllow(t *testing.T) {
 		t.Errorf("%v %v", x, err)
 	}
 }
+
+// TestExplainChain: explain shows the accounts above the caller and the
+// one that denied it.
+func TestExplainChain(t *testing.T) {
+	in := principal("subaccount", "reports")
+	in.Account.Chain = []AncestorInput{{ID: 3, Type: "user", Active: false}, {ID: 1, Type: "admin", Active: true}}
+	x, err := engine(t).Explain(context.Background(), in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := x.String()
+	for _, want := range []string{
+		"above:    id 3, type user, active false, expired false, read-only false\n",
+		"          id 1, type admin, active true,",
+		"decision: DENY ACCOUNT_INACTIVE: a managing account is inactive map[account_id:3]",
+	} {
+		if !strings.Contains(s, want) {
+			t.Errorf("String() lacks %q:\n%s", want, s)
+		}
+	}
+}

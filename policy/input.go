@@ -28,8 +28,24 @@ func (in Input) value() ast.Object {
 			ast.Item(ast.InternedTerm("expired"), ast.BooleanTerm(in.Account.Expired)),
 			ast.Item(ast.InternedTerm("read_only"), ast.BooleanTerm(in.Account.ReadOnly)),
 			ast.Item(ast.InternedTerm("privileges"), stringsTerm(in.Account.Privileges)),
+			ast.Item(ast.InternedTerm("chain"), chainTerm(in.Account.Chain)),
 		)),
 	)
+}
+
+// chainTerm is the array of input.account.chain; never null.
+func chainTerm(chain []AncestorInput) *ast.Term {
+	terms := make([]*ast.Term, len(chain))
+	for i, a := range chain {
+		terms[i] = ast.ObjectTerm(
+			ast.Item(ast.InternedTerm("id"), intTerm(a.ID)),
+			ast.Item(ast.InternedTerm("type"), ast.StringTerm(a.Type)),
+			ast.Item(ast.InternedTerm("active"), ast.BooleanTerm(a.Active)),
+			ast.Item(ast.InternedTerm("expired"), ast.BooleanTerm(a.Expired)),
+			ast.Item(ast.InternedTerm("read_only"), ast.BooleanTerm(a.ReadOnly)),
+		)
+	}
+	return ast.ArrayTerm(terms...)
 }
 
 func intTerm(n int64) *ast.Term {

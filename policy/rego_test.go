@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/fleetapi/fleetapi/tenancy"
 	"github.com/open-policy-agent/opa/v1/ast"
@@ -116,23 +117,44 @@ func TestInputSchema(t *testing.T) {
 		res := rs[0].Bindings["x"].([]any)
 		return res[0].(bool), res[1]
 	}
+	today := time.Date(2026, 3, 1, 0, 0, 0, 0, time.UTC)
 	p := tenancy.Principal{
 		Token:   tenancy.Token{ID: 1, Permissions: []string{"GET /services", "*", "GET *"}},
 		Account: tenancy.Account{ID: 7, Type: tenancy.Subaccount, ManagerID: 3, Active: true, Privileges: []string{"reports"}},
+		Ancestors: []tenancy.Account{
+			{ID: 3, Type: tenancy.User, ManagerID: 2, Active: true, ReadOnly: true, Privileges: []string{}},
+			{ID: 2, Type: tenancy.Manager, ManagerID: 1, AccountExpire: true, ExpireDate: today.AddDate(0, 0, -1)},
+			{ID: 1, Type: tenancy.Admin},
+		},
 	}
-	inputs := []any{NewInput(p, "GET", "/services", false), NewInput(tenancy.Principal{
-		Token: tenancy.Token{ID: 2}, Account: tenancy.Account{ID: 1, Type: tenancy.Admin},
-	}, "POST", "/passengers", true)}
+	expiredAdmin := tenancy.Principal{
+		Token:   tenancy.Token{ID: 2},
+		Account: tenancy.Account{ID: 1, Type: tenancy.Admin, AccountExpire: true, ExpireDate: today.AddDate(0, 0, -1)},
+	}
+	full := NewInput(p, "GET", "/services", today)
+	if c := full.Account.Chain; len(c) != 3 || c[0] != (AncestorInput{ID: 3, Type: "user", Active: true, ReadOnly: true}) ||
+		c[1] != (AncestorInput{ID: 2, Type: "manager", Expired: true}) || c[2] != (AncestorInput{ID: 1, Type: "admin"}) {
+		t.Errorf("chain %+v", c)
+	}
+	inputs := []any{full, NewInput(expiredAdmin, "POST", "/passengers", today)}
+	if !inputs[1].(Input).Account.Expired || inputs[1].(Input).Account.Chain == nil {
+		t.Errorf("admin input %+v", inputs[1])
+	}
 	inputs = append(inputs, doc["examples"].([]any)...)
 	for i, in := range inputs {
 		if ok, errs := match(in); !ok {
 			t.Errorf("input %d does not match the schema: %v", i, errs)
 		}
 	}
-	bad := NewInput(p, "GET", "/services", false)
+	bad := NewInput(p, "GET", "/services", today)
 	bad.Account.Type = "reseller"
 	if ok, _ := match(bad); ok {
 		t.Error("an unknown account type matches the schema")
+	}
+	bad = NewInput(p, "GET", "/services", today)
+	bad.Account.Chain[1].Type = "reseller"
+	if ok, _ := match(bad); ok {
+		t.Error("an unknown account type in the chain matches the schema")
 	}
 }
 

@@ -5,7 +5,11 @@
 // turns into SQL). It also keeps the decision log and explains decisions.
 package policy
 
-import "github.com/fleetapi/fleetapi/tenancy"
+import (
+	"time"
+
+	"github.com/fleetapi/fleetapi/tenancy"
+)
 
 // Input is the document the policy reads (DESIGN §6; JSON Schema in
 // rego/schemas/input.json).
@@ -36,6 +40,19 @@ type AccountInput struct {
 	Expired    bool     `json:"expired"`
 	ReadOnly   bool     `json:"read_only"`
 	Privileges []string `json:"privileges"`
+	// Chain holds the accounts above this one, nearest first (its manager,
+	// that manager's manager, ...): their state flows down (DESIGN §2).
+	Chain []AncestorInput `json:"chain"`
+}
+
+// AncestorInput holds the facts of one account above the caller's account
+// that the policy reads.
+type AncestorInput struct {
+	ID       int64  `json:"id"`
+	Type     string `json:"type"`
+	Active   bool   `json:"active"`
+	Expired  bool   `json:"expired"`
+	ReadOnly bool   `json:"read_only"`
 }
 
 // Decision is the answer of data.fleet.authz.decision.
@@ -88,9 +105,10 @@ type RowScope struct {
 }
 
 // NewInput builds the policy input for principal p calling method route
-// (a route template such as "/events/{id}"). expired is the account's
-// expiry state on the current day.
-func NewInput(p tenancy.Principal, method, route string, expired bool) Input {
+// (a route template such as "/events/{id}"). today is the current day: an
+// account, and each account above it, is expired when its expiry date is
+// before today (tenancy.Account.Expired).
+func NewInput(p tenancy.Principal, method, route string, today time.Time) Input {
 	perms := p.Token.Permissions
 	if perms == nil {
 		perms = []string{}
@@ -98,6 +116,16 @@ func NewInput(p tenancy.Principal, method, route string, expired bool) Input {
 	privs := p.Account.Privileges
 	if privs == nil {
 		privs = []string{}
+	}
+	chain := make([]AncestorInput, len(p.Ancestors))
+	for i, a := range p.Ancestors {
+		chain[i] = AncestorInput{
+			ID:       a.ID,
+			Type:     string(a.Type),
+			Active:   a.Active,
+			Expired:  a.Expired(today),
+			ReadOnly: a.ReadOnly,
+		}
 	}
 	return Input{
 		Request: RequestInput{Method: method, Route: route},
@@ -107,9 +135,10 @@ func NewInput(p tenancy.Principal, method, route string, expired bool) Input {
 			Type:       string(p.Account.Type),
 			ManagerID:  p.Account.ManagerID,
 			Active:     p.Account.Active,
-			Expired:    expired,
+			Expired:    p.Account.Expired(today),
 			ReadOnly:   p.Account.ReadOnly,
 			Privileges: privs,
+			Chain:      chain,
 		},
 	}
 }

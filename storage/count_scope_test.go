@@ -42,7 +42,7 @@ func TestScopeCountShape(t *testing.T) {
 		p := tenancy.Principal{Token: tenancy.Token{ID: 1, Permissions: []string{"*"}}, Account: a}
 		for _, resource := range storage.ScopeResources() {
 			t.Run(fmt.Sprintf("%s_%s_%s", a.Type, name, resource), func(t *testing.T) {
-				scope, err := engine.Scope(ctx, policy.NewInput(p, "GET", "/"+resource, a.Expired(generateToday)), resource)
+				scope, err := engine.Scope(ctx, policy.NewInput(p, "GET", "/"+resource, generateToday), resource)
 				if err != nil {
 					t.Fatal(err)
 				}

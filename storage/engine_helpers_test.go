@@ -39,7 +39,7 @@ func principalOf(t testing.TB, s *storage.Store, username string) tenancy.Princi
 func scopeOf(t testing.TB, e *policy.Engine, s *storage.Store, username, resource string) policy.RowScope {
 	t.Helper()
 	p := principalOf(t, s, username)
-	in := policy.NewInput(p, "GET", "/"+resource, p.Account.Expired(demoToday))
+	in := policy.NewInput(p, "GET", "/"+resource, demoToday)
 	rs, err := e.Scope(context.Background(), in, resource)
 	if err != nil {
 		t.Fatalf("scope of %s for %s: %v", resource, username, err)

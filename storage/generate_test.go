@@ -94,7 +94,7 @@ func TestGenerateSmall(t *testing.T) {
 	req := storage.ListRequest{Page: 1, PerPage: 50, Sort: "service_id"}
 	totals := map[string]int64{}
 	for role, p := range principals {
-		in := policy.NewInput(p, "GET", "/services", false)
+		in := policy.NewInput(p, "GET", "/services", generateToday)
 		scope, err := engine.Scope(ctx, in, "services")
 		if err != nil {
 			t.Fatal(err)
@@ -121,7 +121,7 @@ func TestGenerateSmall(t *testing.T) {
 
 	// The sequences continue after the copied ids.
 	up := principals["user"]
-	scope, err := engine.Scope(ctx, policy.NewInput(up, "POST", "/passengers", false), "passengers")
+	scope, err := engine.Scope(ctx, policy.NewInput(up, "POST", "/passengers", generateToday), "passengers")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -2,18 +2,123 @@ package storage
 
 import (
 	"context"
+	"encoding/json"
+	"fmt"
+
+	"github.com/uptrace/bun"
 
 	"github.com/fleetapi/fleetapi/tenancy"
 )
 
-// PrincipalByTokenID returns the token with the given id and its account,
-// whatever the token's state (for `fleetapi policy explain`). It returns
-// ErrNotFound when there is none and ErrUnavailable when the database cannot
-// be reached.
+// MaxAncestors bounds the walk up the account tree when a principal is
+// loaded. A valid tree has at most three accounts above any account
+// (subaccount → user → manager → admin, enforced by the import); the bound
+// is wider so that a deeper tree written by hand is still walked, and it
+// stops a loop of manager_id links (which the schema does not forbid
+// beyond an account managing itself) from running on.
+const MaxAncestors = 8
+
+// ancestorsColumn is the select-list expression that loads the accounts
+// above the token's account ("account", joined by Relation), nearest
+// first, as one JSON array: a recursive walk up manager_id that stops
+// after MaxAncestors accounts or at an account it has already visited.
+// It runs in the same statement as the token lookup, so that
+// authentication stays one round trip.
+var ancestorsColumn = fmt.Sprintf(`(
+	WITH RECURSIVE up AS (
+		SELECT m.id, m.username, m.type, m.manager_id, m.active, m.read_only, m.account_expire, m.account_expire_dt,
+			1 AS depth, ARRAY["account"."id", m.id] AS path
+		FROM accounts AS m WHERE m.id = "account"."manager_id"
+		UNION ALL
+		SELECT m.id, m.username, m.type, m.manager_id, m.active, m.read_only, m.account_expire, m.account_expire_dt,
+			up.depth + 1, up.path || m.id
+		FROM up JOIN accounts AS m ON m.id = up.manager_id
+		WHERE up.depth < %d AND m.id <> ALL (up.path)
+	)
+	SELECT COALESCE(json_agg(json_build_object(
+		'id', id, 'username', username, 'type', type, 'manager_id', manager_id, 'active', active,
+		'read_only', read_only, 'account_expire', account_expire, 'account_expire_dt', account_expire_dt
+	) ORDER BY depth), '[]') FROM up
+) AS "ancestors"`, MaxAncestors)
+
+// principalRow is a token with its account and the accounts above it.
+type principalRow struct {
+	Token     `bun:",extend"`
+	Ancestors ancestorList `bun:"ancestors,scanonly"`
+}
+
+// principalQuery selects principal rows: the token, its account (joined)
+// and the account's ancestors (ancestorsColumn), in one statement.
+func (s *Store) principalQuery(row *principalRow) *bun.SelectQuery {
+	return s.db.NewSelect().Model(row).ColumnExpr("t.*").ColumnExpr(ancestorsColumn).Relation("Account")
+}
+
+// principal returns the row as the tenancy package sees it.
+func (r principalRow) principal() tenancy.Principal {
+	p := tenancy.Principal{Token: r.Token.Tenancy(), Account: r.Account.Tenancy()}
+	if len(r.Ancestors) > 0 {
+		p.Ancestors = make([]tenancy.Account, len(r.Ancestors))
+		for i, a := range r.Ancestors {
+			p.Ancestors[i] = a.Tenancy()
+		}
+	}
+	return p
+}
+
+// ancestorList is the JSON array of ancestorsColumn (implements
+// sql.Scanner).
+type ancestorList []ancestor
+
+// ancestor is one account of ancestorsColumn.
+type ancestor struct {
+	ID              int64               `json:"id"`
+	Username        string              `json:"username"`
+	Type            tenancy.AccountType `json:"type"`
+	ManagerID       *int64              `json:"manager_id"`
+	Active          bool                `json:"active"`
+	ReadOnly        bool                `json:"read_only"`
+	AccountExpire   bool                `json:"account_expire"`
+	AccountExpireDt *Date               `json:"account_expire_dt"`
+}
+
+// Scan reads the json column; NULL scans as no ancestors.
+func (l *ancestorList) Scan(src any) error {
+	var b []byte
+	switch v := src.(type) {
+	case nil:
+		*l = nil
+		return nil
+	case []byte:
+		b = v
+	case string:
+		b = []byte(v)
+	default:
+		return fmt.Errorf("storage.ancestorList: cannot scan %T", src)
+	}
+	var out ancestorList
+	if err := json.Unmarshal(b, &out); err != nil {
+		return fmt.Errorf("storage.ancestorList: %w", err)
+	}
+	*l = out
+	return nil
+}
+
+// Tenancy returns the ancestor as the tenancy package sees it.
+func (a ancestor) Tenancy() tenancy.Account {
+	return Account{
+		ID: a.ID, Username: a.Username, Type: a.Type, ManagerID: a.ManagerID, Active: a.Active,
+		ReadOnly: a.ReadOnly, AccountExpire: a.AccountExpire, AccountExpireDt: a.AccountExpireDt,
+	}.Tenancy()
+}
+
+// PrincipalByTokenID returns the token with the given id, its account and
+// the account's ancestors, whatever the token's state (for `fleetapi policy
+// explain`). It returns ErrNotFound when there is none and ErrUnavailable
+// when the database cannot be reached.
 func (s *Store) PrincipalByTokenID(ctx context.Context, id int64) (tenancy.Principal, error) {
-	row := new(Token)
-	if err := s.db.NewSelect().Model(row).Relation("Account").Where("t.id = ?", id).Scan(ctx); err != nil {
+	row := new(principalRow)
+	if err := s.principalQuery(row).Where("t.id = ?", id).Scan(ctx); err != nil {
 		return tenancy.Principal{}, Translate(err)
 	}
-	return tenancy.Principal{Token: row.Tenancy(), Account: row.Account.Tenancy()}, nil
+	return row.principal(), nil
 }

@@ -3,6 +3,7 @@ package storage
 import (
 	"context"
 	"testing"
+	"time"
 
 	"github.com/fleetapi/fleetapi/policy"
 	"github.com/fleetapi/fleetapi/tenancy"
@@ -23,7 +24,7 @@ func benchScopes(b *testing.B) map[string]policy.RowScope {
 			Token:   tenancy.Token{ID: 1, Permissions: []string{"*"}},
 			Account: tenancy.Account{ID: 70, Type: typ, ManagerID: 3, Active: true, Privileges: []string{"reports", "event_notifications"}},
 		}
-		rs, err := e.Scope(ctx, policy.NewInput(p, "GET", "/services", false), "services")
+		rs, err := e.Scope(ctx, policy.NewInput(p, "GET", "/services", time.Date(2026, 1, 15, 0, 0, 0, 0, time.UTC)), "services")
 		if err != nil {
 			b.Fatal(err)
 		}

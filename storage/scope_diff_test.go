@@ -126,7 +126,11 @@ func (w *world) randomPrincipal(r *rand.Rand) policy.Input {
 		Account: tenancy.Account{ID: a.id, Type: a.typ, ManagerID: a.managerID, Active: r.IntN(8) != 0,
 			ReadOnly: r.IntN(4) == 0, Privileges: privs},
 	}
-	return policy.NewInput(p, "GET", "/services", r.IntN(10) == 0)
+	today := time.Date(2026, 1, 15, 0, 0, 0, 0, time.UTC)
+	if r.IntN(10) == 0 {
+		p.Account.AccountExpire, p.Account.ExpireDate = true, today.AddDate(0, 0, -1)
+	}
+	return policy.NewInput(p, "GET", "/services", today)
 }
 
 // sample picks up to diffSample rows of resource: half owned by accounts

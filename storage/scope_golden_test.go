@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
+	"time"
 
 	"github.com/uptrace/bun"
 	"github.com/uptrace/bun/dialect/pgdialect"
@@ -56,7 +57,7 @@ func TestScopeGolden(t *testing.T) {
 				if typ == tenancy.Admin {
 					p.Account.ManagerID = 0
 				}
-				scope, err := e.Scope(ctx, policy.NewInput(p, "GET", "/"+resource, false), resource)
+				scope, err := e.Scope(ctx, policy.NewInput(p, "GET", "/"+resource, time.Date(2026, 1, 15, 0, 0, 0, 0, time.UTC)), resource)
 				if err != nil {
 					t.Fatal(err)
 				}

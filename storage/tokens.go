@@ -9,13 +9,14 @@ import (
 	"github.com/fleetapi/fleetapi/tenancy"
 )
 
-// PrincipalByTokenHash returns the token stored under hash with its account,
-// in one query; found is false when there is none. Revoked and expired
-// tokens are returned as they are: judging them is the caller's job. It
+// PrincipalByTokenHash returns the token stored under hash with its account
+// and the accounts above it, in one query; found is false when there is
+// none. Revoked and expired tokens, and accounts in any state, are returned
+// as they are: judging them is the caller's (and the policy's) job. It
 // returns ErrUnavailable when the database cannot be reached.
 func (s *Store) PrincipalByTokenHash(ctx context.Context, hash tenancy.TokenHash) (tenancy.Principal, bool, error) {
-	row := new(Token)
-	err := s.db.NewSelect().Model(row).Relation("Account").Where("t.hash = ?", hash[:]).Limit(1).Scan(ctx)
+	row := new(principalRow)
+	err := s.principalQuery(row).Where("t.hash = ?", hash[:]).Limit(1).Scan(ctx)
 	if err != nil {
 		err = Translate(err)
 		if errors.Is(err, ErrNotFound) {
@@ -23,7 +24,7 @@ func (s *Store) PrincipalByTokenHash(ctx context.Context, hash tenancy.TokenHash
 		}
 		return tenancy.Principal{}, false, err
 	}
-	return tenancy.Principal{Token: row.Tenancy(), Account: row.Account.Tenancy()}, true, nil
+	return row.principal(), true, nil
 }
 
 // TouchToken sets the token's last_used_at to now unless it was set less

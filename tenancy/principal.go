@@ -73,10 +73,17 @@ type Token struct {
 	CreatedAt time.Time
 }
 
-// Principal is an authenticated caller: a valid token and its account.
+// Principal is an authenticated caller: a valid token, its account and the
+// accounts above that account.
 type Principal struct {
 	Token   Token
 	Account Account
+	// Ancestors are the accounts above Account, nearest first: its manager
+	// (a subaccount's parent user), that account's manager, and so on up to
+	// the top of the tree (DESIGN §2: their state flows down to Account).
+	// Each account appears once, even if the stored manager links loop.
+	// Privileges are not loaded for them.
+	Ancestors []Account
 }
 
 type principalKey struct{}

@@ -67,7 +67,7 @@ func runExplain(ctx context.Context, args []string, getenv func(string) string, 
 	if err != nil {
 		return err
 	}
-	in := policy.NewInput(p, strings.ToUpper(method), path, p.Account.Expired(time.Now().UTC()))
+	in := policy.NewInput(p, strings.ToUpper(method), path, time.Now().UTC())
 	x, err := engine.Explain(ctx, in)
 	if err != nil {
 		return err

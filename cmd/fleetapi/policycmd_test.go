@@ -84,4 +84,8 @@ func TestPolicyTestAndExplain(t *testing.T) {
 	if !strings.Contains(out, "PRIVILEGE_REQUIRED") || !strings.Contains(out, "reports") {
 		t.Fatalf("explain:\n%s", out)
 	}
+	// the accounts above (globex, fleetco, admin) are part of the input
+	if !regexp.MustCompile(`above: +id \d+, type user, active true[^\n]*\n +id \d+, type manager,[^\n]*\n +id \d+, type admin,`).MatchString(out) {
+		t.Fatalf("explain lacks the chain of globex-day:\n%s", out)
+	}
 }

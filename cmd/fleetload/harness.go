@@ -132,7 +132,7 @@ func (h *harness) scopeOf(ctx context.Context, role, method, route, resource str
 	if !ok {
 		return policy.RowScope{}, policy.Input{}, fmt.Errorf("no %s token in %s", role, h.cfg.TokensFile)
 	}
-	in := policy.NewInput(p, method, route, p.Account.Expired(h.today))
+	in := policy.NewInput(p, method, route, h.today)
 	rs, err := h.engine.Scope(ctx, in, resource)
 	return rs, in, err
 }

@@ -58,7 +58,7 @@ func (h *harness) authScenario() (scenario, error) {
 	p := h.principals["user"]
 	return scenario{
 		name: "auth_lookup", role: "user", request: "token lookup (PrincipalByTokenHash), floor only",
-		input: policy.NewInput(p, "GET", "/me", false), resource: "services",
+		input: policy.NewInput(p, "GET", "/me", h.today), resource: "services",
 		floor: func(ctx context.Context, _ int64) (int64, error) {
 			p, _, err := h.store.PrincipalByTokenHash(ctx, hash)
 			return p.Account.ID, err

@@ -6,15 +6,25 @@
 #   Input (schemas/input.json): input.request {method, route} names the route
 #   by its template ("/events/{id}", never the raw path); input.token
 #   {id, permissions} and input.account {id, type, manager_id, active,
-#   expired, read_only, privileges} are the caller's facts. Nothing else is
-#   read.
+#   expired, read_only, privileges, chain} are the caller's facts, where
+#   chain lists the accounts above the caller, nearest first, as {id, type,
+#   active, expired, read_only}. Nothing else is read.
+#
+#   State flows down the tree (DESIGN §2): the caller can use the API only
+#   when it and every account above it is active and not expired, and it is
+#   read-only when it or any account above it is. Admins aside: an admin in
+#   the chain (only ever at its top) passes nothing down.
 #
 #   decision is always defined: {"allow": true} or {"allow": false, "code",
 #   "message", "details"}. When several denials apply, the first of this
 #   list wins: ACCOUNT_INACTIVE (inactive, or an unknown account type) >
-#   ACCOUNT_EXPIRED > TOKEN_PERMISSION_DENIED > PRIVILEGE_REQUIRED >
-#   READ_ONLY_ACCOUNT. Missing or malformed account facts count against the
-#   caller (fail closed).
+#   ACCOUNT_EXPIRED > ACCOUNT_INACTIVE or ACCOUNT_EXPIRED of an account above
+#   (the nearest one that cannot use the API; inactive before expired for
+#   that account) > TOKEN_PERMISSION_DENIED > PRIVILEGE_REQUIRED >
+#   READ_ONLY_ACCOUNT (the account itself, then the nearest account above).
+#   The account-state and read-only denials name the account that caused
+#   them in details.account_id. Missing or malformed account facts count
+#   against the caller (fail closed).
 #
 #   permissions is the effective permission object shown by GET /me.
 package fleet.authz
@@ -48,12 +58,33 @@ open_routes := {"GET /me"}
 
 route_key := sprintf("%s %s", [input.request.method, input.request.route])
 
-decision := deny("ACCOUNT_INACTIVE", "the account is inactive", {}) if {
+decision := deny("ACCOUNT_INACTIVE", "the account is inactive", own) if {
 	not input.account.active == true
-} else := deny("ACCOUNT_INACTIVE", "the account type is not recognised", {"account_type": input.account.type}) if {
-	not input.account.type in account_types
-} else := deny("ACCOUNT_EXPIRED", "the account has expired", {}) if {
+} else := deny(
+	"ACCOUNT_INACTIVE",
+	"the account type is not recognised",
+	object.union(own, {"account_type": object.get(input, ["account", "type"], null)}),
+) if {
+	# object.get, not input.account.type: OPA evaluates the operand of
+	# `in` outside the `not`, so a missing type would make this undefined
+	# rather than true
+	not object.get(input, ["account", "type"], null) in account_types
+} else := deny("ACCOUNT_EXPIRED", "the account has expired", own) if {
 	not input.account.expired == false
+} else := deny("ACCOUNT_INACTIVE", "the managing accounts are not known", own) if {
+	not chain_known
+} else := deny("ACCOUNT_INACTIVE", "a managing account is inactive", {"account_id": blocked[0].id}) if {
+	some _ in blocked
+	not blocked[0].active == true
+} else := deny(
+	"ACCOUNT_INACTIVE",
+	"the type of a managing account is not recognised",
+	{"account_id": blocked[0].id},
+) if {
+	some _ in blocked
+	not object.get(blocked[0], "type", null) in account_types
+} else := deny("ACCOUNT_EXPIRED", "a managing account has expired", {"account_id": blocked[0].id}) if {
+	some _ in blocked
 } else := deny(
 	"TOKEN_PERMISSION_DENIED",
 	sprintf("the token does not grant %s", [route_key]),
@@ -66,10 +97,44 @@ decision := deny("ACCOUNT_INACTIVE", "the account is inactive", {}) if {
 	{"privilege": missing_privilege},
 ) if {
 	missing_privilege
-} else := deny("READ_ONLY_ACCOUNT", "the account is read-only", {}) if {
-	read_only
+} else := deny("READ_ONLY_ACCOUNT", "the account is read-only", own) if {
+	not input.account.read_only == false
+	input.request.method != "GET"
+} else := deny("READ_ONLY_ACCOUNT", "a managing account is read-only", {"account_id": read_only_above[0]}) if {
+	some _ in read_only_above
 	input.request.method != "GET"
 } else := {"allow": true}
+
+# own names the calling account in the details of a denial it caused.
+own := {"account_id": object.get(input, ["account", "id"], null)}
+
+# chain_known: input.account.chain lists the accounts above the caller,
+# each an object with a numeric id. Anything else fails closed.
+chain_known if {
+	is_array(input.account.chain)
+	every a in input.account.chain {
+		is_number(a.id)
+	}
+}
+
+# governing are the accounts above the caller whose state flows down to it,
+# nearest first: every entry of the chain but admins. An entry without a
+# type is not an admin.
+governing := [a | some a in input.account.chain; not a.type == "admin"]
+
+# blocked are the governing accounts that cannot use the API themselves,
+# nearest first; the first one is named by the denial.
+blocked := [a | some a in governing; not usable(a)]
+
+usable(a) if {
+	a.active == true
+	a.type in account_types
+	a.expired == false
+}
+
+# read_only_above are the ids of the governing accounts that are not
+# explicitly writable, nearest first.
+read_only_above := [a.id | some a in governing; not a.read_only == false]
 
 deny(code, message, details) := {
 	"allow": false,
@@ -102,9 +167,12 @@ effective_privileges := all_privileges if {
 	input.account.type == "subaccount"
 } else := []
 
-# read_only is true unless the account is explicitly writable.
-read_only := not_writable if {
-	not_writable := input.account.read_only != false
+# read_only is true unless the account and every governing account above
+# it are explicitly writable (and the accounts above are known).
+read_only := false if {
+	input.account.read_only == false
+	chain_known
+	count(read_only_above) == 0
 } else := true
 
 # permissions is the effective permission object of GET /me (DESIGN §5).

@@ -2,15 +2,23 @@ package fleet.authz_test
 
 import data.fleet.authz
 
-# base is an active, writable user whose token grants everything.
+# base is an active, writable user under an active manager (3) under an
+# admin (1), whose token grants everything.
 base := {
 	"request": {"method": "GET", "route": "/services"},
 	"token": {"id": 1, "permissions": ["*"]},
 	"account": {
 		"id": 7, "type": "user", "manager_id": 3, "active": true,
 		"expired": false, "read_only": false, "privileges": [],
+		"chain": [manager, admin],
 	},
 }
+
+admin := {"id": 1, "type": "admin", "active": true, "expired": false, "read_only": false}
+
+manager := {"id": 3, "type": "manager", "active": true, "expired": false, "read_only": false}
+
+user := {"id": 5, "type": "user", "active": true, "expired": false, "read_only": false}
 
 with_account(patch) := object.union(base, {"account": patch})
 
@@ -30,7 +38,7 @@ test_allow_every_account_type if {
 
 test_inactive if {
 	d := authz.decision with input as with_account({"active": false})
-	d == {"allow": false, "code": "ACCOUNT_INACTIVE", "message": "the account is inactive", "details": {}}
+	d == {"allow": false, "code": "ACCOUNT_INACTIVE", "message": "the account is inactive", "details": {"account_id": 7}}
 }
 
 test_missing_active_fails_closed if {
@@ -40,12 +48,12 @@ test_missing_active_fails_closed if {
 test_unknown_type if {
 	d := authz.decision with input as with_account({"type": "reseller"})
 	d.code == "ACCOUNT_INACTIVE"
-	d.details == {"account_type": "reseller"}
+	d.details == {"account_id": 7, "account_type": "reseller"}
 }
 
 test_expired if {
 	d := authz.decision with input as with_account({"expired": true})
-	d == {"allow": false, "code": "ACCOUNT_EXPIRED", "message": "the account has expired", "details": {}}
+	d == {"allow": false, "code": "ACCOUNT_EXPIRED", "message": "the account has expired", "details": {"account_id": 7}}
 }
 
 test_inactive_beats_expired if {
@@ -113,7 +121,7 @@ test_token_beats_privilege if {
 test_read_only if {
 	inp := object.union(with_account({"read_only": true}), {"request": {"method": "POST", "route": "/passengers"}})
 	d := authz.decision with input as inp
-	d == {"allow": false, "code": "READ_ONLY_ACCOUNT", "message": "the account is read-only", "details": {}}
+	d == {"allow": false, "code": "READ_ONLY_ACCOUNT", "message": "the account is read-only", "details": {"account_id": 7}}
 }
 
 test_read_only_may_read if {
@@ -166,4 +174,187 @@ test_permissions_unknown_type if {
 
 test_permissions_read_only_missing_fails_closed if {
 	authz.permissions.read_only with input as object.remove(base, ["account"])
+}
+
+test_missing_account_named_as_null if {
+	authz.decision.details == {"account_id": null} with input as object.remove(base, ["account"])
+}
+
+test_unknown_type_missing if {
+	d := authz.decision with input as json.remove(base, ["account/type"])
+	d.details == {"account_id": 7, "account_type": null}
+}
+
+# State flows down the tree (DESIGN §2): chain lists the accounts above the
+# caller, nearest first.
+
+# sub_under(chain) is a subaccount (9) of the user 5 with the given chain.
+sub_under(chain) := with_account({"id": 9, "type": "subaccount", "manager_id": 5, "privileges": all_privileges, "chain": chain})
+
+all_privileges := ["reports", "event_notifications"]
+
+# user_under(chain) is the user 7 with the given chain.
+user_under(chain) := with_account({"chain": chain})
+
+inactive(a) := object.union(a, {"active": false})
+
+expired(a) := object.union(a, {"expired": true})
+
+read_only_acct(a) := object.union(a, {"read_only": true})
+
+test_chain_allows_every_level if {
+	every inp in [
+		sub_under([user, manager, admin]),
+		user_under([manager, admin]),
+		user_under([admin]),
+		with_account({"type": "manager", "chain": [admin]}),
+		with_account({"type": "admin", "chain": []}),
+	] {
+		authz.decision == {"allow": true} with input as object.union(inp, {"request": {"method": "POST", "route": "/passengers"}})
+	}
+}
+
+# every level of the tree: [input, code, account named]
+chain_state_cases := [
+	[sub_under([inactive(user), manager, admin]), "ACCOUNT_INACTIVE", 5],
+	[sub_under([expired(user), manager, admin]), "ACCOUNT_EXPIRED", 5],
+	[sub_under([user, inactive(manager), admin]), "ACCOUNT_INACTIVE", 3],
+	[sub_under([user, expired(manager), admin]), "ACCOUNT_EXPIRED", 3],
+	[user_under([inactive(manager), admin]), "ACCOUNT_INACTIVE", 3],
+	[user_under([expired(manager), admin]), "ACCOUNT_EXPIRED", 3],
+	[sub_under([user, admin]), "", 0],
+]
+
+test_chain_state_every_level if {
+	every c in chain_state_cases {
+		every route in authz.routes {
+			[method, template] := split(route, " ")
+			d := authz.decision with input as object.union(c[0], {"request": {"method": method, "route": template}})
+			chain_state_expected(d, c[1], c[2])
+		}
+	}
+}
+
+chain_state_expected(d, "", _) if d.allow
+
+chain_state_expected(d, code, id) if {
+	code != ""
+	d.allow == false
+	d.code == code
+	d.details == {"account_id": id}
+}
+
+test_chain_messages if {
+	d1 := authz.decision with input as sub_under([inactive(user), manager, admin])
+	d1 == {
+		"allow": false, "code": "ACCOUNT_INACTIVE",
+		"message": "a managing account is inactive", "details": {"account_id": 5},
+	}
+	d2 := authz.decision with input as user_under([expired(manager), admin])
+	d2 == {
+		"allow": false, "code": "ACCOUNT_EXPIRED",
+		"message": "a managing account has expired", "details": {"account_id": 3},
+	}
+}
+
+test_admin_at_top_passes_nothing_down if {
+	top := read_only_acct(expired(inactive(admin)))
+	every inp in [sub_under([user, manager, top]), user_under([top]), with_account({"type": "manager", "chain": [top]})] {
+		post := object.union(inp, {"request": {"method": "POST", "route": "/passengers"}})
+		authz.decision == {"allow": true} with input as post
+		authz.permissions.read_only == false with input as post
+	}
+}
+
+test_chain_nearest_first if {
+	d1 := authz.decision with input as sub_under([inactive(user), expired(manager), admin])
+	d1.code == "ACCOUNT_INACTIVE"
+	d1.details == {"account_id": 5}
+	d2 := authz.decision with input as sub_under([expired(user), inactive(manager), admin])
+	d2.code == "ACCOUNT_EXPIRED"
+	d2.details == {"account_id": 5}
+	d3 := authz.decision with input as sub_under([user, expired(inactive(manager)), admin])
+	d3.code == "ACCOUNT_INACTIVE"
+	d3.details == {"account_id": 3}
+}
+
+test_own_state_beats_chain if {
+	inp := object.union(sub_under([inactive(user), manager, admin]), {"account": {"expired": true}})
+	d := authz.decision with input as inp
+	d.code == "ACCOUNT_EXPIRED"
+	d.details == {"account_id": 9}
+}
+
+test_chain_beats_token if {
+	inp := object.union(user_under([expired(manager)]), {"token": {"permissions": []}})
+	authz.decision.code == "ACCOUNT_EXPIRED" with input as inp
+}
+
+test_chain_missing_fails_closed if {
+	d := authz.decision with input as json.remove(base, ["account/chain"])
+	d == {
+		"allow": false, "code": "ACCOUNT_INACTIVE",
+		"message": "the managing accounts are not known", "details": {"account_id": 7},
+	}
+	authz.permissions.read_only with input as json.remove(base, ["account/chain"])
+}
+
+test_chain_malformed_fails_closed if {
+	every chain in ["x", {"id": 3}, ["x"], [{"type": "manager", "active": true, "expired": false}]] {
+		authz.decision.code == "ACCOUNT_INACTIVE" with input as user_under(chain)
+	}
+}
+
+test_chain_missing_facts_fail_closed if {
+	cases := [
+		[object.remove(manager, ["active"]), "ACCOUNT_INACTIVE"],
+		[object.remove(manager, ["expired"]), "ACCOUNT_EXPIRED"],
+		[object.remove(manager, ["type"]), "ACCOUNT_INACTIVE"],
+		[object.union(manager, {"type": "reseller"}), "ACCOUNT_INACTIVE"],
+	]
+	every c in cases {
+		d := authz.decision with input as user_under([c[0], admin])
+		d.code == c[1]
+		d.details == {"account_id": 3}
+	}
+	d := authz.decision with input as user_under([object.union(manager, {"type": "reseller"})])
+	d.message == "the type of a managing account is not recognised"
+}
+
+# Read-only is inherited the same way.
+
+post(inp) := object.union(inp, {"request": {"method": "POST", "route": "/passengers"}})
+
+test_read_only_inherited_every_level if {
+	cases := [
+		[sub_under([read_only_acct(user), manager, admin]), 5],
+		[sub_under([user, read_only_acct(manager), admin]), 3],
+		[user_under([read_only_acct(manager), admin]), 3],
+		[sub_under([read_only_acct(user), read_only_acct(manager), admin]), 5],
+		[sub_under([user, object.remove(manager, ["read_only"]), admin]), 3],
+	]
+	every c in cases {
+		d := authz.decision with input as post(c[0])
+		d == {
+			"allow": false, "code": "READ_ONLY_ACCOUNT",
+			"message": "a managing account is read-only", "details": {"account_id": c[1]},
+		}
+		authz.decision.allow with input as c[0]
+		p := authz.permissions with input as c[0]
+		p.read_only == true
+		p.routes["POST /passengers"] == false
+		p.routes["GET /services"] == true
+	}
+}
+
+test_own_read_only_beats_inherited if {
+	inp := object.union(sub_under([read_only_acct(user), manager, admin]), {"account": {"read_only": true}})
+	d := authz.decision with input as post(inp)
+	d.message == "the account is read-only"
+	d.details == {"account_id": 9}
+}
+
+test_token_beats_inherited_read_only if {
+	inp := object.union(sub_under([read_only_acct(user)]), {"token": {"permissions": ["GET *"]}})
+	authz.decision.code == "TOKEN_PERMISSION_DENIED" with input as post(inp)
 }

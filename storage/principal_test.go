@@ -1,0 +1,189 @@
+package storage_test
+
+import (
+	"context"
+	"fmt"
+	"reflect"
+	"sync/atomic"
+	"testing"
+
+	"github.com/uptrace/bun"
+
+	"github.com/fleetapi/fleetapi/storage"
+	"github.com/fleetapi/fleetapi/tenancy"
+)
+
+// treeAccounts is one branch of every depth, each account with a state the
+// chain must carry: an inactive admin, an expiring manager, a read-only
+// user and its subaccount.
+const treeAccounts = `{"accounts": [
+	{"username": "root", "type": "admin", "active": false},
+	{"username": "reseller", "type": "manager", "manager": "root", "account_expire": true, "account_expire_dt": "2024-02-29"},
+	{"username": "customer", "type": "user", "manager": "reseller", "read_only": true},
+	{"username": "driver", "type": "subaccount", "manager": "customer", "privileges": ["reports"]},
+	{"username": "direct", "type": "user", "manager": "root"},
+	{"username": "orphan", "type": "user"}]}`
+
+// chainOf returns usernames and ids of a principal's ancestors.
+func chainOf(p tenancy.Principal) []string {
+	out := make([]string, len(p.Ancestors))
+	for i, a := range p.Ancestors {
+		out[i] = fmt.Sprintf("%s#%d", a.Username, a.ID)
+	}
+	return out
+}
+
+// countingHook counts the statements run through a database handle.
+type countingHook struct{ n atomic.Int64 }
+
+func (h *countingHook) BeforeQuery(ctx context.Context, _ *bun.QueryEvent) context.Context {
+	h.n.Add(1)
+	return ctx
+}
+
+func (h *countingHook) AfterQuery(context.Context, *bun.QueryEvent) {}
+
+// TestPrincipalAncestors: the principal of a token at every depth of the
+// tree carries every account above it, nearest first, with the facts the
+// policy reads, in one statement, by hash and by token id alike.
+func TestPrincipalAncestors(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	s, db := newStore(t)
+	importJSON(t, s, []byte(treeAccounts))
+	ids := map[string]int64{}
+	for _, u := range []string{"root", "reseller", "customer", "driver", "direct", "orphan"} {
+		a, err := s.AccountByUsername(ctx, u)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ids[u] = a.ID
+	}
+	hook := &countingHook{}
+	counted := storage.NewStore(db.WithQueryHook(hook))
+	want := map[string][]string{
+		"driver":   {"customer", "reseller", "root"},
+		"customer": {"reseller", "root"},
+		"reseller": {"root"},
+		"root":     {},
+		"direct":   {"root"},
+		"orphan":   {},
+	}
+	for user, above := range want {
+		t.Run(user, func(t *testing.T) {
+			secret, tok, err := s.CreateToken(ctx, storage.NewToken{Username: user, Permissions: []string{"*"}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			hash, _ := tenancy.HashToken(secret)
+			before := hook.n.Load()
+			p, found, err := counted.PrincipalByTokenHash(ctx, hash)
+			if err != nil || !found {
+				t.Fatalf("found %v, err %v", found, err)
+			}
+			if n := hook.n.Load() - before; n != 1 {
+				t.Errorf("%d statements, want 1 (the chain is loaded with the token)", n)
+			}
+			wantChain := make([]string, len(above))
+			for i, u := range above {
+				wantChain[i] = fmt.Sprintf("%s#%d", u, ids[u])
+			}
+			if got := chainOf(p); !reflect.DeepEqual(got, wantChain) {
+				t.Errorf("ancestors %v, want %v", got, wantChain)
+			}
+			if p.Account.Username != user || p.Token.ID != tok.ID {
+				t.Errorf("principal %+v", p)
+			}
+			byID, err := s.PrincipalByTokenID(ctx, tok.ID)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !reflect.DeepEqual(byID, p) {
+				t.Errorf("by id %+v\nby hash %+v", byID, p)
+			}
+		})
+	}
+	t.Run("facts", func(t *testing.T) {
+		secret, _, err := s.CreateToken(ctx, storage.NewToken{Username: "driver", Name: "facts", Permissions: []string{"*"}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		hash, _ := tenancy.HashToken(secret)
+		p, _, err := s.PrincipalByTokenHash(ctx, hash)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(p.Ancestors) != 3 {
+			t.Fatalf("ancestors %v", chainOf(p))
+		}
+		cust, res, root := p.Ancestors[0], p.Ancestors[1], p.Ancestors[2]
+		if cust.Type != tenancy.User || !cust.Active || !cust.ReadOnly || cust.AccountExpire || cust.ManagerID != ids["reseller"] {
+			t.Errorf("customer %+v", cust)
+		}
+		if res.Type != tenancy.Manager || !res.Active || res.ReadOnly || !res.AccountExpire ||
+			res.ExpireDate.Format("2006-01-02") != "2024-02-29" || res.ManagerID != ids["root"] {
+			t.Errorf("reseller %+v", res)
+		}
+		if root.Type != tenancy.Admin || root.Active || root.ManagerID != 0 || !root.ExpireDate.IsZero() {
+			t.Errorf("root %+v", root)
+		}
+	})
+}
+
+// TestPrincipalAncestorsBounded: manager_id links written outside the
+// import may loop or run deeper than the tree allows; the walk still ends,
+// lists each account once, and stops after storage.MaxAncestors.
+func TestPrincipalAncestorsBounded(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	s, db := newStore(t)
+	// the import refuses a user managing a user, so the links are written
+	// in SQL; the last statement closes the loop a → c → b → a
+	for _, q := range []string{
+		"INSERT INTO accounts (username, type) VALUES ('a', 'user')",
+		"INSERT INTO accounts (username, type, manager_id) SELECT 'b', 'user', id FROM accounts WHERE username = 'a'",
+		"INSERT INTO accounts (username, type, manager_id) SELECT 'c', 'user', id FROM accounts WHERE username = 'b'",
+		"UPDATE accounts SET manager_id = (SELECT id FROM accounts WHERE username = 'c') WHERE username = 'a'",
+	} {
+		if _, err := db.NewRaw(q).Exec(ctx); err != nil {
+			t.Fatalf("%s: %v", q, err)
+		}
+	}
+	lookup := func(t *testing.T, user string) tenancy.Principal {
+		t.Helper()
+		secret, _, err := s.CreateToken(ctx, storage.NewToken{Username: user, Permissions: []string{"*"}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		hash, _ := tenancy.HashToken(secret)
+		p, found, err := s.PrincipalByTokenHash(ctx, hash)
+		if err != nil || !found {
+			t.Fatalf("found %v, err %v", found, err)
+		}
+		return p
+	}
+	t.Run("loop", func(t *testing.T) {
+		p := lookup(t, "a")
+		var names []string
+		for _, a := range p.Ancestors {
+			names = append(names, a.Username)
+		}
+		if !reflect.DeepEqual(names, []string{"c", "b"}) {
+			t.Errorf("ancestors of a in the loop a→c→b→a: %v, want [c b]", names)
+		}
+	})
+	t.Run("deep", func(t *testing.T) {
+		prev := "c"
+		for i := range storage.MaxAncestors + 3 {
+			u := fmt.Sprintf("deep%02d", i)
+			if _, err := db.NewRaw("INSERT INTO accounts (username, type, manager_id) SELECT ?, 'user', id FROM accounts WHERE username = ?", u, prev).Exec(ctx); err != nil {
+				t.Fatal(err)
+			}
+			prev = u
+		}
+		p := lookup(t, prev)
+		if len(p.Ancestors) != storage.MaxAncestors || p.Ancestors[0].Username != fmt.Sprintf("deep%02d", storage.MaxAncestors+1) {
+			t.Errorf("ancestors %v, want the nearest %d", chainOf(p), storage.MaxAncestors)
+		}
+	})
+}
