@@ -1,7 +1,9 @@
 package api
 
 import (
+	"context"
 	"encoding/json"
+	"errors"
 	"io"
 	"log/slog"
 	"net/http"
@@ -34,7 +36,12 @@ func (s *Server) writeError(w http.ResponseWriter, r *http.Request, err error) {
 	span := trace.SpanFromContext(ctx)
 	span.SetAttributes(attrErrorCode.String(e.Code))
 	span.SetStatus(codes.Error, e.Code)
-	if e.Status >= 500 {
+	switch {
+	case e.Status >= 500 && errors.Is(ctx.Err(), context.Canceled):
+		// The client went away: not a failure of the service.
+		s.log.InfoContext(ctx, "request abandoned by the client", slog.String("code", e.Code), slog.Any("error", e.cause),
+			slog.String("request_id", requestIDFrom(ctx)))
+	case e.Status >= 500:
 		if e.cause != nil {
 			span.RecordError(e.cause)
 		}
