@@ -273,7 +273,8 @@ func TestTranslateDataExceptions(t *testing.T) {
 
 // TestEntryPointsWhenConnectionsDie drops the store's connection in every
 // way a connection dies (the server terminating the backend, an orderly
-// close without a message, a reset) and calls every entry point of the
+// close without a message, a reset), while it is idle in the pool and
+// while a statement is on its way, and calls every entry point of the
 // request path: each answers, or fails with ErrUnavailable, never with an
 // unclassified error. A create that failed is not stored.
 func TestEntryPointsWhenConnectionsDie(t *testing.T) {
@@ -341,30 +342,38 @@ func TestEntryPointsWhenConnectionsDie(t *testing.T) {
 		}
 		return k
 	}
+	terminateOnSend := func() int {
+		return proxy.OnNextSend(func() { terminate() })
+	}
+	// Idle deaths happen while the connection sits in the pool: the pool's
+	// liveness check discards it, so the entry point may succeed. Deaths
+	// on send happen between the statement and its answer: the entry
+	// point must fail, with ErrUnavailable.
 	deaths := []struct {
-		name string
-		kill func() int
+		name   string
+		kill   func() int
+		mustDo bool
 	}{
-		{"terminated_backend", terminate},
-		{"closed", func() int { return proxy.CutAll(storagetest.CutClose) }},
-		{"reset", func() int { return proxy.CutAll(storagetest.CutReset) }},
+		{"idle_terminated_backend", terminate, false},
+		{"idle_closed", func() int { return proxy.CutAll(storagetest.CutClose) }, false},
+		{"idle_reset", func() int { return proxy.CutAll(storagetest.CutReset) }, false},
+		// The backend may finish the statement before the signal lands.
+		{"terminated_on_send", terminateOnSend, false},
+		{"closed_on_send", func() int { return proxy.CutOnNextSend(storagetest.CutClose) }, true},
+		{"reset_on_send", func() int { return proxy.CutOnNextSend(storagetest.CutReset) }, true},
 	}
 	unavailable := 0
 	for _, death := range deaths {
 		for _, ep := range entryPoints {
 			if err := s.Ping(ctx); err != nil {
-				// The pool's one connection may have died with the last
-				// round; the failed ping discards it.
-				if err := s.Ping(ctx); err != nil {
-					t.Fatalf("%s/%s: the database did not come back: %v", death.name, ep.name, err)
-				}
+				t.Fatalf("%s/%s: the database did not come back: %v", death.name, ep.name, err)
 			}
 			if death.kill() == 0 {
 				t.Fatalf("%s/%s: no connection to kill", death.name, ep.name)
 			}
 			err := ep.run()
 			switch {
-			case err == nil:
+			case err == nil && !death.mustDo:
 			case errors.Is(err, storage.ErrUnavailable):
 				unavailable++
 			default:

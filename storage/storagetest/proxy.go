@@ -39,6 +39,7 @@ type Proxy struct {
 	ln            net.Listener
 	mu            sync.Mutex
 	conns         map[net.Conn]net.Conn // client side -> server side
+	armed         map[net.Conn]func() bool
 }
 
 // NewProxy starts a proxy in front of the database at dbURL (a TCP host or
@@ -49,7 +50,7 @@ func NewProxy(t testing.TB, dbURL string) *Proxy {
 	if err != nil {
 		t.Fatalf("storagetest: proxy: %v", err)
 	}
-	p := &Proxy{network: "tcp", addr: u.Host, conns: map[net.Conn]net.Conn{}}
+	p := &Proxy{network: "tcp", addr: u.Host, conns: map[net.Conn]net.Conn{}, armed: map[net.Conn]func() bool{}}
 	q := u.Query()
 	if h := q.Get("host"); strings.HasPrefix(h, "/") {
 		p.network, p.addr = "unix", h
@@ -93,12 +94,73 @@ func (p *Proxy) accept() {
 // relay copies both ways until either side ends, then closes both.
 func (p *Proxy) relay(client, server net.Conn) {
 	done := make(chan struct{}, 2)
-	go func() { _, _ = io.Copy(server, client); done <- struct{}{} }()
+	go func() { p.forward(server, client); done <- struct{}{} }()
 	go func() { _, _ = io.Copy(client, server); done <- struct{}{} }()
 	<-done
 	p.mu.Lock()
 	delete(p.conns, client)
+	delete(p.armed, client)
 	p.mu.Unlock()
+	_ = client.Close()
+	_ = server.Close()
+}
+
+// forward copies what the client sends to the server. A connection armed
+// by CutOnNextSend runs its action when its next message arrives, and
+// forwards it only if the action says so.
+func (p *Proxy) forward(server, client net.Conn) {
+	buf := make([]byte, 32<<10)
+	for {
+		n, err := client.Read(buf)
+		if n > 0 {
+			p.mu.Lock()
+			action := p.armed[client]
+			delete(p.armed, client)
+			p.mu.Unlock()
+			if action != nil && !action() {
+				return
+			}
+			if _, werr := server.Write(buf[:n]); werr != nil {
+				return
+			}
+		}
+		if err != nil {
+			return
+		}
+	}
+}
+
+// CutOnNextSend arms every open connection: when the client next sends
+// (a statement), the connection is dropped the given way before the
+// statement reaches the server, so the client loses it mid-statement.
+func (p *Proxy) CutOnNextSend(how Cut) int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for client, server := range p.conns {
+		p.armed[client] = func() bool {
+			p.drop(client, server, how)
+			return false
+		}
+	}
+	return len(p.conns)
+}
+
+// OnNextSend arms every open connection: when the client next sends, fn
+// runs first (say, pg_terminate_backend from another connection), then the
+// statement is forwarded.
+func (p *Proxy) OnNextSend(fn func()) int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for client := range p.conns {
+		p.armed[client] = func() bool { fn(); return true }
+	}
+	return len(p.conns)
+}
+
+func (p *Proxy) drop(client, server net.Conn, how Cut) {
+	if tcp, ok := client.(*net.TCPConn); ok && how == CutReset {
+		_ = tcp.SetLinger(0) // Close sends RST
+	}
 	_ = client.Close()
 	_ = server.Close()
 }
@@ -110,11 +172,7 @@ func (p *Proxy) CutAll(how Cut) int {
 	defer p.mu.Unlock()
 	n := len(p.conns)
 	for client, server := range p.conns {
-		if tcp, ok := client.(*net.TCPConn); ok && how == CutReset {
-			_ = tcp.SetLinger(0) // Close sends RST
-		}
-		_ = client.Close()
-		_ = server.Close()
+		p.drop(client, server, how)
 		delete(p.conns, client)
 	}
 	return n
