@@ -135,21 +135,27 @@ func TestBackendsTerminated(t *testing.T) {
 		func() int64 { return int64(proxy.CutAll(storagetest.CutClose)) },
 		func() int64 { return int64(proxy.CutAll(storagetest.CutReset)) },
 	}
+	// The killer strikes after every killEvery answered requests, so that
+	// the mix of killed and served requests does not depend on the
+	// machine's speed.
+	const killEvery = 12
 	var (
 		killed   atomic.Int64
+		answered atomic.Int64
 		stop     = make(chan struct{})
 		killDone = make(chan struct{})
 	)
 	go func() {
 		defer close(killDone)
 		for round := 0; ; round++ {
-			select {
-			case <-stop:
-				return
-			default:
+			for answered.Load() < int64(round+1)*killEvery {
+				select {
+				case <-stop:
+					return
+				case <-time.After(time.Millisecond):
+				}
 			}
 			killed.Add(kills[round%len(kills)]())
-			time.Sleep(20 * time.Millisecond) // pacing only: let some requests through
 		}
 	}()
 
@@ -171,6 +177,7 @@ func TestBackendsTerminated(t *testing.T) {
 					r = sendRaw(a.handler, http.MethodGet, reads[(c+i)%len(reads)], tok, "")
 				}
 				results[c] = append(results[c], r)
+				answered.Add(1)
 			}
 		}()
 	}
@@ -195,17 +202,12 @@ func TestBackendsTerminated(t *testing.T) {
 			}
 		}
 	}
-	causes := map[string]int{}
-	for _, line := range strings.Split(logs.String(), "\n") {
-		var rec struct{ Msg, Error string }
-		if json.Unmarshal([]byte(line), &rec) == nil && rec.Msg == "request failed" {
-			causes[rec.Error]++
-		}
+	if strings.Contains(logs.String(), `"code":"INTERNAL_ERROR"`) {
+		t.Errorf("INTERNAL_ERROR in the log")
 	}
-	t.Logf("causes: %v", causes)
-	t.Logf("%d answered, %d 503, %d backends terminated", ok, unavailable, killed.Load())
+	t.Logf("%d succeeded, %d 503, %d connections killed", ok, unavailable, killed.Load())
 	if killed.Load() == 0 || ok == 0 {
-		t.Fatalf("the load proves nothing: %d backends terminated, %d requests answered", killed.Load(), ok)
+		t.Fatalf("the load proves nothing: %d connections killed, %d requests succeeded", killed.Load(), ok)
 	}
 
 	// Every acknowledged create is stored exactly once (checked on a
