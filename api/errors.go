@@ -112,7 +112,16 @@ func errorFor(err error) *Error {
 		return newError(CodeNotFound, "not found", nil)
 	case errors.Is(err, storage.ErrConflict):
 		return newError(CodeConflict, "the request conflicts with an existing record", nil)
-	case errors.Is(err, storage.ErrUnavailable), errors.Is(err, context.DeadlineExceeded):
+	case errors.Is(err, storage.ErrInvalid):
+		// The database refused a value of the request (a data exception
+		// on a read with the client's parameters): the second line of
+		// defence behind the api's own parsing. PostgreSQL does not say
+		// which bound parameter it refused, so details.parameter is
+		// omitted and details.reason says what was wrong.
+		return newError(CodeInvalidParameter, "a parameter value was refused", map[string]any{"reason": invalidReason(err)})
+	case errors.Is(err, storage.ErrUnavailable), errors.Is(err, context.DeadlineExceeded), errors.Is(err, context.Canceled):
+		// context.Canceled: the client went away before the answer; nobody
+		// reads it, and writeError does not log it as a failure.
 		e := newError(CodeUnavailable, "the service is temporarily unavailable", nil)
 		e.RetryAfter = 5
 		e.cause = err
@@ -126,6 +135,26 @@ func errorFor(err error) *Error {
 	e := newError(CodeInternal, "internal error", nil)
 	e.cause = err
 	return e
+}
+
+// invalidReason is the client-safe reason of a storage.ErrInvalid.
+func invalidReason(err error) string {
+	var ie *storage.InvalidError
+	if errors.As(err, &ie) && ie.Reason != "" {
+		return ie.Reason
+	}
+	return "the value is not valid"
+}
+
+// invalidFields is the details of a VALIDATION_FAILED made of a
+// storage.ErrInvalid: fields maps the column, when the database named one,
+// to the reason; else the reason alone.
+func invalidFields(err error) map[string]any {
+	var ie *storage.InvalidError
+	if errors.As(err, &ie) && ie.Column != "" {
+		return map[string]any{"fields": map[string]any{ie.Column: invalidReason(err)}}
+	}
+	return map[string]any{"reason": invalidReason(err)}
 }
 
 func fuegoDetail(err error) string {

@@ -180,6 +180,9 @@ func (s *Server) postPassengers(c fuego.ContextWithBody[PassengerInput]) (*Envel
 	case errors.Is(err, storage.ErrConflict):
 		return nil, newError(CodeConflict, "a passenger with this passenger_assign_id already exists in the account",
 			map[string]any{"field": "passenger_assign_id"})
+	case errors.Is(err, storage.ErrInvalid):
+		// The database refused a value the api's validation let through.
+		return nil, newError(CodeValidationFailed, "the passenger is not valid", invalidFields(err))
 	case err != nil:
 		return nil, err
 	}

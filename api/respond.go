@@ -1,7 +1,9 @@
 package api
 
 import (
+	"context"
 	"encoding/json"
+	"errors"
 	"io"
 	"log/slog"
 	"net/http"
@@ -39,7 +41,12 @@ func (s *Server) writeError(w http.ResponseWriter, r *http.Request, err error) {
 	// leaves the server span's status unset (the status code and
 	// fleet.error.code say what happened); a 5xx is the server's, with
 	// error.type naming it (otelhttp sets the span's status to Error).
-	if e.Status >= 500 {
+	switch {
+	case e.Status >= 500 && errors.Is(ctx.Err(), context.Canceled):
+		// The client went away: not a failure of the service.
+		s.log.InfoContext(ctx, "request abandoned by the client", slog.String("code", e.Code), slog.Any("error", e.cause),
+			slog.String("request_id", requestIDFrom(ctx)))
+	case e.Status >= 500:
 		span.SetAttributes(semconv.ErrorTypeKey.String(e.Code))
 		span.SetStatus(codes.Error, e.Code)
 		if e.cause != nil {

@@ -75,6 +75,7 @@ func Open(dsn string, opts Options) *bun.DB {
 		pgdriver.WithDialTimeout(opts.DialTimeout),
 		pgdriver.WithReadTimeout(opts.ReadTimeout),
 		pgdriver.WithWriteTimeout(opts.WriteTimeout),
+		pgdriver.WithResetSessionFunc(discardDeadConn),
 	)
 	sqldb := sql.OpenDB(connector)
 	sqldb.SetMaxOpenConns(opts.MaxOpenConns)

@@ -149,7 +149,8 @@ func (s *Store) DueServices(ctx context.Context, scope policy.RowScope, today ti
 		Limit(int64(limit)).
 		Scan(ctx)
 	if err != nil {
-		return nil, Translate(err)
+		// Every value of this statement is the server's own.
+		return nil, translateOwn(err)
 	}
 	return items, nil
 }

@@ -170,7 +170,8 @@ func (s *Store) EventByID(ctx context.Context, scope policy.RowScope, id int64) 
 		return Event{}, err
 	}
 	if err := q.Where(`"e"."event_id" = ?`, id).Limit(1).Scan(ctx); err != nil {
-		return Event{}, Translate(err)
+		// id is an int64 the api parsed: a data exception is the server's.
+		return Event{}, translateOwn(err)
 	}
 	return ev, nil
 }

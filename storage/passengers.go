@@ -71,6 +71,8 @@ func (s *Store) CreatePassenger(ctx context.Context, scope policy.RowScope, owne
 		return storeIdempotentResponse(ctx, tx, *idem, created)
 	})
 	if err != nil {
+		// The one translation of every failure above: begin, the
+		// statements, commit.
 		return Passenger{}, false, Translate(err)
 	}
 	// The stored response does not carry the owner (it is not on the wire).
@@ -79,10 +81,11 @@ func (s *Store) CreatePassenger(ctx context.Context, scope policy.RowScope, owne
 }
 
 // insertPassenger inserts p and checks that the new row is inside scope. It
-// runs inside the caller's transaction, which rolls back on its error.
+// runs inside the caller's transaction, which rolls back on its error, and
+// returns the driver's errors untranslated (CreatePassenger translates).
 func (s *Store) insertPassenger(ctx context.Context, scope policy.RowScope, p Passenger) (Passenger, error) {
 	if _, err := s.db.NewInsert().Model(&p).Returning("*").Exec(ctx); err != nil {
-		return Passenger{}, Translate(err)
+		return Passenger{}, err
 	}
 	q, err := s.scopedSelect(scope, (*Passenger)(nil))
 	if err != nil {
@@ -90,7 +93,7 @@ func (s *Store) insertPassenger(ctx context.Context, scope policy.RowScope, p Pa
 	}
 	n, err := q.Where(`"p"."passenger_id" = ?`, p.PassengerID).Count(ctx)
 	if err != nil {
-		return Passenger{}, Translate(err)
+		return Passenger{}, err
 	}
 	if n != 1 {
 		return Passenger{}, fmt.Errorf("%w: a passenger of account %d is outside the caller's scope", ErrScope, p.AccountID)
@@ -107,7 +110,7 @@ func claimIdempotencyKey(ctx context.Context, tx bun.Tx, idem IdempotentRequest)
 	row := &IdempotencyKey{AccountID: idem.AccountID, Key: idem.Key, RequestHash: idem.RequestHash, Response: json.RawMessage("{}")}
 	res, err := tx.NewInsert().Model(row).On("CONFLICT DO NOTHING").Exec(ctx)
 	if err != nil {
-		return Passenger{}, false, Translate(err)
+		return Passenger{}, false, err
 	}
 	if n, err := res.RowsAffected(); err != nil {
 		return Passenger{}, false, err
@@ -117,7 +120,7 @@ func claimIdempotencyKey(ctx context.Context, tx bun.Tx, idem IdempotentRequest)
 	existing := new(IdempotencyKey)
 	if err := tx.NewSelect().Model(existing).
 		Where(`"ik"."account_id" = ? AND "ik"."key" = ?`, idem.AccountID, idem.Key).Scan(ctx); err != nil {
-		return Passenger{}, false, Translate(err)
+		return Passenger{}, false, err
 	}
 	if !bytes.Equal(existing.RequestHash, idem.RequestHash) {
 		return Passenger{}, false, ErrIdempotencyKeyReused
@@ -144,7 +147,7 @@ func storeIdempotentResponse(ctx context.Context, tx bun.Tx, idem IdempotentRequ
 		Set("response = ?::jsonb", string(body)).
 		Where(`"ik"."account_id" = ? AND "ik"."key" = ?`, idem.AccountID, idem.Key).
 		Exec(ctx)
-	return Translate(err)
+	return err
 }
 
 // describeFields renders validation failures as "field: reason" in field

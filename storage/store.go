@@ -27,7 +27,7 @@ var _ tenancy.TokenStore = (*Store)(nil)
 // cannot be reached.
 func (s *Store) Ping(ctx context.Context) error {
 	_, err := s.db.ExecContext(ctx, "SELECT 1")
-	return Translate(err)
+	return translateOwn(err)
 }
 
 // AccountByUsername returns the account with that username. It returns

@@ -18,7 +18,7 @@ func (s *Store) PrincipalByTokenHash(ctx context.Context, hash tenancy.TokenHash
 	row := new(principalRow)
 	err := s.principalQuery(row).Where("t.hash = ?", hash[:]).Limit(1).Scan(ctx)
 	if err != nil {
-		err = Translate(err)
+		err = translateOwn(err)
 		if errors.Is(err, ErrNotFound) {
 			return tenancy.Principal{}, false, nil
 		}
@@ -37,7 +37,7 @@ func (s *Store) TouchToken(ctx context.Context, tokenID int64, now time.Time) er
 		Where("id = ?", tokenID).
 		Where("last_used_at IS NULL OR last_used_at <= ?", now.Add(-tenancy.TouchInterval)).
 		Exec(ctx)
-	return Translate(err)
+	return translateOwn(err)
 }
 
 // NewToken describes a token to create.

@@ -1,0 +1,4 @@
+package storage
+
+// TranslateOwn exposes translateOwn to the external test package.
+var TranslateOwn = translateOwn

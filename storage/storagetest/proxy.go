@@ -1,0 +1,179 @@
+package storagetest
+
+import (
+	"io"
+	"net"
+	"net/url"
+	"strings"
+	"sync"
+	"testing"
+)
+
+// Cut is a way for the network to drop a connection to the database.
+type Cut int
+
+const (
+	// CutClose closes the connection in order (FIN): the client reads
+	// io.EOF, as when the server process exits or a proxy closes.
+	CutClose Cut = iota
+	// CutReset aborts the connection (RST): the client gets ECONNRESET or
+	// EPIPE, as when a load balancer or firewall drops it.
+	CutReset
+)
+
+func (c Cut) String() string {
+	if c == CutReset {
+		return "reset"
+	}
+	return "close"
+}
+
+// Proxy is a TCP relay in front of a test database through which a test
+// drops connections the way networks and servers do, without a message
+// from PostgreSQL. It is stopped when the test ends.
+type Proxy struct {
+	// URL connects to the database through the proxy.
+	URL string
+
+	network, addr string
+	ln            net.Listener
+	mu            sync.Mutex
+	conns         map[net.Conn]net.Conn // client side -> server side
+	armed         map[net.Conn]func() bool
+}
+
+// NewProxy starts a proxy in front of the database at dbURL (a TCP host or
+// a unix socket given as the host parameter).
+func NewProxy(t testing.TB, dbURL string) *Proxy {
+	t.Helper()
+	u, err := url.Parse(dbURL)
+	if err != nil {
+		t.Fatalf("storagetest: proxy: %v", err)
+	}
+	p := &Proxy{network: "tcp", addr: u.Host, conns: map[net.Conn]net.Conn{}, armed: map[net.Conn]func() bool{}}
+	q := u.Query()
+	if h := q.Get("host"); strings.HasPrefix(h, "/") {
+		p.network, p.addr = "unix", h
+		q.Del("host")
+	}
+	if p.network == "tcp" && u.Port() == "" {
+		p.addr = net.JoinHostPort(u.Hostname(), "5432")
+	}
+	if p.ln, err = net.Listen("tcp", "127.0.0.1:0"); err != nil {
+		t.Fatalf("storagetest: proxy: %v", err)
+	}
+	u.Host = p.ln.Addr().String()
+	u.RawQuery = q.Encode()
+	p.URL = u.String()
+	go p.accept()
+	t.Cleanup(func() {
+		_ = p.ln.Close()
+		p.CutAll(CutClose)
+	})
+	return p
+}
+
+func (p *Proxy) accept() {
+	for {
+		client, err := p.ln.Accept()
+		if err != nil {
+			return
+		}
+		server, err := net.Dial(p.network, p.addr)
+		if err != nil {
+			_ = client.Close()
+			continue
+		}
+		p.mu.Lock()
+		p.conns[client] = server
+		p.mu.Unlock()
+		go p.relay(client, server)
+	}
+}
+
+// relay copies both ways until either side ends, then closes both.
+func (p *Proxy) relay(client, server net.Conn) {
+	done := make(chan struct{}, 2)
+	go func() { p.forward(server, client); done <- struct{}{} }()
+	go func() { _, _ = io.Copy(client, server); done <- struct{}{} }()
+	<-done
+	p.mu.Lock()
+	delete(p.conns, client)
+	delete(p.armed, client)
+	p.mu.Unlock()
+	_ = client.Close()
+	_ = server.Close()
+}
+
+// forward copies what the client sends to the server. A connection armed
+// by CutOnNextSend runs its action when its next message arrives, and
+// forwards it only if the action says so.
+func (p *Proxy) forward(server, client net.Conn) {
+	buf := make([]byte, 32<<10)
+	for {
+		n, err := client.Read(buf)
+		if n > 0 {
+			p.mu.Lock()
+			action := p.armed[client]
+			delete(p.armed, client)
+			p.mu.Unlock()
+			if action != nil && !action() {
+				return
+			}
+			if _, werr := server.Write(buf[:n]); werr != nil {
+				return
+			}
+		}
+		if err != nil {
+			return
+		}
+	}
+}
+
+// CutOnNextSend arms every open connection: when the client next sends
+// (a statement), the connection is dropped the given way before the
+// statement reaches the server, so the client loses it mid-statement.
+func (p *Proxy) CutOnNextSend(how Cut) int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for client, server := range p.conns {
+		p.armed[client] = func() bool {
+			p.drop(client, server, how)
+			return false
+		}
+	}
+	return len(p.conns)
+}
+
+// OnNextSend arms every open connection: when the client next sends, fn
+// runs first (say, pg_terminate_backend from another connection), then the
+// statement is forwarded.
+func (p *Proxy) OnNextSend(fn func()) int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for client := range p.conns {
+		p.armed[client] = func() bool { fn(); return true }
+	}
+	return len(p.conns)
+}
+
+func (p *Proxy) drop(client, server net.Conn, how Cut) {
+	if tcp, ok := client.(*net.TCPConn); ok && how == CutReset {
+		_ = tcp.SetLinger(0) // Close sends RST
+	}
+	_ = client.Close()
+	_ = server.Close()
+}
+
+// CutAll drops every open connection the given way and returns how many
+// it dropped. New connections are accepted as before.
+func (p *Proxy) CutAll(how Cut) int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	n := len(p.conns)
+	for client, server := range p.conns {
+		p.drop(client, server, how)
+		delete(p.conns, client)
+	}
+	return n
+}
