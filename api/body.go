@@ -2,7 +2,6 @@ package api
 
 import (
 	"bytes"
-	"encoding"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -10,8 +9,6 @@ import (
 	"net/http"
 	"reflect"
 	"strconv"
-	"strings"
-	"unicode/utf8"
 )
 
 // A JSON request body is taken exactly as the client sent it. encoding/json
@@ -167,139 +164,6 @@ func (w *bodyWalker) array(elem reflect.Type, path string) error {
 	}
 	_, _, err := w.token() // ']'
 	return err
-}
-
-// textFault says why a string token is not text the API accepts, or "".
-// raw holds its literal as sent; s what encoding/json made of it.
-func textFault(raw []byte, s string) string {
-	switch {
-	case !utf8.Valid(raw):
-		return reasonNotUTF8
-	case unpairedSurrogate(raw):
-		return reasonSurrogate
-	case strings.IndexByte(s, 0) >= 0:
-		return reasonNULInValue
-	}
-	return ""
-}
-
-// unpairedSurrogate reports whether a JSON string literal has a \uXXXX
-// escape of a UTF-16 surrogate that is not a high surrogate followed at
-// once by an escaped low surrogate.
-func unpairedSurrogate(raw []byte) bool {
-	for i := 0; i < len(raw); i++ {
-		if raw[i] != '\\' {
-			continue
-		}
-		i++ // the escaped character; a "\\" pair is skipped whole
-		if i >= len(raw) || raw[i] != 'u' {
-			continue
-		}
-		r := hex4(raw[i+1:])
-		switch {
-		case r >= 0xdc00 && r <= 0xdfff:
-			return true
-		case r >= 0xd800 && r <= 0xdbff:
-			next := raw[i+5:]
-			if len(next) < 6 || next[0] != '\\' || next[1] != 'u' {
-				return true
-			}
-			if lo := hex4(next[2:]); lo < 0xdc00 || lo > 0xdfff {
-				return true
-			}
-			i += 10
-		}
-	}
-	return false
-}
-
-// hex4 is the value of the four hex digits at the start of b, or -1. The
-// JSON syntax was checked, so after \u there are always four.
-func hex4(b []byte) int {
-	if len(b) < 4 {
-		return -1
-	}
-	n, err := strconv.ParseUint(string(b[:4]), 16, 16)
-	if err != nil {
-		return -1
-	}
-	return int(n)
-}
-
-// objectFields are the JSON members of t. strict is true when t is a
-// struct that encoding/json fills field by field: only these exact names
-// are accepted. Maps and untyped values take any key.
-func objectFields(t reflect.Type) (fields map[string]reflect.Type, strict bool) {
-	t = deref(t)
-	if t == nil || t.Kind() != reflect.Struct || customJSON(t) {
-		return nil, false
-	}
-	fields = map[string]reflect.Type{}
-	addStructFields(fields, t)
-	return fields, true
-}
-
-// addStructFields adds the JSON names of t's fields, with embedded
-// structs' promoted as encoding/json promotes them (a shallower name
-// wins).
-func addStructFields(fields map[string]reflect.Type, t reflect.Type) {
-	var embedded []reflect.Type
-	for i := range t.NumField() {
-		f := t.Field(i)
-		tag := f.Tag.Get("json")
-		if tag == "-" {
-			continue
-		}
-		name, _, _ := strings.Cut(tag, ",")
-		if f.Anonymous && name == "" && deref(f.Type).Kind() == reflect.Struct {
-			embedded = append(embedded, deref(f.Type))
-			continue
-		}
-		if !f.IsExported() {
-			continue
-		}
-		if name == "" {
-			name = f.Name
-		}
-		fields[name] = f.Type
-	}
-	for _, e := range embedded {
-		inner := map[string]reflect.Type{}
-		addStructFields(inner, e)
-		for name, ft := range inner {
-			if _, ok := fields[name]; !ok {
-				fields[name] = ft
-			}
-		}
-	}
-}
-
-// elemType is the element type of a slice, array or map type t; nil (any)
-// otherwise.
-func elemType(t reflect.Type) reflect.Type {
-	t = deref(t)
-	if t == nil || customJSON(t) {
-		return nil
-	}
-	switch t.Kind() {
-	case reflect.Slice, reflect.Array, reflect.Map:
-		return t.Elem()
-	}
-	return nil
-}
-
-func deref(t reflect.Type) reflect.Type {
-	for t != nil && t.Kind() == reflect.Pointer {
-		t = t.Elem()
-	}
-	return t
-}
-
-// customJSON reports whether t decodes itself (time.Time, json.RawMessage,
-// ...): its keys are its own business.
-func customJSON(t reflect.Type) bool {
-	p := reflect.PointerTo(t)
-	return p.Implements(reflect.TypeFor[json.Unmarshaler]()) || p.Implements(reflect.TypeFor[encoding.TextUnmarshaler]())
 }
 
 func joinPath(path, key string) string {
