@@ -12,6 +12,7 @@ import (
 	"strings"
 	"time"
 
+	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/trace"
 )
 
@@ -169,10 +170,14 @@ func (s *statusRecorder) Unwrap() http.ResponseWriter { return s.ResponseWriter 
 
 // withRequestLog writes one log line per request with its route, status,
 // duration, request id and trace id, so that a trace id leads to the
-// request (and from there to its decision-log line).
+// request (and from there to its decision-log line). It also sets the
+// server span's client.address to the same client: otelhttp would take the
+// first X-Forwarded-For entry from anyone.
 func (s *Server) withRequestLog(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		start := time.Now()
+		client := s.clientIP(r)
+		trace.SpanFromContext(r.Context()).SetAttributes(attribute.String("client.address", client))
 		rec := &statusRecorder{ResponseWriter: w}
 		next.ServeHTTP(rec, r)
 		sc := trace.SpanContextFromContext(r.Context())
@@ -184,7 +189,7 @@ func (s *Server) withRequestLog(next http.Handler) http.Handler {
 			slog.Duration("duration", time.Since(start)),
 			slog.String("request_id", requestIDFrom(r.Context())),
 			slog.String("trace_id", sc.TraceID().String()),
-			slog.String("client", s.clientIP(r)),
+			slog.String("client", client),
 		)
 	})
 }

@@ -41,12 +41,14 @@ func headerParam(name, description string, schema *openapi3.Schema) fuego.RouteO
 	}
 }
 
-// pathIDParam documents the integer path parameter name (minimum 1).
-func pathIDParam(name, description string) fuego.RouteOption {
+// pathIDParam documents the integer path parameter name (minimum 1) with
+// an example id (the id of the operation's response example).
+func pathIDParam(name, description string, example int64) fuego.RouteOption {
 	return func(r *fuego.BaseRoute) {
 		r.Operation.AddParameter(&openapi3.Parameter{
 			In: openapi3.ParameterInPath, Name: name, Description: description, Required: true,
-			Schema: openapi3.NewSchemaRef("", openapi3.NewInt64Schema().WithMin(1)),
+			Schema:  openapi3.NewSchemaRef("", openapi3.NewInt64Schema().WithMin(1)),
+			Example: example,
 		})
 	}
 }

@@ -65,7 +65,8 @@ type errorResponse struct {
 var errorResponseOf = map[int]errorResponse{
 	http.StatusBadRequest: {"BadRequest", "INVALID_PARAMETER: a query, path or header parameter is unknown, repeated, " +
 		"of the wrong type, out of bounds or not in its enumeration (details.parameter, details.reason). " +
-		"INVALID_BODY: the body is not a JSON object of known fields of the right types. " +
+		"INVALID_BODY: the body is not one JSON object of known fields (exact, case-sensitive names; no key twice) " +
+		"of the right types (details.field when known). " +
 		"VALIDATION_FAILED: body fields fail validation (details.fields: field → reason).", false},
 	http.StatusUnauthorized: {"Unauthorized", "AUTH_REQUIRED: no Authorization header. INVALID_TOKEN: the token is malformed, " +
 		"unknown or revoked. TOKEN_EXPIRED. ACCOUNT_INACTIVE or ACCOUNT_EXPIRED: the token's account, or an account above it " +
@@ -178,6 +179,9 @@ func finishOperation(op *openapi3.Operation, examples map[string]any, responses 
 		}
 		if p.Value.Description == "" || p.Value.Schema == nil {
 			return nil, fmt.Errorf("operation %q: parameter %s needs a description and a schema", id, p.Value.Name)
+		}
+		if p.Value.In == openapi3.ParameterInPath && p.Value.Example == nil {
+			return nil, fmt.Errorf("operation %q: path parameter %s needs an example", id, p.Value.Name)
 		}
 		out.Parameters = append(out.Parameters, p)
 	}

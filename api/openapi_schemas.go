@@ -212,7 +212,7 @@ func wireTypes() []wireType {
 		{name: "Passenger", value: storage.Passenger{}, description: "A passenger (spec §2.5).", fields: map[string][]fieldOpt{
 			"passenger_id":              {desc("Id of the passenger."), minimum(1)},
 			"passenger_name":            {minLen(1), maxLen(100), desc("Name, trimmed.")},
-			"passenger_assign_id":       {maxLen(50), desc("Assignment id (for example a card), upper-case; unique in the account when not empty.")},
+			"passenger_assign_id":       {maxLen(50), desc("Assignment id (for example a card), in Unicode NFC and upper-case; unique in the account when not empty.")},
 			"passenger_idn":             {desc("Identity number.")},
 			"passenger_address":         {desc("Address.")},
 			"passenger_phone":           {desc("Phone number.")},
@@ -223,10 +223,11 @@ func wireTypes() []wireType {
 			"passenger_pickup_point_id": {minimum(1), desc("Pickup point, or null.")},
 		}},
 		{name: "PassengerInput", value: PassengerInput{}, required: []string{"passenger_name"},
-			description: "A passenger to create (spec §4.6). Absent and null fields take their defaults; unknown fields are rejected.",
+			description: "A passenger to create (spec §4.6). Absent and null fields take their defaults. Field names are exact " +
+				"(case-sensitive); unknown and repeated keys are rejected. Strings must be valid UTF-8 without NUL characters.",
 			fields: map[string][]fieldOpt{
-				"passenger_name":            {typed(openapi3.TypeString), minLen(1), maxLen(100), desc("Required; 1 to 100 characters after trimming.")},
-				"passenger_assign_id":       {maxLen(50), desc("At most 50 characters; stored upper-case; unique in the account when not empty.")},
+				"passenger_name":            {typed(openapi3.TypeString), minLen(1), maxLen(100), desc("Required; 1 to 100 characters after trimming, at least one of them visible. Whitespace, control and zero-width characters at the ends are trimmed.")},
+				"passenger_assign_id":       {maxLen(50), desc("At most 50 characters after trimming; stored in Unicode NFC and upper-case, so composed and decomposed spellings are one id; unique in the account when not empty.")},
 				"passenger_idn":             {desc("Identity number.")},
 				"passenger_address":         {desc("Address.")},
 				"passenger_phone":           {desc("Phone number.")},

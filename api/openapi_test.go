@@ -153,6 +153,10 @@ func checkOperation(t *testing.T, method string, op *openapi3.Operation) {
 		if p.Value.Name == "Accept" {
 			t.Errorf("framework parameter Accept")
 		}
+		// A path parameter has no default to show, so it shows an example.
+		if p.Value.In == openapi3.ParameterInPath && p.Value.Example == nil && len(p.Value.Examples) == 0 {
+			t.Errorf("path parameter %s: no example", p.Value.Name)
+		}
 		switch p.Value.Name {
 		case "page", "per_page":
 			if s.Min == nil || s.Max == nil || s.Default == nil {

@@ -1,14 +1,11 @@
 package api
 
 import (
-	"bytes"
 	"crypto/sha256"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"net/http"
-	"strings"
 
 	"github.com/go-fuego/fuego"
 
@@ -34,47 +31,6 @@ type PassengerInput struct {
 // maxIdempotencyKey is the longest Idempotency-Key accepted.
 const maxIdempotencyKey = 255
 
-func invalidBody(reason string, details map[string]any) *Error {
-	return newError(CodeInvalidBody, "invalid request body: "+reason, details)
-}
-
-// decodePassenger reads exactly one JSON object with known fields of the
-// right types from r.
-func decodePassenger(r io.Reader) (PassengerInput, error) {
-	var in PassengerInput
-	body, err := io.ReadAll(r)
-	if err != nil {
-		var tooLarge *http.MaxBytesError
-		if errors.As(err, &tooLarge) {
-			return in, err // 413
-		}
-		// A body cut short or sent too slowly is the client's fault.
-		return in, invalidBody("the body could not be read completely", nil)
-	}
-	trimmed := bytes.TrimSpace(body)
-	if len(trimmed) == 0 || trimmed[0] != '{' {
-		return in, invalidBody("the body must be a JSON object", nil)
-	}
-	dec := json.NewDecoder(bytes.NewReader(trimmed))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(&in); err != nil {
-		var typeErr *json.UnmarshalTypeError
-		switch {
-		case errors.As(err, &typeErr):
-			return in, invalidBody(fmt.Sprintf("field %q has the wrong type (want %s)", typeErr.Field, typeErr.Type),
-				map[string]any{"field": typeErr.Field})
-		case strings.HasPrefix(err.Error(), "json: unknown field "):
-			field := strings.Trim(strings.TrimPrefix(err.Error(), "json: unknown field "), `"`)
-			return in, invalidBody(fmt.Sprintf("unknown field %q", field), map[string]any{"field": field})
-		}
-		return in, invalidBody("not valid JSON", nil)
-	}
-	if _, err := dec.Token(); err != io.EOF {
-		return in, invalidBody("unexpected data after the JSON object", nil)
-	}
-	return in, nil
-}
-
 func str(p *string) string {
 	if p == nil {
 		return ""
@@ -83,9 +39,9 @@ func str(p *string) string {
 }
 
 // passengerFrom applies the defaults and the stored form, and validates
-// the passenger (DESIGN §5). Failures are VALIDATION_FAILED with a reason
-// per field.
-func passengerFrom(in PassengerInput) (storage.Passenger, error) {
+// the passenger (DESIGN §5). Failures, the text faults of the body
+// included, are one VALIDATION_FAILED with a reason per field.
+func passengerFrom(in PassengerInput, faults textFaults) (storage.Passenger, error) {
 	p := storage.Passenger{
 		PassengerName:          str(in.PassengerName),
 		PassengerAssignID:      str(in.PassengerAssignID),
@@ -103,14 +59,10 @@ func passengerFrom(in PassengerInput) (storage.Passenger, error) {
 	for field, reason := range p.Validate() {
 		bad[field] = reason
 	}
-	for field, v := range map[string]string{
-		"passenger_name": p.PassengerName, "passenger_assign_id": p.PassengerAssignID, "passenger_idn": p.PassengerIDN,
-		"passenger_address": p.PassengerAddress, "passenger_phone": p.PassengerPhone, "passenger_email": p.PassengerEmail,
-		"passenger_desc": p.PassengerDesc, "passenger_client_id": p.PassengerClientID,
-	} {
-		if strings.ContainsRune(v, 0) {
-			bad[field] = "must not contain NUL characters"
-		}
+	// A value that was not valid text is reported as such, not by what
+	// encoding/json's replacement of it would fail.
+	for field, reason := range faults {
+		bad[field] = reason
 	}
 	if len(bad) > 0 {
 		return p, newError(CodeValidationFailed, "the passenger is not valid", map[string]any{"fields": bad})
@@ -148,11 +100,11 @@ func (s *Server) postPassengers(c fuego.ContextWithBody[PassengerInput]) (*Envel
 	if err := noParams(r.URL.Query()); err != nil {
 		return nil, err
 	}
-	in, err := decodePassenger(r.Body)
+	in, faults, err := decodeBody[PassengerInput](r.Body)
 	if err != nil {
 		return nil, err
 	}
-	p, err := passengerFrom(in)
+	p, err := passengerFrom(in, faults)
 	if err != nil {
 		return nil, err
 	}

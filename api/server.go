@@ -287,6 +287,6 @@ func (s *Server) registerRoutes() {
 		fuego.OptionSummary("Read one event rule"),
 		fuego.OptionDescription("One event rule by id. A rule outside the caller's scope is 404, like one that does not exist. " +
 			"Needs the token permission GET /events/{id}; a subaccount also needs the event_notifications privilege."),
-		pathIDParam("id", "Event rule id."),
+		pathIDParam("id", "Event rule id.", exampleEvent().EventID),
 	})...)
 }

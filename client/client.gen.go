@@ -1072,7 +1072,7 @@ type Passenger struct {
 	// PassengerAddress Address.
 	PassengerAddress string `json:"passenger_address"`
 
-	// PassengerAssignId Assignment id (for example a card), upper-case; unique in the account when not empty.
+	// PassengerAssignId Assignment id (for example a card), in Unicode NFC and upper-case; unique in the account when not empty.
 	PassengerAssignId string `json:"passenger_assign_id"`
 
 	// PassengerClientId The client's own id of the passenger.
@@ -1100,7 +1100,7 @@ type Passenger struct {
 	PassengerPickupPointId *int64 `json:"passenger_pickup_point_id"`
 }
 
-// PassengerInput A passenger to create (spec §4.6). Absent and null fields take their defaults; unknown fields are rejected.
+// PassengerInput A passenger to create (spec §4.6). Absent and null fields take their defaults. Field names are exact (case-sensitive); unknown and repeated keys are rejected. Strings must be valid UTF-8 without NUL characters.
 type PassengerInput struct {
 	// PassengerActive Defaults to true.
 	PassengerActive *bool `json:"passenger_active,omitempty"`
@@ -1108,7 +1108,7 @@ type PassengerInput struct {
 	// PassengerAddress Address.
 	PassengerAddress *string `json:"passenger_address,omitempty"`
 
-	// PassengerAssignId At most 50 characters; stored upper-case; unique in the account when not empty.
+	// PassengerAssignId At most 50 characters after trimming; stored in Unicode NFC and upper-case, so composed and decomposed spellings are one id; unique in the account when not empty.
 	PassengerAssignId *string `json:"passenger_assign_id,omitempty"`
 
 	// PassengerClientId The client's own id of the passenger.
@@ -1123,7 +1123,7 @@ type PassengerInput struct {
 	// PassengerIdn Identity number.
 	PassengerIdn *string `json:"passenger_idn,omitempty"`
 
-	// PassengerName Required; 1 to 100 characters after trimming.
+	// PassengerName Required; 1 to 100 characters after trimming, at least one of them visible. Whitespace, control and zero-width characters at the ends are trimmed.
 	PassengerName string `json:"passenger_name"`
 
 	// PassengerPhone Phone number.

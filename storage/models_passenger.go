@@ -2,7 +2,6 @@ package storage
 
 import (
 	"net/mail"
-	"strings"
 	"time"
 	"unicode/utf8"
 
@@ -30,10 +29,12 @@ type Passenger struct {
 }
 
 // Normalize applies the stored form of DESIGN §5: the name and assign id
-// trimmed, the assign id upper-cased.
+// trimmed (whitespace, controls and zero-width characters at the ends),
+// the assign id in Unicode NFC and upper-cased. Nothing else of what the
+// client sent is changed.
 func (p *Passenger) Normalize() {
-	p.PassengerName = strings.TrimSpace(p.PassengerName)
-	p.PassengerAssignID = strings.ToUpper(strings.TrimSpace(p.PassengerAssignID))
+	p.PassengerName = trimText(p.PassengerName)
+	p.PassengerAssignID = assignIDForm(p.PassengerAssignID)
 }
 
 // Validate checks a normalised passenger against DESIGN §5 and returns the
@@ -42,6 +43,8 @@ func (p *Passenger) Validate() map[string]string {
 	bad := map[string]string{}
 	if n := utf8.RuneCountInString(p.PassengerName); n < 1 || n > 100 {
 		bad["passenger_name"] = "required, 1 to 100 characters"
+	} else if !visible(p.PassengerName) {
+		bad["passenger_name"] = "must contain a visible character"
 	}
 	if utf8.RuneCountInString(p.PassengerAssignID) > 50 {
 		bad["passenger_assign_id"] = "at most 50 characters"
