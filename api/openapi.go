@@ -65,7 +65,7 @@ func errorResponses(statuses ...int) []fuego.RouteOption {
 // fieldSchema is the schema of an exact-match filter on a field of kind k.
 func fieldSchema(k storage.FieldKind) *openapi3.Schema {
 	switch k {
-	case storage.KindInt:
+	case storage.KindInt, storage.KindInt32:
 		return openapi3.NewInt64Schema()
 	case storage.KindBool:
 		return openapi3.NewBoolSchema()
