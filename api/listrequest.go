@@ -110,8 +110,8 @@ func parseBoundedInt(name, v string, lo, hi int64) (int, *Error) {
 const (
 	reasonBool   = `must be "true" or "false"`
 	reasonDate   = "must be a date YYYY-MM-DD from 0001-01-01 to 9999-12-31"
-	reasonTime   = "must be an RFC 3339 timestamp YYYY-MM-DDTHH:MM:SS[.ffffff] with Z or ±HH:MM (at most 15:59), from 0001-01-01T00:00:00Z to 9999-12-31T23:59:59.999999Z"
-	reasonObject = "must be a JSON object that PostgreSQL can store: no \\u0000 or unpaired surrogate escapes, numbers of at most 1000 digits with an exponent from -1000 to 1000"
+	reasonTime   = "must be an RFC 3339 timestamp YYYY-MM-DDTHH:MM:SS[.ffffff] then Z or ±HH:MM, in the years 0001 to 9999"
+	reasonObject = "must be a JSON object PostgreSQL can store: no \u0000 or lone surrogate escapes, numbers of at most 1000 digits with an exponent from -1000 to 1000"
 )
 
 // parseFilter parses an exact-match filter value into its field's type,
