@@ -10,7 +10,7 @@ const maxDue = 500
 // getServicesDue answers GET /services/due: the caller's due maintenance
 // records, newest service first, at most 500, computed for today (UTC).
 func (s *Server) getServicesDue(c fuego.ContextNoBody) (*Envelope[[]DueService], error) {
-	if err := noParams(c.Request().URL.Query()); err != nil {
+	if err := noParams(c.Request().URL.RawQuery); err != nil {
 		return nil, err
 	}
 	ctx := c.Context()

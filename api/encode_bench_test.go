@@ -91,7 +91,7 @@ func BenchmarkParseListRequest(b *testing.B) {
 	l := storage.ServiceListing()
 	b.ReportAllocs()
 	for b.Loop() {
-		if _, err := parseListRequest(r.URL.Query(), l); err != nil {
+		if _, err := parseListRequest(r.URL.RawQuery, l); err != nil {
 			b.Fatal(err)
 		}
 	}

@@ -1,7 +1,7 @@
 package api
 
 import (
-	"strconv"
+	"math"
 
 	"github.com/go-fuego/fuego"
 
@@ -11,15 +11,11 @@ import (
 // getEvent answers GET /events/{id}. A rule outside the caller's scope is
 // NOT_FOUND, exactly like one that does not exist.
 func (s *Server) getEvent(c fuego.ContextNoBody) (*Envelope[storage.Event], error) {
-	raw := c.PathParam("id")
-	id, err := strconv.ParseInt(raw, 10, 64)
-	if err != nil {
-		return nil, invalidParam("id", "must be an integer")
+	id, perr := parseInt("id", c.PathParam("id"), 1, math.MaxInt64)
+	if perr != nil {
+		return nil, perr
 	}
-	if id < 1 {
-		return nil, invalidParam("id", "must be at least 1")
-	}
-	if err := noParams(c.Request().URL.Query()); err != nil {
+	if err := noParams(c.Request().URL.RawQuery); err != nil {
 		return nil, err
 	}
 	ctx := c.Context()

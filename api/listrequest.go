@@ -1,15 +1,11 @@
 package api
 
 import (
-	"encoding/json"
 	"fmt"
 	"maps"
 	"math"
-	"net/url"
 	"slices"
-	"strconv"
 	"strings"
-	"time"
 	"unicode/utf8"
 
 	"github.com/fleetapi/fleetapi/storage"
@@ -40,11 +36,17 @@ func invalidParam(name, reason string) *Error {
 }
 
 // parseListRequest builds the typed list request of a resource from the
-// query string: the shared parameters with their bounds and defaults, and
-// one exact-match filter per field. An unknown, repeated, out-of-bounds or
-// ill-typed parameter is INVALID_PARAMETER naming it.
-func parseListRequest(q url.Values, l storage.Listing) (storage.ListRequest, error) {
+// raw query string: the shared parameters with their bounds and defaults,
+// and one exact-match filter per field. A query string that does not parse
+// (parseQuery), an unknown, repeated, out-of-bounds or ill-typed parameter,
+// and a filter value the database would refuse are INVALID_PARAMETER
+// naming the parameter: no such value reaches the database.
+func parseListRequest(rawQuery string, l storage.Listing) (storage.ListRequest, error) {
 	req := storage.ListRequest{Page: 1, PerPage: defaultPerPage, Sort: l.ID}
+	q, perr := parseQuery(rawQuery)
+	if perr != nil {
+		return req, perr
+	}
 	// Sorted, so that the parameter an error names does not depend on map order.
 	for _, name := range slices.Sorted(maps.Keys(q)) {
 		values := q[name]
@@ -89,7 +91,7 @@ func parseListRequest(q url.Values, l storage.Listing) (storage.ListRequest, err
 				break
 			}
 			var val any
-			val, err = parseFilter(name, f.Kind, v)
+			val, err = parseFilter(f, v)
 			req.Filters = append(req.Filters, storage.Filter{Field: name, Value: val})
 		}
 		if err != nil {
@@ -100,23 +102,28 @@ func parseListRequest(q url.Values, l storage.Listing) (storage.ListRequest, err
 }
 
 func parseBoundedInt(name, v string, lo, hi int64) (int, *Error) {
-	n, err := strconv.ParseInt(v, 10, 64)
-	if err != nil {
-		return 0, invalidParam(name, "must be an integer")
-	}
-	if n < lo || n > hi {
-		return 0, invalidParam(name, fmt.Sprintf("must be between %d and %d", lo, hi))
-	}
-	return int(n), nil
+	n, err := parseInt(name, v, lo, hi)
+	return int(n), err
 }
 
-// parseFilter parses an exact-match filter value into its field's type.
-func parseFilter(name string, kind storage.FieldKind, v string) (any, *Error) {
-	switch kind {
-	case storage.KindInt:
-		n, err := strconv.ParseInt(v, 10, 64)
+// Reasons of the filter values that do not parse.
+const (
+	reasonBool   = `must be "true" or "false"`
+	reasonDate   = "must be a date YYYY-MM-DD from 0001-01-01 to 9999-12-31"
+	reasonTime   = "must be an RFC 3339 timestamp YYYY-MM-DDTHH:MM:SS[.ffffff] then Z or ±HH:MM, in the years 0001 to 9999"
+	reasonObject = "must be a JSON object PostgreSQL can store: no \u0000 or lone surrogate escapes, numbers of at most 1000 digits with an exponent from -1000 to 1000"
+)
+
+// parseFilter parses an exact-match filter value into its field's type,
+// refusing every value the field's column could not hold (storage's
+// parsers know PostgreSQL's limits).
+func parseFilter(f storage.Field, v string) (any, *Error) {
+	switch f.Kind {
+	case storage.KindInt, storage.KindInt32:
+		lo, hi := f.IntRange()
+		n, err := parseInt(f.Name, v, lo, hi)
 		if err != nil {
-			return nil, invalidParam(name, "must be an integer")
+			return nil, err
 		}
 		return n, nil
 	case storage.KindBool:
@@ -126,25 +133,29 @@ func parseFilter(name string, kind storage.FieldKind, v string) (any, *Error) {
 		case "false":
 			return false, nil
 		}
-		return nil, invalidParam(name, `must be "true" or "false"`)
+		return nil, invalidParam(f.Name, reasonBool)
 	case storage.KindDate:
 		d, err := storage.ParseDate(v)
 		if err != nil {
-			return nil, invalidParam(name, "must be a date YYYY-MM-DD")
+			return nil, invalidParam(f.Name, reasonDate)
 		}
 		return d, nil
 	case storage.KindTime:
-		t, err := time.Parse(time.RFC3339, v)
+		t, err := storage.ParseTimestamp(v)
 		if err != nil {
-			return nil, invalidParam(name, "must be an RFC 3339 timestamp")
+			return nil, invalidParam(f.Name, reasonTime)
 		}
 		return t, nil
 	case storage.KindObject:
-		var obj map[string]any
-		if err := json.Unmarshal([]byte(v), &obj); err != nil || obj == nil {
-			return nil, invalidParam(name, "must be a JSON object")
+		obj, err := storage.ParseJSONObject(v)
+		if err != nil {
+			return nil, invalidParam(f.Name, reasonObject)
 		}
 		return obj, nil
+	case storage.KindText, storage.KindTextList:
+		return v, nil // storable, checked for every parameter
 	}
-	return v, nil // KindText, KindTextList
+	// A kind added to storage without a parser here (a programming error):
+	// never let its values through unchecked.
+	return nil, newError(CodeInternal, "internal error", nil)
 }

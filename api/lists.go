@@ -33,7 +33,7 @@ func listOf[T, W any](c fuego.ContextNoBody, s *Server, l storage.Listing,
 	wire func([]T) []W,
 ) (*Envelope[[]W], error) {
 	ctx := c.Context()
-	req, err := parseListRequest(c.Request().URL.Query(), l)
+	req, err := parseListRequest(c.Request().URL.RawQuery, l)
 	if err != nil {
 		return nil, err
 	}

@@ -39,7 +39,7 @@ func boolString(b bool) string {
 
 // getMe answers GET /me: the caller's account and its effective permissions.
 func (s *Server) getMe(c fuego.ContextNoBody) (*Envelope[Account], error) {
-	if err := noParams(c.Request().URL.Query()); err != nil {
+	if err := noParams(c.Request().URL.RawQuery); err != nil {
 		return nil, err
 	}
 	ctx := c.Context()

@@ -2,6 +2,7 @@ package api
 
 import (
 	"fmt"
+	"math"
 	"net/http"
 	"strings"
 
@@ -64,11 +65,16 @@ func errorResponses(statuses ...int) []fuego.RouteOption {
 	return out
 }
 
-// fieldSchema is the schema of an exact-match filter on a field of kind k.
-func fieldSchema(k storage.FieldKind) *openapi3.Schema {
-	switch k {
-	case storage.KindInt:
-		return openapi3.NewInt64Schema()
+// fieldSchema is the schema of an exact-match filter on the field f.
+func fieldSchema(f storage.Field) *openapi3.Schema {
+	switch f.Kind {
+	case storage.KindInt, storage.KindInt32:
+		lo, hi := f.IntRange()
+		s := openapi3.NewInt64Schema().WithMin(float64(lo))
+		if hi < math.MaxInt64 { // int64 is the format's own bound, and a float64 cannot write it exactly
+			s = s.WithMax(float64(hi))
+		}
+		return s
 	case storage.KindBool:
 		return openapi3.NewBoolSchema()
 	case storage.KindDate:
@@ -110,11 +116,14 @@ func listParams(l storage.Listing) []fuego.RouteOption {
 		case storage.KindObject:
 			desc = fmt.Sprintf("Matches rows whose %s equals this JSON object (for example {\"from\":\"08:00\"}).", f.Name)
 		case storage.KindDate:
-			desc = fmt.Sprintf("Exact-match filter on %s (YYYY-MM-DD).", f.Name)
+			desc = fmt.Sprintf("Exact-match filter on %s (YYYY-MM-DD, 0001-01-01 to 9999-12-31).", f.Name)
 		case storage.KindTime:
-			desc = fmt.Sprintf("Exact-match filter on %s (RFC 3339 timestamp).", f.Name)
+			desc = fmt.Sprintf("Exact-match filter on %s (RFC 3339 timestamp YYYY-MM-DDTHH:MM:SS[.ffffff] then Z or ±HH:MM, "+
+				"years 0001 to 9999).", f.Name)
+		case storage.KindInt, storage.KindInt32:
+			desc = fmt.Sprintf("Exact-match filter on %s (decimal digits: no sign, leading zeros or spaces).", f.Name)
 		}
-		opts = append(opts, queryParam(f.Name, desc, fieldSchema(f.Kind)))
+		opts = append(opts, queryParam(f.Name, desc, fieldSchema(f)))
 	}
 	return opts
 }

@@ -97,7 +97,7 @@ func idempotencyKey(r *http.Request, accountID int64, p storage.Passenger) (*sto
 // Idempotency-Key, a retry returns the first response.
 func (s *Server) postPassengers(c fuego.ContextWithBody[PassengerInput]) (*Envelope[storage.Passenger], error) {
 	r := c.Request()
-	if err := noParams(r.URL.Query()); err != nil {
+	if err := noParams(r.URL.RawQuery); err != nil {
 		return nil, err
 	}
 	in, faults, err := decodeBody[PassengerInput](r.Body)

@@ -21,14 +21,14 @@ import (
 // testAPI is the real router over a real database holding the demo data
 // and the real embedded policy.
 type testAPI struct {
-	t       *testing.T
+	t       testing.TB
 	handler http.Handler
 	store   *storage.Store
 	db      *storagetest.DB
 	srv     *api.Server
 }
 
-func newTestAPI(t *testing.T) *testAPI {
+func newTestAPI(t testing.TB) *testAPI {
 	t.Helper()
 	return newTestAPIWith(t, nil)
 }
@@ -37,7 +37,7 @@ func newTestAPI(t *testing.T) *testAPI {
 // configuration (telemetry providers, limits) before the server is built.
 // With a tracer or meter provider set, the database handle and the policy
 // engine report their spans and metrics there too.
-func newTestAPIWith(t *testing.T, configure func(*api.Config)) *testAPI {
+func newTestAPIWith(t testing.TB, configure func(*api.Config)) *testAPI {
 	t.Helper()
 	ctx := context.Background()
 	db := storagetest.New(t)
@@ -70,7 +70,7 @@ func newTestAPIWith(t *testing.T, configure func(*api.Config)) *testAPI {
 }
 
 // demoToken returns the secret of the demo token with the given name.
-func demoToken(t *testing.T, name string) string {
+func demoToken(t testing.TB, name string) string {
 	t.Helper()
 	for _, d := range storage.DemoTokens() {
 		if d.Name == name {

@@ -1413,10 +1413,10 @@ type GetEventsParams struct {
 	// NotifyTelegram Exact-match filter on notify_telegram.
 	NotifyTelegram *bool `form:"notify_telegram,omitempty" json:"notify_telegram,omitempty"`
 
-	// EmailTemplateId Exact-match filter on email_template_id.
+	// EmailTemplateId Exact-match filter on email_template_id (decimal digits: no sign, leading zeros or spaces).
 	EmailTemplateId *int64 `form:"email_template_id,omitempty" json:"email_template_id,omitempty"`
 
-	// SmsTemplateId Exact-match filter on sms_template_id.
+	// SmsTemplateId Exact-match filter on sms_template_id (decimal digits: no sign, leading zeros or spaces).
 	SmsTemplateId *int64 `form:"sms_template_id,omitempty" json:"sms_template_id,omitempty"`
 
 	// CmdSend Exact-match filter on cmd_send.
@@ -1479,10 +1479,10 @@ type GetReportsParams struct {
 	// ShowTripImage Exact-match filter on show_trip_image.
 	ShowTripImage *bool `form:"show_trip_image,omitempty" json:"show_trip_image,omitempty"`
 
-	// StopDuration Exact-match filter on stop_duration.
+	// StopDuration Exact-match filter on stop_duration (decimal digits: no sign, leading zeros or spaces).
 	StopDuration *int64 `form:"stop_duration,omitempty" json:"stop_duration,omitempty"`
 
-	// SpeedLimit Exact-match filter on speed_limit.
+	// SpeedLimit Exact-match filter on speed_limit (decimal digits: no sign, leading zeros or spaces).
 	SpeedLimit *int64 `form:"speed_limit,omitempty" json:"speed_limit,omitempty"`
 
 	// Imei Matches rows whose imei list contains the value.
@@ -1503,10 +1503,10 @@ type GetReportsParams struct {
 	// ScheduleEmailAddress Exact-match filter on schedule_email_address.
 	ScheduleEmailAddress *string `form:"schedule_email_address,omitempty" json:"schedule_email_address,omitempty"`
 
-	// DtScheduleD Exact-match filter on dt_schedule_d (RFC 3339 timestamp).
+	// DtScheduleD Exact-match filter on dt_schedule_d (RFC 3339 timestamp YYYY-MM-DDTHH:MM:SS[.ffffff] then Z or ±HH:MM, years 0001 to 9999).
 	DtScheduleD *time.Time `form:"dt_schedule_d,omitempty" json:"dt_schedule_d,omitempty"`
 
-	// DtScheduleW Exact-match filter on dt_schedule_w (RFC 3339 timestamp).
+	// DtScheduleW Exact-match filter on dt_schedule_w (RFC 3339 timestamp YYYY-MM-DDTHH:MM:SS[.ffffff] then Z or ±HH:MM, years 0001 to 9999).
 	DtScheduleW *time.Time `form:"dt_schedule_w,omitempty" json:"dt_schedule_w,omitempty"`
 }
 
@@ -1542,46 +1542,46 @@ type GetServicesParams struct {
 	// Odo Exact-match filter on odo.
 	Odo *bool `form:"odo,omitempty" json:"odo,omitempty"`
 
-	// OdoInterval Exact-match filter on odo_interval.
+	// OdoInterval Exact-match filter on odo_interval (decimal digits: no sign, leading zeros or spaces).
 	OdoInterval *int64 `form:"odo_interval,omitempty" json:"odo_interval,omitempty"`
 
-	// OdoLast Exact-match filter on odo_last.
+	// OdoLast Exact-match filter on odo_last (decimal digits: no sign, leading zeros or spaces).
 	OdoLast *int64 `form:"odo_last,omitempty" json:"odo_last,omitempty"`
 
 	// Engh Exact-match filter on engh.
 	Engh *bool `form:"engh,omitempty" json:"engh,omitempty"`
 
-	// EnghInterval Exact-match filter on engh_interval.
+	// EnghInterval Exact-match filter on engh_interval (decimal digits: no sign, leading zeros or spaces).
 	EnghInterval *int64 `form:"engh_interval,omitempty" json:"engh_interval,omitempty"`
 
-	// EnghLast Exact-match filter on engh_last.
+	// EnghLast Exact-match filter on engh_last (decimal digits: no sign, leading zeros or spaces).
 	EnghLast *int64 `form:"engh_last,omitempty" json:"engh_last,omitempty"`
 
 	// Days Exact-match filter on days.
 	Days *bool `form:"days,omitempty" json:"days,omitempty"`
 
-	// DaysInterval Exact-match filter on days_interval.
+	// DaysInterval Exact-match filter on days_interval (decimal digits: no sign, leading zeros or spaces).
 	DaysInterval *int64 `form:"days_interval,omitempty" json:"days_interval,omitempty"`
 
-	// DaysLast Exact-match filter on days_last (YYYY-MM-DD).
+	// DaysLast Exact-match filter on days_last (YYYY-MM-DD, 0001-01-01 to 9999-12-31).
 	DaysLast *openapi_types.Date `form:"days_last,omitempty" json:"days_last,omitempty"`
 
 	// OdoLeft Exact-match filter on odo_left.
 	OdoLeft *bool `form:"odo_left,omitempty" json:"odo_left,omitempty"`
 
-	// OdoLeftNum Exact-match filter on odo_left_num.
+	// OdoLeftNum Exact-match filter on odo_left_num (decimal digits: no sign, leading zeros or spaces).
 	OdoLeftNum *int64 `form:"odo_left_num,omitempty" json:"odo_left_num,omitempty"`
 
 	// EnghLeft Exact-match filter on engh_left.
 	EnghLeft *bool `form:"engh_left,omitempty" json:"engh_left,omitempty"`
 
-	// EnghLeftNum Exact-match filter on engh_left_num.
+	// EnghLeftNum Exact-match filter on engh_left_num (decimal digits: no sign, leading zeros or spaces).
 	EnghLeftNum *int64 `form:"engh_left_num,omitempty" json:"engh_left_num,omitempty"`
 
 	// DaysLeft Exact-match filter on days_left.
 	DaysLeft *bool `form:"days_left,omitempty" json:"days_left,omitempty"`
 
-	// DaysLeftNum Exact-match filter on days_left_num.
+	// DaysLeftNum Exact-match filter on days_left_num (decimal digits: no sign, leading zeros or spaces).
 	DaysLeftNum *int64 `form:"days_left_num,omitempty" json:"days_left_num,omitempty"`
 
 	// UpdateLast Exact-match filter on update_last.

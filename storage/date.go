@@ -10,6 +10,16 @@ import (
 // DateLayout is the wire and SQL form of a Date.
 const DateLayout = "2006-01-02"
 
+// MinYear and MaxYear bound the years of the dates and timestamps fleetapi
+// accepts: the four-digit years of DateLayout and RFC 3339 that PostgreSQL
+// reads back as the same day. Year 0 is refused by PostgreSQL (its
+// calendar has no year 0: 1 BC is followed by 1 AD), and Go would write it
+// as "0000".
+const (
+	MinYear = 1
+	MaxYear = 9999
+)
+
 // Date is a calendar day (a PostgreSQL date), held as midnight UTC. It
 // encodes as "YYYY-MM-DD" in JSON and in SQL; use *Date for a nullable column
 // (nil encodes as JSON null).
@@ -23,11 +33,13 @@ func NewDate(t time.Time) Date {
 	return Date{time.Date(y, m, d, 0, 0, 0, 0, time.UTC)}
 }
 
-// ParseDate parses "YYYY-MM-DD".
+// ParseDate parses "YYYY-MM-DD", a day of the proleptic Gregorian calendar
+// from 0001-01-01 to 9999-12-31: exactly two digits of month and day, a
+// day that exists in its month, no sign, no space, nothing else.
 func ParseDate(s string) (Date, error) {
 	t, err := time.Parse(DateLayout, s)
-	if err != nil {
-		return Date{}, fmt.Errorf("date %q: want YYYY-MM-DD", s)
+	if err != nil || len(s) != len(DateLayout) || t.Year() < MinYear {
+		return Date{}, fmt.Errorf("date %q: want YYYY-MM-DD from 0001-01-01 to 9999-12-31", s)
 	}
 	return Date{t}, nil
 }

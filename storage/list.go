@@ -18,8 +18,9 @@ import (
 var ErrBadListRequest = errors.New("bad list request")
 
 // Filter is one exact-match filter: a field and its value, already parsed to
-// the field's kind (int64, string, bool, Date, time.Time, or for
-// KindObject a map[string]any).
+// the field's kind (int64 within Field.IntRange, string, bool, Date from
+// ParseDate, time.Time from ParseTimestamp, or for KindObject the
+// JSONObject of ParseJSONObject), so that PostgreSQL accepts it.
 type Filter struct {
 	Field string
 	Value any

@@ -1,18 +1,21 @@
 package storage
 
+import "math"
+
 // FieldKind is the type of a listed resource's field, as exact-match
 // filters parse it and as SQL compares it.
 type FieldKind int
 
 // The field kinds of the listed resources.
 const (
-	KindInt      FieldKind = iota // integer
+	KindInt      FieldKind = iota // integer, a bigint column
 	KindText                      // string
 	KindBool                      // boolean
 	KindDate                      // "YYYY-MM-DD"
 	KindTime                      // RFC 3339 timestamp
 	KindTextList                  // list of strings; a filter matches rows whose list contains the value
 	KindObject                    // JSON object; a filter matches an equal object
+	KindInt32                     // integer, an integer (32-bit) column
 )
 
 // Field is one sortable and filterable field of a listed resource; its name
@@ -20,6 +23,19 @@ const (
 type Field struct {
 	Name string
 	Kind FieldKind
+}
+
+// IntRange returns the values a filter on the integer field f may take:
+// its column's type range (integer for KindInt32, bigint for KindInt) from
+// 0, since every integer column of a listed resource is CHECKed
+// non-negative (migrations/). A value outside can match no row, and
+// PostgreSQL would refuse some of them, so it is a bad parameter, not an
+// empty answer.
+func (f Field) IntRange() (lo, hi int64) {
+	if f.Kind == KindInt32 {
+		return 0, math.MaxInt32
+	}
+	return 0, math.MaxInt64
 }
 
 // Listing describes a listed resource: its id field, its other fields in the
@@ -61,12 +77,12 @@ func (l Listing) SortFields() []string {
 func ServiceListing() Listing {
 	return Listing{Resource: "services", alias: "s", ID: "service_id", Search: []string{"name", "imei"}, Fields: []Field{
 		{"imei", KindText}, {"name", KindText},
-		{"odo", KindBool}, {"odo_interval", KindInt}, {"odo_last", KindInt},
-		{"engh", KindBool}, {"engh_interval", KindInt}, {"engh_last", KindInt},
-		{"days", KindBool}, {"days_interval", KindInt}, {"days_last", KindDate},
-		{"odo_left", KindBool}, {"odo_left_num", KindInt},
-		{"engh_left", KindBool}, {"engh_left_num", KindInt},
-		{"days_left", KindBool}, {"days_left_num", KindInt},
+		{"odo", KindBool}, {"odo_interval", KindInt32}, {"odo_last", KindInt32},
+		{"engh", KindBool}, {"engh_interval", KindInt32}, {"engh_last", KindInt32},
+		{"days", KindBool}, {"days_interval", KindInt32}, {"days_last", KindDate},
+		{"odo_left", KindBool}, {"odo_left_num", KindInt32},
+		{"engh_left", KindBool}, {"engh_left_num", KindInt32},
+		{"days_left", KindBool}, {"days_left_num", KindInt32},
 		{"update_last", KindBool}, {"notify_service_expire", KindBool},
 	}}
 }
@@ -76,7 +92,7 @@ func ReportListing() Listing {
 	return Listing{Resource: "reports", alias: "r", ID: "report_id", Search: []string{"name", "type"}, Fields: []Field{
 		{"name", KindText}, {"type", KindText}, {"format", KindText},
 		{"show_addresses", KindBool}, {"zones_addresses", KindBool}, {"show_trip_image", KindBool},
-		{"stop_duration", KindInt}, {"speed_limit", KindInt},
+		{"stop_duration", KindInt32}, {"speed_limit", KindInt32},
 		{"imei", KindTextList}, {"zone_ids", KindTextList}, {"sensor_names", KindTextList}, {"data_items", KindTextList},
 		{"schedule_period", KindText}, {"schedule_email_address", KindText},
 		{"dt_schedule_d", KindTime}, {"dt_schedule_w", KindTime},
