@@ -2,6 +2,7 @@ package storage
 
 import (
 	"context"
+	"errors"
 
 	"github.com/fleetapi/fleetapi/tenancy"
 )
@@ -13,7 +14,10 @@ import (
 func (s *Store) PrincipalByTokenID(ctx context.Context, id int64) (tenancy.Principal, error) {
 	row := new(Token)
 	if err := s.db.NewSelect().Model(row).Relation("Account").Where("t.id = ?", id).Scan(ctx); err != nil {
-		return tenancy.Principal{}, Translate(err)
+		if err = Translate(err); errors.Is(err, ErrNotFound) {
+			return tenancy.Principal{}, worded(ErrNotFound, err, "token %d not found", id)
+		}
+		return tenancy.Principal{}, err
 	}
 	return tenancy.Principal{Token: row.Tenancy(), Account: row.Account.Tenancy()}, nil
 }
