@@ -34,6 +34,10 @@ func runMigrate(ctx context.Context, args []string, getenv func(string) string, 
 	if len(args) > 0 && !strings.HasPrefix(args[0], "-") {
 		action, args = args[0], args[1:]
 	}
+	if action == "help" {
+		cmd.usage(con.out)
+		return errHelp
+	}
 	if err := cmd.parse(args, con); err != nil {
 		return err
 	}

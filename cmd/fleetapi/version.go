@@ -19,29 +19,40 @@ type buildVersion struct {
 
 // readBuildVersion reads the build information of the running binary.
 func readBuildVersion() (buildVersion, error) {
-	v := buildVersion{Version: "(devel)", Commit: "unknown", GoVersion: runtime.Version()}
-	if bi, ok := debug.ReadBuildInfo(); ok {
-		if bi.Main.Version != "" {
-			v.Version = bi.Main.Version
-		}
-		v.GoVersion = bi.GoVersion
-		for _, s := range bi.Settings {
-			switch s.Key {
-			case "vcs.revision":
-				v.Commit = s.Value
-			case "vcs.time":
-				v.CommitTime = s.Value
-			case "vcs.modified":
-				v.Modified = s.Value == "true"
-			}
-		}
-	}
+	bi, _ := debug.ReadBuildInfo()
+	v := versionFrom(bi)
 	rev, err := policy.EmbeddedRevision()
 	if err != nil {
 		return v, err
 	}
 	v.PolicyRevision = rev
 	return v, nil
+}
+
+// versionFrom reads the version, the VCS stamp and the Go version from
+// bi (nil when the binary has none).
+func versionFrom(bi *debug.BuildInfo) buildVersion {
+	v := buildVersion{Version: "(devel)", Commit: "unknown", GoVersion: runtime.Version()}
+	if bi == nil {
+		return v
+	}
+	if bi.Main.Version != "" {
+		v.Version = bi.Main.Version
+	}
+	if bi.GoVersion != "" {
+		v.GoVersion = bi.GoVersion
+	}
+	for _, s := range bi.Settings {
+		switch s.Key {
+		case "vcs.revision":
+			v.Commit = s.Value
+		case "vcs.time":
+			v.CommitTime = s.Value
+		case "vcs.modified":
+			v.Modified = s.Value == "true"
+		}
+	}
+	return v
 }
 
 func runVersion(_ context.Context, args []string, _ func(string) string, con console) error {
