@@ -8,6 +8,7 @@ import (
 	"runtime/debug"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/fleetapi/fleetapi/policy"
 	"github.com/fleetapi/fleetapi/storage/storagetest"
@@ -25,6 +26,28 @@ func runMain(t *testing.T, env map[string]string, args ...string) result {
 	var out, errb syncBuffer
 	code := mainWith(context.Background(), args, envOf(env), &out, &errb)
 	return result{code, out.String(), errb.String()}
+}
+
+// runBounded runs the program like runMain, but stops it as soon as it
+// serves (or after a minute): a command that should refuse to serve fails
+// its test instead of hanging it when it serves after all.
+func runBounded(t *testing.T, env map[string]string, args ...string) result {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	var out, errb syncBuffer
+	done := make(chan int, 1)
+	go func() { done <- mainWith(ctx, args, envOf(env), &out, &errb) }()
+	for {
+		select {
+		case code := <-done:
+			return result{code, out.String(), errb.String()}
+		case <-time.After(20 * time.Millisecond):
+			if strings.Contains(errb.String(), `"msg":"listening"`) {
+				cancel()
+			}
+		}
+	}
 }
 
 // unreachable is a database nobody listens on: a command that answers

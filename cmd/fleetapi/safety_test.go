@@ -82,7 +82,7 @@ func TestServeRefusesDemoTokens(t *testing.T) {
 	env := map[string]string{"FLEET_DATABASE_URL": db.URL, "FLEET_ADDR": "127.0.0.1:0"}
 	runOK(t, env, "import", writeDemoFile(t))
 
-	r := runMain(t, env, "serve")
+	r := runBounded(t, env, "serve")
 	if r.code != 1 || strings.Contains(r.stderr, `"msg":"listening"`) {
 		t.Fatalf("serve with demo tokens: %+v", r)
 	}
@@ -110,7 +110,7 @@ func TestServeRefusesDemoTokens(t *testing.T) {
 	// One demo token left is enough to refuse.
 	ids := strings.Fields(m[1])
 	runOK(t, env, append([]string{"token", "revoke"}, ids[1:]...)...)
-	if r := runMain(t, env, "serve"); r.code != 1 || !strings.Contains(r.stderr, "1 active demo tokens") {
+	if r := runBounded(t, env, "serve"); r.code != 1 || !strings.Contains(r.stderr, "1 active demo tokens") {
 		t.Fatalf("serve with one demo token left: %+v", r)
 	}
 	// The way out it names works.
@@ -179,19 +179,16 @@ func TestDevRefusesForeignDatabase(t *testing.T) {
 				t.Fatal(err)
 			}
 			before := rowCountsOf(t, db)
-			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-			defer cancel()
-			var out, errb syncBuffer
-			code := mainWith(ctx, []string{"dev", "--database-url", db.URL, "--addr", "127.0.0.1:0"}, envOf(nil), &out, &errb)
-			if code != 1 || !strings.Contains(errb.String(), "refusing database") || strings.Contains(errb.String(), `"msg":"listening"`) {
-				t.Fatalf("exit %d\nstdout %s\nstderr %s", code, out.String(), errb.String())
+			r := runBounded(t, nil, "dev", "--database-url", db.URL, "--addr", "127.0.0.1:0")
+			if r.code != 1 || !strings.Contains(r.stderr, "refusing database") || strings.Contains(r.stderr, `"msg":"listening"`) {
+				t.Fatalf("exit %d\nstdout %s\nstderr %s", r.code, r.stdout, r.stderr)
 			}
 			want := `"realco"`
 			if name == "demo_name_other_type" {
 				want = `"acme"`
 			}
-			if !strings.Contains(errb.String(), want) {
-				t.Errorf("the refusal does not name %s: %s", want, errb.String())
+			if !strings.Contains(r.stderr, want) {
+				t.Errorf("the refusal does not name %s: %s", want, r.stderr)
 			}
 			if after := rowCountsOf(t, db); !maps.Equal(after, before) {
 				t.Fatalf("dev changed a refused database: %v, was %v", after, before)
