@@ -43,7 +43,7 @@ func runBounded(t *testing.T, env map[string]string, args ...string) result {
 		case code := <-done:
 			return result{code, out.String(), errb.String()}
 		case <-time.After(20 * time.Millisecond):
-			if strings.Contains(errb.String(), `"msg":"listening"`) {
+			if strings.Contains(out.String(), `"msg":"listening"`) {
 				cancel()
 			}
 		}
@@ -262,8 +262,9 @@ func TestFailuresExit1(t *testing.T) {
 func TestStdoutIsData(t *testing.T) {
 	db := storagetest.New(t)
 	env := map[string]string{"FLEET_DATABASE_URL": db.URL}
-	if r := runMain(t, env, "import", writeDemoFile(t)); r.code != 0 || !strings.HasPrefix(r.stdout, "imported ") {
-		t.Fatalf("import: %+v", r)
+	if r := runMain(t, env, "import", writeDemoFile(t)); r.code != 0 || !strings.HasPrefix(r.stdout, "imported ") || strings.Count(r.stdout, "\n") != 1 ||
+		!strings.Contains(r.stderr, "demo tokens") {
+		t.Fatalf("import: want its summary on stdout and the demo token note on stderr: %+v", r)
 	}
 	t.Run("token_create_prints_only_the_secret", func(t *testing.T) {
 		r := runMain(t, env, "token", "create", "--account", "acme", "--permission", "GET /services", "--name", "ci")

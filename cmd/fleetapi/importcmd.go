@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"time"
 
 	"github.com/fleetapi/fleetapi/storage"
 )
@@ -34,10 +35,15 @@ importing the same file twice adds nothing.`)
 		return err
 	}
 	defer db.Close()
-	res, err := storage.NewStore(db).Import(ctx, f)
+	store := storage.NewStore(db)
+	res, err := store.Import(ctx, f)
 	if err != nil {
 		return fmt.Errorf("import %s: %w", name, err)
 	}
 	fmt.Fprintf(con.out, "imported %s: %s\n", name, res)
+	// Say now, not at the next start, that serve will refuse this database.
+	if toks, err := store.ActiveDemoTokens(ctx, time.Now()); err == nil && len(toks) > 0 {
+		fmt.Fprintf(con.log, "note: %d demo tokens, whose secrets are published in the demo data, work in this database: `fleetapi serve` refuses to start until they are revoked (`fleetapi serve` names them)\n", len(toks))
+	}
 	return nil
 }

@@ -83,7 +83,7 @@ func TestServeRefusesDemoTokens(t *testing.T) {
 	runOK(t, env, "import", writeDemoFile(t))
 
 	r := runBounded(t, env, "serve")
-	if r.code != 1 || strings.Contains(r.stderr, `"msg":"listening"`) {
+	if r.code != 1 || strings.Contains(r.stdout, `"msg":"listening"`) {
 		t.Fatalf("serve with demo tokens: %+v", r)
 	}
 	store := storage.NewStore(db.DB)
@@ -180,7 +180,7 @@ func TestDevRefusesForeignDatabase(t *testing.T) {
 			}
 			before := rowCountsOf(t, db)
 			r := runBounded(t, nil, "dev", "--database-url", db.URL, "--addr", "127.0.0.1:0")
-			if r.code != 1 || !strings.Contains(r.stderr, "refusing database") || strings.Contains(r.stderr, `"msg":"listening"`) {
+			if r.code != 1 || !strings.Contains(r.stderr, "refusing database") || strings.Contains(r.stdout, `"msg":"listening"`) {
 				t.Fatalf("exit %d\nstdout %s\nstderr %s", r.code, r.stdout, r.stderr)
 			}
 			want := `"realco"`
@@ -212,7 +212,7 @@ func TestDevServesDemoDatabase(t *testing.T) {
 		var addr string
 		deadline := time.Now().Add(60 * time.Second)
 		for addr == "" && time.Now().Before(deadline) {
-			if m := listenRe.FindStringSubmatch(errb.String()); m != nil {
+			if m := listenRe.FindStringSubmatch(out.String()); m != nil {
 				addr = m[1]
 				break
 			}
@@ -223,7 +223,7 @@ func TestDevServesDemoDatabase(t *testing.T) {
 			}
 		}
 		if addr == "" {
-			t.Fatalf("run %d: dev did not start:\n%s", run, errb.String())
+			t.Fatalf("run %d: dev did not start:\n%s\n%s", run, out.String(), errb.String())
 		}
 		tok := storage.DemoTokens()[0]
 		if st, _, _, err := getStatus(http.DefaultClient, "http://"+addr+"/api/v2/me", tok.Secret); err != nil || st != 200 {
@@ -233,8 +233,9 @@ func TestDevServesDemoDatabase(t *testing.T) {
 		if code := <-done; code != 0 {
 			t.Fatalf("run %d: dev exited %d\n%s", run, code, errb.String())
 		}
-		if !strings.Contains(out.String(), tok.Secret) || strings.Contains(out.String(), `"msg"`) {
-			t.Fatalf("run %d: stdout should hold the demo tokens and no log:\n%s", run, out.String())
+		if !strings.Contains(out.String(), tok.Secret) || !strings.Contains(errb.String(), `dev: using database "`+databaseName(db.URL)+`"`) ||
+			!strings.Contains(errb.String(), "demo data loaded") {
+			t.Fatalf("run %d: stdout should hold the demo tokens, stderr the progress:\n%s\n%s", run, out.String(), errb.String())
 		}
 	}
 	if got, err := storage.NewStore(db.DB).NonDemoAccounts(context.Background()); err != nil || len(got) != 0 {

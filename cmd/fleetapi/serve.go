@@ -26,8 +26,8 @@ func runServe(ctx context.Context, args []string, getenv func(string) string, co
 	cmd := newCommand("serve", "[flags]", `Run the API server until SIGINT or SIGTERM, then shut down gracefully. Pending
 migrations are applied first unless --no-migrate. The server refuses to start
 while its database holds an active demo token (one whose secret is published in
-the demo data) unless --allow-demo-tokens. The log goes to standard error; the
-decision log, when FLEET_DECISION_LOG=stdout, to standard output.`)
+the demo data) unless --allow-demo-tokens. The JSON log goes to standard output,
+with the decision log when FLEET_DECISION_LOG=stdout.`)
 	cfg, err := defaultConfig(getenv)
 	if err != nil {
 		return err
@@ -128,7 +128,9 @@ func serveOps(addr string, h http.Handler, log *slog.Logger) (func(), error) {
 // flush telemetry, close the pool. When ready is not nil it is called with
 // the listening address.
 func serve(ctx context.Context, cfg config, getenv func(string) string, con console, ready func(addr string)) error {
-	log := telemetry.NewLogger(con.log, slog.LevelInfo)
+	// The server's JSON log is its output: stdout, as docs/observability.md
+	// says, with the decision log when FLEET_DECISION_LOG=stdout.
+	log := telemetry.NewLogger(con.out, slog.LevelInfo)
 	tel, err := telemetry.Setup(ctx, getenv)
 	if err != nil {
 		return fmt.Errorf("telemetry: %w", err)
