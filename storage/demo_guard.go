@@ -69,7 +69,7 @@ func (s *Store) ActiveDemoTokens(ctx context.Context, now time.Time) ([]ActiveDe
 	var out []ActiveDemoToken
 	err = s.db.NewSelect().TableExpr("tokens AS t").Join("JOIN accounts AS a ON a.id = t.account_id").
 		ColumnExpr("t.id, a.username, t.name").
-		Where("t.hash IN (?)", bun.In(demo.hashes)).
+		Where("t.hash IN (?)", bun.List(demo.hashes)).
 		Where("t.revoked_at IS NULL").
 		Where("t.expires_at IS NULL OR t.expires_at > ?", now).
 		OrderExpr("t.id").
