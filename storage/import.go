@@ -130,6 +130,13 @@ func (r recordRef) errorf(format string, args ...any) error {
 // dbError names the record in a database error. Constraint violations
 // become an *ImportError; an unreachable database stays ErrUnavailable.
 func (r recordRef) dbError(err error) error {
+	if words, ok := constraintWords(err); ok {
+		sentinel := ErrInvalid
+		if errors.Is(Translate(err), ErrConflict) {
+			sentinel = ErrConflict
+		}
+		return &ImportError{Section: r.section, Index: r.index, Key: r.key, Err: worded(sentinel, err, "%s", words)}
+	}
 	err = Translate(err)
 	if errors.Is(err, ErrInvalid) || errors.Is(err, ErrConflict) {
 		return &ImportError{Section: r.section, Index: r.index, Key: r.key, Err: err}

@@ -180,6 +180,18 @@ func TestImportInvalidChangesNothing(t *testing.T) {
 		{"token_bad_permission", func(t *testing.T, doc map[string]any) {
 			record(t, doc, "tokens", 12)["permissions"] = []any{"FETCH /services"}
 		}, "tokens", 12, `FETCH /services`, nil},
+		{"token_permission_misspelt_route", func(t *testing.T, doc map[string]any) {
+			record(t, doc, "tokens", 12)["permissions"] = []any{"GET /services", "GET /servics"}
+		}, "tokens", 12, `permission "GET /servics" matches no route of the API`, nil},
+		{"token_permission_method_the_route_lacks", func(t *testing.T, doc map[string]any) {
+			record(t, doc, "tokens", 3)["permissions"] = []any{"PUT /services"}
+		}, "tokens", 3, `permission "PUT /services" matches no route of the API`, nil},
+		{"token_permission_raw_path", func(t *testing.T, doc map[string]any) {
+			record(t, doc, "tokens", 0)["permissions"] = []any{"GET /events/12"}
+		}, "tokens", 0, `permission "GET /events/12" matches no route of the API: permissions name route templates; did you mean "GET /events/{id}"?`, nil},
+		{"token_secret_of_another_token", func(t *testing.T, doc map[string]any) {
+			record(t, doc, "tokens", 5)["secret"] = record(t, doc, "tokens", 1)["secret"]
+		}, "tokens", 5, `secret is already the secret of token "fleetco-all" of fleetco`, nil},
 		{"token_unknown_account", func(t *testing.T, doc map[string]any) {
 			record(t, doc, "tokens", 0)["account"] = "ghost"
 		}, "tokens", 0, `unknown account "ghost"`, nil},
@@ -200,10 +212,10 @@ func TestImportInvalidChangesNothing(t *testing.T) {
 		}, "passengers", 0, `is a subaccount`, nil},
 		{"passenger_duplicate_assign_id", func(t *testing.T, doc map[string]any) {
 			record(t, doc, "passengers", 1)["passenger_assign_id"] = " ab-1001"
-		}, "passengers", 1, `passengers[1]`, storage.ErrConflict},
+		}, "passengers", 1, `passengers[1] (account "acme", passenger_name "Ben Okafor"): passenger_assign_id "AB-1001" is already taken by another record of the account`, storage.ErrConflict},
 		{"negative_interval_from_database_check", func(t *testing.T, doc map[string]any) {
 			record(t, doc, "services", 13)["engh_interval"] = -5
-		}, "services", 13, `services[13] (imei "865231041152328", name "Boom inspection")`, nil},
+		}, "services", 13, `services[13] (imei "865231041152328", name "Boom inspection"): engh_interval is out of range`, nil},
 		{"unknown_section", func(t *testing.T, doc map[string]any) {
 			doc["vehicles"] = []any{}
 		}, "", 0, `unknown field "vehicles"`, nil},
@@ -255,6 +267,12 @@ func checkImportError(t *testing.T, err error, section string, index int, wantMs
 	}
 	if also != nil && !errors.Is(err, also) {
 		t.Errorf("error %q does not wrap %v", err, also)
+	}
+	// The operator reads it: no driver words (DESIGN §7).
+	for _, driver := range []string{"sql:", "constraint", "duplicate key", "violates", "SQLSTATE", "pq:", "ERROR #"} {
+		if strings.Contains(err.Error(), driver) {
+			t.Errorf("error %q speaks the driver's language (%q)", err, driver)
+		}
 	}
 	if !strings.Contains(err.Error(), wantMsg) {
 		t.Errorf("error %q does not contain %q", err, wantMsg)

@@ -2,6 +2,7 @@ package storage
 
 import (
 	"context"
+	"errors"
 
 	"github.com/uptrace/bun"
 
@@ -30,8 +31,10 @@ func (im *importer) importTokens(ctx context.Context, f *importFile) error {
 		if err != nil {
 			return ref.errorf("secret: want %s followed by 32 base62 characters", tenancy.TokenPrefix)
 		}
-		if err := ValidatePermissions(t.Permissions); err != nil {
-			return ref.errorf("%v", err)
+		for _, p := range t.Permissions {
+			if err := tenancy.ValidatePermission(p); err != nil {
+				return ref.errorf("%v", err)
+			}
 		}
 		if t.RateLimit != nil && *t.RateLimit <= 0 {
 			return ref.errorf("rate_limit must be 1 or more, or null")
@@ -45,6 +48,19 @@ func (im *importer) importTokens(ctx context.Context, f *importFile) error {
 		if found {
 			im.res.Tokens.Skipped++
 			continue
+		}
+		// The secret is unique too: say so instead of the constraint's name.
+		var owner struct {
+			Username string `bun:"username"`
+			Name     string `bun:"name"`
+		}
+		err = im.db.NewSelect().TableExpr("tokens AS t").Join("JOIN accounts AS a ON a.id = t.account_id").
+			ColumnExpr("a.username, t.name").Where("t.hash = ?", hash[:]).Limit(1).Scan(ctx, &owner)
+		switch err = Translate(err); {
+		case err == nil:
+			return ref.errorf("secret is already the secret of token %q of %s; every token needs its own", owner.Name, owner.Username)
+		case !errors.Is(err, ErrNotFound):
+			return ref.dbError(err)
 		}
 		row := &Token{
 			AccountID:   acct.ID,

@@ -2,31 +2,17 @@ package storage
 
 import (
 	"fmt"
-	"strings"
+
+	"github.com/fleetapi/fleetapi/tenancy"
 )
 
-// ValidatePermission checks one token permission against the grammar of
-// DESIGN §3: "*", "METHOD *" or "METHOD /route", with METHOD one of GET,
-// POST, PUT, PATCH, DELETE and the route a template such as
-// "/events/{id}". It returns an error wrapping ErrInvalid otherwise.
+// ValidatePermission checks one token permission with
+// tenancy.ValidatePermission: the grammar of DESIGN §3, and a route of the
+// API that it matches. It returns an error wrapping ErrInvalid that names
+// the permission otherwise.
 func ValidatePermission(p string) error {
-	if p == "*" {
-		return nil
-	}
-	method, target, ok := strings.Cut(p, " ")
-	if !ok {
-		return fmt.Errorf(`%w: permission %q: want "*", "METHOD *" or "METHOD /route"`, ErrInvalid, p)
-	}
-	switch method {
-	case "GET", "POST", "PUT", "PATCH", "DELETE":
-	default:
-		return fmt.Errorf("%w: permission %q: method must be GET, POST, PUT, PATCH or DELETE", ErrInvalid, p)
-	}
-	if target == "*" {
-		return nil
-	}
-	if !strings.HasPrefix(target, "/") || strings.ContainsAny(target, " \t\r\n?#") {
-		return fmt.Errorf("%w: permission %q: route must be * or a path starting with / (no spaces, query or fragment)", ErrInvalid, p)
+	if err := tenancy.ValidatePermission(p); err != nil {
+		return fmt.Errorf("%w: %w", ErrInvalid, err)
 	}
 	return nil
 }

@@ -3,6 +3,7 @@ package storage
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 
 	"github.com/uptrace/bun"
@@ -118,7 +119,10 @@ func (a ancestor) Tenancy() tenancy.Account {
 func (s *Store) PrincipalByTokenID(ctx context.Context, id int64) (tenancy.Principal, error) {
 	row := new(principalRow)
 	if err := s.principalQuery(row).Where("t.id = ?", id).Scan(ctx); err != nil {
-		return tenancy.Principal{}, Translate(err)
+		if err = Translate(err); errors.Is(err, ErrNotFound) {
+			return tenancy.Principal{}, worded(ErrNotFound, err, "token %d not found", id)
+		}
+		return tenancy.Principal{}, err
 	}
 	return row.principal(), nil
 }

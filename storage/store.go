@@ -2,6 +2,7 @@ package storage
 
 import (
 	"context"
+	"errors"
 
 	"github.com/uptrace/bun"
 
@@ -31,8 +32,8 @@ func (s *Store) Ping(ctx context.Context) error {
 }
 
 // AccountByUsername returns the account with that username. It returns
-// ErrNotFound when there is none and ErrUnavailable when the database cannot
-// be reached.
+// ErrNotFound (`account "x" not found`) when there is none and
+// ErrUnavailable when the database cannot be reached.
 func (s *Store) AccountByUsername(ctx context.Context, username string) (tenancy.Account, error) {
 	a, err := s.accountByUsername(ctx, s.db, username)
 	if err != nil {
@@ -44,7 +45,10 @@ func (s *Store) AccountByUsername(ctx context.Context, username string) (tenancy
 func (s *Store) accountByUsername(ctx context.Context, db bun.IDB, username string) (*Account, error) {
 	a := new(Account)
 	if err := db.NewSelect().Model(a).Where("a.username = ?", username).Scan(ctx); err != nil {
-		return nil, Translate(err)
+		if err = Translate(err); errors.Is(err, ErrNotFound) {
+			return nil, worded(ErrNotFound, err, "account %q not found", username)
+		}
+		return nil, err
 	}
 	return a, nil
 }

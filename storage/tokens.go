@@ -57,9 +57,10 @@ type NewToken struct {
 // CreateToken creates a token with a fresh secret and stores only its hash.
 // It returns the secret, to be shown once, and the stored token. It returns
 // ErrNotFound for an unknown account, ErrInvalid for a permission outside
-// the grammar, a negative rate limit or an expiry in the past, ErrConflict
-// when the account already has a token of that name, and ErrUnavailable when
-// the database cannot be reached.
+// the grammar or matching no route, a negative rate limit or an expiry in
+// the past, ErrConflict when the account already has a token of that name,
+// and ErrUnavailable when the database cannot be reached; the errors are
+// worded for the operator (`a token named "ops" already exists for acme`).
 func (s *Store) CreateToken(ctx context.Context, nt NewToken) (string, tenancy.Token, error) {
 	if err := ValidatePermissions(nt.Permissions); err != nil {
 		return "", tenancy.Token{}, err
@@ -72,7 +73,7 @@ func (s *Store) CreateToken(ctx context.Context, nt NewToken) (string, tenancy.T
 	}
 	acct, err := s.accountByUsername(ctx, s.db, nt.Username)
 	if err != nil {
-		return "", tenancy.Token{}, fmt.Errorf("account %q: %w", nt.Username, err)
+		return "", tenancy.Token{}, err
 	}
 	secret, err := tenancy.NewTokenSecret()
 	if err != nil {
@@ -96,7 +97,11 @@ func (s *Store) CreateToken(ctx context.Context, nt NewToken) (string, tenancy.T
 		tok.RateLimit = &nt.RateLimit
 	}
 	if _, err := s.db.NewInsert().Model(tok).Returning("*").Exec(ctx); err != nil {
-		return "", tenancy.Token{}, fmt.Errorf("token %q: %w", tok.Name, Translate(err))
+		if err = Translate(err); errors.Is(err, ErrConflict) {
+			// The only unique key a fresh secret can meet is (account, name).
+			return "", tenancy.Token{}, worded(ErrConflict, err, "a token named %q already exists for %s", tok.Name, nt.Username)
+		}
+		return "", tenancy.Token{}, fmt.Errorf("token %q: %w", tok.Name, err)
 	}
 	return secret, tok.Tenancy(), nil
 }
@@ -107,7 +112,7 @@ func (s *Store) CreateToken(ctx context.Context, nt NewToken) (string, tenancy.T
 func (s *Store) ListTokens(ctx context.Context, username string) ([]tenancy.Token, error) {
 	acct, err := s.accountByUsername(ctx, s.db, username)
 	if err != nil {
-		return nil, fmt.Errorf("account %q: %w", username, err)
+		return nil, err
 	}
 	var rows []Token
 	if err := s.db.NewSelect().Model(&rows).Where("t.account_id = ?", acct.ID).Order("t.id").Scan(ctx); err != nil {
@@ -134,7 +139,7 @@ func (s *Store) RevokeToken(ctx context.Context, id int64) error {
 	if n, err := res.RowsAffected(); err != nil {
 		return Translate(err)
 	} else if n == 0 {
-		return fmt.Errorf("token %d: %w", id, ErrNotFound)
+		return worded(ErrNotFound, nil, "token %d not found", id)
 	}
 	return nil
 }

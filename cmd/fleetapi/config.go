@@ -4,8 +4,8 @@ import (
 	"errors"
 	"flag"
 	"fmt"
-	"io"
 	"net/netip"
+	"net/url"
 	"strconv"
 	"strings"
 	"time"
@@ -42,6 +42,9 @@ type config struct {
 	// request headers (slow clients cannot hold connections).
 	ReadHeaderTimeout time.Duration
 	NoMigrate         bool
+	// AllowDemoTokens lets serve start while demo tokens work in its
+	// database (dev sets it; serve has --allow-demo-tokens).
+	AllowDemoTokens bool
 }
 
 // defaultConfig reads the FLEET_* variables, with DESIGN §7's defaults.
@@ -128,27 +131,38 @@ func (c *config) flags(fs *flag.FlagSet) {
 	fs.DurationVar(&c.ShutdownTimeout, "shutdown-timeout", c.ShutdownTimeout, "how long in-flight requests may take to finish on shutdown (FLEET_SHUTDOWN_TIMEOUT)")
 }
 
-// databaseFlag registers --database-url on fs.
+// databaseFlag registers --database-url on fs. Its default (from
+// FLEET_DATABASE_URL) is shown in the usage with the password masked.
 func (c *config) databaseFlag(fs *flag.FlagSet) {
-	fs.StringVar(&c.DatabaseURL, "database-url", c.DatabaseURL, "PostgreSQL URL (FLEET_DATABASE_URL)")
+	fs.Var(databaseURLValue{&c.DatabaseURL}, "database-url", "PostgreSQL URL (FLEET_DATABASE_URL; else "+storage.DefaultURL+")")
 }
 
-// databaseCommand starts a command that works on the database: the
-// configuration from the environment and a flag set with --database-url.
-func databaseCommand(name string, getenv func(string) string, stdout io.Writer) (*config, *flag.FlagSet, error) {
+// databaseURLValue is the --database-url flag: a string whose printed
+// form hides the password.
+type databaseURLValue struct{ p *string }
+
+func (v databaseURLValue) Set(s string) error { *v.p = s; return nil }
+
+func (v databaseURLValue) String() string {
+	if v.p == nil {
+		return ""
+	}
+	if u, err := url.Parse(*v.p); err == nil {
+		return u.Redacted()
+	}
+	return "(not a URL)"
+}
+
+// databaseCommand gives cmd the configuration from the environment and the
+// flag --database-url: the set-up of the commands that only need a
+// database.
+func databaseCommand(cmd *command, getenv func(string) string) (*config, error) {
 	cfg, err := defaultConfig(getenv)
 	if err != nil {
-		return nil, nil, err
+		return nil, err
 	}
-	fs := newFlagSet(name, stdout)
-	cfg.databaseFlag(fs)
-	return &cfg, fs, nil
-}
-
-func newFlagSet(name string, stdout io.Writer) *flag.FlagSet {
-	fs := flag.NewFlagSet("fleetapi "+name, flag.ContinueOnError)
-	fs.SetOutput(stdout)
-	return fs
+	cfg.databaseFlag(cmd.fs)
+	return &cfg, nil
 }
 
 func orDefault(s, def string) string {

@@ -5,56 +5,118 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"strings"
 	"text/tabwriter"
+
+	"github.com/uptrace/bun"
 
 	"github.com/fleetapi/fleetapi/storage"
 )
 
+// devDatabase is the database `fleetapi dev` uses on the server it finds,
+// never the one `serve` uses by default (DESIGN §7).
+const devDatabase = "fleetapi_dev"
+
 // runDev is the one-command demo: find or start PostgreSQL (DESIGN §7),
-// migrate, load the demo data, print the demo tokens with example curl
-// lines, and serve until interrupted.
-func runDev(ctx context.Context, args []string, getenv func(string) string, stdout io.Writer) error {
+// use its database fleetapi_dev (or the one --database-url names), refuse
+// it when it holds accounts that are not demo data, migrate, load the demo
+// data, print the demo tokens with example curl lines, and serve until
+// interrupted.
+func runDev(ctx context.Context, args []string, getenv func(string) string, con console) error {
+	cmd := newCommand("dev", "[flags]", `One-command demo: find PostgreSQL (the server of FLEET_DATABASE_URL, else one on
+127.0.0.1:5432, else a private cluster started from the installed binaries),
+use its database `+devDatabase+` (never serve's; --database-url names another),
+load the demo data, print the demo tokens and curl lines, and serve.
+
+The demo tokens' secrets are public, so dev refuses a database that holds any
+account that is not in the demo data.`)
 	cfg, err := defaultConfig(getenv)
 	if err != nil {
 		return err
 	}
-	fs := newFlagSet("dev", stdout)
-	cfg.flags(fs)
+	cfg.flags(cmd.fs)
 	dataDir := ".fleetapi/postgres"
-	fs.StringVar(&dataDir, "pg-dir", dataDir, "where a private PostgreSQL cluster lives when none is found")
-	if err := fs.Parse(args); err != nil {
+	cmd.fs.StringVar(&dataDir, "pg-dir", dataDir, "where a private PostgreSQL cluster lives when none is found")
+	if err := cmd.parse(args, con); err != nil {
 		return err
 	}
-	srv, err := storage.FindServer(ctx, cfg.DatabaseURL, dataDir, stdout)
+	if err := cmd.args(0, 0); err != nil {
+		return err
+	}
+	srv, err := storage.FindServer(ctx, cfg.DatabaseURL, dataDir, con.log)
 	if err != nil {
 		return err
 	}
 	defer func() {
 		if err := srv.Stop(); err != nil {
-			fmt.Fprintln(stdout, "stopping private PostgreSQL:", err)
+			fmt.Fprintln(con.log, "stopping private PostgreSQL:", err)
 		}
 	}()
-	cfg.DatabaseURL = srv.URL
+	if cfg.DatabaseURL, err = devDatabaseURL(srv.URL, cmd.set("database-url")); err != nil {
+		return err
+	}
+	name := databaseName(cfg.DatabaseURL)
+	fmt.Fprintf(con.log, "dev: using database %q\n", name)
 
+	// Look before migrating: a database that is not ours stays untouched.
+	cfg.NoMigrate = true
 	db, err := openDatabase(ctx, cfg, nil)
 	if err != nil {
 		return err
 	}
-	res, err := storage.NewStore(db).Import(ctx, bytes.NewReader(storage.DemoData()))
+	err = loadDemo(ctx, storage.NewStore(db), db, name, con)
 	db.Close()
 	if err != nil {
-		return fmt.Errorf("demo data: %w", err)
+		return err
 	}
-	fmt.Fprintf(stdout, "demo data loaded: %s\n", res)
-	cfg.NoMigrate = true
-
-	return serve(ctx, cfg, getenv, stdout, func(addr string) {
-		printDemoTokens(stdout, addr)
+	cfg.AllowDemoTokens = true
+	return serve(ctx, cfg, getenv, con, func(addr string) {
+		printDemoTokens(con.out, addr, name)
 	})
 }
 
-func printDemoTokens(w io.Writer, addr string) {
-	fmt.Fprintf(w, "\nfleetapi is serving http://%s/api/v2 with the demo data. Demo tokens:\n\n", addr)
+// devDatabaseURL is the database dev uses on the server found at found:
+// the one --database-url named when it was given (explicit), else the
+// database fleetapi_dev on the same server.
+func devDatabaseURL(found string, explicit bool) (string, error) {
+	if explicit {
+		return found, nil
+	}
+	return storage.WithDatabase(found, devDatabase)
+}
+
+// loadDemo refuses a database holding accounts that are not demo data,
+// then migrates it and imports the demo data (a second run adds nothing).
+func loadDemo(ctx context.Context, store *storage.Store, db *bun.DB, name string, con console) error {
+	foreign, err := store.NonDemoAccounts(ctx)
+	if err != nil {
+		return fmt.Errorf("dev: database %q: %w", name, err)
+	}
+	if len(foreign) > 0 {
+		quoted := make([]string, len(foreign))
+		for i, u := range foreign {
+			quoted[i] = fmt.Sprintf("%q", u)
+		}
+		if len(quoted) > 10 {
+			quoted = append(quoted[:10], fmt.Sprintf("and %d more", len(foreign)-10))
+		}
+		return fmt.Errorf("dev: refusing database %q: it holds accounts that are not in the demo data (%s), and dev would add tokens whose secrets are public; use an empty database (--database-url) or drop %q",
+			name, strings.Join(quoted, ", "), name)
+	}
+	if err := storage.Migrate(ctx, db); err != nil {
+		return err
+	}
+	res, err := store.Import(ctx, bytes.NewReader(storage.DemoData()))
+	if err != nil {
+		return fmt.Errorf("demo data: %w", err)
+	}
+	fmt.Fprintf(con.log, "demo data loaded into %q: %s\n", name, res)
+	return nil
+}
+
+func printDemoTokens(w io.Writer, addr, dbName string) {
+	fmt.Fprintf(w, "\nfleetapi is serving http://%s/api/v2 with the demo data of database %q.\n", addr, dbName)
+	fmt.Fprintf(w, "Demo tokens (their secrets are public: `fleetapi serve` refuses a database where they work):\n\n")
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "ACCOUNT\tTYPE\tTOKEN\tWHAT IT SHOWS")
 	for _, t := range storage.DemoTokens() {

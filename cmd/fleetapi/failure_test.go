@@ -64,7 +64,7 @@ func TestDatabaseOutage(t *testing.T) {
 	defer cancel()
 	var logs syncBuffer
 	done := make(chan error, 1)
-	go func() { done <- run(sctx, []string{"serve"}, envOf(env), &logs) }()
+	go func() { done <- run(sctx, []string{"serve", "--allow-demo-tokens"}, envOf(env), &logs) }()
 	base := "http://" + waitForAddr(t, &logs, done)
 	client := &http.Client{Timeout: 30 * time.Second}
 	tok := storage.DemoTokens()[0].Secret
@@ -120,7 +120,7 @@ func TestShutdownUnderLoad(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	var logs syncBuffer
 	done := make(chan error, 1)
-	go func() { done <- run(ctx, []string{"serve"}, envOf(env), &logs) }()
+	go func() { done <- run(ctx, []string{"serve", "--allow-demo-tokens"}, envOf(env), &logs) }()
 	base := "http://" + waitForAddr(t, &logs, done)
 	tok := storage.DemoTokens()[0].Secret
 

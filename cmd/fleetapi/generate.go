@@ -15,11 +15,15 @@ import (
 // runGenerate is `fleetapi generate`: migrate, then write a deterministic
 // synthetic data set with COPY and print the harness tokens (DESIGN §7
 // extension; docs/performance.md).
-func runGenerate(ctx context.Context, args []string, getenv func(string) string, stdout io.Writer) error {
-	cfg, fs, err := databaseCommand("generate", getenv, stdout)
+func runGenerate(ctx context.Context, args []string, getenv func(string) string, con console) error {
+	cmd := newCommand("generate", "[flags]", `Write a deterministic synthetic data set with COPY (docs/performance.md) and
+print the load-test tokens (admin, manager, user, subaccount) as JSON lines on
+standard output, or into --tokens FILE; progress goes to standard error.`)
+	cfg, err := databaseCommand(cmd, getenv)
 	if err != nil {
 		return err
 	}
+	fs := cmd.fs
 	preset := fs.String("preset", "small", "data set size: small (about 1% of large) or large")
 	seed := fs.Uint64("seed", 1, "random seed: the same seed, sizes and --today give the same rows")
 	force := fs.Bool("force", false, "empty the fleetapi tables of a database that already holds data (destroys it)")
@@ -29,17 +33,17 @@ func runGenerate(ctx context.Context, args []string, getenv func(string) string,
 	for _, name := range []string{"managers", "users", "subaccounts", "devices", "services", "reports", "events", "passengers"} {
 		sizes[name] = fs.Int(name, -1, "override the preset's number of "+name)
 	}
-	if err := fs.Parse(args); err != nil {
+	if err := cmd.parse(args, con); err != nil {
 		return err
 	}
-	if fs.NArg() > 0 {
-		return fmt.Errorf("generate: unexpected argument %q", fs.Arg(0))
+	if err := cmd.args(0, 0); err != nil {
+		return err
 	}
 	gc, err := storage.GeneratePreset(*preset)
 	if err != nil {
-		return fmt.Errorf("generate: %w", err)
+		return usagef(cmd.name, "generate: %v", err)
 	}
-	gc.Seed, gc.Force, gc.Progress = *seed, *force, stdout
+	gc.Seed, gc.Force, gc.Progress = *seed, *force, con.log
 	for name, dst := range map[string]*int{
 		"managers": &gc.Managers, "users": &gc.Users, "subaccounts": &gc.Subaccounts, "devices": &gc.Devices,
 		"services": &gc.Services, "reports": &gc.Reports, "events": &gc.Events, "passengers": &gc.Passengers,
@@ -51,7 +55,7 @@ func runGenerate(ctx context.Context, args []string, getenv func(string) string,
 	if *today != "" {
 		d, err := storage.ParseDate(*today)
 		if err != nil {
-			return fmt.Errorf("generate: --today: %w", err)
+			return usagef(cmd.name, "generate: --today: %v", err)
 		}
 		gc.Today = d.Time
 	}
@@ -68,7 +72,7 @@ func runGenerate(ctx context.Context, args []string, getenv func(string) string,
 		return err
 	}
 	start := time.Now()
-	fmt.Fprintf(stdout, "generating preset %s, seed %d\n", *preset, gc.Seed)
+	fmt.Fprintf(con.log, "generating preset %s, seed %d\n", *preset, gc.Seed)
 	res, err := storage.Generate(ctx, db, gc)
 	if errors.Is(err, storage.ErrNotEmpty) {
 		return fmt.Errorf("generate: %w", err)
@@ -76,16 +80,16 @@ func runGenerate(ctx context.Context, args []string, getenv func(string) string,
 	if err != nil {
 		return err
 	}
-	fmt.Fprintf(stdout, "generated in %.1fs (load %.1fs, vacuum+analyze %.1fs); reference day %s\n",
+	fmt.Fprintf(con.log, "generated in %.1fs (load %.1fs, vacuum+analyze %.1fs); reference day %s\n",
 		time.Since(start).Seconds(), res.Load.Seconds(), res.Analyze.Seconds(), res.Today.Format(storage.DateLayout))
-	return writeTokens(res.Tokens, *tokens, stdout)
+	return writeTokens(res.Tokens, *tokens, con)
 }
 
 // writeTokens writes the generated tokens as JSON lines to path, or to
-// stdout when path is empty.
-func writeTokens(toks []storage.GeneratedToken, path string, stdout io.Writer) error {
+// con.out when path is empty.
+func writeTokens(toks []storage.GeneratedToken, path string, con console) error {
 	if path == "" {
-		return encodeTokens(stdout, toks)
+		return encodeTokens(con.out, toks)
 	}
 	f, err := os.OpenFile(path, os.O_CREATE|os.O_WRONLY|os.O_TRUNC, 0o600)
 	if err != nil {
@@ -98,7 +102,7 @@ func writeTokens(toks []storage.GeneratedToken, path string, stdout io.Writer) e
 	if err != nil {
 		return fmt.Errorf("generate: tokens: %w", err)
 	}
-	fmt.Fprintf(stdout, "%d tokens (admin, manager, user, subaccount) written to %s\n", len(toks), path)
+	fmt.Fprintf(con.log, "%d tokens (admin, manager, user, subaccount) written to %s\n", len(toks), path)
 	return nil
 }
 

@@ -2,26 +2,30 @@ package main
 
 import (
 	"context"
-	"errors"
 	"fmt"
-	"io"
 	"os"
+	"time"
 
 	"github.com/fleetapi/fleetapi/storage"
 )
 
-func runImport(ctx context.Context, args []string, getenv func(string) string, stdout io.Writer) error {
-	cfg, fs, err := databaseCommand("import", getenv, stdout)
+func runImport(ctx context.Context, args []string, getenv func(string) string, con console) error {
+	cmd := newCommand("import", "[flags] FILE", `Load a tenant data file (DESIGN §8) in one transaction, migrating the database
+first: a file with any invalid record changes nothing, and the error names the
+record. Records that exist (matched on their natural keys) are skipped, so
+importing the same file twice adds nothing.`)
+	cfg, err := databaseCommand(cmd, getenv)
 	if err != nil {
 		return err
 	}
-	if err := fs.Parse(args); err != nil {
+	if err := cmd.parse(args, con); err != nil {
 		return err
 	}
-	if fs.NArg() != 1 {
-		return errors.New("import: want exactly one FILE (- for standard input is not supported)")
+	if err := cmd.args(1, 1); err != nil {
+		return err
 	}
-	f, err := os.Open(fs.Arg(0))
+	name := cmd.fs.Arg(0)
+	f, err := os.Open(name)
 	if err != nil {
 		return fmt.Errorf("import: %w", err)
 	}
@@ -31,10 +35,15 @@ func runImport(ctx context.Context, args []string, getenv func(string) string, s
 		return err
 	}
 	defer db.Close()
-	res, err := storage.NewStore(db).Import(ctx, f)
+	store := storage.NewStore(db)
+	res, err := store.Import(ctx, f)
 	if err != nil {
-		return fmt.Errorf("import %s: %w", fs.Arg(0), err)
+		return fmt.Errorf("import %s: %w", name, err)
 	}
-	fmt.Fprintf(stdout, "imported %s: %s\n", fs.Arg(0), res)
+	fmt.Fprintf(con.out, "imported %s: %s\n", name, res)
+	// Say now, not at the next start, that serve will refuse this database.
+	if toks, err := store.ActiveDemoTokens(ctx, time.Now()); err == nil && len(toks) > 0 {
+		fmt.Fprintf(con.log, "note: %d demo tokens, whose secrets are published in the demo data, work in this database: `fleetapi serve` refuses to start until they are revoked (`fleetapi serve` names them)\n", len(toks))
+	}
 	return nil
 }

@@ -2,73 +2,110 @@
 // (serve, dev), schema migrations, data import, token management, the
 // policy tools and the OpenAPI document. Configuration comes from the
 // environment (FLEET_*, OTEL_*), and flags override it.
+//
+// Data goes to standard output and progress to standard error; the exit
+// status is 0 on success (and for -h), 1 when a command fails and 2 for a
+// mistake in the command line (DESIGN §7).
 package main
 
 import (
 	"context"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"os"
 	"os/signal"
+	"strings"
 	"syscall"
 )
 
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	err := run(ctx, os.Args[1:], os.Getenv, os.Stdout)
+	code := mainWith(ctx, os.Args[1:], os.Getenv, os.Stdout, os.Stderr)
 	stop()
-	if err != nil {
-		if !errors.Is(err, flag.ErrHelp) {
-			fmt.Fprintln(os.Stderr, "fleetapi:", err)
-		}
-		os.Exit(1)
-	}
+	os.Exit(code)
 }
 
-const usage = `usage: fleetapi <command> [flags]
+// mainWith runs the program and returns its exit status, after telling
+// stderr what went wrong (and, for a usage error, how to get the usage).
+func mainWith(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) int {
+	err := runWith(ctx, args, getenv, console{out: stdout, log: stderr})
+	code := exitCode(err)
+	if code != exitOK {
+		fmt.Fprintln(stderr, "fleetapi:", err)
+	}
+	var ue *usageError
+	if errors.As(err, &ue) {
+		fmt.Fprintf(stderr, "run `%s -h` for usage\n", strings.TrimSpace("fleetapi "+ue.command))
+	}
+	return code
+}
+
+const usage = `usage: fleetapi COMMAND [flags] [arguments]
 
 commands:
   serve                      run the API server (migrates first unless --no-migrate)
-  dev                        find or start PostgreSQL, load the demo data, print demo tokens, serve
-  migrate [up|down|status]   schema migrations
+  dev                        demo: load the demo data into the database fleetapi_dev, print demo tokens, serve
+  migrate [up|down|status]   schema migrations (down needs --confirm)
   import FILE                load a tenant data file (DESIGN §8)
   generate [--preset large]  load a synthetic data set with COPY, print load-test tokens
   token create|list|revoke   manage API tokens
   policy test|check|explain  run, validate and explain the Rego policy
   openapi                    print the OpenAPI document
+  version                    print the version, commit, Go version and policy revision
+
+Run ` + "`fleetapi COMMAND -h`" + ` for the flags and arguments of a command.
+Data goes to standard output, progress to standard error. Exit status: 0 on
+success, 1 when the command fails, 2 for a mistake in the command line.
 `
 
-// run is the whole program: it parses args (without the program name),
-// reads configuration through getenv and writes its output to stdout.
+// run is the whole program for tests: data and progress both go to
+// stdout. It parses args (without the program name) and reads
+// configuration through getenv.
 func run(ctx context.Context, args []string, getenv func(string) string, stdout io.Writer) error {
+	return runWith(ctx, args, getenv, console{out: stdout, log: stdout})
+}
+
+// runWith is the whole program: it parses args (without the program name),
+// reads configuration through getenv, writes data to con.out and progress
+// to con.log. -h anywhere answers the usage and nil.
+func runWith(ctx context.Context, args []string, getenv func(string) string, con console) error {
+	err := dispatch(ctx, args, getenv, con)
+	if errors.Is(err, errHelp) {
+		return nil
+	}
+	return err
+}
+
+func dispatch(ctx context.Context, args []string, getenv func(string) string, con console) error {
 	if len(args) == 0 {
-		fmt.Fprint(stdout, usage)
-		return errors.New("no command given")
+		fmt.Fprint(con.log, usage)
+		return usagef("", "no command given")
 	}
 	cmd, rest := args[0], args[1:]
 	switch cmd {
 	case "serve":
-		return runServe(ctx, rest, getenv, stdout)
+		return runServe(ctx, rest, getenv, con)
 	case "dev":
-		return runDev(ctx, rest, getenv, stdout)
+		return runDev(ctx, rest, getenv, con)
 	case "migrate":
-		return runMigrate(ctx, rest, getenv, stdout)
+		return runMigrate(ctx, rest, getenv, con)
 	case "import":
-		return runImport(ctx, rest, getenv, stdout)
+		return runImport(ctx, rest, getenv, con)
 	case "generate":
-		return runGenerate(ctx, rest, getenv, stdout)
+		return runGenerate(ctx, rest, getenv, con)
 	case "token":
-		return runToken(ctx, rest, getenv, stdout)
+		return runToken(ctx, rest, getenv, con)
 	case "policy":
-		return runPolicy(ctx, rest, getenv, stdout)
+		return runPolicy(ctx, rest, getenv, con)
 	case "openapi":
-		return runOpenAPI(ctx, rest, getenv, stdout)
-	case "help", "-h", "--help":
-		fmt.Fprint(stdout, usage)
+		return runOpenAPI(ctx, rest, getenv, con)
+	case "version":
+		return runVersion(ctx, rest, getenv, con)
+	}
+	if isHelp(cmd) {
+		fmt.Fprint(con.out, usage)
 		return nil
 	}
-	fmt.Fprint(stdout, usage)
-	return fmt.Errorf("unknown command %q", cmd)
+	return usagef("", "unknown command %q", cmd)
 }

@@ -71,7 +71,7 @@ func TestImportServeMe(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	var logs syncBuffer
 	done := make(chan error, 1)
-	go func() { done <- run(ctx, []string{"serve"}, envOf(env), &logs) }()
+	go func() { done <- run(ctx, []string{"serve", "--allow-demo-tokens"}, envOf(env), &logs) }()
 	addr := waitForAddr(t, &logs, done)
 
 	token := storage.DemoTokens()[0].Secret
@@ -138,7 +138,7 @@ func TestMigrateCommands(t *testing.T) {
 	if out := runOK(t, env, "migrate", "status"); !strings.Contains(out, "applied") {
 		t.Fatalf("status: %s", out)
 	}
-	if out := runOK(t, env, "migrate", "down"); !strings.Contains(out, "rolled back") {
+	if out := runOK(t, env, "migrate", "down", "--confirm"); !strings.Contains(out, "rolled back") {
 		t.Fatalf("down: %s", out)
 	}
 	if out := runOK(t, env, "migrate", "status"); !strings.Contains(out, "pending") {

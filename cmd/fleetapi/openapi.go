@@ -2,14 +2,16 @@ package main
 
 import (
 	"context"
-	"io"
 
 	"github.com/fleetapi/fleetapi/api"
 )
 
-func runOpenAPI(_ context.Context, args []string, _ func(string) string, stdout io.Writer) error {
-	fs := newFlagSet("openapi", stdout)
-	if err := fs.Parse(args); err != nil {
+func runOpenAPI(_ context.Context, args []string, _ func(string) string, con console) error {
+	cmd := newCommand("openapi", "", "Print the OpenAPI 3.1 document of the API, byte for byte the body of GET /api/v2/openapi.json.")
+	if err := cmd.parse(args, con); err != nil {
+		return err
+	}
+	if err := cmd.args(0, 0); err != nil {
 		return err
 	}
 	srv, err := api.New(api.Config{})
@@ -20,6 +22,6 @@ func runOpenAPI(_ context.Context, args []string, _ func(string) string, stdout 
 	if err != nil {
 		return err
 	}
-	_, err = stdout.Write(doc) // byte for byte the body of GET /api/v2/openapi.json
+	_, err = con.out.Write(doc)
 	return err
 }

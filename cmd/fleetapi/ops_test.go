@@ -32,7 +32,7 @@ func startServe(t *testing.T, env map[string]string) (string, *syncBuffer) {
 	ctx, cancel := context.WithCancel(context.Background())
 	logs := &syncBuffer{}
 	done := make(chan error, 1)
-	go func() { done <- run(ctx, []string{"serve"}, envOf(env), logs) }()
+	go func() { done <- run(ctx, []string{"serve", "--allow-demo-tokens"}, envOf(env), logs) }()
 	addr := waitForAddr(t, logs, done)
 	t.Cleanup(func() {
 		cancel()

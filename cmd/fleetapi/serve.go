@@ -22,18 +22,26 @@ import (
 	"github.com/fleetapi/fleetapi/tenancy"
 )
 
-func runServe(ctx context.Context, args []string, getenv func(string) string, stdout io.Writer) error {
+func runServe(ctx context.Context, args []string, getenv func(string) string, con console) error {
+	cmd := newCommand("serve", "[flags]", `Run the API server until SIGINT or SIGTERM, then shut down gracefully. Pending
+migrations are applied first unless --no-migrate. The server refuses to start
+while its database holds an active demo token (one whose secret is published in
+the demo data) unless --allow-demo-tokens. The JSON log goes to standard output,
+with the decision log when FLEET_DECISION_LOG=stdout.`)
 	cfg, err := defaultConfig(getenv)
 	if err != nil {
 		return err
 	}
-	fs := newFlagSet("serve", stdout)
-	cfg.flags(fs)
-	fs.BoolVar(&cfg.NoMigrate, "no-migrate", false, "do not apply pending migrations at start-up")
-	if err := fs.Parse(args); err != nil {
+	cfg.flags(cmd.fs)
+	cmd.fs.BoolVar(&cfg.NoMigrate, "no-migrate", false, "do not apply pending migrations at start-up")
+	cmd.fs.BoolVar(&cfg.AllowDemoTokens, "allow-demo-tokens", false, "serve even though demo tokens, whose secrets are public, work in the database (demo databases only)")
+	if err := cmd.parse(args, con); err != nil {
 		return err
 	}
-	return serve(ctx, cfg, getenv, stdout, nil)
+	if err := cmd.args(0, 0); err != nil {
+		return err
+	}
+	return serve(ctx, cfg, getenv, con, nil)
 }
 
 // openDatabase creates the database if needed, opens it with telemetry,
@@ -146,8 +154,10 @@ func apiHTTPServer(h http.Handler, cfg config, log *slog.Logger) *http.Server {
 // accepting, let in-flight requests finish within the shutdown timeout,
 // flush telemetry, close the pool. When ready is not nil it is called with
 // the listening address.
-func serve(ctx context.Context, cfg config, getenv func(string) string, stdout io.Writer, ready func(addr string)) error {
-	log := telemetry.NewLogger(stdout, slog.LevelInfo)
+func serve(ctx context.Context, cfg config, getenv func(string) string, con console, ready func(addr string)) error {
+	// The server's JSON log is its output: stdout, as docs/observability.md
+	// says, with the decision log when FLEET_DECISION_LOG=stdout.
+	log := telemetry.NewLogger(con.out, slog.LevelInfo)
 	tel, err := telemetry.Setup(ctx, getenv)
 	if err != nil {
 		return fmt.Errorf("telemetry: %w", err)
@@ -173,8 +183,13 @@ func serve(ctx context.Context, cfg config, getenv func(string) string, stdout i
 		return err
 	}
 	defer db.Close()
+	if !cfg.AllowDemoTokens {
+		if err := refuseDemoTokens(ctx, storage.NewStore(db), databaseName(cfg.databaseURL())); err != nil {
+			return err
+		}
+	}
 
-	dlog, closeLog, err := decisionLog(cfg.DecisionLog, stdout)
+	dlog, closeLog, err := decisionLog(cfg.DecisionLog, con.out)
 	if err != nil {
 		return err
 	}

@@ -2,15 +2,14 @@ package main
 
 import (
 	"context"
-	"errors"
 	"fmt"
-	"io"
 	"strconv"
 	"strings"
 	"text/tabwriter"
 	"time"
 
 	"github.com/fleetapi/fleetapi/storage"
+	"github.com/fleetapi/fleetapi/tenancy"
 )
 
 // stringList is a repeatable string flag.
@@ -19,12 +18,39 @@ type stringList []string
 func (l *stringList) String() string     { return strings.Join(*l, ",") }
 func (l *stringList) Set(v string) error { *l = append(*l, v); return nil }
 
-func runToken(ctx context.Context, args []string, getenv func(string) string, stdout io.Writer) error {
-	if len(args) == 0 {
-		return errors.New("token: want create, list or revoke")
+func tokenGroup() group {
+	return group{
+		name: "token",
+		doc:  "Manage the API tokens of an account (DESIGN §3).",
+		subs: [][2]string{
+			{"create", "create a token and print its secret (shown once)"},
+			{"list", "list the tokens of an account (never their secrets)"},
+			{"revoke", "revoke tokens by id"},
+		},
 	}
-	action, args := args[0], args[1:]
-	cfg, fs, err := databaseCommand("token "+action, getenv, stdout)
+}
+
+func runToken(ctx context.Context, args []string, getenv func(string) string, con console) error {
+	action, args, err := tokenGroup().split(args, con)
+	if err != nil {
+		return err
+	}
+	switch action {
+	case "create":
+		return runTokenCreate(ctx, args, getenv, con)
+	case "list":
+		return runTokenList(ctx, args, getenv, con)
+	}
+	return runTokenRevoke(ctx, args, getenv, con)
+}
+
+func runTokenCreate(ctx context.Context, args []string, getenv func(string) string, con console) error {
+	cmd := newCommand("token create", "--account USER --permission P [--permission P...] [flags]",
+		`Create a token for an account and print its secret on standard output (only the
+SHA-256 hash is stored: the secret is shown this once). A permission is "*",
+"METHOD *" or "METHOD /route" with a route template of the API, such as
+"GET /services" or "GET /events/{id}"; one that matches no route is refused.`)
+	cfg, err := databaseCommand(cmd, getenv)
 	if err != nil {
 		return err
 	}
@@ -34,71 +60,108 @@ func runToken(ctx context.Context, args []string, getenv func(string) string, st
 		expires       time.Duration
 		rateLimit     int
 	)
-	switch action {
-	case "create":
-		fs.StringVar(&account, "account", "", "username of the account the token belongs to (required)")
-		fs.Var(&perms, "permission", `a permission ("*", "GET *", "GET /services", ...); repeatable`)
-		fs.StringVar(&name, "name", "", "token name, unique per account (generated when empty)")
-		fs.DurationVar(&expires, "expires", 0, "lifetime, e.g. 720h (no expiry when 0)")
-		fs.IntVar(&rateLimit, "rate-limit", 0, "requests per minute for this token (server default when 0)")
-	case "list":
-		fs.StringVar(&account, "account", "", "username of the account (required)")
-	case "revoke":
-	default:
-		return fmt.Errorf("token: unknown action %q (want create, list or revoke)", action)
-	}
-	if err := fs.Parse(args); err != nil {
+	cmd.fs.StringVar(&account, "account", "", "username of the account the token belongs to (required)")
+	cmd.fs.Var(&perms, "permission", `a permission ("*", "GET *", "GET /services", ...); repeatable`)
+	cmd.fs.StringVar(&name, "name", "", "token name, unique per account (generated when empty)")
+	cmd.fs.DurationVar(&expires, "expires", 0, "lifetime, e.g. 720h (no expiry when 0)")
+	cmd.fs.IntVar(&rateLimit, "rate-limit", 0, "requests per minute for this token (server default when 0)")
+	if err := cmd.parse(args, con); err != nil {
 		return err
+	}
+	if err := cmd.args(0, 0); err != nil {
+		return err
+	}
+	switch {
+	case account == "":
+		return usagef(cmd.name, "token create: --account is required")
+	case len(perms) == 0:
+		return usagef(cmd.name, "token create: at least one --permission is required")
+	case expires < 0:
+		return usagef(cmd.name, "token create: --expires must not be negative")
+	case rateLimit < 0:
+		return usagef(cmd.name, "token create: --rate-limit must not be negative")
+	}
+	for _, p := range perms {
+		if err := tenancy.ValidatePermission(p); err != nil {
+			return usagef(cmd.name, "token create: %v", err)
+		}
+	}
+	db := storage.Open(cfg.databaseURL(), storage.Options{MaxOpenConns: 2})
+	defer db.Close()
+	nt := storage.NewToken{Username: account, Name: name, Permissions: perms, RateLimit: rateLimit}
+	if expires > 0 {
+		at := time.Now().Add(expires).UTC()
+		nt.ExpiresAt = &at
+	}
+	secret, tok, err := storage.NewStore(db).CreateToken(ctx, nt)
+	if err != nil {
+		return fmt.Errorf("token create: %w", err)
+	}
+	fmt.Fprintf(con.log, "token %d %q for %s (shown once, store it now):\n", tok.ID, tok.Name, account)
+	_, err = fmt.Fprintln(con.out, secret)
+	return err
+}
+
+func runTokenList(ctx context.Context, args []string, getenv func(string) string, con console) error {
+	cmd := newCommand("token list", "--account USER [flags]", "List the tokens of an account, revoked and expired ones included, oldest first. Secrets are never shown (they are not stored).")
+	cfg, err := databaseCommand(cmd, getenv)
+	if err != nil {
+		return err
+	}
+	var account string
+	cmd.fs.StringVar(&account, "account", "", "username of the account (required)")
+	if err := cmd.parse(args, con); err != nil {
+		return err
+	}
+	if err := cmd.args(0, 0); err != nil {
+		return err
+	}
+	if account == "" {
+		return usagef(cmd.name, "token list: --account is required")
+	}
+	db := storage.Open(cfg.databaseURL(), storage.Options{MaxOpenConns: 2})
+	defer db.Close()
+	toks, err := storage.NewStore(db).ListTokens(ctx, account)
+	if err != nil {
+		return fmt.Errorf("token list: %w", err)
+	}
+	tw := tabwriter.NewWriter(con.out, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "ID\tNAME\tPERMISSIONS\tEXPIRES\tREVOKED\tLAST USED\tRATE LIMIT")
+	for _, t := range toks {
+		fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\t%s\t%s\n", t.ID, t.Name, strings.Join(t.Permissions, ","),
+			timeOrDash(t.ExpiresAt), timeOrDash(t.RevokedAt), timeOrDash(t.LastUsedAt), intOrDash(t.RateLimit))
+	}
+	return tw.Flush()
+}
+
+func runTokenRevoke(ctx context.Context, args []string, getenv func(string) string, con console) error {
+	cmd := newCommand("token revoke", "[flags] ID...", "Revoke the tokens with these ids (see `fleetapi token list`): they stop working at once. Revoking a revoked token again changes nothing.")
+	cfg, err := databaseCommand(cmd, getenv)
+	if err != nil {
+		return err
+	}
+	if err := cmd.parse(args, con); err != nil {
+		return err
+	}
+	if err := cmd.args(1, -1); err != nil {
+		return err
+	}
+	ids := make([]int64, cmd.fs.NArg())
+	for i, a := range cmd.fs.Args() {
+		id, err := strconv.ParseInt(a, 10, 64)
+		if err != nil || id < 1 {
+			return usagef(cmd.name, "token revoke: %q is not a token ID", a)
+		}
+		ids[i] = id
 	}
 	db := storage.Open(cfg.databaseURL(), storage.Options{MaxOpenConns: 2})
 	defer db.Close()
 	store := storage.NewStore(db)
-
-	switch action {
-	case "create":
-		if account == "" {
-			return errors.New("token create: --account is required")
-		}
-		if len(perms) == 0 {
-			return errors.New("token create: at least one --permission is required")
-		}
-		nt := storage.NewToken{Username: account, Name: name, Permissions: perms, RateLimit: rateLimit}
-		if expires > 0 {
-			at := time.Now().Add(expires).UTC()
-			nt.ExpiresAt = &at
-		}
-		secret, tok, err := store.CreateToken(ctx, nt)
-		if err != nil {
-			return fmt.Errorf("token create: %w", err)
-		}
-		fmt.Fprintf(stdout, "token %d %q for %s (shown once, store it now):\n%s\n", tok.ID, tok.Name, account, secret)
-	case "list":
-		if account == "" {
-			return errors.New("token list: --account is required")
-		}
-		toks, err := store.ListTokens(ctx, account)
-		if err != nil {
-			return fmt.Errorf("token list: %w", err)
-		}
-		tw := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
-		fmt.Fprintln(tw, "ID\tNAME\tPERMISSIONS\tEXPIRES\tREVOKED\tLAST USED\tRATE LIMIT")
-		for _, t := range toks {
-			fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\t%s\t%s\n", t.ID, t.Name, strings.Join(t.Permissions, ","),
-				timeOrDash(t.ExpiresAt), timeOrDash(t.RevokedAt), timeOrDash(t.LastUsedAt), intOrDash(t.RateLimit))
-		}
-		return tw.Flush()
-	case "revoke":
-		if fs.NArg() != 1 {
-			return errors.New("token revoke: want exactly one token ID")
-		}
-		id, err := strconv.ParseInt(fs.Arg(0), 10, 64)
-		if err != nil || id < 1 {
-			return fmt.Errorf("token revoke: %q is not a token ID", fs.Arg(0))
-		}
+	for _, id := range ids {
 		if err := store.RevokeToken(ctx, id); err != nil {
 			return fmt.Errorf("token revoke: %w", err)
 		}
-		fmt.Fprintf(stdout, "token %d revoked\n", id)
+		fmt.Fprintf(con.out, "token %d revoked\n", id)
 	}
 	return nil
 }

@@ -305,7 +305,7 @@ func (e *env) startReplica(ctx context.Context, name string, vars map[string]str
 	if err != nil {
 		return nil, err
 	}
-	cmd := exec.Command(e.bin, "serve")
+	cmd := exec.Command(e.bin, "serve", "--allow-demo-tokens") // its databases hold the demo data
 	cmd.Env = append(cleanEnviron(), "FLEET_ADDR=127.0.0.1:0")
 	for k, v := range vars {
 		cmd.Env = append(cmd.Env, k+"="+v)

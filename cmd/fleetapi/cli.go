@@ -1,0 +1,173 @@
+package main
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"strings"
+)
+
+// console is where a command writes (DESIGN §7): out for its data (token
+// secrets, listings, documents, JSON lines) and log for progress and the
+// server's log, so that `fleetapi generate > tokens.jsonl` is a clean file.
+type console struct {
+	out, log io.Writer
+}
+
+// Exit codes of the program (DESIGN §7).
+const (
+	exitOK      = 0
+	exitFailure = 1
+	exitUsage   = 2
+)
+
+// errHelp reports that a command printed its usage because -h or --help
+// was asked for: the program then ends with exit 0.
+var errHelp = flag.ErrHelp
+
+// usageError is a mistake in the command line (an unknown command or flag,
+// a missing or extra argument, a value that cannot be right): exit 2.
+type usageError struct {
+	// command is the command whose usage applies ("token create").
+	command string
+	err     error
+}
+
+func (e *usageError) Error() string { return e.err.Error() }
+func (e *usageError) Unwrap() error { return e.err }
+
+// usagef returns a usageError of command.
+func usagef(command, format string, args ...any) error {
+	return &usageError{command: command, err: fmt.Errorf(format, args...)}
+}
+
+// exitCode is the exit status for the error run returned.
+func exitCode(err error) int {
+	var ue *usageError
+	switch {
+	case err == nil, errors.Is(err, errHelp):
+		return exitOK
+	case errors.As(err, &ue):
+		return exitUsage
+	}
+	return exitFailure
+}
+
+// command is one command or subcommand: its name ("token create"), the
+// rest of its usage line (positional arguments included) and what it does.
+// Its flag set prints nothing by itself; parse prints the usage on -h.
+type command struct {
+	name, synopsis, doc string
+	fs                  *flag.FlagSet
+}
+
+// newCommand returns a command with an empty flag set. synopsis follows
+// "fleetapi NAME" on the usage line, e.g. "[flags] ID...".
+func newCommand(name, synopsis, doc string) *command {
+	c := &command{name: name, synopsis: synopsis, doc: doc, fs: flag.NewFlagSet("fleetapi "+name, flag.ContinueOnError)}
+	c.fs.SetOutput(io.Discard)
+	return c
+}
+
+// usage writes the command's usage: the usage line, what it does, and its
+// flags.
+func (c *command) usage(w io.Writer) {
+	fmt.Fprintf(w, "usage: fleetapi %s %s\n\n%s\n", c.name, c.synopsis, strings.TrimSpace(c.doc))
+	n := 0
+	c.fs.VisitAll(func(*flag.Flag) { n++ })
+	if n > 0 {
+		fmt.Fprintln(w, "\nflags:")
+		c.fs.SetOutput(w)
+		c.fs.PrintDefaults()
+		c.fs.SetOutput(io.Discard)
+	}
+}
+
+// parse parses args. On -h or --help it writes the usage to con.out and
+// returns errHelp; a flag error is a usageError.
+func (c *command) parse(args []string, con console) error {
+	err := c.fs.Parse(args)
+	switch {
+	case errors.Is(err, flag.ErrHelp):
+		c.usage(con.out)
+		return errHelp
+	case err != nil:
+		return &usageError{command: c.name, err: fmt.Errorf("%s: %w", c.name, err)}
+	}
+	return nil
+}
+
+// args checks the number of positional arguments left after the flags.
+func (c *command) args(min, max int) error {
+	n := c.fs.NArg()
+	switch {
+	case n < min:
+		return usagef(c.name, "%s: missing arguments (usage: fleetapi %s %s)", c.name, c.name, c.synopsis)
+	case max >= 0 && n > max:
+		return usagef(c.name, "%s: unexpected argument %q", c.name, c.fs.Arg(max))
+	}
+	return nil
+}
+
+// set reports whether the flag was given on the command line.
+func (c *command) set(name string) bool {
+	given := false
+	c.fs.Visit(func(f *flag.Flag) { given = given || f.Name == name })
+	return given
+}
+
+// group is a command made of subcommands ("token create|list|revoke"):
+// it answers -h and a missing or unknown subcommand itself.
+type group struct {
+	name, doc string
+	// subs lists the subcommands with a one-line description, in order.
+	subs [][2]string
+}
+
+func (g group) usage(w io.Writer) {
+	names := make([]string, len(g.subs))
+	for i, s := range g.subs {
+		names[i] = s[0]
+	}
+	fmt.Fprintf(w, "usage: fleetapi %s %s [flags] [arguments]\n\n%s\n\n", g.name, strings.Join(names, "|"), strings.TrimSpace(g.doc))
+	for _, s := range g.subs {
+		fmt.Fprintf(w, "  %-8s %s\n", s[0], s[1])
+	}
+	fmt.Fprintf(w, "\nRun `fleetapi %s SUBCOMMAND -h` for the flags and arguments of one.\n", g.name)
+}
+
+// split returns the subcommand and its arguments. It answers -h/--help
+// (errHelp after printing the usage to con.out) and a missing or unknown
+// subcommand (a usageError).
+func (g group) split(args []string, con console) (string, []string, error) {
+	if len(args) == 0 {
+		return "", nil, usagef(g.name, "%s: want a subcommand: %s", g.name, g.list())
+	}
+	if isHelp(args[0]) {
+		g.usage(con.out)
+		return "", nil, errHelp
+	}
+	for _, s := range g.subs {
+		if s[0] == args[0] {
+			return args[0], args[1:], nil
+		}
+	}
+	return "", nil, usagef(g.name, "%s: unknown subcommand %q (want %s)", g.name, args[0], g.list())
+}
+
+func (g group) list() string {
+	names := make([]string, len(g.subs))
+	for i, s := range g.subs {
+		names[i] = s[0]
+	}
+	return strings.Join(names, ", ")
+}
+
+func isHelp(arg string) bool {
+	switch arg {
+	case "-h", "-help", "--help", "help":
+		return true
+	}
+	return false
+}

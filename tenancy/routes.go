@@ -1,0 +1,157 @@
+package tenancy
+
+import (
+	"fmt"
+	"strings"
+)
+
+// Route is one route of the client API: a method and a route template
+// relative to the API's base path ("GET", "/events/{id}"). Token
+// permissions name routes, and the policy decides on them (DESIGN §3, §6).
+type Route struct {
+	Method   string
+	Template string
+}
+
+// String is the route as a permission spells it: "GET /events/{id}".
+func (r Route) String() string { return r.Method + " " + r.Template }
+
+// Routes returns the routes of the client API, in the order of the spec.
+// The api package registers exactly these (a test there compares them),
+// and the policy's data.fleet.authz.routes lists the same (a test in
+// policy compares them), so that a new route cannot be forgotten by the
+// permission grammar.
+func Routes() []Route {
+	return []Route{
+		{"GET", "/me"},
+		{"GET", "/services"},
+		{"GET", "/services/due"},
+		{"POST", "/passengers"},
+		{"GET", "/reports"},
+		{"GET", "/events"},
+		{"GET", "/events/{id}"},
+	}
+}
+
+// permissionMethods are the methods a permission may name.
+const permissionMethods = "GET, POST, PUT, PATCH, DELETE"
+
+// ValidatePermission checks one token permission against DESIGN §3: "*"
+// (every route), "METHOD *" (every route of that method) or
+// "METHOD /template", and the permission must match at least one route of
+// Routes, so that a misspelt route ("GET /servics"), a method the route
+// does not have ("PUT /services") or a raw path instead of a template
+// ("GET /events/12") is refused rather than stored as a permission that
+// never grants anything. The error names the permission and, where one
+// route is meant, that route.
+func ValidatePermission(p string) error {
+	if p == "*" {
+		return nil
+	}
+	method, target, ok := strings.Cut(p, " ")
+	if !ok || method == "" || target == "" {
+		return fmt.Errorf(`permission %q: want "*", "METHOD *" or "METHOD /route"`, p)
+	}
+	if !knownMethod(method) {
+		return fmt.Errorf("permission %q: method must be one of %s", p, permissionMethods)
+	}
+	routes := Routes()
+	if target == "*" {
+		for _, r := range routes {
+			if r.Method == method {
+				return nil
+			}
+		}
+		return fmt.Errorf("permission %q matches no route of the API: no route has the method %s (routes: %s)", p, method, routeList(routes))
+	}
+	for _, r := range routes {
+		if r.Method == method && r.Template == target {
+			return nil
+		}
+	}
+	r, reason := resolve(routes, method, target)
+	if reason != "" {
+		return fmt.Errorf("permission %q matches no route of the API: %s", p, reason)
+	}
+	return fmt.Errorf("permission %q matches no route of the API: permissions name route templates; did you mean %q?", p, r.String())
+}
+
+// ResolveRoute finds the route that a request METHOD path would reach:
+// path is a route template ("/events/{id}") or a concrete path
+// ("/events/12", where a {param} segment matches any one non-empty
+// segment); a literal segment wins over a parameter, as in net/http. The
+// error says what is wrong: no route has the path, or the path's routes
+// have other methods.
+func ResolveRoute(method, path string) (Route, error) {
+	r, reason := resolve(Routes(), method, path)
+	if reason != "" {
+		return Route{}, fmt.Errorf("route %s %s: %s", method, path, reason)
+	}
+	return r, nil
+}
+
+// resolve is ResolveRoute over routes; reason is empty when it found one.
+func resolve(routes []Route, method, path string) (Route, string) {
+	var best *Route
+	bestLiterals := -1
+	var others []string
+	for i, r := range routes {
+		literals, ok := matchTemplate(r.Template, path)
+		if !ok {
+			continue
+		}
+		if r.Method != method {
+			others = append(others, r.String())
+			continue
+		}
+		if literals > bestLiterals {
+			best, bestLiterals = &routes[i], literals
+		}
+	}
+	switch {
+	case best != nil:
+		return *best, ""
+	case len(others) > 0:
+		return Route{}, fmt.Sprintf("the API has %s only", strings.Join(others, ", "))
+	}
+	return Route{}, fmt.Sprintf("no route of the API has this path (routes: %s)", routeList(routes))
+}
+
+// matchTemplate reports whether path matches template (a template matches
+// itself too) and how many of the template's segments are literal.
+func matchTemplate(template, path string) (literals int, ok bool) {
+	ts := strings.Split(template, "/")
+	ps := strings.Split(path, "/")
+	if len(ts) != len(ps) {
+		return 0, false
+	}
+	for i, t := range ts {
+		if strings.HasPrefix(t, "{") && strings.HasSuffix(t, "}") {
+			if ps[i] == "" {
+				return 0, false
+			}
+			continue
+		}
+		if t != ps[i] {
+			return 0, false
+		}
+		literals++
+	}
+	return literals, true
+}
+
+func knownMethod(m string) bool {
+	switch m {
+	case "GET", "POST", "PUT", "PATCH", "DELETE":
+		return true
+	}
+	return false
+}
+
+func routeList(routes []Route) string {
+	s := make([]string, len(routes))
+	for i, r := range routes {
+		s[i] = r.String()
+	}
+	return strings.Join(s, ", ")
+}
