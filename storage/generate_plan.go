@@ -214,7 +214,7 @@ func (p *genPlan) createTokens(ctx context.Context, s *Store) ([]GeneratedToken,
 	out := make([]GeneratedToken, 0, len(roles))
 	for _, r := range roles {
 		secret, tok, err := s.CreateToken(ctx, NewToken{
-			Username: r.username, Name: "fleetload-" + r.role, Permissions: []string{"*"},
+			Username: r.username, Name: "fleetops-bench-" + r.role, Permissions: []string{"*"},
 			RateLimit: GenerateTokenRateLimit,
 		})
 		if err != nil {

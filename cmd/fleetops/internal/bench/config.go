@@ -1,0 +1,148 @@
+// Package bench is fleetops' load harness (`fleetops bench`). It runs
+// fixed scenarios (lists, searches, one event, due services, passenger
+// creation) at a fixed concurrency against a running fleetapi server on
+// the loopback interface, and measures the same scenarios' floor: the
+// storage calls the API makes, with the scope the real policy engine
+// compiles, run directly against PostgreSQL at the same concurrency. It
+// prints latency percentiles, throughput, errors and the API/floor ratio
+// per scenario, as text and as a markdown table (docs/performance.md).
+//
+// The tokens come from `fleetapi generate --tokens FILE`.
+package bench
+
+import (
+	"context"
+	"flag"
+	"io"
+	"strings"
+	"time"
+
+	"github.com/fleetapi/fleetapi/cmd/fleetops/internal/cli"
+)
+
+// Bounds that keep a run small enough for a shared machine.
+const (
+	maxConcurrency = 256
+	maxDuration    = 10 * time.Minute
+	maxRequests    = 10_000_000
+)
+
+// config is the harness configuration.
+type config struct {
+	BaseURL      string
+	DatabaseURL  string
+	TokensFile   string
+	Concurrency  int
+	Duration     time.Duration
+	Requests     int64
+	Warmup       time.Duration
+	Scenarios    string
+	Pool         int
+	AdminSearch  string
+	UserSearch   string
+	ManagerQuery string
+	DueRole      string
+	ExplainFile  string
+	MarkdownFile string
+	ServerPID    int
+	NoAPI        bool
+	NoFloor      bool
+}
+
+// usage heads the flags in the -h text.
+const usage = `usage: fleetops bench --tokens FILE [flags]
+
+the load harness: scenarios against a running fleetapi server on loopback
+(the API) and the same storage calls directly against its PostgreSQL (the
+floor), with percentiles, throughput, CPU per request and the API/floor
+ratio; write the tokens with fleetapi generate --tokens FILE
+
+flags:
+`
+
+// parseConfig parses the flags of args over the defaults, with the
+// database URL from FLEET_DATABASE_URL when set, and checks the bounds.
+func parseConfig(args []string, getenv func(string) string, stdout io.Writer) (config, error) {
+	c := config{
+		BaseURL:      "http://127.0.0.1:8080",
+		DatabaseURL:  getenv("FLEET_DATABASE_URL"),
+		Concurrency:  16,
+		Duration:     10 * time.Second,
+		Warmup:       2 * time.Second,
+		Scenarios:    strings.Join(scenarioNames(), ","),
+		Pool:         16,
+		AdminSearch:  "tachograph",
+		UserSearch:   "brake",
+		ManagerQuery: "page=100",
+		DueRole:      "manager",
+	}
+	if c.DatabaseURL == "" {
+		c.DatabaseURL = "postgres://postgres@127.0.0.1:5432/fleetapi?sslmode=disable"
+	}
+	fs := flag.NewFlagSet("fleetops bench", flag.ContinueOnError)
+	fs.StringVar(&c.BaseURL, "url", c.BaseURL, "base URL of the fleetapi server (loopback only)")
+	fs.StringVar(&c.DatabaseURL, "database-url", c.DatabaseURL, "the server's PostgreSQL, for the floor (FLEET_DATABASE_URL)")
+	fs.StringVar(&c.TokensFile, "tokens", "", "token file written by `fleetapi generate --tokens` (required)")
+	fs.IntVar(&c.Concurrency, "concurrency", c.Concurrency, "concurrent clients per scenario, API and floor alike")
+	fs.DurationVar(&c.Duration, "duration", c.Duration, "measured time per scenario and side (0 with --requests: count only)")
+	fs.Int64Var(&c.Requests, "requests", 0, "stop each measurement after this many requests (0: duration only)")
+	fs.DurationVar(&c.Warmup, "warmup", c.Warmup, "unmeasured run before each measurement")
+	fs.StringVar(&c.Scenarios, "scenarios", c.Scenarios, "comma-separated scenarios to run")
+	fs.IntVar(&c.Pool, "pool", c.Pool, "connection pool of the floor (the server's default is 16)")
+	fs.StringVar(&c.AdminSearch, "admin-search", c.AdminSearch, "search term of admin_search")
+	fs.StringVar(&c.UserSearch, "user-search", c.UserSearch, "search term of user_search")
+	fs.StringVar(&c.ManagerQuery, "manager-query", c.ManagerQuery, "query string of manager_list")
+	fs.StringVar(&c.DueRole, "due-role", c.DueRole, "role of due_services: admin, manager, user or subaccount")
+	fs.StringVar(&c.ExplainFile, "explain", "", "write EXPLAIN (ANALYZE, BUFFERS) of each scenario's SQL to this markdown file")
+	fs.StringVar(&c.MarkdownFile, "markdown", "", "also write the result table to this markdown file")
+	fs.IntVar(&c.ServerPID, "server-pid", 0, "process id of the server, to sample its resident memory (Linux)")
+	fs.BoolVar(&c.NoAPI, "no-api", false, "measure the floor only")
+	fs.BoolVar(&c.NoFloor, "no-floor", false, "measure the API only")
+	if err := cli.Parse(fs, args, stdout, usage); err != nil {
+		return c, err
+	}
+	return c, c.validate()
+}
+
+// validate checks the bounds of every measurement and that both the
+// server and the database are on loopback; each failure is a usage error.
+func (c config) validate() error {
+	switch {
+	case c.TokensFile == "":
+		return cli.Usagef("--tokens is required (write it with `fleetapi generate --tokens FILE`)")
+	case c.Concurrency < 1 || c.Concurrency > maxConcurrency:
+		return cli.Usagef("--concurrency must be 1 to %d", maxConcurrency)
+	case c.Duration < 0 || c.Duration > maxDuration || c.Warmup < 0 || c.Warmup > maxDuration:
+		return cli.Usagef("--duration and --warmup must be 0 to %s", maxDuration)
+	case c.Requests < 0 || c.Requests > maxRequests:
+		return cli.Usagef("--requests must be 0 to %d", maxRequests)
+	case c.Duration == 0 && c.Requests == 0:
+		return cli.Usagef("give --duration or --requests: every measurement must be bounded")
+	case c.Pool < 1 || c.Pool > maxConcurrency:
+		return cli.Usagef("--pool must be 1 to %d", maxConcurrency)
+	case c.NoAPI && c.NoFloor:
+		return cli.Usagef("--no-api and --no-floor leave nothing to measure")
+	case c.ServerPID < 0:
+		return cli.Usagef("--server-pid must be a process id (0: none)")
+	}
+	if err := cli.CheckHTTP("--url", c.BaseURL); err != nil {
+		return err
+	}
+	return cli.CheckPostgres("--database-url", c.DatabaseURL)
+}
+
+// Run parses args (the flags after "bench"), with getenv for the
+// environment, runs every selected scenario and prints the report to
+// stdout.
+func Run(ctx context.Context, args []string, getenv func(string) string, stdout io.Writer) error {
+	cfg, err := parseConfig(args, getenv, stdout)
+	if err != nil {
+		return err
+	}
+	h, err := newHarness(ctx, cfg, stdout)
+	if err != nil {
+		return err
+	}
+	defer h.close()
+	return h.run(ctx)
+}

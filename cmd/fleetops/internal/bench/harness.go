@@ -1,0 +1,201 @@
+package bench
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/uptrace/bun"
+
+	"github.com/fleetapi/fleetapi/policy"
+	"github.com/fleetapi/fleetapi/storage"
+	"github.com/fleetapi/fleetapi/tenancy"
+)
+
+// harness holds what every scenario shares: the HTTP client, the floor's
+// database and store, the policy engine, and the principal of each role.
+type harness struct {
+	cfg    config
+	out    io.Writer
+	client *http.Client
+	db     *bun.DB
+	store  *storage.Store
+	engine *policy.Engine
+	// tokens and principals by role (admin, manager, user, subaccount).
+	tokens     map[string]string
+	principals map[string]tenancy.Principal
+	// eventIDs are the user's event rules, for event_by_id.
+	eventIDs []int64
+	today    time.Time
+}
+
+// newHarness reads the tokens, connects the floor's database, prepares
+// the policy engine and finds the principal of every token (and the
+// user's event ids).
+func newHarness(ctx context.Context, cfg config, out io.Writer) (*harness, error) {
+	tokens, err := readTokens(cfg.TokensFile)
+	if err != nil {
+		return nil, err
+	}
+	h := &harness{cfg: cfg, out: out, tokens: tokens, principals: map[string]tenancy.Principal{}, today: time.Now().UTC()}
+	h.client = &http.Client{
+		Timeout: 30 * time.Second,
+		Transport: &http.Transport{
+			MaxIdleConns:        cfg.Concurrency,
+			MaxIdleConnsPerHost: cfg.Concurrency,
+			MaxConnsPerHost:     cfg.Concurrency,
+			IdleConnTimeout:     time.Minute,
+			DisableCompression:  true,
+		},
+	}
+	h.db = storage.Open(cfg.DatabaseURL, storage.Options{MaxOpenConns: cfg.Pool, ReadTimeout: time.Minute})
+	if err := h.db.PingContext(ctx); err != nil {
+		h.db.Close()
+		return nil, fmt.Errorf("database: %w", err)
+	}
+	h.store = storage.NewStore(h.db)
+	if h.engine, err = policy.New(ctx, policy.Options{ValidateScope: storage.ValidateScope}); err != nil {
+		h.db.Close()
+		return nil, fmt.Errorf("policy: %w", err)
+	}
+	for role, secret := range tokens {
+		hash, err := tenancy.HashToken(secret)
+		if err != nil {
+			h.db.Close()
+			return nil, fmt.Errorf("%s token: %w", role, err)
+		}
+		p, found, err := h.store.PrincipalByTokenHash(ctx, hash)
+		if err != nil || !found {
+			h.db.Close()
+			return nil, fmt.Errorf("%s token: not in this database (found %v, %v): generate and harness must use the same database", role, found, err)
+		}
+		h.principals[role] = p
+	}
+	if p, ok := h.principals["user"]; ok {
+		if err := h.db.NewRaw("SELECT event_id FROM events WHERE account_id = ? ORDER BY event_id", p.Account.ID).
+			Scan(ctx, &h.eventIDs); err != nil {
+			h.db.Close()
+			return nil, fmt.Errorf("event ids: %w", err)
+		}
+	}
+	return h, nil
+}
+
+// close releases the HTTP connections and the database.
+func (h *harness) close() {
+	h.client.CloseIdleConnections()
+	h.db.Close()
+}
+
+// readTokens reads the JSON lines of `fleetapi generate --tokens`: role →
+// token secret.
+func readTokens(path string) (map[string]string, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, fmt.Errorf("tokens: %w", err)
+	}
+	defer f.Close()
+	out := map[string]string{}
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		line := strings.TrimSpace(sc.Text())
+		if !strings.HasPrefix(line, "{") {
+			continue
+		}
+		var t struct {
+			Role  string `json:"role"`
+			Token string `json:"token"`
+		}
+		if err := json.Unmarshal([]byte(line), &t); err != nil {
+			return nil, fmt.Errorf("tokens: %s: %w", path, err)
+		}
+		if t.Role != "" && t.Token != "" {
+			out[t.Role] = t.Token
+		}
+	}
+	if err := sc.Err(); err != nil {
+		return nil, fmt.Errorf("tokens: %w", err)
+	}
+	if len(out) == 0 {
+		return nil, fmt.Errorf("tokens: %s holds no tokens", path)
+	}
+	return out, nil
+}
+
+// scopeOf is the row scope the API computes for role calling method route
+// on resource: the same input (policy.NewInput, today's expiry) and the
+// same engine and policy set.
+func (h *harness) scopeOf(ctx context.Context, role, method, route, resource string) (policy.RowScope, policy.Input, error) {
+	p, ok := h.principals[role]
+	if !ok {
+		return policy.RowScope{}, policy.Input{}, fmt.Errorf("no %s token in %s", role, h.cfg.TokensFile)
+	}
+	in := policy.NewInput(p, method, route, h.today)
+	rs, err := h.engine.Scope(ctx, in, resource)
+	return rs, in, err
+}
+
+// run runs every selected scenario, then prints the report.
+func (h *harness) run(ctx context.Context) error {
+	fmt.Fprintf(h.out, "fleetops bench: %s, concurrency %d, %s per measurement (warm-up %s), floor pool %d\n",
+		h.cfg.BaseURL, h.cfg.Concurrency, h.boundText(), h.cfg.Warmup, h.cfg.Pool)
+	var results []scenarioResult
+	var explains []explained
+	for _, name := range strings.Split(h.cfg.Scenarios, ",") {
+		name = strings.TrimSpace(name)
+		if name == "" {
+			continue
+		}
+		sc, err := h.scenario(ctx, name)
+		if err != nil {
+			return err
+		}
+		res, err := h.measure(ctx, sc)
+		if err != nil {
+			return err
+		}
+		results = append(results, res)
+		fmt.Fprintln(h.out, res.line())
+		if h.cfg.ExplainFile != "" {
+			ex, err := h.explain(ctx, sc)
+			if err != nil {
+				return err
+			}
+			explains = append(explains, ex)
+		}
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+	}
+	table := markdownTable(results)
+	fmt.Fprintln(h.out)
+	fmt.Fprint(h.out, table)
+	if h.cfg.MarkdownFile != "" {
+		if err := os.WriteFile(h.cfg.MarkdownFile, []byte(table), 0o644); err != nil {
+			return err
+		}
+	}
+	if h.cfg.ExplainFile != "" {
+		if err := os.WriteFile(h.cfg.ExplainFile, []byte(explainMarkdown(explains)), 0o644); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// boundText describes how each measurement is bounded.
+func (h *harness) boundText() string {
+	switch {
+	case h.cfg.Requests > 0 && h.cfg.Duration > 0:
+		return fmt.Sprintf("%d requests or %s", h.cfg.Requests, h.cfg.Duration)
+	case h.cfg.Requests > 0:
+		return fmt.Sprintf("%d requests", h.cfg.Requests)
+	}
+	return h.cfg.Duration.String()
+}

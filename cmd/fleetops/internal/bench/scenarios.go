@@ -1,0 +1,286 @@
+package bench
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/url"
+	"strconv"
+
+	"github.com/fleetapi/fleetapi/policy"
+	"github.com/fleetapi/fleetapi/storage"
+	"github.com/fleetapi/fleetapi/tenancy"
+)
+
+// apiRequest is one HTTP request of a scenario and the status it expects.
+type apiRequest struct {
+	method, path string
+	body         []byte
+	status       int
+}
+
+// scenario is one measured operation, seen from both sides: the HTTP
+// request the API answers, and the storage calls that answer it (the
+// floor), with the scope the policy engine compiles for the same input.
+type scenario struct {
+	name    string
+	role    string
+	request string
+	// input and resource are the policy questions the API asks (Decide,
+	// then Scope of resource), timed separately from the cache.
+	input    policy.Input
+	resource string
+	// api returns the n-th request; floor runs the n-th storage call and
+	// returns what the check compares (a total, a count or an id).
+	api   func(n int64) apiRequest
+	floor func(ctx context.Context, n int64) (int64, error)
+	// answer reads the same figure from an API response body.
+	answer func(body []byte) (int64, error)
+}
+
+// scenarioNames are the scenarios run by default, in order.
+func scenarioNames() []string {
+	return []string{"user_list", "manager_list", "subaccount_list", "admin_search", "user_search",
+		"event_by_id", "due_services", "passenger_create"}
+}
+
+// authScenario is a diagnostic, not in the default set: the token lookup
+// that authenticates every API request (one query), floor only. It shows
+// what authentication adds to each scenario's floor.
+func (h *harness) authScenario() (scenario, error) {
+	secret, ok := h.tokens["user"]
+	if !ok {
+		return scenario{}, fmt.Errorf("auth_lookup: no user token")
+	}
+	hash, err := tenancy.HashToken(secret)
+	if err != nil {
+		return scenario{}, err
+	}
+	p := h.principals["user"]
+	return scenario{
+		name: "auth_lookup", role: "user", request: "token lookup (PrincipalByTokenHash), floor only",
+		input: policy.NewInput(p, "GET", "/me", h.today), resource: "services",
+		floor: func(ctx context.Context, _ int64) (int64, error) {
+			p, _, err := h.store.PrincipalByTokenHash(ctx, hash)
+			return p.Account.ID, err
+		},
+	}, nil
+}
+
+// base is the API's path prefix.
+const base = "/api/v2"
+
+// scenario builds the named scenario with its scope.
+func (h *harness) scenario(ctx context.Context, name string) (scenario, error) {
+	switch name {
+	case "user_list":
+		return h.listScenario(ctx, name, "user", "per_page=50")
+	case "manager_list":
+		return h.listScenario(ctx, name, "manager", h.cfg.ManagerQuery)
+	case "subaccount_list":
+		return h.listScenario(ctx, name, "subaccount", "")
+	case "admin_search":
+		return h.listScenario(ctx, name, "admin", "search="+url.QueryEscape(h.cfg.AdminSearch))
+	case "user_search":
+		return h.listScenario(ctx, name, "user", "search="+url.QueryEscape(h.cfg.UserSearch))
+	case "event_by_id":
+		return h.eventScenario(ctx)
+	case "due_services":
+		return h.dueScenario(ctx)
+	case "passenger_create":
+		return h.passengerScenario(ctx)
+	case "auth_lookup":
+		return h.authScenario()
+	}
+	return scenario{}, fmt.Errorf("unknown scenario %q (want some of %v)", name, scenarioNames())
+}
+
+// listRequestFrom builds the storage request that the API builds from a
+// query string with the shared list parameters (no filters).
+func listRequestFrom(query string) (storage.ListRequest, error) {
+	req := storage.ListRequest{Page: 1, PerPage: 50, Sort: storage.ServiceListing().ID}
+	q, err := url.ParseQuery(query)
+	if err != nil {
+		return req, err
+	}
+	for k, vs := range q {
+		v := vs[0]
+		switch k {
+		case "page":
+			req.Page, err = strconv.Atoi(v)
+		case "per_page":
+			req.PerPage, err = strconv.Atoi(v)
+		case "search":
+			req.Search = v
+		case "sort":
+			req.Sort = v
+		case "order":
+			req.Desc = v == "desc"
+		default:
+			err = fmt.Errorf("parameter %q is not supported by the harness", k)
+		}
+		if err != nil {
+			return req, fmt.Errorf("query %q: %w", query, err)
+		}
+	}
+	return req, nil
+}
+
+// listScenario is GET /services with query for role, against
+// Store.ListServices; it compares meta.total.
+func (h *harness) listScenario(ctx context.Context, name, role, query string) (scenario, error) {
+	req, err := listRequestFrom(query)
+	if err != nil {
+		return scenario{}, err
+	}
+	scope, in, err := h.scopeOf(ctx, role, "GET", "/services", "services")
+	if err != nil {
+		return scenario{}, fmt.Errorf("%s: %w", name, err)
+	}
+	path := base + "/services"
+	if query != "" {
+		path += "?" + query
+	}
+	return scenario{
+		name: name, role: role, request: "GET " + path, input: in, resource: "services",
+		api: func(int64) apiRequest { return apiRequest{method: "GET", path: path, status: 200} },
+		floor: func(ctx context.Context, _ int64) (int64, error) {
+			page, err := h.store.ListServices(ctx, scope, req)
+			return page.Total, err
+		},
+		answer: metaTotal,
+	}, nil
+}
+
+// eventScenario is GET /events/{id} over the user's event rules in turn,
+// against Store.EventByID; it compares the id.
+func (h *harness) eventScenario(ctx context.Context) (scenario, error) {
+	if len(h.eventIDs) == 0 {
+		return scenario{}, fmt.Errorf("event_by_id: the user has no event rules")
+	}
+	scope, in, err := h.scopeOf(ctx, "user", "GET", "/events/{id}", "events")
+	if err != nil {
+		return scenario{}, fmt.Errorf("event_by_id: %w", err)
+	}
+	id := func(n int64) int64 { return h.eventIDs[n%int64(len(h.eventIDs))] }
+	return scenario{
+		name: "event_by_id", role: "user", request: fmt.Sprintf("GET %s/events/{id} (%d ids in turn)", base, len(h.eventIDs)),
+		input: in, resource: "events",
+		api: func(n int64) apiRequest {
+			return apiRequest{method: "GET", path: fmt.Sprintf("%s/events/%d", base, id(n)), status: 200}
+		},
+		floor: func(ctx context.Context, n int64) (int64, error) {
+			ev, err := h.store.EventByID(ctx, scope, id(n))
+			return ev.EventID, err
+		},
+		answer: func(body []byte) (int64, error) {
+			var env struct {
+				Data struct {
+					EventID int64 `json:"event_id"`
+				} `json:"data"`
+			}
+			err := json.Unmarshal(body, &env)
+			return env.Data.EventID, err
+		},
+	}, nil
+}
+
+// maxDue is the API's limit on GET /services/due.
+const maxDue = 500
+
+// dueScenario is GET /services/due for --due-role, against
+// Store.DueServices; it compares the number of rows.
+func (h *harness) dueScenario(ctx context.Context) (scenario, error) {
+	role := h.cfg.DueRole
+	scope, in, err := h.scopeOf(ctx, role, "GET", "/services/due", "services")
+	if err != nil {
+		return scenario{}, fmt.Errorf("due_services: %w", err)
+	}
+	return scenario{
+		name: "due_services", role: role, request: "GET " + base + "/services/due", input: in, resource: "services",
+		api: func(int64) apiRequest { return apiRequest{method: "GET", path: base + "/services/due", status: 200} },
+		floor: func(ctx context.Context, _ int64) (int64, error) {
+			rows, err := h.store.DueServices(ctx, scope, h.today, maxDue)
+			return int64(len(rows)), err
+		},
+		answer: func(body []byte) (int64, error) {
+			var env struct {
+				Data []json.RawMessage `json:"data"`
+			}
+			err := json.Unmarshal(body, &env)
+			return int64(len(env.Data)), err
+		},
+	}, nil
+}
+
+// passengerScenario is POST /passengers by the user, against
+// Store.CreatePassenger; it compares that a passenger was made.
+func (h *harness) passengerScenario(ctx context.Context) (scenario, error) {
+	scope, in, err := h.scopeOf(ctx, "user", "POST", "/passengers", "passengers")
+	if err != nil {
+		return scenario{}, fmt.Errorf("passenger_create: %w", err)
+	}
+	p := h.principals["user"]
+	owner := p.Account.ID
+	if p.Account.Type == tenancy.Subaccount {
+		owner = p.Account.ManagerID
+	}
+	passenger := func(n int64) storage.Passenger {
+		return storage.Passenger{
+			PassengerName:   fmt.Sprintf("Load test %d", n),
+			PassengerPhone:  fmt.Sprintf("+44 7700 900%03d", n%1000),
+			PassengerEmail:  fmt.Sprintf("load%d@example.com", n),
+			PassengerActive: true,
+		}
+	}
+	return scenario{
+		name: "passenger_create", role: "user", request: "POST " + base + "/passengers", input: in, resource: "passengers",
+		api: func(n int64) apiRequest {
+			ps := passenger(n)
+			body := fmt.Sprintf(`{"passenger_name":%q,"passenger_phone":%q,"passenger_email":%q}`,
+				ps.PassengerName, ps.PassengerPhone, ps.PassengerEmail)
+			return apiRequest{method: "POST", path: base + "/passengers", body: []byte(body), status: 201}
+		},
+		floor: func(ctx context.Context, n int64) (int64, error) {
+			created, _, err := h.store.CreatePassenger(ctx, scope, owner, passenger(n), nil)
+			if err != nil {
+				return 0, err
+			}
+			return boolCount(created.PassengerID > 0), nil
+		},
+		answer: func(body []byte) (int64, error) {
+			var env struct {
+				Data struct {
+					PassengerID int64 `json:"passenger_id"`
+				} `json:"data"`
+			}
+			err := json.Unmarshal(body, &env)
+			return boolCount(env.Data.PassengerID > 0), err
+		},
+	}, nil
+}
+
+// boolCount is 1 for true, 0 for false.
+func boolCount(b bool) int64 {
+	if b {
+		return 1
+	}
+	return 0
+}
+
+// metaTotal reads meta.total of a list response.
+func metaTotal(body []byte) (int64, error) {
+	var env struct {
+		Success bool `json:"success"`
+		Meta    struct {
+			Total *int64 `json:"total"`
+		} `json:"meta"`
+	}
+	if err := json.Unmarshal(body, &env); err != nil {
+		return 0, err
+	}
+	if !env.Success || env.Meta.Total == nil {
+		return 0, fmt.Errorf("not a list response: %.200s", body)
+	}
+	return *env.Meta.Total, nil
+}

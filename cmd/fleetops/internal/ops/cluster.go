@@ -1,0 +1,102 @@
+package ops
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+
+	"github.com/fleetapi/fleetapi/cmd/fleetops/internal/procfs"
+	"github.com/fleetapi/fleetapi/storage"
+)
+
+// cluster is the run's private PostgreSQL; server changes at each start.
+type cluster struct {
+	dir     string
+	mu      sync.Mutex
+	server  *storage.Server
+	running bool
+	frozen  bool
+}
+
+// startCluster starts the run's private cluster in the work folder,
+// stopped (and thawed first if frozen) when the run ends.
+func startCluster(ctx context.Context, e *env) (*cluster, error) {
+	c := &cluster{dir: filepath.Join(e.work, "pg")}
+	if err := c.start(ctx, e); err != nil {
+		return nil, err
+	}
+	e.onClose(func() {
+		if c.frozen {
+			_ = c.signal(syscall.SIGCONT)
+		}
+		c.mu.Lock()
+		defer c.mu.Unlock()
+		if c.running {
+			if err := c.server.Stop(); err != nil {
+				e.logf("stop the private cluster: %v", err)
+				return
+			}
+			c.running = false
+			e.logf("stopped the private PostgreSQL cluster")
+		}
+	})
+	e.logf("private PostgreSQL cluster in %s (unix socket only)", c.dir)
+	return c, nil
+}
+
+// start starts the cluster (again), its pg_ctl output in the work folder.
+func (c *cluster) start(ctx context.Context, e *env) error {
+	logf, err := os.OpenFile(filepath.Join(e.work, "pg-ctl.log"), os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o644)
+	if err != nil {
+		return err
+	}
+	defer logf.Close()
+	s, err := storage.StartPrivateCluster(ctx, c.dir, logf)
+	if err != nil {
+		return err
+	}
+	c.mu.Lock()
+	c.server, c.running = s, true
+	c.mu.Unlock()
+	return nil
+}
+
+// signal sends sig to the cluster's postmaster and its children (found
+// through /proc), which the run started itself.
+func (c *cluster) signal(sig syscall.Signal) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	b, err := os.ReadFile(filepath.Join(c.dir, "data", "postmaster.pid"))
+	if err != nil {
+		return err
+	}
+	first, _, _ := strings.Cut(string(b), "\n")
+	pm, err := strconv.Atoi(strings.TrimSpace(first))
+	if err != nil {
+		return fmt.Errorf("postmaster.pid: %w", err)
+	}
+	pids := append([]int{pm}, procfs.Children(pm)...)
+	for _, pid := range pids {
+		if err := syscall.Kill(pid, sig); err != nil {
+			return fmt.Errorf("signal %d: %w", pid, err)
+		}
+	}
+	c.frozen = sig == syscall.SIGSTOP
+	return nil
+}
+
+// stop stops the cluster (pg_ctl stop -m fast).
+func (c *cluster) stop() error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if err := c.server.Stop(); err != nil {
+		return err
+	}
+	c.running = false
+	return nil
+}
