@@ -14,6 +14,8 @@ import (
 	"github.com/fleetapi/fleetapi/api/ratelimit"
 	"github.com/fleetapi/fleetapi/policy"
 	"github.com/fleetapi/fleetapi/storage"
+	"github.com/fleetapi/fleetapi/storage/demodata"
+	"github.com/fleetapi/fleetapi/storage/importfile"
 	"github.com/fleetapi/fleetapi/storage/storagetest"
 	"github.com/fleetapi/fleetapi/tenancy"
 )
@@ -41,7 +43,7 @@ func newTestAPIWith(t testing.TB, configure func(*api.Config)) *testAPI {
 	t.Helper()
 	ctx := context.Background()
 	db := storagetest.New(t)
-	if _, err := storage.NewStore(db.DB).Import(ctx, bytes.NewReader(storage.DemoData())); err != nil {
+	if _, err := importfile.Load(ctx, db.DB, bytes.NewReader(demodata.File())); err != nil {
 		t.Fatalf("demo data: %v", err)
 	}
 	var cfg api.Config
@@ -72,7 +74,7 @@ func newTestAPIWith(t testing.TB, configure func(*api.Config)) *testAPI {
 // demoToken returns the secret of the demo token with the given name.
 func demoToken(t testing.TB, name string) string {
 	t.Helper()
-	for _, d := range storage.DemoTokens() {
+	for _, d := range demodata.Tokens() {
 		if d.Name == name {
 			return d.Secret
 		}

@@ -11,13 +11,13 @@ import (
 	"testing"
 
 	"github.com/fleetapi/fleetapi/client"
-	"github.com/fleetapi/fleetapi/storage"
+	"github.com/fleetapi/fleetapi/storage/demodata"
 )
 
-// token returns the secret of a demo token (storage.DemoTokens).
+// token returns the secret of a demo token (demodata.Tokens).
 func token(t *testing.T, name string) string {
 	t.Helper()
-	for _, d := range storage.DemoTokens() {
+	for _, d := range demodata.Tokens() {
 		if d.Name == name {
 			return d.Secret
 		}

@@ -20,7 +20,8 @@ import (
 	"github.com/getkin/kin-openapi/routers"
 	"github.com/getkin/kin-openapi/routers/legacy"
 
-	"github.com/fleetapi/fleetapi/storage"
+	"github.com/fleetapi/fleetapi/storage/demodata"
+	"github.com/fleetapi/fleetapi/storage/importfile"
 	"github.com/fleetapi/fleetapi/storage/storagetest"
 )
 
@@ -68,7 +69,7 @@ func startServer(t *testing.T) string {
 		t.Fatalf("go build: %v\n%s", err, out)
 	}
 	db := storagetest.New(t)
-	if _, err := storage.NewStore(db.DB).Import(context.Background(), bytes.NewReader(storage.DemoData())); err != nil {
+	if _, err := importfile.Load(context.Background(), db.DB, bytes.NewReader(demodata.File())); err != nil {
 		t.Fatalf("demo data: %v", err)
 	}
 

@@ -9,6 +9,7 @@ import (
 	"github.com/fleetapi/fleetapi/policy"
 	"github.com/fleetapi/fleetapi/storage"
 	"github.com/fleetapi/fleetapi/storage/storagetest"
+	"github.com/fleetapi/fleetapi/storage/synth"
 	"github.com/fleetapi/fleetapi/tenancy"
 )
 
@@ -20,12 +21,12 @@ func TestScopeCountShape(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	db := storagetest.New(t)
-	cfg, err := storage.GeneratePreset("small")
+	cfg, err := synth.Preset("small")
 	if err != nil {
 		t.Fatal(err)
 	}
 	cfg.Today = generateToday
-	if _, err := storage.Generate(ctx, db.DB, cfg); err != nil {
+	if _, err := synth.Generate(ctx, db.DB, cfg); err != nil {
 		t.Fatal(err)
 	}
 	store := storage.NewStore(db.DB)

@@ -1,6 +1,11 @@
 // Package storage is fleetapi's PostgreSQL layer: opening the database,
-// migrating it, the bun models and queries for tenant data, the translation
-// of policy row scopes into SQL, the data import and the demo data set.
+// migrating it, the bun models and queries for tenant data, and the
+// translation of policy row scopes into SQL. Request-path queries on
+// tenant data always take the policy's row scope. The trusted jobs that
+// are not request-path queries live in sub-packages that the request path
+// never uses: importfile and demodata (loading a data file, the demo data
+// and its guards) and synth (synthetic data) read and write whole tables
+// without a scope; pgserver finds or starts PostgreSQL.
 package storage
 
 import (

@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/fleetapi/fleetapi/storage"
+	"github.com/fleetapi/fleetapi/storage/demodata"
 )
 
 // dueWant is what the demo data's due services look like on demoToday.
@@ -38,8 +39,8 @@ var demoDue = map[string]dueWant{
 func TestDueServicesPerAccount(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	s, _ := newStore(t)
-	importJSON(t, s, storage.DemoData())
+	s, db := newStore(t)
+	importJSON(t, db, demodata.File())
 	e := newEngine(t)
 	tests := []struct {
 		username string
@@ -95,7 +96,7 @@ func TestDueServicesLimitAndCriteria(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	s, db := newStore(t)
-	importJSON(t, s, storage.DemoData())
+	importJSON(t, db, demodata.File())
 	e := newEngine(t)
 	admin := scopeOf(t, e, s, "admin", "services")
 

@@ -18,6 +18,7 @@ import (
 	"github.com/uptrace/bun/driver/pgdriver"
 
 	"github.com/fleetapi/fleetapi/storage"
+	"github.com/fleetapi/fleetapi/storage/demodata"
 	"github.com/fleetapi/fleetapi/storage/storagetest"
 	"github.com/fleetapi/fleetapi/tenancy"
 )
@@ -25,8 +26,8 @@ import (
 func TestTranslate(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	s, db := newStore(t)
-	importJSON(t, s, []byte(`{"accounts": [{"username": "acme", "type": "user"}]}`))
+	_, db := newStore(t)
+	importJSON(t, db, []byte(`{"accounts": [{"username": "acme", "type": "user"}]}`))
 
 	tests := []struct {
 		name string
@@ -228,8 +229,8 @@ func TestTranslateConnectionStates(t *testing.T) {
 func TestTranslateDataExceptions(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	s, _ := newStore(t)
-	importJSON(t, s, storage.DemoData())
+	s, db := newStore(t)
+	importJSON(t, db, demodata.File())
 	e := newEngine(t)
 	services := scopeOf(t, e, s, "acme", "services")
 	reports := scopeOf(t, e, s, "acme", "reports")
@@ -281,13 +282,13 @@ func TestEntryPointsWhenConnectionsDie(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	base, db := newStore(t)
-	importJSON(t, base, storage.DemoData())
+	importJSON(t, db, demodata.File())
 	e := newEngine(t)
 	services := scopeOf(t, e, base, "acme", "services")
 	events := scopeOf(t, e, base, "acme", "events")
 	passengers := scopeOf(t, e, base, "acme", "passengers")
 	acme := principalOf(t, base, "acme").Account.ID
-	hash, err := tenancy.HashToken(storage.DemoTokens()[0].Secret)
+	hash, err := tenancy.HashToken(demodata.Tokens()[0].Secret)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -5,15 +5,12 @@ import (
 	"context"
 	"encoding/json"
 	"testing"
-
-	"github.com/uptrace/bun"
+	"time"
 
 	"github.com/fleetapi/fleetapi/storage"
+	"github.com/fleetapi/fleetapi/storage/importfile"
 	"github.com/fleetapi/fleetapi/storage/storagetest"
 )
-
-// tables are the tables an import writes, for counting rows.
-var tables = []string{"accounts", "objects", "object_grants", "tokens", "services", "reports", "events", "passengers"}
 
 // newStore returns a store over a fresh migrated database.
 func newStore(t *testing.T) (*storage.Store, *storagetest.DB) {
@@ -22,49 +19,18 @@ func newStore(t *testing.T) (*storage.Store, *storagetest.DB) {
 	return storage.NewStore(db.DB), db
 }
 
-// importJSON imports a file and fails the test on error.
-func importJSON(t *testing.T, s *storage.Store, data []byte) storage.ImportResult {
+// importJSON loads an import file into db and fails the test on error.
+func importJSON(t *testing.T, db *storagetest.DB, data []byte) importfile.Result {
 	t.Helper()
-	res, err := s.Import(context.Background(), bytes.NewReader(data))
+	res, err := importfile.Load(context.Background(), db.DB, bytes.NewReader(data))
 	if err != nil {
 		t.Fatalf("import: %v", err)
 	}
 	return res
 }
 
-// rowCounts counts the rows of every imported table.
-func rowCounts(t *testing.T, db *storagetest.DB) map[string]int {
-	t.Helper()
-	out := map[string]int{}
-	for _, table := range tables {
-		var n int
-		if err := db.NewRaw("SELECT count(*) FROM ?", bun.Ident(table)).Scan(context.Background(), &n); err != nil {
-			t.Fatalf("count %s: %v", table, err)
-		}
-		out[table] = n
-	}
-	return out
-}
-
-// demoDoc returns the demo data as a generic document to modify.
-func demoDoc(t *testing.T) map[string]any {
-	t.Helper()
-	var doc map[string]any
-	if err := json.Unmarshal(storage.DemoData(), &doc); err != nil {
-		t.Fatal(err)
-	}
-	return doc
-}
-
-// record returns doc[section][i] as an object to modify.
-func record(t *testing.T, doc map[string]any, section string, i int) map[string]any {
-	t.Helper()
-	recs, ok := doc[section].([]any)
-	if !ok || i >= len(recs) {
-		t.Fatalf("demo data has no %s[%d]", section, i)
-	}
-	return recs[i].(map[string]any)
-}
+// generateToday is the fixed reference day of the tests on generated data.
+var generateToday = time.Date(2026, 11, 1, 0, 0, 0, 0, time.UTC)
 
 func mustJSON(t *testing.T, v any) []byte {
 	t.Helper()

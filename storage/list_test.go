@@ -11,6 +11,7 @@ import (
 
 	"github.com/fleetapi/fleetapi/policy"
 	"github.com/fleetapi/fleetapi/storage"
+	"github.com/fleetapi/fleetapi/storage/demodata"
 	"github.com/fleetapi/fleetapi/storage/storagetest"
 )
 
@@ -24,7 +25,7 @@ type listFixture struct {
 func newListFixture(t *testing.T) listFixture {
 	t.Helper()
 	s, db := newStore(t)
-	importJSON(t, s, storage.DemoData())
+	importJSON(t, db, demodata.File())
 	return listFixture{s: s, db: db, e: newEngine(t)}
 }
 

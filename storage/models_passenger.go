@@ -49,7 +49,7 @@ func (p *Passenger) Validate() map[string]string {
 	if utf8.RuneCountInString(p.PassengerAssignID) > 50 {
 		bad["passenger_assign_id"] = "at most 50 characters"
 	}
-	if p.PassengerEmail != "" && !validEmail(p.PassengerEmail) {
+	if p.PassengerEmail != "" && !ValidEmail(p.PassengerEmail) {
 		bad["passenger_email"] = "not a valid e-mail address"
 	}
 	if utf8.RuneCountInString(p.PassengerDesc) > 1000 {
@@ -64,8 +64,8 @@ func (p *Passenger) Validate() map[string]string {
 	return bad
 }
 
-// validEmail accepts a bare address (no display name, no angle brackets).
-func validEmail(s string) bool {
+// ValidEmail accepts a bare address (no display name, no angle brackets).
+func ValidEmail(s string) bool {
 	a, err := mail.ParseAddress(s)
 	return err == nil && a.Address == s && a.Name == ""
 }

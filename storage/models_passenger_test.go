@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/fleetapi/fleetapi/storage"
+	"github.com/fleetapi/fleetapi/storage/demodata"
 )
 
 // TestPassengerNormalizeText pins the stored form of the name and the
@@ -72,8 +73,8 @@ func TestPassengerValidateVisibleName(t *testing.T) {
 func TestCreatePassengerNFCConflict(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	s, _ := newStore(t)
-	importJSON(t, s, storage.DemoData())
+	s, db := newStore(t)
+	importJSON(t, db, demodata.File())
 	e := newEngine(t)
 	acme := principalOf(t, s, "acme").Account
 	scope := scopeOf(t, e, s, "acme", "passengers")

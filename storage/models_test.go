@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/fleetapi/fleetapi/storage"
+	"github.com/fleetapi/fleetapi/storage/demodata"
 )
 
 func TestModelsEncodeJSON(t *testing.T) {
@@ -64,8 +65,8 @@ func TestDateJSON(t *testing.T) {
 func TestModelsRoundTripThroughDatabase(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	s, db := newStore(t)
-	importJSON(t, s, storage.DemoData())
+	_, db := newStore(t)
+	importJSON(t, db, demodata.File())
 
 	var svc storage.Service
 	if err := db.NewSelect().Model(&svc).Where("name = ?", "Annual inspection").Scan(ctx); err != nil {

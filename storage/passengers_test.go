@@ -8,13 +8,14 @@ import (
 	"testing"
 
 	"github.com/fleetapi/fleetapi/storage"
+	"github.com/fleetapi/fleetapi/storage/demodata"
 )
 
 func TestCreatePassenger(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	s, db := newStore(t)
-	importJSON(t, s, storage.DemoData())
+	importJSON(t, db, demodata.File())
 	e := newEngine(t)
 	acme := principalOf(t, s, "acme").Account
 	globex := principalOf(t, s, "globex").Account

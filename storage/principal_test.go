@@ -50,7 +50,7 @@ func TestPrincipalAncestors(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	s, db := newStore(t)
-	importJSON(t, s, []byte(treeAccounts))
+	importJSON(t, db, []byte(treeAccounts))
 	ids := map[string]int64{}
 	for _, u := range []string{"root", "reseller", "customer", "driver", "direct", "orphan"} {
 		a, err := s.AccountByUsername(ctx, u)

@@ -46,7 +46,7 @@ type NewToken struct {
 	Username string
 	// Name is unique per account; a generated one when empty.
 	Name string
-	// Permissions follow the grammar of ValidatePermission.
+	// Permissions follow the grammar of tenancy.ValidatePermission.
 	Permissions []string
 	// ExpiresAt is when the token stops working; nil for never.
 	ExpiresAt *time.Time
@@ -62,8 +62,10 @@ type NewToken struct {
 // and ErrUnavailable when the database cannot be reached; the errors are
 // worded for the operator (`a token named "ops" already exists for acme`).
 func (s *Store) CreateToken(ctx context.Context, nt NewToken) (string, tenancy.Token, error) {
-	if err := ValidatePermissions(nt.Permissions); err != nil {
-		return "", tenancy.Token{}, err
+	for _, p := range nt.Permissions {
+		if err := tenancy.ValidatePermission(p); err != nil {
+			return "", tenancy.Token{}, fmt.Errorf("%w: %w", ErrInvalid, err)
+		}
 	}
 	if nt.RateLimit < 0 {
 		return "", tenancy.Token{}, fmt.Errorf("%w: rate limit %d: must not be negative", ErrInvalid, nt.RateLimit)

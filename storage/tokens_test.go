@@ -3,6 +3,7 @@ package storage_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -21,7 +22,7 @@ func TestCreateTokenAndLookup(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	s, db := newStore(t)
-	importJSON(t, s, []byte(tokenAccounts))
+	importJSON(t, db, []byte(tokenAccounts))
 
 	exp := time.Now().Add(24 * time.Hour).UTC().Truncate(time.Microsecond)
 	secret, tok, err := s.CreateToken(ctx, storage.NewToken{
@@ -97,8 +98,8 @@ func TestCreateTokenAndLookup(t *testing.T) {
 func TestCreateTokenErrors(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	s, _ := newStore(t)
-	importJSON(t, s, []byte(tokenAccounts))
+	s, db := newStore(t)
+	importJSON(t, db, []byte(tokenAccounts))
 	if _, _, err := s.CreateToken(ctx, storage.NewToken{Username: "acme", Name: "taken", Permissions: []string{"*"}}); err != nil {
 		t.Fatal(err)
 	}
@@ -160,18 +161,23 @@ func TestCreateTokenErrors(t *testing.T) {
 	}
 }
 
-// TestValidatePermission: storage refuses, wrapping ErrInvalid, every
-// permission that matches no route of the API (the class is enumerated in
-// tenancy's tests), wherever a token is made.
-func TestValidatePermission(t *testing.T) {
+// TestCreateTokenPermissions: CreateToken refuses, wrapping ErrInvalid and
+// naming it, every permission that matches no route of the API (the class
+// is enumerated in tenancy's tests), and stores the ones that do.
+func TestCreateTokenPermissions(t *testing.T) {
 	t.Parallel()
-	for _, p := range []string{"*", "GET *", "POST *", "GET /services", "GET /events/{id}", "POST /passengers", "GET /me"} {
-		if err := storage.ValidatePermission(p); err != nil {
+	ctx := context.Background()
+	s, db := newStore(t)
+	importJSON(t, db, []byte(tokenAccounts))
+	for i, p := range []string{"*", "GET *", "POST *", "GET /services", "GET /events/{id}", "POST /passengers", "GET /me"} {
+		nt := storage.NewToken{Username: "acme", Name: fmt.Sprintf("ok-%d", i), Permissions: []string{p}}
+		if _, _, err := s.CreateToken(ctx, nt); err != nil {
 			t.Errorf("%q refused: %v", p, err)
 		}
 	}
 	for _, p := range []string{"GET /servics", "PUT /services", "GET /events/12", "DELETE /x", "PUT /x", "PATCH /x", "PUT *", "DELETE *", "GET /api/v2/services"} {
-		if err := storage.ValidatePermission(p); !errors.Is(err, storage.ErrInvalid) || !strings.Contains(err.Error(), `"`+p+`"`) {
+		nt := storage.NewToken{Username: "acme", Permissions: []string{"GET /me", p}}
+		if _, _, err := s.CreateToken(ctx, nt); !errors.Is(err, storage.ErrInvalid) || !strings.Contains(err.Error(), `"`+p+`"`) {
 			t.Errorf("%q: %v, want ErrInvalid naming it", p, err)
 		}
 	}
@@ -190,8 +196,8 @@ func noDriverWords(t *testing.T, err error) {
 func TestTouchToken(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	s, _ := newStore(t)
-	importJSON(t, s, []byte(tokenAccounts))
+	s, db := newStore(t)
+	importJSON(t, db, []byte(tokenAccounts))
 	secret, tok, err := s.CreateToken(ctx, storage.NewToken{Username: "acme", Permissions: []string{"*"}})
 	if err != nil {
 		t.Fatal(err)
@@ -239,8 +245,8 @@ func TestTouchToken(t *testing.T) {
 func TestRevokeAndListTokens(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	s, _ := newStore(t)
-	importJSON(t, s, []byte(tokenAccounts))
+	s, db := newStore(t)
+	importJSON(t, db, []byte(tokenAccounts))
 	var ids []int64
 	for _, name := range []string{"a", "b", "c"} {
 		_, tok, err := s.CreateToken(ctx, storage.NewToken{Username: "acme", Name: name, Permissions: []string{"GET *"}})

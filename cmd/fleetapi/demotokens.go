@@ -8,7 +8,9 @@ import (
 	"strings"
 	"time"
 
-	"github.com/fleetapi/fleetapi/storage"
+	"github.com/uptrace/bun"
+
+	"github.com/fleetapi/fleetapi/storage/demodata"
 )
 
 // refuseDemoTokens returns an error naming every token of the database
@@ -16,8 +18,8 @@ import (
 // out: revoking them, or --allow-demo-tokens for a demo database (DESIGN
 // §7). Anyone who has read the README could otherwise call the API with
 // them.
-func refuseDemoTokens(ctx context.Context, store *storage.Store, dbName string) error {
-	toks, err := store.ActiveDemoTokens(ctx, time.Now())
+func refuseDemoTokens(ctx context.Context, db bun.IDB, dbName string) error {
+	toks, err := demodata.ActiveTokens(ctx, db, time.Now())
 	if err != nil {
 		return fmt.Errorf("checking for demo tokens: %w", err)
 	}

@@ -11,6 +11,9 @@ import (
 	"github.com/uptrace/bun"
 
 	"github.com/fleetapi/fleetapi/storage"
+	"github.com/fleetapi/fleetapi/storage/demodata"
+	"github.com/fleetapi/fleetapi/storage/importfile"
+	"github.com/fleetapi/fleetapi/storage/pgserver"
 )
 
 // devDatabase is the database `fleetapi dev` uses on the server it finds,
@@ -43,7 +46,7 @@ account that is not in the demo data.`)
 	if err := cmd.args(0, 0); err != nil {
 		return err
 	}
-	srv, err := storage.FindServer(ctx, cfg.DatabaseURL, dataDir, con.log)
+	srv, err := pgserver.Find(ctx, cfg.DatabaseURL, dataDir, con.log)
 	if err != nil {
 		return err
 	}
@@ -64,7 +67,7 @@ account that is not in the demo data.`)
 	if err != nil {
 		return err
 	}
-	err = loadDemo(ctx, storage.NewStore(db), db, name, con)
+	err = loadDemo(ctx, db, name, con)
 	db.Close()
 	if err != nil {
 		return err
@@ -87,8 +90,8 @@ func devDatabaseURL(found string, explicit bool) (string, error) {
 
 // loadDemo refuses a database holding accounts that are not demo data,
 // then migrates it and imports the demo data (a second run adds nothing).
-func loadDemo(ctx context.Context, store *storage.Store, db *bun.DB, name string, con console) error {
-	foreign, err := store.NonDemoAccounts(ctx)
+func loadDemo(ctx context.Context, db *bun.DB, name string, con console) error {
+	foreign, err := demodata.ForeignAccounts(ctx, db)
 	if err != nil {
 		return fmt.Errorf("dev: database %q: %w", name, err)
 	}
@@ -106,7 +109,7 @@ func loadDemo(ctx context.Context, store *storage.Store, db *bun.DB, name string
 	if err := storage.Migrate(ctx, db); err != nil {
 		return err
 	}
-	res, err := store.Import(ctx, bytes.NewReader(storage.DemoData()))
+	res, err := importfile.Load(ctx, db, bytes.NewReader(demodata.File()))
 	if err != nil {
 		return fmt.Errorf("demo data: %w", err)
 	}
@@ -119,11 +122,11 @@ func printDemoTokens(w io.Writer, addr, dbName string) {
 	fmt.Fprintf(w, "Demo tokens (their secrets are public: `fleetapi serve` refuses a database where they work):\n\n")
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "ACCOUNT\tTYPE\tTOKEN\tWHAT IT SHOWS")
-	for _, t := range storage.DemoTokens() {
+	for _, t := range demodata.Tokens() {
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", t.Username, t.AccountType, t.Secret, t.Note)
 	}
 	_ = tw.Flush()
-	toks := storage.DemoTokens()
+	toks := demodata.Tokens()
 	if len(toks) > 0 {
 		fmt.Fprintf(w, "\nTry:\n  curl -s -H 'Authorization: Bearer %s' http://%s/api/v2/me\n", toks[0].Secret, addr)
 		fmt.Fprintf(w, "  curl -s -H 'Authorization: %s' http://%s/api/v2/me   # the bare form works too\n", toks[0].Secret, addr)

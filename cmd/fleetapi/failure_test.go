@@ -10,7 +10,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/fleetapi/fleetapi/storage"
+	"github.com/fleetapi/fleetapi/storage/demodata"
+	"github.com/fleetapi/fleetapi/storage/pgserver"
 	"github.com/fleetapi/fleetapi/storage/storagetest"
 )
 
@@ -44,7 +45,7 @@ func TestDatabaseOutage(t *testing.T) {
 	t.Cleanup(func() { os.RemoveAll(dir) })
 	ctx := context.Background()
 	var pglog bytes.Buffer
-	pg, err := storage.StartPrivateCluster(ctx, dir, &pglog)
+	pg, err := pgserver.StartPrivateCluster(ctx, dir, &pglog)
 	if err != nil {
 		if os.Getenv("CI") != "true" {
 			t.Skipf("no private cluster: %v", err)
@@ -67,7 +68,7 @@ func TestDatabaseOutage(t *testing.T) {
 	go func() { done <- run(sctx, []string{"serve", "--allow-demo-tokens"}, envOf(env), &logs) }()
 	base := "http://" + waitForAddr(t, &logs, done)
 	client := &http.Client{Timeout: 30 * time.Second}
-	tok := storage.DemoTokens()[0].Secret
+	tok := demodata.Tokens()[0].Secret
 
 	if st, _, _, err := getStatus(client, base+"/api/v2/services", tok); err != nil || st != 200 {
 		t.Fatalf("before the outage: %d %v", st, err)
@@ -89,7 +90,7 @@ func TestDatabaseOutage(t *testing.T) {
 		t.Fatalf("/healthz during the outage: %v %v", resp, err)
 	}
 
-	if pg, err = storage.StartPrivateCluster(ctx, dir, &pglog); err != nil {
+	if pg, err = pgserver.StartPrivateCluster(ctx, dir, &pglog); err != nil {
 		t.Fatalf("restart: %v", err)
 	}
 	running = true
@@ -122,7 +123,7 @@ func TestShutdownUnderLoad(t *testing.T) {
 	done := make(chan error, 1)
 	go func() { done <- run(ctx, []string{"serve", "--allow-demo-tokens"}, envOf(env), &logs) }()
 	base := "http://" + waitForAddr(t, &logs, done)
-	tok := storage.DemoTokens()[0].Secret
+	tok := demodata.Tokens()[0].Secret
 
 	var (
 		mu       sync.Mutex

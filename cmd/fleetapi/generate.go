@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/fleetapi/fleetapi/storage"
+	"github.com/fleetapi/fleetapi/storage/synth"
 )
 
 // runGenerate is `fleetapi generate`: migrate, then write a deterministic
@@ -39,7 +40,7 @@ standard output, or into --tokens FILE; progress goes to standard error.`)
 	if err := cmd.args(0, 0); err != nil {
 		return err
 	}
-	gc, err := storage.GeneratePreset(*preset)
+	gc, err := synth.Preset(*preset)
 	if err != nil {
 		return usagef(cmd.name, "generate: %v", err)
 	}
@@ -73,8 +74,8 @@ standard output, or into --tokens FILE; progress goes to standard error.`)
 	}
 	start := time.Now()
 	fmt.Fprintf(con.log, "generating preset %s, seed %d\n", *preset, gc.Seed)
-	res, err := storage.Generate(ctx, db, gc)
-	if errors.Is(err, storage.ErrNotEmpty) {
+	res, err := synth.Generate(ctx, db, gc)
+	if errors.Is(err, synth.ErrNotEmpty) {
 		return fmt.Errorf("generate: %w", err)
 	}
 	if err != nil {
@@ -87,7 +88,7 @@ standard output, or into --tokens FILE; progress goes to standard error.`)
 
 // writeTokens writes the generated tokens as JSON lines to path, or to
 // con.out when path is empty.
-func writeTokens(toks []storage.GeneratedToken, path string, con console) error {
+func writeTokens(toks []synth.Token, path string, con console) error {
 	if path == "" {
 		return encodeTokens(con.out, toks)
 	}
@@ -106,7 +107,7 @@ func writeTokens(toks []storage.GeneratedToken, path string, con console) error 
 	return nil
 }
 
-func encodeTokens(w io.Writer, toks []storage.GeneratedToken) error {
+func encodeTokens(w io.Writer, toks []synth.Token) error {
 	enc := json.NewEncoder(w)
 	for _, t := range toks {
 		if err := enc.Encode(t); err != nil {

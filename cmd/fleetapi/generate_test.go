@@ -8,8 +8,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/fleetapi/fleetapi/storage"
 	"github.com/fleetapi/fleetapi/storage/storagetest"
+	"github.com/fleetapi/fleetapi/storage/synth"
 )
 
 // TestGenerateCommand loads the small preset with a smaller service count,
@@ -33,7 +33,7 @@ func TestGenerateCommand(t *testing.T) {
 	}
 	roles := map[string]bool{}
 	for _, line := range strings.Split(strings.TrimSpace(string(b)), "\n") {
-		var tok storage.GeneratedToken
+		var tok synth.Token
 		if err := json.Unmarshal([]byte(line), &tok); err != nil || !strings.HasPrefix(tok.Token, "flt_") {
 			t.Fatalf("token line %q: %v", line, err)
 		}

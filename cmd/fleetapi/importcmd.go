@@ -6,7 +6,8 @@ import (
 	"os"
 	"time"
 
-	"github.com/fleetapi/fleetapi/storage"
+	"github.com/fleetapi/fleetapi/storage/demodata"
+	"github.com/fleetapi/fleetapi/storage/importfile"
 )
 
 func runImport(ctx context.Context, args []string, getenv func(string) string, con console) error {
@@ -35,14 +36,13 @@ importing the same file twice adds nothing.`)
 		return err
 	}
 	defer db.Close()
-	store := storage.NewStore(db)
-	res, err := store.Import(ctx, f)
+	res, err := importfile.Load(ctx, db, f)
 	if err != nil {
 		return fmt.Errorf("import %s: %w", name, err)
 	}
 	fmt.Fprintf(con.out, "imported %s: %s\n", name, res)
 	// Say now, not at the next start, that serve will refuse this database.
-	if toks, err := store.ActiveDemoTokens(ctx, time.Now()); err == nil && len(toks) > 0 {
+	if toks, err := demodata.ActiveTokens(ctx, db, time.Now()); err == nil && len(toks) > 0 {
 		fmt.Fprintf(con.log, "note: %d demo tokens, whose secrets are published in the demo data, work in this database: `fleetapi serve` refuses to start until they are revoked (`fleetapi serve` names them)\n", len(toks))
 	}
 	return nil

@@ -10,24 +10,39 @@ import (
 
 const module = "github.com/fleetapi/fleetapi"
 
+// storageJob is what a sub-package of storage that holds a trusted job
+// (import, demo data, synthetic data, PostgreSQL) may import: the core it
+// works on, never api or cmd, and no other job.
+var storageJob = []string{"storage", "policy", "tenancy", "migrations"}
+
 // allowed lists, per package, the fleetapi packages it may import
-// (DESIGN §1: arrows point inward; nothing imports api or cmd).
+// (DESIGN §1: arrows point inward; nothing imports api or cmd). storage
+// imports none of its sub-packages, and api none of the trusted jobs: they
+// are for the command line, never for the request path.
 var allowed = map[string][]string{
 	"tenancy":             {},
 	"telemetry":           {},
 	"migrations":          {},
 	"policy":              {"tenancy"},
 	"storage":             {"policy", "tenancy", "migrations"},
-	"storage/storagetest": {"storage", "migrations"},
+	"storage/importfile":  storageJob,
+	"storage/demodata":    storageJob,
+	"storage/synth":       storageJob,
+	"storage/pgserver":    storageJob,
+	"storage/storagetest": {"storage", "storage/pgserver", "migrations"},
 	"api/ratelimit":       {},
 	"api":                 {"api/ratelimit", "tenancy", "policy", "storage", "telemetry"},
 }
 
 // forbidden lists third-party imports a package must not have.
 var forbidden = map[string][]string{
-	"storage": {"github.com/go-fuego/fuego"},
-	"policy":  {"github.com/uptrace/bun"},
-	"tenancy": {"github.com/uptrace/bun", "github.com/go-fuego/fuego", "github.com/open-policy-agent/opa"},
+	"storage":            {"github.com/go-fuego/fuego"},
+	"storage/importfile": {"github.com/go-fuego/fuego"},
+	"storage/demodata":   {"github.com/go-fuego/fuego"},
+	"storage/synth":      {"github.com/go-fuego/fuego"},
+	"storage/pgserver":   {"github.com/go-fuego/fuego"},
+	"policy":             {"github.com/uptrace/bun"},
+	"tenancy":            {"github.com/uptrace/bun", "github.com/go-fuego/fuego", "github.com/open-policy-agent/opa"},
 }
 
 // TestDependencyDirection keeps the package arrows of DESIGN §1 and
@@ -78,6 +93,34 @@ func TestDependencyDirection(t *testing.T) {
 			if imp == module+"/api" || strings.HasPrefix(imp, module+"/cmd") {
 				t.Errorf("%s imports %s", rel, imp)
 			}
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestEveryStoragePackageChecked: a new package under storage gets an
+// entry in allowed, so that its imports are checked too.
+func TestEveryStoragePackageChecked(t *testing.T) {
+	root := filepath.Join("..", "..")
+	err := filepath.Walk(filepath.Join(root, "storage"), func(path string, info os.FileInfo, err error) error {
+		if err != nil || !info.IsDir() {
+			return err
+		}
+		if name := info.Name(); name == "testdata" || strings.HasPrefix(name, ".") {
+			return filepath.SkipDir
+		}
+		if _, err := build.ImportDir(path, 0); err != nil {
+			return nil // no Go package here
+		}
+		rel, err := filepath.Rel(root, path)
+		if err != nil {
+			return err
+		}
+		if _, ok := allowed[filepath.ToSlash(rel)]; !ok {
+			t.Errorf("package %s is not in allowed: say what it may import", filepath.ToSlash(rel))
 		}
 		return nil
 	})

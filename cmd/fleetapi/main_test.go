@@ -13,7 +13,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/fleetapi/fleetapi/storage"
+	"github.com/fleetapi/fleetapi/storage/demodata"
 	"github.com/fleetapi/fleetapi/storage/storagetest"
 )
 
@@ -52,7 +52,7 @@ func runOK(t *testing.T, env map[string]string, args ...string) string {
 func writeDemoFile(t *testing.T) string {
 	t.Helper()
 	path := filepath.Join(t.TempDir(), "demo.json")
-	if err := os.WriteFile(path, storage.DemoData(), 0o600); err != nil {
+	if err := os.WriteFile(path, demodata.File(), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	return path
@@ -74,7 +74,7 @@ func TestImportServeMe(t *testing.T) {
 	go func() { done <- run(ctx, []string{"serve", "--allow-demo-tokens"}, envOf(env), &logs) }()
 	addr := waitForAddr(t, &logs, done)
 
-	token := storage.DemoTokens()[0].Secret
+	token := demodata.Tokens()[0].Secret
 	req, _ := http.NewRequest(http.MethodGet, "http://"+addr+"/api/v2/me", nil)
 	req.Header.Set("Authorization", "Bearer "+token)
 	resp, err := http.DefaultClient.Do(req)
@@ -89,7 +89,7 @@ func TestImportServeMe(t *testing.T) {
 		t.Fatal(err)
 	}
 	resp.Body.Close()
-	if resp.StatusCode != 200 || !body.Success || body.Data["username"] != storage.DemoTokens()[0].Username {
+	if resp.StatusCode != 200 || !body.Success || body.Data["username"] != demodata.Tokens()[0].Username {
 		t.Fatalf("GET /me: %d %+v", resp.StatusCode, body)
 	}
 

@@ -10,7 +10,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/fleetapi/fleetapi/storage"
+	"github.com/fleetapi/fleetapi/storage/demodata"
 	"github.com/fleetapi/fleetapi/storage/storagetest"
 )
 
@@ -46,7 +46,7 @@ func TestMetricsAndHealth(t *testing.T) {
 	env := map[string]string{"FLEET_DATABASE_URL": db.URL, "FLEET_ADDR": "127.0.0.1:0", "FLEET_RATE_LIMIT": "2"}
 	runOK(t, env, "import", writeDemoFile(t))
 	addr, _ := startServe(t, env)
-	tok := storage.DemoTokens()[0].Secret
+	tok := demodata.Tokens()[0].Secret
 	client := &http.Client{Timeout: 10 * time.Second}
 	for range 3 { // the third is over the limit of 2
 		getStatus(client, "http://"+addr+"/api/v2/services", tok)
@@ -141,7 +141,7 @@ func TestTruncatedBody(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer conn.Close()
-	tok := storage.DemoTokens()[0].Secret
+	tok := demodata.Tokens()[0].Secret
 	req := "POST /api/v2/passengers HTTP/1.1\r\nHost: x\r\nAuthorization: " + tok +
 		"\r\nContent-Type: application/json\r\nContent-Length: 100\r\n\r\n{"
 	if _, err := conn.Write([]byte(req)); err != nil {

@@ -12,6 +12,8 @@ import (
 	"time"
 
 	"github.com/fleetapi/fleetapi/storage"
+	"github.com/fleetapi/fleetapi/storage/demodata"
+	"github.com/fleetapi/fleetapi/storage/importfile"
 	"github.com/fleetapi/fleetapi/storage/storagetest"
 	"github.com/fleetapi/fleetapi/tenancy"
 )
@@ -86,8 +88,7 @@ func TestServeRefusesDemoTokens(t *testing.T) {
 	if r.code != 1 || strings.Contains(r.stdout, `"msg":"listening"`) {
 		t.Fatalf("serve with demo tokens: %+v", r)
 	}
-	store := storage.NewStore(db.DB)
-	active, err := store.ActiveDemoTokens(context.Background(), time.Now())
+	active, err := demodata.ActiveTokens(context.Background(), db.DB, time.Now())
 	if err != nil || len(active) == 0 {
 		t.Fatalf("active demo tokens: %v %v", active, err)
 	}
@@ -116,7 +117,7 @@ func TestServeRefusesDemoTokens(t *testing.T) {
 	// The way out it names works.
 	runOK(t, env, "token", "revoke", ids[0])
 	addr := startServeWith(t, env, "serve")
-	st, _, _, err := getStatus(http.DefaultClient, "http://"+addr+"/api/v2/me", storage.DemoTokens()[0].Secret)
+	st, _, _, err := getStatus(http.DefaultClient, "http://"+addr+"/api/v2/me", demodata.Tokens()[0].Secret)
 	if err != nil || st != http.StatusUnauthorized {
 		t.Fatalf("a revoked demo token: %d %v", st, err)
 	}
@@ -175,7 +176,7 @@ func TestDevRefusesForeignDatabase(t *testing.T) {
 	} {
 		t.Run(name, func(t *testing.T) {
 			db := storagetest.New(t)
-			if _, err := storage.NewStore(db.DB).Import(context.Background(), strings.NewReader(file)); err != nil {
+			if _, err := importfile.Load(context.Background(), db.DB, strings.NewReader(file)); err != nil {
 				t.Fatal(err)
 			}
 			before := rowCountsOf(t, db)
@@ -225,7 +226,7 @@ func TestDevServesDemoDatabase(t *testing.T) {
 		if addr == "" {
 			t.Fatalf("run %d: dev did not start:\n%s\n%s", run, out.String(), errb.String())
 		}
-		tok := storage.DemoTokens()[0]
+		tok := demodata.Tokens()[0]
 		if st, _, _, err := getStatus(http.DefaultClient, "http://"+addr+"/api/v2/me", tok.Secret); err != nil || st != 200 {
 			t.Fatalf("run %d: GET /me with a demo token: %d %v", run, st, err)
 		}
@@ -238,7 +239,7 @@ func TestDevServesDemoDatabase(t *testing.T) {
 			t.Fatalf("run %d: stdout should hold the demo tokens, stderr the progress:\n%s\n%s", run, out.String(), errb.String())
 		}
 	}
-	if got, err := storage.NewStore(db.DB).NonDemoAccounts(context.Background()); err != nil || len(got) != 0 {
+	if got, err := demodata.ForeignAccounts(context.Background(), db.DB); err != nil || len(got) != 0 {
 		t.Fatalf("after dev: %v %v", got, err)
 	}
 }

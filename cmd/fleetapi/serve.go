@@ -184,7 +184,7 @@ func serve(ctx context.Context, cfg config, getenv func(string) string, con cons
 	}
 	defer db.Close()
 	if !cfg.AllowDemoTokens {
-		if err := refuseDemoTokens(ctx, storage.NewStore(db), databaseName(cfg.databaseURL())); err != nil {
+		if err := refuseDemoTokens(ctx, db, databaseName(cfg.databaseURL())); err != nil {
 			return err
 		}
 	}

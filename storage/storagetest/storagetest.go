@@ -25,6 +25,7 @@ import (
 
 	"github.com/fleetapi/fleetapi/migrations"
 	"github.com/fleetapi/fleetapi/storage"
+	"github.com/fleetapi/fleetapi/storage/pgserver"
 )
 
 // DB is a fresh database for one test.
@@ -76,8 +77,8 @@ func ServerURL(t testing.TB) string {
 func server(t testing.TB) string {
 	t.Helper()
 	serverOnce.Do(func() {
-		var s *storage.Server
-		s, serverErr = storage.FindServer(context.Background(), os.Getenv("FLEET_DATABASE_URL"), privateDir(), os.Stderr)
+		var s *pgserver.Server
+		s, serverErr = pgserver.Find(context.Background(), os.Getenv("FLEET_DATABASE_URL"), privateDir(), os.Stderr)
 		if serverErr == nil {
 			serverURL = s.URL
 			// A private cluster started for tests keeps running for the next

@@ -18,6 +18,7 @@ import (
 	"github.com/fleetapi/fleetapi/policy"
 	"github.com/fleetapi/fleetapi/storage"
 	"github.com/fleetapi/fleetapi/storage/storagetest"
+	"github.com/fleetapi/fleetapi/storage/synth"
 	"github.com/fleetapi/fleetapi/tenancy"
 )
 
@@ -111,11 +112,11 @@ func TestConfigBounds(t *testing.T) {
 func TestRunSmall(t *testing.T) {
 	ctx := context.Background()
 	db := storagetest.New(t)
-	cfg, err := storage.GeneratePreset("small")
+	cfg, err := synth.Preset("small")
 	if err != nil {
 		t.Fatal(err)
 	}
-	res, err := storage.Generate(ctx, db.DB, cfg)
+	res, err := synth.Generate(ctx, db.DB, cfg)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -11,14 +11,14 @@ import (
 	"syscall"
 
 	"github.com/fleetapi/fleetapi/cmd/fleetops/internal/procfs"
-	"github.com/fleetapi/fleetapi/storage"
+	"github.com/fleetapi/fleetapi/storage/pgserver"
 )
 
 // cluster is the run's private PostgreSQL; server changes at each start.
 type cluster struct {
 	dir     string
 	mu      sync.Mutex
-	server  *storage.Server
+	server  *pgserver.Server
 	running bool
 	frozen  bool
 }
@@ -56,7 +56,7 @@ func (c *cluster) start(ctx context.Context, e *env) error {
 		return err
 	}
 	defer logf.Close()
-	s, err := storage.StartPrivateCluster(ctx, c.dir, logf)
+	s, err := pgserver.StartPrivateCluster(ctx, c.dir, logf)
 	if err != nil {
 		return err
 	}

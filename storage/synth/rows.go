@@ -1,10 +1,12 @@
-package storage
+package synth
 
 import (
 	"fmt"
 	"math/rand/v2"
 	"strings"
 	"time"
+
+	"github.com/fleetapi/fleetapi/storage"
 )
 
 // genTable is one table of the generated data set and the function that
@@ -273,7 +275,7 @@ func (p *genPlan) writeReports(c *copier) error {
 	return rounds(counts, order, func(u, j int) error {
 		id++
 		typ := reportTypes[r.IntN(len(reportTypes))]
-		period := SchedulePeriods()[r.IntN(4)]
+		period := storage.SchedulePeriods()[r.IntN(4)]
 		email := ""
 		if period != "" {
 			email = userName(u) + "@gen.example"
@@ -316,7 +318,7 @@ func zones(r *rand.Rand, most int) []string {
 func (p *genPlan) writeEvents(c *copier) error {
 	r := p.rng(streamEvents)
 	counts, order := p.perUser(r, p.cfg.Events)
-	days := WeekDays()
+	days := storage.WeekDays()
 	id := int64(0)
 	return rounds(counts, order, func(u, j int) error {
 		id++

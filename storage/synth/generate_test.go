@@ -1,4 +1,4 @@
-package storage_test
+package synth_test
 
 import (
 	"context"
@@ -9,6 +9,7 @@ import (
 	"github.com/fleetapi/fleetapi/policy"
 	"github.com/fleetapi/fleetapi/storage"
 	"github.com/fleetapi/fleetapi/storage/storagetest"
+	"github.com/fleetapi/fleetapi/storage/synth"
 	"github.com/fleetapi/fleetapi/tenancy"
 )
 
@@ -38,12 +39,12 @@ func TestGenerateSmall(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	db := storagetest.New(t)
-	cfg, err := storage.GeneratePreset("small")
+	cfg, err := synth.Preset("small")
 	if err != nil {
 		t.Fatal(err)
 	}
 	cfg.Today = generateToday
-	res, err := storage.Generate(ctx, db.DB, cfg)
+	res, err := synth.Generate(ctx, db.DB, cfg)
 	if err != nil {
 		t.Fatalf("generate: %v", err)
 	}
@@ -78,7 +79,7 @@ func TestGenerateSmall(t *testing.T) {
 		if err != nil || !found {
 			t.Fatalf("%s token: found %v, %v", tok.Role, found, err)
 		}
-		if string(p.Account.Type) != tok.Role || p.Account.ID != tok.AccountID || p.Token.RateLimit != storage.GenerateTokenRateLimit {
+		if string(p.Account.Type) != tok.Role || p.Account.ID != tok.AccountID || p.Token.RateLimit != synth.TokenRateLimit {
 			t.Errorf("%s token: principal %+v", tok.Role, p)
 		}
 		if !p.Account.Active || p.Account.ReadOnly || p.Account.Expired(generateToday) {
@@ -111,7 +112,11 @@ func TestGenerateSmall(t *testing.T) {
 	}
 
 	// A share of the services is due.
-	due, err := store.DueServices(ctx, policy.RowScope{Resource: "services", Unrestricted: true}, generateToday, cfg.Services)
+	adminScope, err := engine.Scope(ctx, policy.NewInput(principals["admin"], "GET", "/services/due", generateToday), "services")
+	if err != nil {
+		t.Fatal(err)
+	}
+	due, err := store.DueServices(ctx, adminScope, generateToday, cfg.Services)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -131,11 +136,11 @@ func TestGenerateSmall(t *testing.T) {
 	}
 
 	before := tableDigests(t, db)
-	if _, err := storage.Generate(ctx, db.DB, cfg); !errors.Is(err, storage.ErrNotEmpty) {
+	if _, err := synth.Generate(ctx, db.DB, cfg); !errors.Is(err, synth.ErrNotEmpty) {
 		t.Fatalf("second generate: %v, want ErrNotEmpty", err)
 	}
 	cfg.Force = true
-	if _, err := storage.Generate(ctx, db.DB, cfg); err != nil {
+	if _, err := synth.Generate(ctx, db.DB, cfg); err != nil {
 		t.Fatalf("generate --force: %v", err)
 	}
 	after := tableDigests(t, db)
@@ -152,18 +157,18 @@ func TestGenerateSmall(t *testing.T) {
 func TestGenerateRejectsBadSizes(t *testing.T) {
 	t.Parallel()
 	db := storagetest.New(t)
-	for name, cfg := range map[string]storage.GenerateConfig{
+	for name, cfg := range map[string]synth.Config{
 		"no_users":            {Managers: 1, Subaccounts: 1, Devices: 1, Grants: 1},
 		"fewer_devices":       {Managers: 1, Users: 10, Subaccounts: 1, Devices: 5, Grants: 1},
 		"too_many_per_device": {Managers: 1, Users: 1, Subaccounts: 1, Devices: 1, Services: 50, Grants: 1},
 	} {
 		t.Run(name, func(t *testing.T) {
-			if _, err := storage.Generate(context.Background(), db.DB, cfg); !errors.Is(err, storage.ErrInvalid) {
+			if _, err := synth.Generate(context.Background(), db.DB, cfg); !errors.Is(err, storage.ErrInvalid) {
 				t.Fatalf("err = %v, want ErrInvalid", err)
 			}
 		})
 	}
-	if _, err := storage.GeneratePreset("huge"); err == nil {
+	if _, err := synth.Preset("huge"); err == nil {
 		t.Fatal("unknown preset accepted")
 	}
 }

@@ -1,4 +1,9 @@
-package storage
+// Package pgserver finds the PostgreSQL server that fleetapi uses, or
+// starts a private cluster of its own from the locally installed binaries
+// (DESIGN §7). It is a trusted job of the command line and the test helper
+// (`fleetapi dev`, storagetest, the operations tool), never used on the
+// request path: it manages a server process and reads no tenant data.
+package pgserver
 
 import (
 	"context"
@@ -13,6 +18,8 @@ import (
 	"path/filepath"
 	"strconv"
 	"time"
+
+	"github.com/fleetapi/fleetapi/storage"
 )
 
 // Server is a PostgreSQL server that fleetapi can use: one it was told
@@ -21,7 +28,7 @@ import (
 type Server struct {
 	// URL connects to the fleetapi database on the server.
 	URL string
-	// Private is true when the server is a cluster started by FindServer.
+	// Private is true when the server is a cluster started by Find.
 	Private bool
 	stop    func() error
 }
@@ -34,18 +41,18 @@ func (s *Server) Stop() error {
 	return s.stop()
 }
 
-// FindServer finds PostgreSQL as DESIGN §7 says: databaseURL when it is not
+// Find finds PostgreSQL as DESIGN §7 says: databaseURL when it is not
 // empty; else a server on 127.0.0.1:5432; else a private cluster started
 // from the locally installed binaries in dataDir, on a unix socket. Progress
 // is written to log.
-func FindServer(ctx context.Context, databaseURL, dataDir string, log io.Writer) (*Server, error) {
+func Find(ctx context.Context, databaseURL, dataDir string, log io.Writer) (*Server, error) {
 	if databaseURL != "" {
 		return &Server{URL: databaseURL}, nil
 	}
 	d := net.Dialer{Timeout: time.Second}
 	if c, err := d.DialContext(ctx, "tcp", "127.0.0.1:5432"); err == nil {
 		c.Close()
-		return &Server{URL: DefaultURL}, nil
+		return &Server{URL: storage.DefaultURL}, nil
 	}
 	return StartPrivateCluster(ctx, dataDir, log)
 }

@@ -1,4 +1,4 @@
-package storage
+package importfile
 
 import (
 	"context"
@@ -6,6 +6,7 @@ import (
 
 	"github.com/uptrace/bun"
 
+	"github.com/fleetapi/fleetapi/storage"
 	"github.com/fleetapi/fleetapi/tenancy"
 )
 
@@ -27,7 +28,7 @@ func (im *importer) importReports(ctx context.Context, f *importFile) error {
 		if err := im.checkDevices(ctx, ref, acct, rep.IMEI); err != nil {
 			return err
 		}
-		if !slices.Contains(SchedulePeriods(), rep.SchedulePeriod) {
+		if !slices.Contains(storage.SchedulePeriods(), rep.SchedulePeriod) {
 			return ref.errorf(`schedule_period %q: want "", "d", "w" or "dw"`, rep.SchedulePeriod)
 		}
 		row := rep.Report
@@ -66,18 +67,18 @@ func (im *importer) importEvents(ctx context.Context, f *importFile) error {
 			field, value string
 			allowed      []string
 		}{
-			{"route_trigger", row.RouteTrigger, Triggers()},
-			{"zone_trigger", row.ZoneTrigger, Triggers()},
-			{"cmd_gateway", row.CmdGateway, CmdGateways()},
-			{"cmd_type", row.CmdType, CmdTypes()},
+			{"route_trigger", row.RouteTrigger, storage.Triggers()},
+			{"zone_trigger", row.ZoneTrigger, storage.Triggers()},
+			{"cmd_gateway", row.CmdGateway, storage.CmdGateways()},
+			{"cmd_type", row.CmdType, storage.CmdTypes()},
 		} {
 			if !slices.Contains(c.allowed, c.value) {
 				return ref.errorf("%s %q: want one of %q", c.field, c.value, c.allowed)
 			}
 		}
 		for _, d := range row.WeekDays {
-			if !slices.Contains(WeekDays(), d) {
-				return ref.errorf("week_days: %q: want one of %q", d, WeekDays())
+			if !slices.Contains(storage.WeekDays(), d) {
+				return ref.errorf("week_days: %q: want one of %q", d, storage.WeekDays())
 			}
 		}
 		if err := im.insertNamed(ctx, ref, &row, acct.ID, ev.Name, &im.res.Events); err != nil {
@@ -90,7 +91,7 @@ func (im *importer) importEvents(ctx context.Context, f *importFile) error {
 // checkDevices checks that every IMEI of a report or event rule is a
 // device the account sees: its own, one of an account it manages, or any
 // for an admin.
-func (im *importer) checkDevices(ctx context.Context, ref recordRef, acct *Account, imeis []string) error {
+func (im *importer) checkDevices(ctx context.Context, ref recordRef, acct *storage.Account, imeis []string) error {
 	for _, imei := range imeis {
 		o, err := im.device(ctx, ref, imei)
 		if err != nil {
@@ -112,7 +113,7 @@ func (im *importer) checkDevices(ctx context.Context, ref recordRef, acct *Accou
 
 // insertNamed inserts a report or event rule unless the account already
 // has one of that name, and counts what it did.
-func (im *importer) insertNamed(ctx context.Context, ref recordRef, model any, accountID int64, name string, count *ImportCount) error {
+func (im *importer) insertNamed(ctx context.Context, ref recordRef, model any, accountID int64, name string, count *Count) error {
 	found, err := im.exists(ctx, ref, model, func(q *bun.SelectQuery) *bun.SelectQuery {
 		return q.Where("?TableAlias.account_id = ? AND ?TableAlias.name = ?", accountID, name)
 	})

@@ -1,4 +1,11 @@
-package storage
+// Package demodata is the demo data set: an import file (DESIGN §8) with
+// two tenants and tokens whose secrets are public, and the guards that
+// keep those tokens away from real data (DESIGN §7). It is a trusted
+// whole-table job of the command line (`fleetapi dev`, `import`, `serve`'s
+// start-up check, `token`), never used on the request path: its guards
+// read the accounts and tokens tables through a raw database handle,
+// without a policy scope.
+package demodata
 
 import (
 	_ "embed"
@@ -7,20 +14,20 @@ import (
 )
 
 //go:embed demodata.json
-var demoData []byte
+var fileJSON []byte
 
-// DemoData returns the demo data set: an import file (DESIGN §8) with two
+// File returns the demo data set: an import file (DESIGN §8) with two
 // tenants (managers "fleetco" and "northwind" with their users), an admin,
 // a subaccount, read-only, inactive and expired accounts, devices, services
 // (some due, some not), reports, event rules, passengers and the tokens of
-// DemoTokens. Load it with Store.Import.
-func DemoData() []byte {
-	return append([]byte(nil), demoData...)
+// Tokens. Load it with importfile.Load.
+func File() []byte {
+	return append([]byte(nil), fileJSON...)
 }
 
-// DemoToken is one of the demo data's tokens. Its secret is public: it is
+// Token is one of the demo data's tokens. Its secret is public: it is
 // for demonstrations and tests only.
-type DemoToken struct {
+type Token struct {
 	Username    string
 	Name        string
 	Secret      string
@@ -30,11 +37,11 @@ type DemoToken struct {
 	Note string
 }
 
-// DemoTokens returns the tokens of DemoData with their public secrets, in
-// the order of the file.
-func DemoTokens() []DemoToken {
+// Tokens returns the tokens of File with their public secrets, in the
+// order of the file.
+func Tokens() []Token {
 	all := []string{"*"}
-	return []DemoToken{
+	return []Token{
 		{"admin", "admin-all", "flt_demoAdmin00000000000000000000000", tenancy.Admin, all,
 			"admin: sees every row of both tenants"},
 		{"fleetco", "fleetco-all", "flt_demoFleetco000000000000000000000", tenancy.Manager, all,

@@ -1,4 +1,4 @@
-package storage
+package importfile
 
 import (
 	"encoding/json"

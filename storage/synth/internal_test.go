@@ -1,4 +1,4 @@
-package storage
+package synth
 
 import (
 	"math/rand/v2"

@@ -1,4 +1,4 @@
-package storage_test
+package demodata_test
 
 import (
 	"context"
@@ -6,7 +6,7 @@ import (
 	"slices"
 	"testing"
 
-	"github.com/fleetapi/fleetapi/storage"
+	"github.com/fleetapi/fleetapi/storage/demodata"
 	"github.com/fleetapi/fleetapi/tenancy"
 )
 
@@ -25,25 +25,25 @@ type demoFile struct {
 	} `json:"tokens"`
 }
 
-func TestDemoTokensMatchDemoData(t *testing.T) {
+func TestTokensMatchFile(t *testing.T) {
 	t.Parallel()
 	var f demoFile
-	if err := json.Unmarshal(storage.DemoData(), &f); err != nil {
+	if err := json.Unmarshal(demodata.File(), &f); err != nil {
 		t.Fatal(err)
 	}
 	types := map[string]string{}
 	for _, a := range f.Accounts {
 		types[a.Username] = a.Type
 	}
-	demo := storage.DemoTokens()
+	demo := demodata.Tokens()
 	if len(demo) != len(f.Tokens) {
-		t.Fatalf("DemoTokens has %d tokens, the demo data %d", len(demo), len(f.Tokens))
+		t.Fatalf("Tokens has %d tokens, the demo data %d", len(demo), len(f.Tokens))
 	}
 	for i, d := range demo {
 		t.Run(d.Name, func(t *testing.T) {
 			ft := f.Tokens[i]
 			if d.Username != ft.Account || d.Name != ft.Name || d.Secret != ft.Secret || !slices.Equal(d.Permissions, ft.Permissions) {
-				t.Errorf("DemoTokens[%d] = %+v, demo data has %+v", i, d, ft)
+				t.Errorf("Tokens[%d] = %+v, demo data has %+v", i, d, ft)
 			}
 			if string(d.AccountType) != types[d.Username] {
 				t.Errorf("account type %q, demo data has %q", d.AccountType, types[d.Username])
@@ -58,10 +58,10 @@ func TestDemoTokensMatchDemoData(t *testing.T) {
 	}
 }
 
-func TestDemoDataShape(t *testing.T) {
+func TestFileShape(t *testing.T) {
 	t.Parallel()
 	var f demoFile
-	if err := json.Unmarshal(storage.DemoData(), &f); err != nil {
+	if err := json.Unmarshal(demodata.File(), &f); err != nil {
 		t.Fatal(err)
 	}
 	users := map[string]int{}
@@ -81,12 +81,12 @@ func TestDemoDataShape(t *testing.T) {
 	}
 }
 
-func TestDemoTokensAuthenticate(t *testing.T) {
+func TestTokensAuthenticate(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	s, _ := newStore(t)
-	importJSON(t, s, storage.DemoData())
-	for _, d := range storage.DemoTokens() {
+	s, db := newStore(t)
+	importJSON(t, db, demodata.File())
+	for _, d := range demodata.Tokens() {
 		t.Run(d.Name, func(t *testing.T) {
 			hash, err := tenancy.HashToken(d.Secret)
 			if err != nil {

@@ -1,4 +1,4 @@
-package storage
+package synth
 
 import (
 	"bytes"
@@ -10,6 +10,8 @@ import (
 
 	"github.com/uptrace/bun"
 	"github.com/uptrace/bun/driver/pgdriver"
+
+	"github.com/fleetapi/fleetapi/storage"
 )
 
 // copyChunkBytes is how much COPY text the generator buffers before it
@@ -67,7 +69,7 @@ func (c *copier) flush() error {
 	}
 	res, err := pgdriver.CopyFrom(c.ctx, c.conn, bytes.NewReader(c.buf.Bytes()), c.stmt)
 	if err != nil {
-		return fmt.Errorf("%s: %w", c.stmt, Translate(err))
+		return fmt.Errorf("%s: %w", c.stmt, storage.Translate(err))
 	}
 	n, _ := res.RowsAffected()
 	c.copied += n
@@ -138,7 +140,7 @@ func (r *copyRow) Text(s string) *copyRow {
 // Date appends a date field (YYYY-MM-DD).
 func (r *copyRow) Date(t time.Time) *copyRow {
 	r.sep()
-	r.b = t.AppendFormat(r.b, DateLayout)
+	r.b = t.AppendFormat(r.b, storage.DateLayout)
 	return r
 }
 

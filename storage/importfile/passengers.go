@@ -1,4 +1,4 @@
-package storage
+package importfile
 
 import (
 	"context"
@@ -7,6 +7,8 @@ import (
 	"strings"
 
 	"github.com/uptrace/bun"
+
+	"github.com/fleetapi/fleetapi/storage"
 )
 
 // importPassengers inserts the passengers, normalised as DESIGN §5 says. A
@@ -28,7 +30,7 @@ func (im *importer) importPassengers(ctx context.Context, f *importFile) error {
 		if bad := row.Validate(); bad != nil {
 			return ref.errorf("%s", fieldErrors(bad))
 		}
-		found, err := im.exists(ctx, ref, (*Passenger)(nil), func(q *bun.SelectQuery) *bun.SelectQuery {
+		found, err := im.exists(ctx, ref, (*storage.Passenger)(nil), func(q *bun.SelectQuery) *bun.SelectQuery {
 			return q.Where("p.account_id = ? AND p.passenger_name = ?", acct.ID, row.PassengerName)
 		})
 		if err != nil {

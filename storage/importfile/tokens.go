@@ -1,4 +1,4 @@
-package storage
+package importfile
 
 import (
 	"context"
@@ -6,6 +6,7 @@ import (
 
 	"github.com/uptrace/bun"
 
+	"github.com/fleetapi/fleetapi/storage"
 	"github.com/fleetapi/fleetapi/tenancy"
 )
 
@@ -39,7 +40,7 @@ func (im *importer) importTokens(ctx context.Context, f *importFile) error {
 		if t.RateLimit != nil && *t.RateLimit <= 0 {
 			return ref.errorf("rate_limit must be 1 or more, or null")
 		}
-		found, err := im.exists(ctx, ref, (*Token)(nil), func(q *bun.SelectQuery) *bun.SelectQuery {
+		found, err := im.exists(ctx, ref, (*storage.Token)(nil), func(q *bun.SelectQuery) *bun.SelectQuery {
 			return q.Where("t.account_id = ? AND t.name = ?", acct.ID, t.Name)
 		})
 		if err != nil {
@@ -56,17 +57,17 @@ func (im *importer) importTokens(ctx context.Context, f *importFile) error {
 		}
 		err = im.db.NewSelect().TableExpr("tokens AS t").Join("JOIN accounts AS a ON a.id = t.account_id").
 			ColumnExpr("a.username, t.name").Where("t.hash = ?", hash[:]).Limit(1).Scan(ctx, &owner)
-		switch err = Translate(err); {
+		switch err = storage.Translate(err); {
 		case err == nil:
 			return ref.errorf("secret is already the secret of token %q of %s; every token needs its own", owner.Name, owner.Username)
-		case !errors.Is(err, ErrNotFound):
+		case !errors.Is(err, storage.ErrNotFound):
 			return ref.dbError(err)
 		}
-		row := &Token{
+		row := &storage.Token{
 			AccountID:   acct.ID,
 			Name:        t.Name,
 			Hash:        hash[:],
-			Permissions: StringList(t.Permissions),
+			Permissions: storage.StringList(t.Permissions),
 			ExpiresAt:   t.ExpiresAt,
 			RateLimit:   t.RateLimit,
 		}

@@ -1,4 +1,4 @@
-package storage
+package demodata
 
 import (
 	"context"
@@ -9,19 +9,20 @@ import (
 
 	"github.com/uptrace/bun"
 
+	"github.com/fleetapi/fleetapi/storage"
 	"github.com/fleetapi/fleetapi/tenancy"
 )
 
-// demoSets are the accounts and token hashes of the demo data, read from
-// the embedded file itself (not from DemoTokens), so that a secret added
-// to the file is recognised however it got there.
-type demoSets struct {
+// sets are the accounts and token hashes of the demo data, read from the
+// embedded file itself (not from Tokens), so that a secret added to the
+// file is recognised however it got there.
+type sets struct {
 	// accounts maps each demo username to its account type.
 	accounts map[string]tenancy.AccountType
 	hashes   [][]byte
 }
 
-func readDemoSets() (demoSets, error) {
+func readSets() (sets, error) {
 	var f struct {
 		Accounts []struct {
 			Username string              `json:"username"`
@@ -31,43 +32,43 @@ func readDemoSets() (demoSets, error) {
 			Secret string `json:"secret"`
 		} `json:"tokens"`
 	}
-	if err := json.Unmarshal(demoData, &f); err != nil {
-		return demoSets{}, fmt.Errorf("demo data: %w", err)
+	if err := json.Unmarshal(fileJSON, &f); err != nil {
+		return sets{}, fmt.Errorf("demo data: %w", err)
 	}
-	s := demoSets{accounts: map[string]tenancy.AccountType{}}
+	s := sets{accounts: map[string]tenancy.AccountType{}}
 	for _, a := range f.Accounts {
 		s.accounts[a.Username] = a.Type
 	}
 	for _, t := range f.Tokens {
 		h, err := tenancy.HashToken(t.Secret)
 		if err != nil {
-			return demoSets{}, fmt.Errorf("demo data: token secret: %w", err)
+			return sets{}, fmt.Errorf("demo data: token secret: %w", err)
 		}
 		s.hashes = append(s.hashes, h[:])
 	}
 	return s, nil
 }
 
-// ActiveDemoToken is a token that works and whose secret is published in
+// ActiveToken is a token that works and whose secret is published in
 // the demo data: anyone who has read the README can use it.
-type ActiveDemoToken struct {
+type ActiveToken struct {
 	ID       int64
 	Username string
 	Name     string
 }
 
-// ActiveDemoTokens returns, by id, the tokens whose secret is one of the
+// ActiveTokens returns, by id, the tokens of db whose secret is one of the
 // demo data's public secrets and that still work at now (not revoked, not
 // expired), whichever account they belong to. `fleetapi serve` refuses to
-// start while there is one (DESIGN §7). It returns ErrUnavailable when the
-// database cannot be reached.
-func (s *Store) ActiveDemoTokens(ctx context.Context, now time.Time) ([]ActiveDemoToken, error) {
-	demo, err := readDemoSets()
+// start while there is one (DESIGN §7). It returns storage.ErrUnavailable
+// when the database cannot be reached.
+func ActiveTokens(ctx context.Context, db bun.IDB, now time.Time) ([]ActiveToken, error) {
+	demo, err := readSets()
 	if err != nil {
 		return nil, err
 	}
-	var out []ActiveDemoToken
-	err = s.db.NewSelect().TableExpr("tokens AS t").Join("JOIN accounts AS a ON a.id = t.account_id").
+	var out []ActiveToken
+	err = db.NewSelect().TableExpr("tokens AS t").Join("JOIN accounts AS a ON a.id = t.account_id").
 		ColumnExpr("t.id, a.username, t.name").
 		Where("t.hash IN (?)", bun.List(demo.hashes)).
 		Where("t.revoked_at IS NULL").
@@ -75,26 +76,26 @@ func (s *Store) ActiveDemoTokens(ctx context.Context, now time.Time) ([]ActiveDe
 		OrderExpr("t.id").
 		Scan(ctx, &out)
 	if err != nil {
-		return nil, Translate(err)
+		return nil, storage.Translate(err)
 	}
 	return out, nil
 }
 
-// NonDemoAccounts returns the usernames, sorted, of the accounts that are
-// not in the demo data: a username the demo data does not have, or one it
+// ForeignAccounts returns the usernames, sorted, of the accounts of db that
+// are not in the demo data: a username the demo data does not have, or one it
 // has with another account type. A database without the accounts table
 // (not migrated yet) has none. `fleetapi dev` refuses a database that has
 // any, so that the public demo tokens are never loaded next to real
-// accounts (DESIGN §7). It returns ErrUnavailable when the database cannot
-// be reached.
-func (s *Store) NonDemoAccounts(ctx context.Context) ([]string, error) {
-	demo, err := readDemoSets()
+// accounts (DESIGN §7). It returns storage.ErrUnavailable when the
+// database cannot be reached.
+func ForeignAccounts(ctx context.Context, db bun.IDB) ([]string, error) {
+	demo, err := readSets()
 	if err != nil {
 		return nil, err
 	}
 	var exists bool
-	if err := s.db.NewRaw("SELECT to_regclass('accounts') IS NOT NULL").Scan(ctx, &exists); err != nil {
-		return nil, Translate(err)
+	if err := db.NewRaw("SELECT to_regclass('accounts') IS NOT NULL").Scan(ctx, &exists); err != nil {
+		return nil, storage.Translate(err)
 	}
 	if !exists {
 		return nil, nil
@@ -103,8 +104,8 @@ func (s *Store) NonDemoAccounts(ctx context.Context) ([]string, error) {
 		Username string              `bun:"username"`
 		Type     tenancy.AccountType `bun:"type"`
 	}
-	if err := s.db.NewSelect().TableExpr("accounts").Column("username", "type").Scan(ctx, &rows); err != nil {
-		return nil, Translate(err)
+	if err := db.NewSelect().TableExpr("accounts").Column("username", "type").Scan(ctx, &rows); err != nil {
+		return nil, storage.Translate(err)
 	}
 	var out []string
 	for _, r := range rows {

@@ -1,4 +1,4 @@
-package storage
+package importfile
 
 import (
 	"context"
@@ -6,6 +6,7 @@ import (
 
 	"github.com/uptrace/bun"
 
+	"github.com/fleetapi/fleetapi/storage"
 	"github.com/fleetapi/fleetapi/tenancy"
 )
 
@@ -13,35 +14,35 @@ import (
 // accounts and objects it has looked up or inserted.
 type importer struct {
 	db      bun.IDB
-	byName  map[string]*Account
-	byID    map[int64]*Account
-	objects map[string]*Object
-	res     ImportResult
+	byName  map[string]*storage.Account
+	byID    map[int64]*storage.Account
+	objects map[string]*storage.Object
+	res     Result
 }
 
 func newImporter(db bun.IDB) *importer {
 	return &importer{
 		db:      db,
-		byName:  map[string]*Account{},
-		byID:    map[int64]*Account{},
-		objects: map[string]*Object{},
+		byName:  map[string]*storage.Account{},
+		byID:    map[int64]*storage.Account{},
+		objects: map[string]*storage.Object{},
 	}
 }
 
-func (im *importer) remember(a *Account) {
+func (im *importer) remember(a *storage.Account) {
 	im.byName[a.Username] = a
 	im.byID[a.ID] = a
 }
 
 // lookupAccount returns the account with that username; ok is false when
 // there is none.
-func (im *importer) lookupAccount(ctx context.Context, username string) (*Account, bool, error) {
+func (im *importer) lookupAccount(ctx context.Context, username string) (*storage.Account, bool, error) {
 	if a, ok := im.byName[username]; ok {
 		return a, true, nil
 	}
-	a := new(Account)
+	a := new(storage.Account)
 	err := im.db.NewSelect().Model(a).Where("a.username = ?", username).Scan(ctx)
-	if err = Translate(err); errors.Is(err, ErrNotFound) {
+	if err = storage.Translate(err); errors.Is(err, storage.ErrNotFound) {
 		return nil, false, nil
 	} else if err != nil {
 		return nil, false, err
@@ -51,13 +52,13 @@ func (im *importer) lookupAccount(ctx context.Context, username string) (*Accoun
 }
 
 // accountByID returns an account known to exist.
-func (im *importer) accountByID(ctx context.Context, id int64) (*Account, error) {
+func (im *importer) accountByID(ctx context.Context, id int64) (*storage.Account, error) {
 	if a, ok := im.byID[id]; ok {
 		return a, nil
 	}
-	a := new(Account)
+	a := new(storage.Account)
 	if err := im.db.NewSelect().Model(a).Where("a.id = ?", id).Scan(ctx); err != nil {
-		return nil, Translate(err)
+		return nil, storage.Translate(err)
 	}
 	im.remember(a)
 	return a, nil
@@ -65,13 +66,13 @@ func (im *importer) accountByID(ctx context.Context, id int64) (*Account, error)
 
 // lookupObject returns the device with that IMEI; ok is false when there
 // is none.
-func (im *importer) lookupObject(ctx context.Context, imei string) (*Object, bool, error) {
+func (im *importer) lookupObject(ctx context.Context, imei string) (*storage.Object, bool, error) {
 	if o, ok := im.objects[imei]; ok {
 		return o, true, nil
 	}
-	o := new(Object)
+	o := new(storage.Object)
 	err := im.db.NewSelect().Model(o).Where("o.imei = ?", imei).Scan(ctx)
-	if err = Translate(err); errors.Is(err, ErrNotFound) {
+	if err = storage.Translate(err); errors.Is(err, storage.ErrNotFound) {
 		return nil, false, nil
 	} else if err != nil {
 		return nil, false, err
@@ -82,7 +83,7 @@ func (im *importer) lookupObject(ctx context.Context, imei string) (*Object, boo
 
 // owner resolves the account that owns a record: it must exist and must not
 // be a subaccount (a subaccount's rows belong to its parent).
-func (im *importer) owner(ctx context.Context, ref recordRef, username string) (*Account, error) {
+func (im *importer) owner(ctx context.Context, ref recordRef, username string) (*storage.Account, error) {
 	if username == "" {
 		return nil, ref.errorf("account is required")
 	}
@@ -100,7 +101,7 @@ func (im *importer) owner(ctx context.Context, ref recordRef, username string) (
 }
 
 // device resolves an IMEI that must exist.
-func (im *importer) device(ctx context.Context, ref recordRef, imei string) (*Object, error) {
+func (im *importer) device(ctx context.Context, ref recordRef, imei string) (*storage.Object, error) {
 	if imei == "" {
 		return nil, ref.errorf("imei is required")
 	}

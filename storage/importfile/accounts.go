@@ -1,9 +1,10 @@
-package storage
+package importfile
 
 import (
 	"context"
 	"slices"
 
+	"github.com/fleetapi/fleetapi/storage"
 	"github.com/fleetapi/fleetapi/tenancy"
 )
 
@@ -68,7 +69,7 @@ func checkAccount(r record[importAccount]) error {
 		return ref.errorf("an admin has no manager")
 	case a.Manager == a.Username:
 		return ref.errorf("an account cannot manage itself")
-	case a.Email != "" && !validEmail(a.Email):
+	case a.Email != "" && !storage.ValidEmail(a.Email):
 		return ref.errorf("email %q is not a valid address", a.Email)
 	case len(a.Objects) > 0 && a.Type != string(tenancy.Subaccount):
 		return ref.errorf("objects are granted to subaccounts only")
@@ -100,7 +101,7 @@ func parentTypes(t tenancy.AccountType) []tenancy.AccountType {
 // the database, or skips it when the username exists.
 func (im *importer) importAccount(ctx context.Context, r record[importAccount]) error {
 	a, ref := r.val, r.ref
-	row := &Account{
+	row := &storage.Account{
 		Username:        a.Username,
 		Email:           a.Email,
 		Type:            tenancy.AccountType(a.Type),
@@ -108,7 +109,7 @@ func (im *importer) importAccount(ctx context.Context, r record[importAccount]) 
 		ReadOnly:        a.ReadOnly,
 		AccountExpire:   a.AccountExpire,
 		AccountExpireDt: a.AccountExpireDt,
-		Privileges:      StringList(a.Privileges),
+		Privileges:      storage.StringList(a.Privileges),
 	}
 	if a.Manager != "" {
 		mgr, ok, err := im.lookupAccount(ctx, a.Manager)

@@ -1,10 +1,12 @@
-package storage
+package pgserver
 
 import (
 	"bytes"
 	"context"
 	"os"
 	"testing"
+
+	"github.com/fleetapi/fleetapi/storage"
 )
 
 // TestPrivateCluster starts a private PostgreSQL cluster from the installed
@@ -37,11 +39,11 @@ func TestPrivateCluster(t *testing.T) {
 	if !srv.Private {
 		t.Fatal("server not marked private")
 	}
-	if err := EnsureDatabase(ctx, srv.URL); err != nil {
+	if err := storage.EnsureDatabase(ctx, srv.URL); err != nil {
 		t.Fatal(err)
 	}
-	db := Open(srv.URL, Options{MaxOpenConns: 2})
-	if err := Migrate(ctx, db); err != nil {
+	db := storage.Open(srv.URL, storage.Options{MaxOpenConns: 2})
+	if err := storage.Migrate(ctx, db); err != nil {
 		t.Fatal(err)
 	}
 	var n int

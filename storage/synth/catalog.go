@@ -1,4 +1,4 @@
-package storage
+package synth
 
 // The catalogs the generator draws realistic values from.
 

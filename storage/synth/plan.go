@@ -1,10 +1,12 @@
-package storage
+package synth
 
 import (
 	"context"
 	"fmt"
 	"math/rand/v2"
 	"slices"
+
+	"github.com/fleetapi/fleetapi/storage"
 )
 
 // Random streams of the generator: each table draws from its own stream,
@@ -24,7 +26,7 @@ const (
 // get the harness tokens. Account ids are assigned here (1 is the admin,
 // then managers, users, subaccounts) and written explicitly by COPY.
 type genPlan struct {
-	cfg GenerateConfig
+	cfg Config
 	// userManager[u] is the manager index of user u; userFlags[u] its state.
 	userManager []int
 	userFlags   []userFlag
@@ -61,7 +63,7 @@ func (p *genPlan) managerID(m int) int64    { return int64(2 + m) }
 func (p *genPlan) userID(u int) int64       { return int64(2 + p.cfg.Managers + u) }
 func (p *genPlan) subaccountID(s int) int64 { return int64(2 + p.cfg.Managers + p.cfg.Users + s) }
 
-func newGenPlan(cfg GenerateConfig) *genPlan {
+func newGenPlan(cfg Config) *genPlan {
 	p := &genPlan{cfg: cfg}
 	r := p.rng(streamAccounts)
 
@@ -200,7 +202,7 @@ func weightedIndex(r *rand.Rand, weights []int) int {
 }
 
 // createTokens creates the harness tokens, with random secrets.
-func (p *genPlan) createTokens(ctx context.Context, s *Store) ([]GeneratedToken, error) {
+func (p *genPlan) createTokens(ctx context.Context, s *storage.Store) ([]Token, error) {
 	roles := []struct {
 		role     string
 		username string
@@ -211,16 +213,16 @@ func (p *genPlan) createTokens(ctx context.Context, s *Store) ([]GeneratedToken,
 		{"user", userName(p.harnessUser), p.userID(p.harnessUser)},
 		{"subaccount", subaccountName(p.harnessSub), p.subaccountID(p.harnessSub)},
 	}
-	out := make([]GeneratedToken, 0, len(roles))
+	out := make([]Token, 0, len(roles))
 	for _, r := range roles {
-		secret, tok, err := s.CreateToken(ctx, NewToken{
+		secret, tok, err := s.CreateToken(ctx, storage.NewToken{
 			Username: r.username, Name: "fleetops-bench-" + r.role, Permissions: []string{"*"},
-			RateLimit: GenerateTokenRateLimit,
+			RateLimit: TokenRateLimit,
 		})
 		if err != nil {
 			return nil, fmt.Errorf("generate: token for %s: %w", r.username, err)
 		}
-		out = append(out, GeneratedToken{Role: r.role, Username: r.username, AccountID: tok.AccountID, TokenID: tok.ID, Token: secret})
+		out = append(out, Token{Role: r.role, Username: r.username, AccountID: tok.AccountID, TokenID: tok.ID, Token: secret})
 	}
 	return out, nil
 }

@@ -1,4 +1,4 @@
-package storage
+package importfile
 
 import (
 	"errors"
@@ -74,3 +74,18 @@ func duplicateKey(columns, values string) string {
 	}
 	return strings.Join(parts, ", ")
 }
+
+// violation is a rule of the schema that a record broke, told in the words
+// of constraintWords. It matches its sentinel (storage.ErrInvalid or
+// storage.ErrConflict) with errors.Is and keeps the driver's error in its
+// chain for logs, without showing it in its message.
+type violation struct {
+	words    string
+	sentinel error
+	cause    error
+}
+
+func (v *violation) Error() string { return v.words }
+
+// Unwrap returns the sentinel and the driver's error.
+func (v *violation) Unwrap() []error { return []error{v.sentinel, v.cause} }

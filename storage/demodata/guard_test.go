@@ -1,4 +1,4 @@
-package storage_test
+package demodata_test
 
 import (
 	"context"
@@ -7,21 +7,22 @@ import (
 	"testing"
 	"time"
 
-	"github.com/fleetapi/fleetapi/storage"
+	"github.com/fleetapi/fleetapi/storage/demodata"
+	"github.com/fleetapi/fleetapi/storage/storagetest"
 )
 
-// TestActiveDemoTokens: every token whose secret is published in the demo
+// TestActiveTokens: every token whose secret is published in the demo
 // data and that works is found, whichever account holds it; revoked and
 // expired ones are not.
-func TestActiveDemoTokens(t *testing.T) {
+func TestActiveTokens(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	s, _ := newStore(t)
+	s, db := newStore(t)
 	now := time.Now()
-	if got, err := s.ActiveDemoTokens(ctx, now); err != nil || len(got) != 0 {
+	if got, err := demodata.ActiveTokens(ctx, db.DB, now); err != nil || len(got) != 0 {
 		t.Fatalf("empty database: %v %v", got, err)
 	}
-	importJSON(t, s, storage.DemoData())
+	importJSON(t, db, demodata.File())
 
 	// Every demo token that has not expired, by the file's own expiry.
 	var f struct {
@@ -30,7 +31,7 @@ func TestActiveDemoTokens(t *testing.T) {
 			ExpiresAt *time.Time `json:"expires_at"`
 		} `json:"tokens"`
 	}
-	if err := json.Unmarshal(storage.DemoData(), &f); err != nil {
+	if err := json.Unmarshal(demodata.File(), &f); err != nil {
 		t.Fatal(err)
 	}
 	var want []string
@@ -41,7 +42,7 @@ func TestActiveDemoTokens(t *testing.T) {
 	}
 	names := func() []string {
 		t.Helper()
-		got, err := s.ActiveDemoTokens(ctx, now)
+		got, err := demodata.ActiveTokens(ctx, db.DB, now)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -72,46 +73,46 @@ func TestActiveDemoTokens(t *testing.T) {
 
 }
 
-// TestActiveDemoTokensOnOtherAccounts: a demo secret on an account that is
+// TestActiveTokensOnOtherAccounts: a demo secret on an account that is
 // not demo data is found too (the way the old dev attached demo tokens to
 // existing accounts of the same name), until it expires.
-func TestActiveDemoTokensOnOtherAccounts(t *testing.T) {
+func TestActiveTokensOnOtherAccounts(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	s, _ := newStore(t)
+	db := storagetest.New(t)
 	now := time.Now()
-	importJSON(t, s, []byte(`{"accounts": [{"username": "realco", "type": "manager"}],
+	importJSON(t, db, []byte(`{"accounts": [{"username": "realco", "type": "manager"}],
 		"tokens": [{"account": "realco", "name": "copied", "secret": "flt_demoAdmin00000000000000000000000", "permissions": ["*"],
 		            "expires_at": "`+now.Add(time.Hour).UTC().Format(time.RFC3339)+`"},
 		           {"account": "realco", "name": "own", "secret": "flt_realco00000000000000000000000000", "permissions": ["*"]}]}`))
-	got, err := s.ActiveDemoTokens(ctx, now)
+	got, err := demodata.ActiveTokens(ctx, db.DB, now)
 	if err != nil || len(got) != 1 || got[0].Name != "copied" || got[0].Username != "realco" {
 		t.Fatalf("active demo tokens %+v, %v; want realco's copied only", got, err)
 	}
-	if got, err := s.ActiveDemoTokens(ctx, now.Add(2*time.Hour)); err != nil || len(got) != 0 {
+	if got, err := demodata.ActiveTokens(ctx, db.DB, now.Add(2*time.Hour)); err != nil || len(got) != 0 {
 		t.Fatalf("after its expiry: %+v, %v", got, err)
 	}
 }
 
-// TestNonDemoAccounts: accounts whose username is not in the demo data, or
+// TestForeignAccounts: accounts whose username is not in the demo data, or
 // whose type differs from the demo data's, are reported.
-func TestNonDemoAccounts(t *testing.T) {
+func TestForeignAccounts(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	s, db := newStore(t)
-	if got, err := s.NonDemoAccounts(ctx); err != nil || len(got) != 0 {
+	db := storagetest.New(t)
+	if got, err := demodata.ForeignAccounts(ctx, db.DB); err != nil || len(got) != 0 {
 		t.Fatalf("empty database: %v %v", got, err)
 	}
-	importJSON(t, s, storage.DemoData())
-	if got, err := s.NonDemoAccounts(ctx); err != nil || len(got) != 0 {
+	importJSON(t, db, demodata.File())
+	if got, err := demodata.ForeignAccounts(ctx, db.DB); err != nil || len(got) != 0 {
 		t.Fatalf("demo data only: %v %v", got, err)
 	}
-	importJSON(t, s, []byte(`{"accounts": [{"username": "zeta", "type": "user", "manager": "fleetco"},
+	importJSON(t, db, []byte(`{"accounts": [{"username": "zeta", "type": "user", "manager": "fleetco"},
 		{"username": "beta", "type": "manager"}]}`))
 	if _, err := db.DB.ExecContext(ctx, "UPDATE accounts SET type = 'manager' WHERE username = 'tailspin'"); err != nil {
 		t.Fatal(err)
 	}
-	got, err := s.NonDemoAccounts(ctx)
+	got, err := demodata.ForeignAccounts(ctx, db.DB)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -120,16 +121,16 @@ func TestNonDemoAccounts(t *testing.T) {
 	}
 }
 
-// TestNonDemoAccountsUnmigrated: a database without the schema holds no
+// TestForeignAccountsUnmigrated: a database without the schema holds no
 // accounts (dev looks before it migrates).
-func TestNonDemoAccountsUnmigrated(t *testing.T) {
+func TestForeignAccountsUnmigrated(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	s, db := newStore(t)
+	db := storagetest.New(t)
 	if _, err := db.DB.ExecContext(ctx, "DROP TABLE accounts CASCADE"); err != nil {
 		t.Fatal(err)
 	}
-	if got, err := s.NonDemoAccounts(ctx); err != nil || len(got) != 0 {
+	if got, err := demodata.ForeignAccounts(ctx, db.DB); err != nil || len(got) != 0 {
 		t.Fatalf("no accounts table: %v %v", got, err)
 	}
 }

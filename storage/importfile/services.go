@@ -1,9 +1,11 @@
-package storage
+package importfile
 
 import (
 	"context"
 
 	"github.com/uptrace/bun"
+
+	"github.com/fleetapi/fleetapi/storage"
 )
 
 // importServices inserts the service records; each device must belong to
@@ -28,7 +30,7 @@ func (im *importer) importServices(ctx context.Context, f *importFile) error {
 		if s.Name == "" {
 			return ref.errorf("name is required")
 		}
-		found, err := im.exists(ctx, ref, (*Service)(nil), func(q *bun.SelectQuery) *bun.SelectQuery {
+		found, err := im.exists(ctx, ref, (*storage.Service)(nil), func(q *bun.SelectQuery) *bun.SelectQuery {
 			return q.Where("s.imei = ? AND s.name = ?", s.IMEI, s.Name)
 		})
 		if err != nil {

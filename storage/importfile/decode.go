@@ -1,4 +1,4 @@
-package storage
+package importfile
 
 import (
 	"bytes"
@@ -8,6 +8,8 @@ import (
 	"io"
 	"strings"
 	"time"
+
+	"github.com/fleetapi/fleetapi/storage"
 )
 
 // importFile is the decoded file: each section's records with their refs.
@@ -32,16 +34,16 @@ type record[T any] struct {
 // shadowed and refused.
 type (
 	importAccount struct {
-		Username        string   `json:"username"`
-		Email           string   `json:"email"`
-		Type            string   `json:"type"`
-		Manager         string   `json:"manager"`
-		Active          *bool    `json:"active"`
-		ReadOnly        bool     `json:"read_only"`
-		AccountExpire   bool     `json:"account_expire"`
-		AccountExpireDt *Date    `json:"account_expire_dt"`
-		Privileges      []string `json:"privileges"`
-		Objects         []string `json:"objects"`
+		Username        string        `json:"username"`
+		Email           string        `json:"email"`
+		Type            string        `json:"type"`
+		Manager         string        `json:"manager"`
+		Active          *bool         `json:"active"`
+		ReadOnly        bool          `json:"read_only"`
+		AccountExpire   bool          `json:"account_expire"`
+		AccountExpireDt *storage.Date `json:"account_expire_dt"`
+		Privileges      []string      `json:"privileges"`
+		Objects         []string      `json:"objects"`
 	}
 	importObject struct {
 		IMEI        string `json:"imei"`
@@ -59,23 +61,23 @@ type (
 		RateLimit   *int       `json:"rate_limit"`
 	}
 	importService struct {
-		Service
-		Account   string          `json:"account"`
-		Extra     JSONObject      `json:"extra"`
-		ServiceID json.RawMessage `json:"service_id"`
+		storage.Service
+		Account   string             `json:"account"`
+		Extra     storage.JSONObject `json:"extra"`
+		ServiceID json.RawMessage    `json:"service_id"`
 	}
 	importReport struct {
-		Report
+		storage.Report
 		Account  string          `json:"account"`
 		ReportID json.RawMessage `json:"report_id"`
 	}
 	importEvent struct {
-		Event
+		storage.Event
 		Account string          `json:"account"`
 		EventID json.RawMessage `json:"event_id"`
 	}
 	importPassenger struct {
-		Passenger
+		storage.Passenger
 		Account         string          `json:"account"`
 		PassengerActive *bool           `json:"passenger_active"`
 		PassengerID     json.RawMessage `json:"passenger_id"`
@@ -98,7 +100,7 @@ func keyFields(section string) []string {
 }
 
 // decodeImport reads the file strictly: unknown sections or fields, wrong
-// types and trailing data are errors wrapping ErrInvalid.
+// types and trailing data are errors wrapping storage.ErrInvalid.
 func decodeImport(r io.Reader) (*importFile, error) {
 	data, err := io.ReadAll(r)
 	if err != nil {
@@ -114,7 +116,7 @@ func decodeImport(r io.Reader) (*importFile, error) {
 		Passengers []json.RawMessage `json:"passengers"`
 	}
 	if err := decodeStrict(data, &raw); err != nil {
-		return nil, fmt.Errorf("import: %w: %s", ErrInvalid, describeJSONError(err))
+		return nil, fmt.Errorf("import: %w: %s", storage.ErrInvalid, describeJSONError(err))
 	}
 	f := new(importFile)
 	for _, err := range []error{

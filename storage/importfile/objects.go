@@ -1,6 +1,10 @@
-package storage
+package importfile
 
-import "context"
+import (
+	"context"
+
+	"github.com/fleetapi/fleetapi/storage"
+)
 
 // importObjects inserts the devices. An IMEI that exists is skipped, unless
 // it belongs to another account than the record says.
@@ -26,7 +30,7 @@ func (im *importer) importObjects(ctx context.Context, f *importFile) error {
 			im.res.Objects.Skipped++
 			continue
 		}
-		row := &Object{IMEI: o.IMEI, AccountID: acct.ID, Name: o.Name, Odometer: o.Odometer, EngineHours: o.EngineHours}
+		row := &storage.Object{IMEI: o.IMEI, AccountID: acct.ID, Name: o.Name, Odometer: o.Odometer, EngineHours: o.EngineHours}
 		if err := im.insert(ctx, ref, row); err != nil {
 			return err
 		}
@@ -63,7 +67,7 @@ func (im *importer) importGrants(ctx context.Context, f *importFile) error {
 			if o.AccountID != parent.ID {
 				return ref.errorf("imei %q does not belong to parent %q", imei, parent.Username)
 			}
-			res, err := im.db.NewInsert().Model(&ObjectGrant{SubaccountID: sub.ID, IMEI: imei}).
+			res, err := im.db.NewInsert().Model(&storage.ObjectGrant{SubaccountID: sub.ID, IMEI: imei}).
 				On("CONFLICT DO NOTHING").Exec(ctx)
 			if err != nil {
 				return ref.dbError(err)

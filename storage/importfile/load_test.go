@@ -1,4 +1,4 @@
-package storage_test
+package importfile_test
 
 import (
 	"bytes"
@@ -9,17 +9,20 @@ import (
 	"testing"
 
 	"github.com/fleetapi/fleetapi/storage"
+	"github.com/fleetapi/fleetapi/storage/demodata"
+	"github.com/fleetapi/fleetapi/storage/importfile"
+	"github.com/fleetapi/fleetapi/storage/storagetest"
 )
 
-func TestImportDemoData(t *testing.T) {
+func TestLoadDemoData(t *testing.T) {
 	t.Parallel()
 	s, db := newStore(t)
-	res := importJSON(t, s, storage.DemoData())
-	want := storage.ImportResult{
-		Accounts: storage.ImportCount{Inserted: 12}, Objects: storage.ImportCount{Inserted: 11},
-		Grants: storage.ImportCount{Inserted: 2}, Tokens: storage.ImportCount{Inserted: 14},
-		Services: storage.ImportCount{Inserted: 14}, Reports: storage.ImportCount{Inserted: 6},
-		Events: storage.ImportCount{Inserted: 4}, Passengers: storage.ImportCount{Inserted: 6},
+	res := importJSON(t, db, demodata.File())
+	want := importfile.Result{
+		Accounts: importfile.Count{Inserted: 12}, Objects: importfile.Count{Inserted: 11},
+		Grants: importfile.Count{Inserted: 2}, Tokens: importfile.Count{Inserted: 14},
+		Services: importfile.Count{Inserted: 14}, Reports: importfile.Count{Inserted: 6},
+		Events: importfile.Count{Inserted: 4}, Passengers: importfile.Count{Inserted: 6},
 	}
 	if res != want {
 		t.Fatalf("first import:\n got %v\nwant %v", res, want)
@@ -27,12 +30,12 @@ func TestImportDemoData(t *testing.T) {
 	before := rowCounts(t, db)
 
 	t.Run("reimport_adds_nothing", func(t *testing.T) {
-		res := importJSON(t, s, storage.DemoData())
-		wantSkip := storage.ImportResult{
-			Accounts: storage.ImportCount{Skipped: 12}, Objects: storage.ImportCount{Skipped: 11},
-			Grants: storage.ImportCount{Skipped: 2}, Tokens: storage.ImportCount{Skipped: 14},
-			Services: storage.ImportCount{Skipped: 14}, Reports: storage.ImportCount{Skipped: 6},
-			Events: storage.ImportCount{Skipped: 4}, Passengers: storage.ImportCount{Skipped: 6},
+		res := importJSON(t, db, demodata.File())
+		wantSkip := importfile.Result{
+			Accounts: importfile.Count{Skipped: 12}, Objects: importfile.Count{Skipped: 11},
+			Grants: importfile.Count{Skipped: 2}, Tokens: importfile.Count{Skipped: 14},
+			Services: importfile.Count{Skipped: 14}, Reports: importfile.Count{Skipped: 6},
+			Events: importfile.Count{Skipped: 4}, Passengers: importfile.Count{Skipped: 6},
 		}
 		if res != wantSkip {
 			t.Fatalf("re-import:\n got %v\nwant %v", res, wantSkip)
@@ -62,18 +65,18 @@ func TestImportDemoData(t *testing.T) {
 		file := `{"services": [
 			{"account": "acme", "imei": "356938035643809", "name": "Oil change"},
 			{"account": "acme", "imei": "356938035643809", "name": "Coolant flush", "odo": true, "odo_interval": 40000}]}`
-		res := importJSON(t, s, []byte(file))
-		if res.Services != (storage.ImportCount{Inserted: 1, Skipped: 1}) {
+		res := importJSON(t, db, []byte(file))
+		if res.Services != (importfile.Count{Inserted: 1, Skipped: 1}) {
 			t.Fatalf("services: %+v, want 1 inserted, 1 skipped", res.Services)
 		}
 	})
 }
 
-func TestImportDefaultsAndNormalisation(t *testing.T) {
+func TestLoadDefaultsAndNormalisation(t *testing.T) {
 	t.Parallel()
 	s, db := newStore(t)
 	ctx := context.Background()
-	importJSON(t, s, []byte(`{
+	importJSON(t, db, []byte(`{
 		"passengers": [{"account": "u", "passenger_name": "  Zoe  ", "passenger_assign_id": " ab-1 "}],
 		"events": [{"account": "u", "name": "e", "imei": ["111"]}],
 		"reports": [{"account": "u", "name": "r"}],
@@ -112,15 +115,15 @@ func TestImportDefaultsAndNormalisation(t *testing.T) {
 	}
 }
 
-func TestImportInvalidChangesNothing(t *testing.T) {
+func TestLoadInvalidChangesNothing(t *testing.T) {
 	t.Parallel()
-	s, db := newStore(t)
+	db := storagetest.New(t)
 	empty := rowCounts(t, db)
 
 	tests := []struct {
 		name    string
 		modify  func(t *testing.T, doc map[string]any)
-		section string // of the *ImportError; "" when the file as a whole is wrong
+		section string // of the *RecordError; "" when the file as a whole is wrong
 		index   int
 		wantMsg string
 		also    error
@@ -224,8 +227,8 @@ func TestImportInvalidChangesNothing(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			doc := demoDoc(t)
 			tc.modify(t, doc)
-			_, err := s.Import(context.Background(), bytes.NewReader(mustJSON(t, doc)))
-			checkImportError(t, err, tc.section, tc.index, tc.wantMsg, tc.also)
+			_, err := importfile.Load(context.Background(), db.DB, bytes.NewReader(mustJSON(t, doc)))
+			checkLoadError(t, err, tc.section, tc.index, tc.wantMsg, tc.also)
 			if got := rowCounts(t, db); !reflect.DeepEqual(got, empty) {
 				t.Fatalf("a failed import changed the database: %v", got)
 			}
@@ -233,30 +236,30 @@ func TestImportInvalidChangesNothing(t *testing.T) {
 	}
 
 	t.Run("not_json", func(t *testing.T) {
-		_, err := s.Import(context.Background(), strings.NewReader(`{"accounts": [`))
-		checkImportError(t, err, "", 0, "import:", nil)
+		_, err := importfile.Load(context.Background(), db.DB, strings.NewReader(`{"accounts": [`))
+		checkLoadError(t, err, "", 0, "import:", nil)
 	})
 	t.Run("trailing_data", func(t *testing.T) {
-		_, err := s.Import(context.Background(), strings.NewReader(`{} {}`))
-		checkImportError(t, err, "", 0, "import:", nil)
+		_, err := importfile.Load(context.Background(), db.DB, strings.NewReader(`{} {}`))
+		checkLoadError(t, err, "", 0, "import:", nil)
 	})
 
 	t.Run("on_top_of_existing_data", func(t *testing.T) {
-		importJSON(t, s, storage.DemoData())
+		importJSON(t, db, demodata.File())
 		before := rowCounts(t, db)
 		doc := demoDoc(t)
 		doc["passengers"] = append(doc["passengers"].([]any), map[string]any{"account": "acme", "passenger_name": "New"}, map[string]any{"account": "acme", "passenger_name": ""})
-		_, err := s.Import(context.Background(), bytes.NewReader(mustJSON(t, doc)))
-		checkImportError(t, err, "passengers", 7, `passengers[7]`, nil)
+		_, err := importfile.Load(context.Background(), db.DB, bytes.NewReader(mustJSON(t, doc)))
+		checkLoadError(t, err, "passengers", 7, `passengers[7]`, nil)
 		if got := rowCounts(t, db); !reflect.DeepEqual(got, before) {
 			t.Fatalf("a failed import changed the database: before %v, after %v", before, got)
 		}
 	})
 }
 
-// checkImportError checks that err wraps ErrInvalid (and also, when set),
+// checkLoadError checks that err wraps ErrInvalid (and also, when set),
 // names the record, and contains wantMsg.
-func checkImportError(t *testing.T, err error, section string, index int, wantMsg string, also error) {
+func checkLoadError(t *testing.T, err error, section string, index int, wantMsg string, also error) {
 	t.Helper()
 	if err == nil {
 		t.Fatal("import succeeded, want an error")
@@ -277,7 +280,7 @@ func checkImportError(t *testing.T, err error, section string, index int, wantMs
 	if !strings.Contains(err.Error(), wantMsg) {
 		t.Errorf("error %q does not contain %q", err, wantMsg)
 	}
-	var ie *storage.ImportError
+	var ie *importfile.RecordError
 	if section == "" {
 		if errors.As(err, &ie) {
 			t.Errorf("error %q names a record, want a file error", err)
@@ -285,7 +288,7 @@ func checkImportError(t *testing.T, err error, section string, index int, wantMs
 		return
 	}
 	if !errors.As(err, &ie) {
-		t.Fatalf("error %q is not an *ImportError", err)
+		t.Fatalf("error %q is not an *RecordError", err)
 	}
 	if ie.Section != section || ie.Index != index {
 		t.Errorf("error names %s[%d], want %s[%d]", ie.Section, ie.Index, section, index)

@@ -1,4 +1,10 @@
-package storage
+// Package synth writes a deterministic synthetic data set of fleet size
+// into a database (`fleetapi generate`), for load tests and performance
+// measurements. It is a trusted whole-table job, never used on the request
+// path: it empties and fills the tenant tables with COPY through a raw
+// database handle, without a policy scope, using storage's bun models and
+// sentinels.
+package synth
 
 import (
 	"context"
@@ -8,21 +14,23 @@ import (
 	"time"
 
 	"github.com/uptrace/bun"
+
+	"github.com/fleetapi/fleetapi/storage"
 )
 
 // ErrNotEmpty is returned by Generate for a database that already holds
-// fleetapi data, unless GenerateConfig.Force is set.
+// fleetapi data, unless Config.Force is set.
 var ErrNotEmpty = errors.New("database is not empty")
 
-// GenerateTokenRateLimit is the per-minute rate limit of the generated
-// tokens: high enough that a load test is never throttled.
-const GenerateTokenRateLimit = 10_000_000
+// TokenRateLimit is the per-minute rate limit of the generated tokens:
+// high enough that a load test is never throttled.
+const TokenRateLimit = 10_000_000
 
-// GenerateConfig sizes and seeds a synthetic data set (fleetapi generate).
-// The same seed, sizes and Today always give the same rows (token secrets
+// Config sizes and seeds a synthetic data set (fleetapi generate). The
+// same seed, sizes and Today always give the same rows (token secrets
 // excepted: they are random, so that a known seed never yields a known
 // token).
-type GenerateConfig struct {
+type Config struct {
 	// Seed seeds every random stream of the generator (math/rand/v2 PCG).
 	Seed uint64
 	// Managers, Users and Subaccounts are account counts; one admin is
@@ -46,45 +54,42 @@ type GenerateConfig struct {
 	Progress io.Writer
 }
 
-// GeneratePresets lists the preset names of GeneratePreset.
-func GeneratePresets() []string { return []string{"small", "large"} }
-
-// GeneratePreset returns the configuration of a named preset with seed 1:
+// Preset returns the configuration of a named preset with seed 1:
 // "large" is the fleet-scale data set of the performance measurements
 // (docs/performance.md), "small" about 1% of it for tests.
-func GeneratePreset(name string) (GenerateConfig, error) {
+func Preset(name string) (Config, error) {
 	switch name {
 	case "large":
-		return GenerateConfig{Seed: 1, Managers: 50, Users: 10_000, Subaccounts: 2_000, Devices: 200_000,
+		return Config{Seed: 1, Managers: 50, Users: 10_000, Subaccounts: 2_000, Devices: 200_000,
 			Services: 1_000_000, Reports: 100_000, Events: 100_000, Passengers: 100_000, Grants: 10}, nil
 	case "small":
-		return GenerateConfig{Seed: 1, Managers: 5, Users: 100, Subaccounts: 20, Devices: 2_000,
+		return Config{Seed: 1, Managers: 5, Users: 100, Subaccounts: 20, Devices: 2_000,
 			Services: 10_000, Reports: 1_000, Events: 1_000, Passengers: 1_000, Grants: 10}, nil
 	}
-	return GenerateConfig{}, fmt.Errorf("unknown preset %q (want small or large)", name)
+	return Config{}, fmt.Errorf("unknown preset %q (want small or large)", name)
 }
 
 // validate checks the sizes against what the generator can build.
-func (c GenerateConfig) validate() error {
+func (c Config) validate() error {
 	switch {
 	case c.Managers < 1 || c.Users < 1 || c.Subaccounts < 1:
-		return fmt.Errorf("%w: generate: at least one manager, user and subaccount", ErrInvalid)
+		return fmt.Errorf("%w: generate: at least one manager, user and subaccount", storage.ErrInvalid)
 	case c.Devices < c.Users:
-		return fmt.Errorf("%w: generate: %d devices for %d users: every user needs one", ErrInvalid, c.Devices, c.Users)
+		return fmt.Errorf("%w: generate: %d devices for %d users: every user needs one", storage.ErrInvalid, c.Devices, c.Users)
 	case c.Devices > maxGeneratedDevices:
-		return fmt.Errorf("%w: generate: at most %d devices", ErrInvalid, maxGeneratedDevices)
+		return fmt.Errorf("%w: generate: at most %d devices", storage.ErrInvalid, maxGeneratedDevices)
 	case c.Services < 0 || c.Reports < 0 || c.Events < 0 || c.Passengers < 0:
-		return fmt.Errorf("%w: generate: negative row count", ErrInvalid)
+		return fmt.Errorf("%w: generate: negative row count", storage.ErrInvalid)
 	case (c.Services+c.Devices-1)/c.Devices > minEligibleKinds:
-		return fmt.Errorf("%w: generate: at most %d services per device", ErrInvalid, minEligibleKinds)
+		return fmt.Errorf("%w: generate: at most %d services per device", storage.ErrInvalid, minEligibleKinds)
 	case c.Grants < 1:
-		return fmt.Errorf("%w: generate: grants must be 1 or more", ErrInvalid)
+		return fmt.Errorf("%w: generate: grants must be 1 or more", storage.ErrInvalid)
 	}
 	return nil
 }
 
-// GeneratedToken is a token created by Generate for the load harness.
-type GeneratedToken struct {
+// Token is a token created by Generate for the load harness.
+type Token struct {
 	// Role is admin, manager, user or subaccount.
 	Role      string `json:"role"`
 	Username  string `json:"username"`
@@ -101,10 +106,10 @@ type TableCount struct {
 	Elapsed time.Duration
 }
 
-// GenerateResult is what Generate wrote.
-type GenerateResult struct {
+// Result is what Generate wrote.
+type Result struct {
 	Tables []TableCount
-	Tokens []GeneratedToken
+	Tokens []Token
 	// Today is the reference day used.
 	Today time.Time
 	// Load is the time of the transaction that wrote the rows; Analyze
@@ -119,36 +124,37 @@ var generatedTables = []string{"accounts", "objects", "object_grants", "services
 // database db: one admin, the managers, users and subaccounts with device
 // grants, devices, services (a share of them due on Today), reports, event
 // rules and passengers, and one token per role (admin, manager, user,
-// subaccount; all permissions, rate limit GenerateTokenRateLimit). The
-// manager token belongs to the manager with the most users, the user token
-// to one of that manager's users, and the subaccount token to a
-// subaccount of that user holding both privileges.
+// subaccount; all permissions, rate limit TokenRateLimit). The manager
+// token belongs to the manager with the most users, the user token to one
+// of that manager's users, and the subaccount token to a subaccount of
+// that user holding both privileges.
 //
 // Rows are written with COPY in one transaction (nothing is written on
 // error), then the tables are vacuumed and analysed. It returns ErrNotEmpty
 // for a database that holds data unless cfg.Force is set (then the tables
-// are emptied first, in the same transaction), ErrInvalid for sizes it
-// cannot build, and ErrUnavailable when the database cannot be reached.
-func Generate(ctx context.Context, db *bun.DB, cfg GenerateConfig) (GenerateResult, error) {
+// are emptied first, in the same transaction), storage.ErrInvalid for
+// sizes it cannot build, and storage.ErrUnavailable when the database
+// cannot be reached.
+func Generate(ctx context.Context, db *bun.DB, cfg Config) (Result, error) {
 	if err := cfg.validate(); err != nil {
-		return GenerateResult{}, err
+		return Result{}, err
 	}
 	if cfg.Today.IsZero() {
 		cfg.Today = time.Now().UTC()
 	}
-	cfg.Today = NewDate(cfg.Today).Time
-	res := GenerateResult{Today: cfg.Today}
+	cfg.Today = storage.NewDate(cfg.Today).Time
+	res := Result{Today: cfg.Today}
 	plan := newGenPlan(cfg)
 
 	conn, err := db.Conn(ctx)
 	if err != nil {
-		return res, Translate(err)
+		return res, storage.Translate(err)
 	}
 	defer conn.Close()
 	start := time.Now()
 	tx, err := conn.BeginTx(ctx, nil)
 	if err != nil {
-		return res, Translate(err)
+		return res, storage.Translate(err)
 	}
 	defer tx.Rollback() //nolint:errcheck // a no-op after Commit
 	if err := prepareGenerate(ctx, tx, cfg.Force); err != nil {
@@ -173,18 +179,18 @@ func Generate(ctx context.Context, db *bun.DB, cfg GenerateConfig) (GenerateResu
 	if err := resetSequences(ctx, tx); err != nil {
 		return res, err
 	}
-	if res.Tokens, err = plan.createTokens(ctx, NewStore(tx)); err != nil {
+	if res.Tokens, err = plan.createTokens(ctx, storage.NewStore(tx)); err != nil {
 		return res, err
 	}
 	if err := tx.Commit(); err != nil {
-		return res, Translate(err)
+		return res, storage.Translate(err)
 	}
 	res.Load = time.Since(start)
 
 	start = time.Now()
 	for _, t := range generatedTables {
 		if _, err := conn.ExecContext(ctx, "VACUUM (ANALYZE) "+t); err != nil {
-			return res, fmt.Errorf("vacuum %s: %w", t, Translate(err))
+			return res, fmt.Errorf("vacuum %s: %w", t, storage.Translate(err))
 		}
 	}
 	res.Analyze = time.Since(start)
@@ -206,14 +212,14 @@ func prepareGenerate(ctx context.Context, tx bun.Tx, force bool) error {
 		"LOCK TABLE " + joinTables() + " IN ACCESS EXCLUSIVE MODE",
 	} {
 		if _, err := tx.ExecContext(ctx, stmt); err != nil {
-			return fmt.Errorf("generate: %s: %w", stmt, Translate(err))
+			return fmt.Errorf("generate: %s: %w", stmt, storage.Translate(err))
 		}
 	}
 	if !force {
 		for _, t := range generatedTables {
 			var found bool
 			if err := tx.NewRaw("SELECT EXISTS (SELECT 1 FROM "+t+")").Scan(ctx, &found); err != nil {
-				return Translate(err)
+				return storage.Translate(err)
 			}
 			if found {
 				return fmt.Errorf("%w: table %s has rows (use --force to empty the fleetapi tables first)", ErrNotEmpty, t)
@@ -221,7 +227,7 @@ func prepareGenerate(ctx context.Context, tx bun.Tx, force bool) error {
 		}
 	}
 	if _, err := tx.ExecContext(ctx, "TRUNCATE "+joinTables()+" RESTART IDENTITY"); err != nil {
-		return fmt.Errorf("generate: truncate: %w", Translate(err))
+		return fmt.Errorf("generate: truncate: %w", storage.Translate(err))
 	}
 	return nil
 }
@@ -246,7 +252,7 @@ func resetSequences(ctx context.Context, tx bun.Tx) error {
 	} {
 		q := fmt.Sprintf("SELECT setval(pg_get_serial_sequence('%[1]s', '%[2]s'), COALESCE(max(%[2]s), 0) + 1, false) FROM %[1]s", ti[0], ti[1])
 		if _, err := tx.ExecContext(ctx, q); err != nil {
-			return fmt.Errorf("generate: sequence of %s: %w", ti[0], Translate(err))
+			return fmt.Errorf("generate: sequence of %s: %w", ti[0], storage.Translate(err))
 		}
 	}
 	return nil

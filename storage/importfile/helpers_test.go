@@ -1,0 +1,78 @@
+package importfile_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"testing"
+
+	"github.com/uptrace/bun"
+
+	"github.com/fleetapi/fleetapi/storage"
+	"github.com/fleetapi/fleetapi/storage/demodata"
+	"github.com/fleetapi/fleetapi/storage/importfile"
+	"github.com/fleetapi/fleetapi/storage/storagetest"
+)
+
+// tables are the tables an import writes, for counting rows.
+var tables = []string{"accounts", "objects", "object_grants", "tokens", "services", "reports", "events", "passengers"}
+
+// newStore returns a store over a fresh migrated database.
+func newStore(t *testing.T) (*storage.Store, *storagetest.DB) {
+	t.Helper()
+	db := storagetest.New(t)
+	return storage.NewStore(db.DB), db
+}
+
+// importJSON loads an import file into db and fails the test on error.
+func importJSON(t *testing.T, db *storagetest.DB, data []byte) importfile.Result {
+	t.Helper()
+	res, err := importfile.Load(context.Background(), db.DB, bytes.NewReader(data))
+	if err != nil {
+		t.Fatalf("import: %v", err)
+	}
+	return res
+}
+
+// rowCounts counts the rows of every imported table.
+func rowCounts(t *testing.T, db *storagetest.DB) map[string]int {
+	t.Helper()
+	out := map[string]int{}
+	for _, table := range tables {
+		var n int
+		if err := db.NewRaw("SELECT count(*) FROM ?", bun.Ident(table)).Scan(context.Background(), &n); err != nil {
+			t.Fatalf("count %s: %v", table, err)
+		}
+		out[table] = n
+	}
+	return out
+}
+
+// demoDoc returns the demo data as a generic document to modify.
+func demoDoc(t *testing.T) map[string]any {
+	t.Helper()
+	var doc map[string]any
+	if err := json.Unmarshal(demodata.File(), &doc); err != nil {
+		t.Fatal(err)
+	}
+	return doc
+}
+
+// record returns doc[section][i] as an object to modify.
+func record(t *testing.T, doc map[string]any, section string, i int) map[string]any {
+	t.Helper()
+	recs, ok := doc[section].([]any)
+	if !ok || i >= len(recs) {
+		t.Fatalf("demo data has no %s[%d]", section, i)
+	}
+	return recs[i].(map[string]any)
+}
+
+func mustJSON(t *testing.T, v any) []byte {
+	t.Helper()
+	b, err := json.Marshal(v)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}

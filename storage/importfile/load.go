@@ -1,0 +1,155 @@
+// Package importfile loads a tenant data file (DESIGN §8: accounts,
+// devices, grants, tokens, services, reports, event rules, passengers)
+// into the database, for `fleetapi import` and `fleetapi dev`. It is a
+// trusted whole-table job, never used on the request path: it reads and
+// writes the tenant tables through a raw database handle, without a policy
+// scope, using storage's bun models, sentinels and normalisation.
+package importfile
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+
+	"github.com/uptrace/bun"
+
+	"github.com/fleetapi/fleetapi/storage"
+)
+
+// Count is what an import did with the records of one section.
+type Count struct {
+	// Inserted records were new.
+	Inserted int `json:"inserted"`
+	// Skipped records matched an existing row on their natural key and left
+	// it as it was.
+	Skipped int `json:"skipped"`
+}
+
+// Result counts the records of an import per section. Grants are the
+// devices granted to subaccounts (the "objects" of subaccount records).
+type Result struct {
+	Accounts   Count `json:"accounts"`
+	Objects    Count `json:"objects"`
+	Grants     Count `json:"grants"`
+	Tokens     Count `json:"tokens"`
+	Services   Count `json:"services"`
+	Reports    Count `json:"reports"`
+	Events     Count `json:"events"`
+	Passengers Count `json:"passengers"`
+}
+
+// String summarises the result, one section after another.
+func (r Result) String() string {
+	s := ""
+	for i, c := range []struct {
+		name string
+		Count
+	}{
+		{"accounts", r.Accounts}, {"objects", r.Objects}, {"grants", r.Grants}, {"tokens", r.Tokens},
+		{"services", r.Services}, {"reports", r.Reports}, {"events", r.Events}, {"passengers", r.Passengers},
+	} {
+		if i > 0 {
+			s += "; "
+		}
+		s += fmt.Sprintf("%s: %d inserted, %d skipped", c.name, c.Inserted, c.Skipped)
+	}
+	return s
+}
+
+// RecordError is an invalid record of an import file. It wraps
+// storage.ErrInvalid and its cause (which may be storage.ErrConflict for a
+// unique constraint).
+type RecordError struct {
+	// Section is the file's section ("accounts", "services", ...).
+	Section string
+	// Index is the record's position in its section, from 0.
+	Index int
+	// Key names the record by its natural key, e.g. `imei "x", name "Oil"`.
+	Key string
+	// Err says what is wrong.
+	Err error
+}
+
+// Error reads like `import: services[3] (imei "x", name "Oil"): unknown imei`.
+func (e *RecordError) Error() string {
+	if e.Key == "" {
+		return fmt.Sprintf("import: %s[%d]: %v", e.Section, e.Index, e.Err)
+	}
+	return fmt.Sprintf("import: %s[%d] (%s): %v", e.Section, e.Index, e.Key, e.Err)
+}
+
+// Unwrap returns storage.ErrInvalid and the cause.
+func (e *RecordError) Unwrap() []error { return []error{storage.ErrInvalid, e.Err} }
+
+// Load loads a tenant data file (DESIGN §8) into db in one transaction (a
+// savepoint when db is a caller's bun.Tx). Records that match an existing
+// row on their natural key are skipped, so loading the same file twice
+// adds nothing. A file that is not valid JSON, has unknown fields or
+// sections, or holds any invalid record changes nothing and returns an
+// error wrapping storage.ErrInvalid: a *RecordError naming the record when
+// one is to blame. It returns storage.ErrUnavailable when the database
+// cannot be reached.
+func Load(ctx context.Context, db bun.IDB, r io.Reader) (Result, error) {
+	f, err := decodeImport(r)
+	if err != nil {
+		return Result{}, err
+	}
+	var res Result
+	err = db.RunInTx(ctx, nil, func(ctx context.Context, tx bun.Tx) error {
+		im := newImporter(tx)
+		if err := im.run(ctx, f); err != nil {
+			return err
+		}
+		res = im.res
+		return nil
+	})
+	if err != nil {
+		return Result{}, storage.Translate(err)
+	}
+	return res, nil
+}
+
+// run applies the sections in dependency order.
+func (im *importer) run(ctx context.Context, f *importFile) error {
+	steps := []func(context.Context, *importFile) error{
+		im.importAccounts, im.importObjects, im.importGrants, im.importTokens,
+		im.importServices, im.importReports, im.importEvents, im.importPassengers,
+	}
+	for _, step := range steps {
+		if err := step(ctx, f); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// recordRef names one record of the file, for errors.
+type recordRef struct {
+	section string
+	index   int
+	key     string
+}
+
+// errorf returns a *RecordError for the record.
+func (r recordRef) errorf(format string, args ...any) error {
+	return &RecordError{Section: r.section, Index: r.index, Key: r.key, Err: fmt.Errorf(format, args...)}
+}
+
+// dbError names the record in a database error. Constraint violations
+// become a *RecordError; an unreachable database stays
+// storage.ErrUnavailable.
+func (r recordRef) dbError(err error) error {
+	if words, ok := constraintWords(err); ok {
+		sentinel := storage.ErrInvalid
+		if errors.Is(storage.Translate(err), storage.ErrConflict) {
+			sentinel = storage.ErrConflict
+		}
+		return &RecordError{Section: r.section, Index: r.index, Key: r.key, Err: &violation{words: words, sentinel: sentinel, cause: err}}
+	}
+	err = storage.Translate(err)
+	if errors.Is(err, storage.ErrInvalid) || errors.Is(err, storage.ErrConflict) {
+		return &RecordError{Section: r.section, Index: r.index, Key: r.key, Err: err}
+	}
+	return fmt.Errorf("import: %s[%d]: %w", r.section, r.index, err)
+}
