@@ -84,7 +84,7 @@ func (e *env) freshDatabase(ctx context.Context, name string) (string, error) {
 	return url, nil
 }
 
-// importDemo loads storage/demodata.json (migrating first).
+// importDemo loads storage/demodata/demodata.json (migrating first).
 func (e *env) importDemo(ctx context.Context, dbURL string) error {
 	_, err := e.fleet(ctx, dbURL, "import", filepath.Join(e.root, "storage", "demodata", "demodata.json"))
 	return err
