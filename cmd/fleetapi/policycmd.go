@@ -33,7 +33,7 @@ func runPolicy(ctx context.Context, args []string, getenv func(string) string, s
 		if fs.NArg() != 1 {
 			return errors.New("policy check: want exactly one DIR")
 		}
-		return policy.Check(ctx, fs.Arg(0), storage.ValidateScope, stdout)
+		return policy.Check(ctx, policy.Options{Dir: fs.Arg(0), Resources: storage.Resources(), CompileScope: storage.CompileScope}, stdout)
 	case "explain":
 		return runExplain(ctx, args, getenv, stdout)
 	}
@@ -63,7 +63,7 @@ func runExplain(ctx context.Context, args []string, getenv func(string) string, 
 	if err != nil {
 		return fmt.Errorf("policy explain: token %d: %w", tokenID, err)
 	}
-	engine, err := policy.New(ctx, policy.Options{Dir: cfg.PolicyDir, ValidateScope: storage.ValidateScope})
+	engine, err := policy.New(ctx, policy.Options{Dir: cfg.PolicyDir, Resources: storage.Resources(), CompileScope: storage.CompileScope})
 	if err != nil {
 		return err
 	}
