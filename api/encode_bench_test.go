@@ -88,7 +88,7 @@ func BenchmarkEncodeEvent(b *testing.B) {
 // list request.
 func BenchmarkParseListRequest(b *testing.B) {
 	r := httptest.NewRequest(http.MethodGet, "/api/v2/services?page=100&per_page=50&search=tachograph&sort=name&order=desc&odo=true", nil)
-	l := storage.ServiceListing()
+	l := storage.Services.Descriptor
 	b.ReportAllocs()
 	for b.Loop() {
 		if _, err := parseListRequest(r.URL.RawQuery, l); err != nil {

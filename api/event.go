@@ -19,7 +19,7 @@ func (s *Server) getEvent(c fuego.ContextNoBody) (*Envelope[storage.Event], erro
 		return nil, err
 	}
 	ctx := c.Context()
-	scope, err := s.scopeFor(ctx, "events")
+	scope, err := s.scopeFor(ctx, storage.Events.Resource())
 	if err != nil {
 		return nil, err
 	}

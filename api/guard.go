@@ -98,7 +98,6 @@ func (s *Server) guard(next http.Handler) http.Handler {
 				return
 			}
 		}
-		ctx = tenancy.WithPrincipal(ctx, p)
 		ctx = context.WithValue(ctx, callKey{}, call{principal: p, input: in})
 		next.ServeHTTP(w, r.WithContext(ctx))
 	})

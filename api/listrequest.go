@@ -41,8 +41,8 @@ func invalidParam(name, reason string) *Error {
 // (parseQuery), an unknown, repeated, out-of-bounds or ill-typed parameter,
 // and a filter value the database would refuse are INVALID_PARAMETER
 // naming the parameter: no such value reaches the database.
-func parseListRequest(rawQuery string, l storage.Listing) (storage.ListRequest, error) {
-	req := storage.ListRequest{Page: 1, PerPage: defaultPerPage, Sort: l.ID}
+func parseListRequest(rawQuery string, d *storage.Descriptor) (storage.ListRequest, error) {
+	req := storage.ListRequest{Page: 1, PerPage: defaultPerPage, Sort: d.ID()}
 	q, perr := parseQuery(rawQuery)
 	if perr != nil {
 		return req, perr
@@ -67,6 +67,10 @@ func parseListRequest(rawQuery string, l storage.Listing) (storage.ListRequest, 
 		case paramPerPage:
 			req.PerPage, err = parseBoundedInt(name, v, 1, maxPerPage)
 		case paramSearch:
+			if len(d.SearchFields()) == 0 {
+				err = invalidParam(name, "unknown parameter")
+				break
+			}
 			req.Search = strings.TrimSpace(v)
 			if n := utf8.RuneCountInString(req.Search); n < minSearch || n > maxSearch {
 				err = invalidParam(name, fmt.Sprintf("must be %d to %d characters after trimming, got %d", minSearch, maxSearch, n))
@@ -80,19 +84,20 @@ func parseListRequest(rawQuery string, l storage.Listing) (storage.ListRequest, 
 				err = invalidParam(name, `must be "asc" or "desc"`)
 			}
 		case paramSort:
-			if _, ok := l.Field(v); !ok {
-				err = invalidParam(name, "must be one of "+strings.Join(l.SortFields(), ", "))
+			f, ok := d.Field(v)
+			if !ok || !f.Sort {
+				err = invalidParam(name, "must be one of "+strings.Join(d.SortFields(), ", "))
 			}
-			req.Sort = v
+			req.Sort = f
 		default:
-			f, ok := l.Field(name)
-			if !ok || f.Name == l.ID {
+			f, ok := d.Field(name)
+			if !ok || !f.Filter {
 				err = invalidParam(name, "unknown parameter")
 				break
 			}
 			var val any
 			val, err = parseFilter(f, v)
-			req.Filters = append(req.Filters, storage.Filter{Field: name, Value: val})
+			req.Filters = append(req.Filters, storage.Filter{Field: f, Value: val})
 		}
 		if err != nil {
 			return req, err

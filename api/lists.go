@@ -18,49 +18,38 @@ func paging(req storage.ListRequest, total int64) *Paging {
 }
 
 // scopeFor returns the caller's row scope of resource from the policy.
-func (s *Server) scopeFor(ctx context.Context, resource string) (policy.RowScope, error) {
+func (s *Server) scopeFor(ctx context.Context, resource policy.Resource) (policy.Scope, error) {
 	cl, ok := callFrom(ctx)
 	if !ok {
-		return policy.RowScope{}, fmt.Errorf("no authenticated call in context")
+		return policy.Scope{}, fmt.Errorf("no authenticated call in context")
 	}
 	return s.cfg.Policy.Scope(ctx, cl.input, resource)
 }
 
-// listOf runs one list endpoint: parse the typed list request, get the
-// scope from the policy, query, and wrap the page in the envelope.
-func listOf[T, W any](c fuego.ContextNoBody, s *Server, l storage.Listing,
-	query func(context.Context, policy.RowScope, storage.ListRequest) (storage.Page[T], error),
-	wire func([]T) []W,
-) (*Envelope[[]W], error) {
-	ctx := c.Context()
-	req, err := parseListRequest(c.Request().URL.RawQuery, l)
-	if err != nil {
-		return nil, err
+// listRoute registers GET /<resource>, the list of a resource, from its
+// descriptor: the handler parses the query with the descriptor, gets the
+// caller's scope, runs storage.List and wraps the page in the envelope
+// (wire turns the rows into their wire form); the OpenAPI parameters come
+// from the descriptor too (listParams), between the error responses errs
+// and the operation's own options.
+func listRoute[T, W any](g *fuego.Server, s *Server, m storage.Model[T], wire func([]T) []W, errs, opts []fuego.RouteOption) {
+	handler := func(c fuego.ContextNoBody) (*Envelope[[]W], error) {
+		ctx := c.Context()
+		req, err := parseListRequest(c.Request().URL.RawQuery, m.Descriptor)
+		if err != nil {
+			return nil, err
+		}
+		scope, err := s.scopeFor(ctx, m.Resource())
+		if err != nil {
+			return nil, err
+		}
+		page, err := storage.List(ctx, s.cfg.Store, scope, m, req)
+		if err != nil {
+			return nil, err
+		}
+		return &Envelope[[]W]{Data: wire(page.Items), Meta: Meta{Paging: paging(req, page.Total)}}, nil
 	}
-	scope, err := s.scopeFor(ctx, l.Resource)
-	if err != nil {
-		return nil, err
-	}
-	page, err := query(ctx, scope, req)
-	if err != nil {
-		return nil, err
-	}
-	return &Envelope[[]W]{Data: wire(page.Items), Meta: Meta{Paging: paging(req, page.Total)}}, nil
+	fuego.Get(g, "/"+string(m.Resource()), handler, routeOptions(errs, listParams(m.Descriptor), opts)...)
 }
 
 func same[T any](rows []T) []T { return rows }
-
-// getServices answers GET /services.
-func (s *Server) getServices(c fuego.ContextNoBody) (*Envelope[[]Service], error) {
-	return listOf(c, s, storage.ServiceListing(), s.cfg.Store.ListServices, services)
-}
-
-// getReports answers GET /reports.
-func (s *Server) getReports(c fuego.ContextNoBody) (*Envelope[[]storage.Report], error) {
-	return listOf(c, s, storage.ReportListing(), s.cfg.Store.ListReports, same[storage.Report])
-}
-
-// getEvents answers GET /events.
-func (s *Server) getEvents(c fuego.ContextNoBody) (*Envelope[[]storage.Event], error) {
-	return listOf(c, s, storage.EventListing(), s.cfg.Store.ListEvents, same[storage.Event])
-}

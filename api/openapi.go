@@ -90,9 +90,9 @@ func fieldSchema(f storage.Field) *openapi3.Schema {
 // listParams documents the shared list parameters of spec §4.2 with their
 // bounds, defaults and the resource's sort enumeration, and one exact-match
 // filter per field.
-func listParams(l storage.Listing) []fuego.RouteOption {
-	sorts := make([]any, 0, len(l.Fields)+1)
-	for _, f := range l.SortFields() {
+func listParams(d *storage.Descriptor) []fuego.RouteOption {
+	sorts := []any{}
+	for _, f := range d.SortFields() {
 		sorts = append(sorts, f)
 	}
 	opts := []fuego.RouteOption{
@@ -100,15 +100,18 @@ func listParams(l storage.Listing) []fuego.RouteOption {
 			openapi3.NewInt32Schema().WithMin(1).WithMax(maxPage).WithDefault(1)),
 		queryParam(paramPerPage, "Items per page.",
 			openapi3.NewInt32Schema().WithMin(1).WithMax(maxPerPage).WithDefault(defaultPerPage)),
-		queryParam(paramSearch, "Case-insensitive substring match over "+strings.Join(l.Search, " and ")+
+		queryParam(paramSearch, "Case-insensitive substring match over "+strings.Join(d.SearchFields(), " and ")+
 			"; surrounding whitespace is trimmed and the rest must be 2 to 100 characters; "+
 			"%, _ and \\ match themselves. Applied after the caller's scope and the filters.",
 			openapi3.NewStringSchema().WithMinLength(minSearch).WithMaxLength(maxSearch)),
 		queryParam(paramOrder, "Sort direction.", openapi3.NewStringSchema().WithEnum("asc", "desc").WithDefault("asc")),
-		queryParam(paramSort, "Field used for ordering; "+l.ID+" breaks ties, so pages are stable.",
-			openapi3.NewStringSchema().WithEnum(sorts...).WithDefault(l.ID)),
+		queryParam(paramSort, "Field used for ordering; "+d.ID().Name+" breaks ties, so pages are stable.",
+			openapi3.NewStringSchema().WithEnum(sorts...).WithDefault(d.ID().Name)),
 	}
-	for _, f := range l.Fields {
+	for _, f := range d.Fields() {
+		if !f.Filter {
+			continue
+		}
 		desc := fmt.Sprintf("Exact-match filter on %s.", f.Name)
 		switch f.Kind {
 		case storage.KindTextList:

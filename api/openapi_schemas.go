@@ -162,7 +162,7 @@ func wireTypes() []wireType {
 		}},
 		{name: "Service", value: Service{}, open: true, fields: serviceFields(),
 			description: "A maintenance service record (spec §2.3). The record's extra properties are merged in, never overriding a named field."},
-		{name: "DueService", value: DueService{}, open: true, fields: due,
+		{name: "DueService", value: dueServiceJSON{}, open: true, fields: due,
 			description: "A due maintenance record (spec §2.4): the service record (extra properties merged in, as in the service list), the device's name, what remains of each criterion, and why it is due."},
 		{name: "Report", value: storage.Report{}, description: "A report definition (spec §2.6).", fields: map[string][]fieldOpt{
 			"report_id":              {desc("Id of the report."), minimum(1)},

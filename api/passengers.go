@@ -117,7 +117,7 @@ func (s *Server) postPassengers(c fuego.ContextWithBody[PassengerInput]) (*Envel
 	if err != nil {
 		return nil, err
 	}
-	scope, err := s.scopeFor(ctx, "passengers")
+	scope, err := s.scopeFor(ctx, storage.Passengers.Resource())
 	if err != nil {
 		return nil, err
 	}

@@ -148,11 +148,8 @@ func TestNonCanonicalNumbersAreRejected(t *testing.T) {
 			intParam{r.path, "page", "1", "2147483647", []string{"0", "-1", "2147483648", "9223372036854775808"}},
 			intParam{r.path, "per_page", "1", "500", []string{"0", "-1", "501", "2147483648"}})
 	}
-	for _, l := range []struct {
-		path    string
-		listing storage.Listing
-	}{{"/api/v2/services", storage.ServiceListing()}, {"/api/v2/reports", storage.ReportListing()}, {"/api/v2/events", storage.EventListing()}} {
-		for _, f := range l.listing.Fields {
+	for _, l := range listings {
+		for _, f := range l.listing.Fields() {
 			switch f.Kind {
 			case storage.KindInt32:
 				params = append(params, intParam{l.path, f.Name, "0", "2147483647",
@@ -293,11 +290,26 @@ func rawValue(k storage.FieldKind, v string) string {
 	return v
 }
 
-// listings are the three lists and their fields.
-var listings = []struct {
+// listings are the lists (every resource with listed fields, from the
+// registry) and their paths.
+var listings = func() []struct {
 	path    string
-	listing storage.Listing
-}{{"/api/v2/services", storage.ServiceListing()}, {"/api/v2/reports", storage.ReportListing()}, {"/api/v2/events", storage.EventListing()}}
+	listing *storage.Descriptor
+} {
+	var out []struct {
+		path    string
+		listing *storage.Descriptor
+	}
+	for _, d := range storage.Descriptors() {
+		if d.Listed() {
+			out = append(out, struct {
+				path    string
+				listing *storage.Descriptor
+			}{api.BasePath + "/" + string(d.Resource()), d})
+		}
+	}
+	return out
+}()
 
 // TestFilterValuesTheDatabaseRefuses sends every malformed value of its
 // kind to every filter of every list: each is 400 INVALID_PARAMETER naming
@@ -307,7 +319,7 @@ func TestFilterValuesTheDatabaseRefuses(t *testing.T) {
 	a := newBulkTestAPI(t)
 	tok := demoToken(t, "admin-all")
 	for _, l := range listings {
-		for _, f := range l.listing.Fields {
+		for _, f := range l.listing.Fields() {
 			kind := f.Kind
 			if kind == storage.KindTextList {
 				kind = storage.KindText
@@ -382,7 +394,7 @@ func TestRandomFilterValuesNeverFail(t *testing.T) {
 	}
 	for _, l := range listings {
 		names := []string{"page", "per_page", "search", "sort", "order"}
-		for _, f := range l.listing.Fields {
+		for _, f := range l.listing.Fields() {
 			names = append(names, f.Name)
 		}
 		for _, name := range names {

@@ -26,30 +26,6 @@ func (s Service) MarshalJSON() ([]byte, error) {
 	return mergeExtra(named, s.Extra)
 }
 
-// DueService is the wire form of a due maintenance record (DESIGN §5): the
-// service record, extra properties included, plus the due fields.
-type DueService struct {
-	storage.DueService
-}
-
-// MarshalJSON encodes the named and due fields and merges the extra
-// properties.
-func (d DueService) MarshalJSON() ([]byte, error) {
-	named, err := d.DueService.MarshalJSON() // directly: json.Marshal would copy it once more
-	if err != nil {
-		return nil, err
-	}
-	return mergeExtra(named, d.Extra)
-}
-
-func dueServices(rows []storage.DueService) []DueService {
-	out := make([]DueService, len(rows))
-	for i, r := range rows {
-		out[i] = DueService{r}
-	}
-	return out
-}
-
 // mergeExtra adds a record's extra properties to its encoded named fields;
 // a named field is never overridden. named must be a flat JSON object as
 // encoding/json writes it (no nested objects): the extra properties are

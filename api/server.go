@@ -57,25 +57,16 @@ type Authenticator interface {
 type Policy interface {
 	Decide(ctx context.Context, in policy.Input) (policy.Decision, error)
 	Permissions(ctx context.Context, in policy.Input) (map[string]any, error)
-	Scope(ctx context.Context, in policy.Input, resource string) (policy.RowScope, error)
-}
-
-// Store reads and writes tenant data, always within a row scope
-// (storage.Store).
-type Store interface {
-	ListServices(ctx context.Context, scope policy.RowScope, req storage.ListRequest) (storage.Page[storage.Service], error)
-	ListReports(ctx context.Context, scope policy.RowScope, req storage.ListRequest) (storage.Page[storage.Report], error)
-	ListEvents(ctx context.Context, scope policy.RowScope, req storage.ListRequest) (storage.Page[storage.Event], error)
-	EventByID(ctx context.Context, scope policy.RowScope, id int64) (storage.Event, error)
-	DueServices(ctx context.Context, scope policy.RowScope, today time.Time, limit int) ([]storage.DueService, error)
-	CreatePassenger(ctx context.Context, scope policy.RowScope, owner int64, p storage.Passenger, idem *storage.IdempotentRequest) (storage.Passenger, bool, error)
+	Scope(ctx context.Context, in policy.Input, resource policy.Resource) (policy.Scope, error)
 }
 
 // Config holds what the server is built from.
 type Config struct {
 	Auth   Authenticator
 	Policy Policy
-	Store  Store
+	// Store reads and writes tenant data, always within a row scope: the
+	// generic list of a resource (storage.List) needs the concrete store.
+	Store *storage.Store
 	// TracerProvider and Propagator trace requests; no-op and W3C trace
 	// context when nil.
 	TracerProvider trace.TracerProvider
@@ -246,11 +237,11 @@ func (s *Server) registerRoutes() {
 		fuego.OptionSummary("Read the authenticated account"),
 		fuego.OptionDescription("The token's account and its effective permissions. Any valid token may read it; it takes no parameters."),
 	})...)
-	fuego.Get(v2, "/services", s.getServices, routeOptions(authErrors, listParams(storage.ServiceListing()), []fuego.RouteOption{
+	listRoute(v2, s, storage.Services, services, authErrors, []fuego.RouteOption{
 		fuego.OptionOperationID("get_services"), fuego.OptionTags("Maintenance"),
 		fuego.OptionSummary("Paged list of maintenance service records"),
 		fuego.OptionDescription("The service records the caller may see, one page at a time. Needs the token permission GET /services."),
-	})...)
+	})
 	fuego.Get(v2, "/services/due", s.getServicesDue, routeOptions(authErrors, []fuego.RouteOption{
 		fuego.OptionOperationID("get_services_due"), fuego.OptionTags("Maintenance"),
 		fuego.OptionSummary("Maintenance records that are due"),
@@ -271,17 +262,17 @@ func (s *Server) registerRoutes() {
 			headerParam("Idempotency-Key", "Makes a retried create return the first response; the same key with another body is 409 IDEMPOTENCY_KEY_REUSED.",
 				openapi3.NewStringSchema().WithMinLength(1).WithMaxLength(maxIdempotencyKey).WithPattern(`^[!-~]+$`)),
 		})...)
-	fuego.Get(v2, "/reports", s.getReports, routeOptions(authErrors, listParams(storage.ReportListing()), []fuego.RouteOption{
+	listRoute(v2, s, storage.Reports, same[storage.Report], authErrors, []fuego.RouteOption{
 		fuego.OptionOperationID("get_reports"), fuego.OptionTags("Reports"),
 		fuego.OptionSummary("Paged list of reports"),
 		fuego.OptionDescription("The report definitions the caller may see. Needs the token permission GET /reports; a subaccount also needs the reports privilege. " +
 			"A report naming a device that is not granted to a subaccount is not listed for it."),
-	})...)
-	fuego.Get(v2, "/events", s.getEvents, routeOptions(authErrors, listParams(storage.EventListing()), []fuego.RouteOption{
+	})
+	listRoute(v2, s, storage.Events, same[storage.Event], authErrors, []fuego.RouteOption{
 		fuego.OptionOperationID("get_events"), fuego.OptionTags("Events"),
 		fuego.OptionSummary("Paged list of event rules"),
 		fuego.OptionDescription("The event rules the caller may see. Needs the token permission GET /events; a subaccount also needs the event_notifications privilege."),
-	})...)
+	})
 	fuego.Get(v2, "/events/{id}", s.getEvent, routeOptions(authErrors, errorResponses(http.StatusNotFound), []fuego.RouteOption{
 		fuego.OptionOperationID("get_event"), fuego.OptionTags("Events"),
 		fuego.OptionSummary("Read one event rule"),

@@ -71,7 +71,7 @@ func TestConcurrent(t *testing.T) {
 				if _, err := e.Decide(context.Background(), in); err != nil {
 					t.Error(err)
 				}
-				if _, err := e.Scope(context.Background(), in, Resources()[i%4]); err != nil {
+				if _, err := e.Scope(context.Background(), in, testResources[i%4]); err != nil {
 					t.Error(err)
 				}
 			}

@@ -8,12 +8,15 @@ import (
 
 // Check validates the policy set in dir ("" = the embedded set) as the
 // server would at start-up: it loads and compiles it, runs its tests, and
-// compiles every scope rule for a principal of every account type, passing
-// each RowScope to validate when it is set. It writes a summary to w (the
-// revision, the tests, the coverage and the compiled scopes) and returns
-// the first problem found.
-func Check(ctx context.Context, dir string, validate func(RowScope) error, w io.Writer) error {
-	e, err := New(ctx, Options{Dir: dir, ValidateScope: validate, CacheSize: -1})
+// compiles every scope rule of opts.Resources for a principal of every
+// account type, passing each Scope to opts.CompileScope when it is set.
+// opts.Dir is the directory. It writes a summary to w (the revision, the
+// tests, the coverage and the compiled scopes) and returns the first
+// problem found.
+func Check(ctx context.Context, opts Options, w io.Writer) error {
+	dir := opts.Dir
+	opts.CacheSize = -1
+	e, err := New(ctx, opts)
 	if err != nil {
 		return fmt.Errorf("policy check %s: %w", dirName(dir), err)
 	}
@@ -22,7 +25,7 @@ func Check(ctx context.Context, dir string, validate func(RowScope) error, w io.
 	fmt.Fprintf(w, "tests: %d passed, %d failed; coverage %.2f%%\n", rep.Passed, rep.Failed, rep.Coverage)
 	for _, t := range accountTypes() {
 		in := samplePrincipal(t)
-		for _, r := range Resources() {
+		for _, r := range e.resources {
 			rs, err := e.Scope(ctx, in, r)
 			if err != nil {
 				return fmt.Errorf("scope rule %q for %s principal: %w", r, article(t), err)

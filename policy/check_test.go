@@ -6,6 +6,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -14,7 +15,7 @@ import (
 // every scope.
 func TestCheckEmbedded(t *testing.T) {
 	var out bytes.Buffer
-	if err := Check(context.Background(), "", nil, &out); err != nil {
+	if err := Check(context.Background(), Options{Resources: testResources}, &out); err != nil {
 		t.Fatal(err)
 	}
 	for _, want := range []string{"revision ", "coverage 100.00%", "scope services   user       (account 7, manager 3): account_id = 7", "ok\n"} {
@@ -35,7 +36,7 @@ services if {
 }
 `)
 	var out bytes.Buffer
-	err := Check(context.Background(), dir, nil, &out)
+	err := Check(context.Background(), Options{Dir: dir, Resources: testResources}, &out)
 	if err == nil {
 		t.Fatalf("Check passed:\n%s", out.String())
 	}
@@ -69,7 +70,7 @@ func TestCheckOtherFailures(t *testing.T) {
 			if err := os.Remove(filepath.Join(dir, "fleet/scope/scope_test.rego")); err != nil {
 				t.Fatal(err)
 			}
-			err := Check(context.Background(), dir, nil, &bytes.Buffer{})
+			err := Check(context.Background(), Options{Dir: dir, Resources: testResources}, &bytes.Buffer{})
 			if c.want == "" {
 				if err != nil {
 					t.Errorf("harmless addition refused: %v", err)
@@ -82,7 +83,24 @@ func TestCheckOtherFailures(t *testing.T) {
 			t.Log(err)
 		})
 	}
-	if err := Check(context.Background(), filepath.Join(t.TempDir(), "missing"), nil, &bytes.Buffer{}); err == nil {
+	if err := Check(context.Background(), Options{Dir: filepath.Join(t.TempDir(), "missing"), Resources: testResources}, &bytes.Buffer{}); err == nil {
 		t.Error("a missing directory passed")
+	}
+}
+
+// TestScopeRulesMatchResources: a resource without a scope rule, and a
+// scope rule without a resource, both stop New with a message naming it.
+func TestScopeRulesMatchResources(t *testing.T) {
+	ctx := context.Background()
+	_, err := New(ctx, Options{Resources: append(slices.Clone(testResources), "drivers")})
+	if err == nil || !strings.Contains(err.Error(), `resource "drivers" has no scope rule data.fleet.scope.drivers`) {
+		t.Errorf("a resource without a rule: %v", err)
+	}
+	_, err = New(ctx, Options{Resources: testResources[:3]})
+	if err == nil || !strings.Contains(err.Error(), "scope rule data.fleet.scope.passengers") {
+		t.Errorf("a rule without a resource: %v", err)
+	}
+	if _, err = New(ctx, Options{}); err == nil {
+		t.Error("New without resources accepted the scope rules")
 	}
 }

@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"maps"
+	"slices"
 	"sync"
 
 	"github.com/open-policy-agent/opa/v1/ast"
@@ -33,9 +35,17 @@ type Options struct {
 	// CacheSize bounds the answer cache: 0 means DefaultCacheSize, a
 	// negative value turns the cache off.
 	CacheSize int
-	// ValidateScope, when set, checks every compiled RowScope (storage
-	// passes its column whitelist); a scope it rejects is an error.
-	ValidateScope func(RowScope) error
+	// Resources are the tenant resources (storage.Resources). Each needs a
+	// scope rule data.fleet.scope.<resource>, and every scope rule (a rule
+	// of data.fleet.scope that reads input.<its name>) needs a resource:
+	// New fails on either mismatch.
+	Resources []Resource
+	// CompileScope, when set, compiles every Scope the engine makes into
+	// the form its user queries with (storage passes its SQL translator,
+	// storage.CompileScope). It runs once per compiled scope, on a cache
+	// miss; the result is kept in the Scope (Scope.Compiled) and cached
+	// with it. A scope it rejects is an error wrapping ErrScope.
+	CompileScope func(Scope) (any, error)
 	// MeterProvider receives the cache counter
 	// fleet.policy.cache{kind, result}; nil uses the otel global.
 	MeterProvider metric.MeterProvider
@@ -52,12 +62,13 @@ type Engine struct {
 	decideQ       rego.PreparedEvalQuery
 	permissionsQ  rego.PreparedEvalQuery
 	unrestrictedQ rego.PreparedEvalQuery
-	scopeQ        map[string]*compile.Prepared
-	admitQ        map[string]rego.PreparedEvalQuery
+	scopeQ        map[Resource]*compile.Prepared
+	// resources are Options.Resources, in their order.
+	resources []Resource
 
-	cache    *lruCache
-	validate func(RowScope) error
-	tracer   trace.Tracer
+	cache   *lruCache
+	compile func(Scope) (any, error)
+	tracer  trace.Tracer
 	// lookups counts cache lookups by kind (decide, scope, permissions)
 	// and result (hit, miss).
 	lookups metric.Int64Counter
@@ -108,11 +119,14 @@ func New(ctx context.Context, opts Options) (*Engine, error) {
 		set:       set,
 		compiler:  c,
 		cache:     newLRUCache(opts.CacheSize),
-		validate:  opts.ValidateScope,
+		compile:   opts.CompileScope,
 		tracer:    tp.Tracer(tracerName),
 		log:       opts.DecisionLog,
-		scopeQ:    map[string]*compile.Prepared{},
-		admitQ:    map[string]rego.PreparedEvalQuery{},
+		scopeQ:    map[Resource]*compile.Prepared{},
+		resources: slices.Clone(opts.Resources),
+	}
+	if err := checkScopeRules(set, c, e.resources); err != nil {
+		return nil, err
 	}
 	if err := e.prepare(ctx); err != nil {
 		return nil, err
@@ -144,20 +158,62 @@ func (e *Engine) prepare(ctx context.Context) error {
 	if e.unrestrictedQ, err = e.prepareEval(ctx, "data.fleet.scope.unrestricted"); err != nil {
 		return err
 	}
-	for _, r := range Resources() {
-		query := "data.fleet.scope." + r
+	for _, r := range e.resources {
 		prep, err := compile.New(
 			compile.Target("ucast", "all"),
-			compile.ParsedUnknowns(ast.MustParseTerm("input."+r)),
-			compile.ParsedQuery(ast.MustParseBody(query)),
+			compile.ParsedUnknowns(ast.MustParseTerm("input."+string(r))),
+			compile.ParsedQuery(ast.MustParseBody("data.fleet.scope."+string(r))),
 			compile.Rego(rego.Compiler(e.compiler)),
 		).Prepare(ctx)
 		if err != nil {
 			return fmt.Errorf("prepare scope rule %q: %w", r, err)
 		}
 		e.scopeQ[r] = prep
-		if e.admitQ[r], err = e.prepareEval(ctx, query); err != nil {
-			return err
+	}
+	return nil
+}
+
+// Resources returns the tenant resources the engine was built with
+// (Options.Resources), in their order.
+func (e *Engine) Resources() []Resource { return slices.Clone(e.resources) }
+
+// checkScopeRules checks that the scope rules of the set and the resources
+// are the same names: each resource has a rule data.fleet.scope.<name>,
+// and each rule of package fleet.scope that reads input.<its own name> (a
+// scope rule, as opposed to helpers such as unrestricted) is a resource.
+// Either side forgotten is an error naming it.
+func checkScopeRules(set *policySet, c *ast.Compiler, resources []Resource) error {
+	known := map[Resource]bool{}
+	for _, r := range resources {
+		if !isIdentifier(string(r)) {
+			return fmt.Errorf("resource %q: not a plain rule name", r)
+		}
+		if known[r] {
+			return fmt.Errorf("resource %q listed twice", r)
+		}
+		known[r] = true
+		if len(c.GetRulesExact(ast.MustParseRef("data.fleet.scope."+string(r)))) == 0 {
+			return fmt.Errorf("resource %q has no scope rule data.fleet.scope.%s", r, r)
+		}
+	}
+	scopePkg := ast.MustParseRef("data.fleet.scope")
+	for _, name := range slices.Sorted(maps.Keys(set.modules)) {
+		m := set.modules[name]
+		if !m.Package.Path.Equal(scopePkg) {
+			continue
+		}
+		for _, rule := range m.Rules {
+			r := Resource(rule.Head.Name.String())
+			reads := false
+			ast.WalkRefs(rule.Body, func(ref ast.Ref) bool {
+				if len(ref) > 1 && ref[0].Equal(ast.InputRootDocument) && ref[1].Equal(ast.StringTerm(string(r))) {
+					reads = true
+				}
+				return reads
+			})
+			if reads && !known[r] {
+				return fmt.Errorf("scope rule data.fleet.scope.%s (%s) is not a resource: storage declares no resource %q", r, name, r)
+			}
 		}
 	}
 	return nil

@@ -7,16 +7,16 @@ import (
 
 // String renders the scope for people: "all rows", "no rows" or its
 // condition.
-func (s RowScope) String() string {
+func (s Scope) String() string {
 	switch {
-	case s.Unrestricted:
+	case s.unrestricted:
 		return "all rows"
-	case s.None:
+	case s.none:
 		return "no rows"
-	case s.Where == nil:
+	case s.where == nil:
 		return "invalid scope (no condition)"
 	}
-	return s.Where.String()
+	return s.where.String()
 }
 
 // String renders the condition in an SQL-like notation for people (it is

@@ -9,8 +9,13 @@ import (
 // sharedEngine is built once: New runs the Rego tests and compiles every
 // query, which takes a moment.
 var sharedEngine = sync.OnceValues(func() (*Engine, error) {
-	return New(context.Background(), Options{})
+	return New(context.Background(), Options{Resources: testResources})
 })
+
+// testResources are the resources of the embedded policy's scope rules.
+// Package policy cannot import storage, which declares them; the external
+// test TestScopeRulesAreStorageResources checks that the two agree.
+var testResources = []Resource{"services", "reports", "events", "passengers"}
 
 func engine(t testing.TB) *Engine {
 	t.Helper()
@@ -23,6 +28,9 @@ func engine(t testing.TB) *Engine {
 
 func newEngine(t testing.TB, opts Options) *Engine {
 	t.Helper()
+	if opts.Resources == nil {
+		opts.Resources = testResources
+	}
 	e, err := New(context.Background(), opts)
 	if err != nil {
 		t.Fatalf("New: %v", err)

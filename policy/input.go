@@ -3,10 +3,110 @@ package policy
 import (
 	"encoding/json"
 	"strconv"
+	"time"
 
 	"github.com/open-policy-agent/opa/v1/ast"
 	"github.com/open-policy-agent/opa/v1/rego"
+
+	"github.com/fleetapi/fleetapi/tenancy"
 )
+
+// Input is the document the policy reads (DESIGN §6; JSON Schema in
+// rego/schemas/input.json).
+type Input struct {
+	Request RequestInput `json:"request"`
+	Token   TokenInput   `json:"token"`
+	Account AccountInput `json:"account"`
+}
+
+// RequestInput names the route being called by its template.
+type RequestInput struct {
+	Method string `json:"method"`
+	Route  string `json:"route"`
+}
+
+// TokenInput holds the facts of the calling token that the policy reads.
+type TokenInput struct {
+	ID          int64    `json:"id"`
+	Permissions []string `json:"permissions"`
+}
+
+// AccountInput holds the facts of the calling account that the policy reads.
+type AccountInput struct {
+	ID         int64    `json:"id"`
+	Type       string   `json:"type"`
+	ManagerID  int64    `json:"manager_id"`
+	Active     bool     `json:"active"`
+	Expired    bool     `json:"expired"`
+	ReadOnly   bool     `json:"read_only"`
+	Privileges []string `json:"privileges"`
+	// Chain holds the accounts above this one, nearest first (its manager,
+	// that manager's manager, ...): their state flows down (DESIGN §2).
+	Chain []AncestorInput `json:"chain"`
+}
+
+// AncestorInput holds the facts of one account above the caller's account
+// that the policy reads.
+type AncestorInput struct {
+	ID       int64  `json:"id"`
+	Type     string `json:"type"`
+	Active   bool   `json:"active"`
+	Expired  bool   `json:"expired"`
+	ReadOnly bool   `json:"read_only"`
+}
+
+// NewInput builds the policy input for principal p calling method route
+// (a route template such as "/events/{id}"). today is the current day: an
+// account, and each account above it, is expired when its expiry date is
+// before today (tenancy.Account.Expired).
+func NewInput(p tenancy.Principal, method, route string, today time.Time) Input {
+	perms := p.Token.Permissions
+	if perms == nil {
+		perms = []string{}
+	}
+	privs := p.Account.Privileges
+	if privs == nil {
+		privs = []string{}
+	}
+	chain := make([]AncestorInput, len(p.Ancestors))
+	for i, a := range p.Ancestors {
+		chain[i] = AncestorInput{
+			ID:       a.ID,
+			Type:     string(a.Type),
+			Active:   a.Active,
+			Expired:  a.Expired(today),
+			ReadOnly: a.ReadOnly,
+		}
+	}
+	return Input{
+		Request: RequestInput{Method: method, Route: route},
+		Token:   TokenInput{ID: p.Token.ID, Permissions: perms},
+		Account: AccountInput{
+			ID:         p.Account.ID,
+			Type:       string(p.Account.Type),
+			ManagerID:  p.Account.ManagerID,
+			Active:     p.Account.Active,
+			Expired:    p.Account.Expired(today),
+			ReadOnly:   p.Account.ReadOnly,
+			Privileges: privs,
+			Chain:      chain,
+		},
+	}
+}
+
+// scopeInput is the part of Input that the scope rules read: the account
+// alone. The scope of a resource is evaluated on it and cached by it, so
+// one account behind many tokens and routes has one scope per resource,
+// and a rule that reads anything else (input.token, input.request) finds
+// it undefined: no row (fail closed).
+type scopeInput struct {
+	Account AccountInput `json:"account"`
+}
+
+// value builds the Rego input document of the scope rules.
+func (in scopeInput) value() ast.Object {
+	return ast.NewObject(ast.Item(ast.InternedTerm("account"), accountTerm(in.Account)))
+}
 
 // value builds the Rego input document of in without a JSON round trip.
 // Lists are never null, so a missing list reads as empty.
@@ -20,16 +120,21 @@ func (in Input) value() ast.Object {
 			ast.Item(ast.InternedTerm("id"), intTerm(in.Token.ID)),
 			ast.Item(ast.InternedTerm("permissions"), stringsTerm(in.Token.Permissions)),
 		)),
-		ast.Item(ast.InternedTerm("account"), ast.ObjectTerm(
-			ast.Item(ast.InternedTerm("id"), intTerm(in.Account.ID)),
-			ast.Item(ast.InternedTerm("type"), ast.StringTerm(in.Account.Type)),
-			ast.Item(ast.InternedTerm("manager_id"), intTerm(in.Account.ManagerID)),
-			ast.Item(ast.InternedTerm("active"), ast.BooleanTerm(in.Account.Active)),
-			ast.Item(ast.InternedTerm("expired"), ast.BooleanTerm(in.Account.Expired)),
-			ast.Item(ast.InternedTerm("read_only"), ast.BooleanTerm(in.Account.ReadOnly)),
-			ast.Item(ast.InternedTerm("privileges"), stringsTerm(in.Account.Privileges)),
-			ast.Item(ast.InternedTerm("chain"), chainTerm(in.Account.Chain)),
-		)),
+		ast.Item(ast.InternedTerm("account"), accountTerm(in.Account)),
+	)
+}
+
+// accountTerm is the object of input.account.
+func accountTerm(a AccountInput) *ast.Term {
+	return ast.ObjectTerm(
+		ast.Item(ast.InternedTerm("id"), intTerm(a.ID)),
+		ast.Item(ast.InternedTerm("type"), ast.StringTerm(a.Type)),
+		ast.Item(ast.InternedTerm("manager_id"), intTerm(a.ManagerID)),
+		ast.Item(ast.InternedTerm("active"), ast.BooleanTerm(a.Active)),
+		ast.Item(ast.InternedTerm("expired"), ast.BooleanTerm(a.Expired)),
+		ast.Item(ast.InternedTerm("read_only"), ast.BooleanTerm(a.ReadOnly)),
+		ast.Item(ast.InternedTerm("privileges"), stringsTerm(a.Privileges)),
+		ast.Item(ast.InternedTerm("chain"), chainTerm(a.Chain)),
 	)
 }
 
@@ -62,12 +167,17 @@ func stringsTerm(ss []string) *ast.Term {
 
 // cacheKey identifies an answer by everything it can depend on: the kind
 // of question, its extra argument (a resource), the policy revision and
-// the whole input document. Any change to any field is another key.
-func (e *Engine) cacheKey(kind, arg string, in Input) (string, error) {
-	doc, err := json.Marshal(in)
+// the input document the question is evaluated on (doc, as JSON). Any
+// change to any field of doc is another key.
+func (e *Engine) cacheKey(kind, arg string, doc any) (string, error) {
+	b, err := json.Marshal(doc)
 	if err != nil {
 		return "", err
 	}
+	return e.keyOf(kind, arg, b), nil
+}
+
+func (e *Engine) keyOf(kind, arg string, doc []byte) string {
 	b := make([]byte, 0, len(kind)+len(arg)+len(e.revision)+len(doc)+3)
 	b = append(b, kind...)
 	b = append(b, 0)
@@ -76,7 +186,7 @@ func (e *Engine) cacheKey(kind, arg string, in Input) (string, error) {
 	b = append(b, e.revision...)
 	b = append(b, 0)
 	b = append(b, doc...)
-	return string(b), nil
+	return string(b)
 }
 
 // evalInput is the rego option that passes in as the input document.

@@ -2,9 +2,9 @@ package policy
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
-	"slices"
 
 	"github.com/open-policy-agent/opa/v1/ast"
 	"github.com/open-policy-agent/opa/v1/rego"
@@ -12,102 +12,157 @@ import (
 	"go.opentelemetry.io/otel/codes"
 )
 
-// ErrScope is wrapped by every error of Scope: the policy's answer cannot
-// be turned into a safe row filter, so the query must not run (fail closed).
+// ErrScope is wrapped by every error about a row scope: the policy's
+// answer cannot be turned into a safe row filter (Engine.Scope), or a
+// scope is used where it does not belong (storage), so the query must not
+// run (fail closed).
 var ErrScope = errors.New("policy: scope")
 
 // ErrUnknownResource is returned for a resource that has no scope rule.
 var ErrUnknownResource = errors.New("policy: unknown resource")
 
-// Resources returns the tenant resources that have a scope rule
-// (data.fleet.scope.<resource>), in a fixed order.
-func Resources() []string {
-	return []string{"services", "reports", "events", "passengers"}
+// Resource names a tenant resource: the rule data.fleet.scope.<resource>
+// decides which of its rows a caller sees, and input.<resource> is the row
+// in that rule. The resources are declared by storage (storage.Resources)
+// and passed to New in Options.Resources.
+type Resource string
+
+// Scope is the compiled row scope of one resource for one account: exactly
+// one of Unrestricted (every row), None (no row) or Where (the condition a
+// row must meet) holds. Only the Engine makes one, so a Scope in hand was
+// answered by the policy; the zero Scope is of no resource and admits
+// nothing. Compiled holds what Options.CompileScope made of it (storage's
+// SQL), computed once when the scope was compiled and shared by every
+// request that hits the cache.
+type Scope struct {
+	resource     Resource
+	unrestricted bool
+	none         bool
+	where        *Condition
+	compiled     any
 }
 
-// Scope compiles data.fleet.scope.<resource> for in into the rows the
-// principal may see. The rule is partially evaluated with input.<resource>
-// unknown and its UCAST residue becomes RowScope.Where. It returns
-// ErrUnknownResource for a resource without a rule and an error wrapping
-// ErrScope when the residue cannot be used: a field of another table, a
-// nested field, an unknown operator, a residue that Options.ValidateScope
-// rejects, or no restriction for a principal that data.fleet.scope.unrestricted
-// does not mark. The result is shared with the cache: do not modify it.
-func (e *Engine) Scope(ctx context.Context, in Input, resource string) (RowScope, error) {
+// Resource returns the resource the scope is of.
+func (s Scope) Resource() Resource { return s.resource }
+
+// Unrestricted reports whether the scope admits every row.
+func (s Scope) Unrestricted() bool { return s.unrestricted }
+
+// None reports whether the scope admits no row.
+func (s Scope) None() bool { return s.none }
+
+// Where returns the condition a row must meet, and whether there is one.
+// The condition is shared with the cache: do not modify it.
+func (s Scope) Where() (Condition, bool) {
+	if s.where == nil {
+		return Condition{}, false
+	}
+	return *s.where, true
+}
+
+// Compiled returns the result of Options.CompileScope for this scope; nil
+// when the engine has no CompileScope.
+func (s Scope) Compiled() any { return s.compiled }
+
+// MarshalJSON renders the scope for logs and golden files:
+// {"Resource":…,"Unrestricted":…,"None":…,"Where":…}. The compiled form
+// is not part of it.
+func (s Scope) MarshalJSON() ([]byte, error) {
+	return json.Marshal(struct {
+		Resource     Resource
+		Unrestricted bool
+		None         bool
+		Where        *Condition
+	}{s.resource, s.unrestricted, s.none, s.where})
+}
+
+// Scope compiles data.fleet.scope.<resource> for the account of in into
+// the rows it may see. The rule is partially evaluated with input.<resource>
+// unknown and input.account alone known (the scope depends on the account,
+// not on the token or the route), and its UCAST residue becomes the
+// Scope's condition, which Options.CompileScope then compiles. The answer
+// is cached by the policy revision, the resource and the account.
+// It returns ErrUnknownResource for a resource without a rule and an error
+// wrapping ErrScope when the residue cannot be used: a field of another
+// table, a nested field, an unknown operator, a residue that
+// Options.CompileScope rejects, or no restriction for a principal that
+// data.fleet.scope.unrestricted does not mark.
+func (e *Engine) Scope(ctx context.Context, in Input, resource Resource) (Scope, error) {
 	ctx, span := e.tracer.Start(ctx, "policy.scope")
 	defer span.End()
 	span.SetAttributes(
-		attribute.String("fleet.scope.resource", resource),
+		attribute.String("fleet.scope.resource", string(resource)),
 		attribute.String("fleet.policy.revision", e.revision),
 	)
-	rs, cached, err := e.scope(ctx, in, resource)
+	s, cached, err := e.scope(ctx, scopeInput{Account: in.Account}, resource)
 	span.SetAttributes(attribute.Bool("fleet.policy.cached", cached))
 	if err != nil {
 		span.RecordError(err)
 		span.SetStatus(codes.Error, "scope compilation failed")
-		return RowScope{}, err
+		return Scope{}, err
 	}
-	return rs, nil
+	return s, nil
 }
 
-func (e *Engine) scope(ctx context.Context, in Input, resource string) (RowScope, bool, error) {
-	if !slices.Contains(Resources(), resource) {
-		return RowScope{}, false, fmt.Errorf("%w: %q", ErrUnknownResource, resource)
+func (e *Engine) scope(ctx context.Context, in scopeInput, resource Resource) (Scope, bool, error) {
+	if _, ok := e.scopeQ[resource]; !ok {
+		return Scope{}, false, fmt.Errorf("%w: %q", ErrUnknownResource, resource)
 	}
-	key, err := e.cacheKey("scope", resource, in)
+	key, err := e.cacheKey("scope", string(resource), in)
 	if err != nil {
-		return RowScope{}, false, err
+		return Scope{}, false, err
 	}
 	v, ok := e.cache.get(key)
 	e.countLookup(ctx, "scope", ok)
 	if ok {
-		return v.(RowScope), true, nil
+		return v.(Scope), true, nil
 	}
-	rs, err := e.compileScope(ctx, in, resource)
+	s, err := e.compileScope(ctx, in, resource)
 	if err != nil {
-		return RowScope{}, false, err
+		return Scope{}, false, err
 	}
-	e.cache.put(key, rs)
-	return rs, false, nil
+	e.cache.put(key, s)
+	return s, false, nil
 }
 
-// compileScope runs the prepared partial evaluation and checks its result.
-func (e *Engine) compileScope(ctx context.Context, in Input, resource string) (RowScope, error) {
+// compileScope runs the prepared partial evaluation, checks its result and
+// compiles it with Options.CompileScope.
+func (e *Engine) compileScope(ctx context.Context, in scopeInput, resource Resource) (Scope, error) {
 	input := in.value()
 	filters, err := e.scopeQ[resource].Compile(ctx, rego.EvalParsedInput(input))
 	if err != nil {
-		return RowScope{}, fmt.Errorf("%w: compile %q: %w", ErrScope, resource, err)
+		return Scope{}, fmt.Errorf("%w: compile %q: %w", ErrScope, resource, err)
 	}
-	rs := RowScope{Resource: resource}
+	s := Scope{resource: resource}
 	switch q := filters.One().Query.(type) {
 	case nil:
-		rs.None = true
+		s.none = true
 	case map[string]any:
 		if len(q) == 0 {
 			unrestricted, err := e.unrestricted(ctx, input)
 			if err != nil {
-				return RowScope{}, fmt.Errorf("%w: %q: %w", ErrScope, resource, err)
+				return Scope{}, fmt.Errorf("%w: %q: %w", ErrScope, resource, err)
 			}
 			if !unrestricted {
-				return RowScope{}, fmt.Errorf("%w: %q: empty condition (no restriction) for a principal that is not unrestricted", ErrScope, resource)
+				return Scope{}, fmt.Errorf("%w: %q: empty condition (no restriction) for a principal that is not unrestricted", ErrScope, resource)
 			}
-			rs.Unrestricted = true
+			s.unrestricted = true
 			break
 		}
-		where, err := conditionFromUCAST(resource, q)
+		where, err := conditionFromUCAST(string(resource), q)
 		if err != nil {
-			return RowScope{}, fmt.Errorf("%w: %q: %w", ErrScope, resource, err)
+			return Scope{}, fmt.Errorf("%w: %q: %w", ErrScope, resource, err)
 		}
-		rs.Where = &where
+		s.where = &where
 	default:
-		return RowScope{}, fmt.Errorf("%w: %q: unexpected query %T", ErrScope, resource, q)
+		return Scope{}, fmt.Errorf("%w: %q: unexpected query %T", ErrScope, resource, q)
 	}
-	if e.validate != nil {
-		if err := e.validate(rs); err != nil {
-			return RowScope{}, fmt.Errorf("%w: %q rejected by the storage check: %w", ErrScope, resource, err)
+	if e.compile != nil {
+		if s.compiled, err = e.compile(s); err != nil {
+			return Scope{}, fmt.Errorf("%w: %q rejected by the storage check: %w", ErrScope, resource, err)
 		}
 	}
-	return rs, nil
+	return s, nil
 }
 
 // unrestricted evaluates data.fleet.scope.unrestricted (undefined = false).
@@ -115,30 +170,6 @@ func (e *Engine) unrestricted(ctx context.Context, input ast.Value) (bool, error
 	rs, err := e.unrestrictedQ.Eval(ctx, rego.EvalParsedInput(input))
 	if err != nil {
 		return false, err
-	}
-	b, _ := single(rs).(bool)
-	return b, nil
-}
-
-// Admits reports whether data.fleet.scope.<resource> holds for in with the
-// known row as input.<resource>: the policy's answer for one row, used to
-// check the SQL translation. row holds column values, the virtual columns
-// manager_id and granted_to included. It returns ErrUnknownResource for a
-// resource without a rule.
-func (e *Engine) Admits(ctx context.Context, in Input, resource string, row map[string]any) (bool, error) {
-	q, ok := e.admitQ[resource]
-	if !ok {
-		return false, fmt.Errorf("%w: %q", ErrUnknownResource, resource)
-	}
-	rowValue, err := ast.InterfaceToValue(row)
-	if err != nil {
-		return false, fmt.Errorf("policy: row of %q: %w", resource, err)
-	}
-	input := in.value()
-	input.Insert(ast.StringTerm(resource), ast.NewTerm(rowValue))
-	rs, err := q.Eval(ctx, rego.EvalParsedInput(input))
-	if err != nil {
-		return false, fmt.Errorf("policy: admit %q: %w", resource, err)
 	}
 	b, _ := single(rs).(bool)
 	return b, nil

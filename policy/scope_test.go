@@ -14,32 +14,32 @@ func eq(field string, v int64) Condition { return Condition{Op: OpEq, Field: fie
 // (account 7, manager 3).
 func TestScopeTrees(t *testing.T) {
 	e := engine(t)
-	manager := RowScope{Where: &Condition{Op: OpOr, Children: []Condition{eq("account_id", 7), eq("manager_id", 7)}}}
-	user := RowScope{Where: ptr(eq("account_id", 7))}
-	granted := RowScope{Where: &Condition{Op: OpAnd, Children: []Condition{eq("account_id", 3), eq("granted_to", 7)}}}
-	parent := RowScope{Where: ptr(eq("account_id", 3))}
-	all := RowScope{Unrestricted: true}
-	none := RowScope{None: true}
+	manager := Scope{where: &Condition{Op: OpOr, Children: []Condition{eq("account_id", 7), eq("manager_id", 7)}}}
+	user := Scope{where: ptr(eq("account_id", 7))}
+	granted := Scope{where: &Condition{Op: OpAnd, Children: []Condition{eq("account_id", 3), eq("granted_to", 7)}}}
+	parent := Scope{where: ptr(eq("account_id", 3))}
+	all := Scope{unrestricted: true}
+	none := Scope{none: true}
 	cases := []struct {
 		typ        string
 		privileges []string
-		want       map[string]RowScope
+		want       map[Resource]Scope
 	}{
-		{"admin", nil, map[string]RowScope{"services": all, "reports": all, "events": all, "passengers": all}},
-		{"manager", nil, map[string]RowScope{"services": manager, "reports": manager, "events": manager, "passengers": manager}},
-		{"user", nil, map[string]RowScope{"services": user, "reports": user, "events": user, "passengers": user}},
-		{"subaccount", []string{"reports", "event_notifications"}, map[string]RowScope{"services": granted, "reports": granted, "events": granted, "passengers": parent}},
-		{"subaccount", []string{}, map[string]RowScope{"services": granted, "reports": none, "events": none, "passengers": parent}},
+		{"admin", nil, map[Resource]Scope{"services": all, "reports": all, "events": all, "passengers": all}},
+		{"manager", nil, map[Resource]Scope{"services": manager, "reports": manager, "events": manager, "passengers": manager}},
+		{"user", nil, map[Resource]Scope{"services": user, "reports": user, "events": user, "passengers": user}},
+		{"subaccount", []string{"reports", "event_notifications"}, map[Resource]Scope{"services": granted, "reports": granted, "events": granted, "passengers": parent}},
+		{"subaccount", []string{}, map[Resource]Scope{"services": granted, "reports": none, "events": none, "passengers": parent}},
 	}
 	for _, c := range cases {
-		for _, r := range Resources() {
-			t.Run(c.typ+"/"+strings.Join(c.privileges, "+")+"/"+r, func(t *testing.T) {
+		for _, r := range testResources {
+			t.Run(c.typ+"/"+strings.Join(c.privileges, "+")+"/"+string(r), func(t *testing.T) {
 				got, err := e.Scope(context.Background(), principal(c.typ, c.privileges...), r)
 				if err != nil {
 					t.Fatal(err)
 				}
 				want := c.want[r]
-				want.Resource = r
+				want.resource = r
 				if !reflect.DeepEqual(got, want) {
 					t.Errorf("got %s %+v\nwant %s", got, got, want)
 				}
@@ -58,16 +58,16 @@ func TestScopeNoRows(t *testing.T) {
 		} {
 			in := principal(typ, "reports", "event_notifications")
 			mut(&in)
-			for _, r := range Resources() {
+			for _, r := range testResources {
 				got, err := e.Scope(context.Background(), in, r)
-				if err != nil || !got.None {
+				if err != nil || !got.None() {
 					t.Errorf("%s %+v %s: got %s, %v; want no rows", typ, in.Account, r, got, err)
 				}
 			}
 		}
 	}
-	for _, r := range Resources() {
-		if got, err := e.Scope(context.Background(), principal("reseller"), r); err != nil || !got.None {
+	for _, r := range testResources {
+		if got, err := e.Scope(context.Background(), principal("reseller"), r); err != nil || !got.None() {
 			t.Errorf("unknown type, %s: %s, %v", r, got, err)
 		}
 	}
@@ -78,37 +78,44 @@ func TestScopeUnknownResource(t *testing.T) {
 	if _, err := e.Scope(context.Background(), principal("admin"), "accounts"); !errors.Is(err, ErrUnknownResource) {
 		t.Errorf("Scope: %v", err)
 	}
-	if _, err := e.Admits(context.Background(), principal("admin"), "tokens", nil); !errors.Is(err, ErrUnknownResource) {
-		t.Errorf("Admits: %v", err)
+	if _, err := e.NewRowOracle(context.Background(), "tokens"); !errors.Is(err, ErrUnknownResource) {
+		t.Errorf("NewRowOracle: %v", err)
 	}
 }
 
-// TestScopeValidate: a scope that ValidateScope rejects is an error (and
-// New refuses to start when a sample principal's scope is rejected).
-func TestScopeValidate(t *testing.T) {
-	reject := func(rs RowScope) error {
-		if rs.Where != nil && rs.Where.Op == OpOr {
-			return errors.New("column manager_id not allowed")
+// TestScopeCompile: a scope that CompileScope rejects is an error (and New
+// refuses to start when a sample principal's scope is rejected); its
+// result is kept in the Scope, and compiled once per cache miss only.
+func TestScopeCompile(t *testing.T) {
+	reject := func(s Scope) (any, error) {
+		if w, ok := s.Where(); ok && w.Op == OpOr {
+			return nil, errors.New("column manager_id not allowed")
 		}
-		return nil
+		return nil, nil
 	}
-	_, err := New(context.Background(), Options{ValidateScope: reject})
+	_, err := New(context.Background(), Options{Resources: testResources, CompileScope: reject})
 	if err == nil || !strings.Contains(err.Error(), `scope rule "services" for a manager principal`) ||
 		!strings.Contains(err.Error(), "manager_id not allowed") {
 		t.Errorf("New: %v", err)
 	}
-	var seen []string
-	e := newEngine(t, Options{ValidateScope: func(rs RowScope) error { seen = append(seen, rs.Resource); return nil }})
+	var seen []Resource
+	e := newEngine(t, Options{CompileScope: func(s Scope) (any, error) { seen = append(seen, s.Resource()); return "sql of " + s.String(), nil }})
 	if len(seen) != 16 {
-		t.Errorf("ValidateScope saw %d scopes at start-up, want 4 types × 4 resources", len(seen))
+		t.Errorf("CompileScope saw %d scopes at start-up, want 4 types × 4 resources", len(seen))
 	}
-	if _, err := e.Scope(context.Background(), principal("user"), "events"); err != nil || len(seen) != 17 {
-		t.Errorf("Scope: %v (validate calls %d)", err, len(seen))
+	got, err := e.Scope(context.Background(), principal("user"), "events")
+	if err != nil || len(seen) != 17 || got.Compiled() != "sql of account_id = 7" {
+		t.Errorf("Scope: %v, compiled %v (compile calls %d)", err, got.Compiled(), len(seen))
+	}
+	other := principal("user").at("GET", "/reports")
+	other.Token = TokenInput{ID: 99, Permissions: []string{"GET /events"}}
+	if again, err := e.Scope(context.Background(), other, "events"); err != nil || len(seen) != 17 || again.Compiled() != got.Compiled() {
+		t.Errorf("another token and route of the same account compiled again: %v (compile calls %d)", err, len(seen))
 	}
 }
 
-// TestAdmits evaluates the scope rules on known rows.
-func TestAdmits(t *testing.T) {
+// TestRowOracle evaluates the scope rules on known rows.
+func TestRowOracle(t *testing.T) {
 	e := engine(t)
 	row := func(account, manager, granted int64) map[string]any {
 		return map[string]any{"account_id": account, "manager_id": manager, "granted_to": granted, "imei": "356938035643809"}
@@ -116,7 +123,7 @@ func TestAdmits(t *testing.T) {
 	cases := []struct {
 		name     string
 		in       Input
-		resource string
+		resource Resource
 		row      map[string]any
 		want     bool
 	}{
@@ -136,7 +143,11 @@ func TestAdmits(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			got, err := e.Admits(context.Background(), c.in, c.resource, c.row)
+			o, err := e.NewRowOracle(context.Background(), c.resource)
+			if err != nil {
+				t.Fatal(err)
+			}
+			got, err := o.Admits(context.Background(), c.in, c.row)
 			if err != nil || got != c.want {
 				t.Errorf("Admits = %t, %v; want %t", got, err, c.want)
 			}

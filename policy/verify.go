@@ -28,7 +28,7 @@ func accountTypes() []string { return []string{"admin", "manager", "user", "suba
 
 // verify checks, for a sample principal of every account type, that the
 // decision and permissions are well formed and that every scope rule
-// compiles into a RowScope that storage accepts, and that only admins get
+// compiles into a Scope that Options.CompileScope accepts, and that only admins get
 // an unrestricted one.
 func (e *Engine) verify(ctx context.Context) error {
 	for _, t := range accountTypes() {
@@ -47,9 +47,9 @@ func (e *Engine) verify(ctx context.Context) error {
 		if _, ok := single(rs).(map[string]any); !ok {
 			return fmt.Errorf("permissions for %s principal: %w", article(t), ErrUndefined)
 		}
-		for _, r := range Resources() {
-			scope, err := e.compileScope(ctx, in, r)
-			if err == nil && t != "admin" && scope.Unrestricted {
+		for _, r := range e.resources {
+			scope, err := e.compileScope(ctx, scopeInput{Account: in.Account}, r)
+			if err == nil && t != "admin" && scope.unrestricted {
 				err = errors.New("unrestricted for a principal that is not an admin")
 			}
 			if err != nil {

@@ -41,9 +41,9 @@ func TestScopeCountShape(t *testing.T) {
 			t.Fatal(err)
 		}
 		p := tenancy.Principal{Token: tenancy.Token{ID: 1, Permissions: []string{"*"}}, Account: a}
-		for _, resource := range storage.ScopeResources() {
+		for _, resource := range storage.Resources() {
 			t.Run(fmt.Sprintf("%s_%s_%s", a.Type, name, resource), func(t *testing.T) {
-				scope, err := engine.Scope(ctx, policy.NewInput(p, "GET", "/"+resource, generateToday), resource)
+				scope, err := engine.Scope(ctx, policy.NewInput(p, "GET", "/"+string(resource), generateToday), resource)
 				if err != nil {
 					t.Fatal(err)
 				}

@@ -2,7 +2,6 @@ package storage
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"time"
 
@@ -32,65 +31,15 @@ const (
 type DueService struct {
 	Service `bun:",extend"`
 
-	ObjectName string `bun:"object_name,scanonly" json:"object_name"`
+	ObjectName string `bun:"object_name,scanonly"`
 	// OdoRemaining is kilometres, EnghRemaining hours, DaysRemaining days.
-	OdoRemaining  *int64 `bun:"odo_remaining,scanonly" json:"odo_remaining"`
-	EnghRemaining *int64 `bun:"engh_remaining,scanonly" json:"engh_remaining"`
-	DaysRemaining *int64 `bun:"days_remaining,scanonly" json:"days_remaining"`
+	OdoRemaining  *int64 `bun:"odo_remaining,scanonly"`
+	EnghRemaining *int64 `bun:"engh_remaining,scanonly"`
+	DaysRemaining *int64 `bun:"days_remaining,scanonly"`
 	// Due lists the due criteria: a subset of DueOdo, DueEngh, DueDays in
 	// that order; never empty for a listed record.
-	Due   StringList `bun:"due,array,scanonly" json:"due"`
-	State string     `bun:"state,scanonly" json:"state"`
-}
-
-// dueServiceJSON is the wire form of DueService: every field of Service
-// spelled out, so that no later change to the embedding can hide one.
-type dueServiceJSON struct {
-	ServiceID           int64      `json:"service_id"`
-	IMEI                string     `json:"imei"`
-	Name                string     `json:"name"`
-	Odo                 bool       `json:"odo"`
-	OdoInterval         int        `json:"odo_interval"`
-	OdoLast             int        `json:"odo_last"`
-	Engh                bool       `json:"engh"`
-	EnghInterval        int        `json:"engh_interval"`
-	EnghLast            int        `json:"engh_last"`
-	Days                bool       `json:"days"`
-	DaysInterval        int        `json:"days_interval"`
-	DaysLast            *Date      `json:"days_last"`
-	OdoLeft             bool       `json:"odo_left"`
-	OdoLeftNum          int        `json:"odo_left_num"`
-	EnghLeft            bool       `json:"engh_left"`
-	EnghLeftNum         int        `json:"engh_left_num"`
-	DaysLeft            bool       `json:"days_left"`
-	DaysLeftNum         int        `json:"days_left_num"`
-	UpdateLast          bool       `json:"update_last"`
-	NotifyServiceExpire bool       `json:"notify_service_expire"`
-	ObjectName          string     `json:"object_name"`
-	OdoRemaining        *int64     `json:"odo_remaining"`
-	EnghRemaining       *int64     `json:"engh_remaining"`
-	DaysRemaining       *int64     `json:"days_remaining"`
-	Due                 StringList `json:"due"`
-	State               string     `json:"state"`
-}
-
-// MarshalJSON encodes the named fields of the service record and the due
-// fields; Due encodes as [] when empty. Extra is left to the caller, as for
-// Service.
-func (d DueService) MarshalJSON() ([]byte, error) {
-	s := d.Service
-	return json.Marshal(dueServiceJSON{
-		ServiceID: s.ServiceID, IMEI: s.IMEI, Name: s.Name,
-		Odo: s.Odo, OdoInterval: s.OdoInterval, OdoLast: s.OdoLast,
-		Engh: s.Engh, EnghInterval: s.EnghInterval, EnghLast: s.EnghLast,
-		Days: s.Days, DaysInterval: s.DaysInterval, DaysLast: s.DaysLast,
-		OdoLeft: s.OdoLeft, OdoLeftNum: s.OdoLeftNum,
-		EnghLeft: s.EnghLeft, EnghLeftNum: s.EnghLeftNum,
-		DaysLeft: s.DaysLeft, DaysLeftNum: s.DaysLeftNum,
-		UpdateLast: s.UpdateLast, NotifyServiceExpire: s.NotifyServiceExpire,
-		ObjectName: d.ObjectName, OdoRemaining: d.OdoRemaining, EnghRemaining: d.EnghRemaining,
-		DaysRemaining: d.DaysRemaining, Due: d.Due.orEmpty(), State: d.State,
-	})
+	Due   StringList `bun:"due,array,scanonly"`
+	State string     `bun:"state,scanonly"`
 }
 
 // dueRemaining computes each criterion's remaining once per row: nil when
@@ -121,18 +70,15 @@ const dueState = `CASE WHEN "rem".odo_remaining <= 0 OR "rem".engh_remaining <= 
 // on and its remaining (interval − (current − last), with the object's
 // current odometer and engine hours, and today for days) is zero or less, or
 // its *_left switch is on and the remaining is at most *_left_num. It
-// returns ErrScope for a scope that is not a services scope or does not
-// translate, ErrBadListRequest for a limit below 1, and ErrUnavailable when
+// returns policy.ErrScope for a scope that is not a services scope or that
+// storage did not compile, ErrBadListRequest for a limit below 1, and ErrUnavailable when
 // the database cannot be reached.
-func (s *Store) DueServices(ctx context.Context, scope policy.RowScope, today time.Time, limit int) ([]DueService, error) {
-	if scope.Resource != "services" {
-		return nil, fmt.Errorf("%w: scope of %q used on services", ErrScope, scope.Resource)
-	}
+func (s *Store) DueServices(ctx context.Context, scope policy.Scope, today time.Time, limit int) ([]DueService, error) {
 	if limit < 1 {
 		return nil, fmt.Errorf("%w: limit %d", ErrBadListRequest, limit)
 	}
 	items := make([]DueService, 0, min(limit, 64))
-	q, err := s.scopedSelect(scope, &items)
+	q, err := s.scopedSelect(scope, Services.Descriptor, &items)
 	if err != nil {
 		return nil, err
 	}

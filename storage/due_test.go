@@ -2,11 +2,11 @@ package storage_test
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"slices"
 	"testing"
 
+	"github.com/fleetapi/fleetapi/policy"
 	"github.com/fleetapi/fleetapi/storage"
 	"github.com/fleetapi/fleetapi/storage/demodata"
 )
@@ -133,47 +133,13 @@ func TestDueServicesLimitAndCriteria(t *testing.T) {
 		}
 	})
 	t.Run("errors", func(t *testing.T) {
-		if _, err := s.DueServices(ctx, scopeOf(t, e, s, "admin", "reports"), demoToday, 10); !errors.Is(err, storage.ErrScope) {
+		if _, err := s.DueServices(ctx, scopeOf(t, e, s, "admin", "reports"), demoToday, 10); !errors.Is(err, policy.ErrScope) {
 			t.Errorf("reports scope: %v, want ErrScope", err)
 		}
 		if _, err := s.DueServices(ctx, admin, demoToday, 0); !errors.Is(err, storage.ErrBadListRequest) {
 			t.Errorf("limit 0: %v, want ErrBadListRequest", err)
 		}
 	})
-}
-
-func TestDueServiceJSON(t *testing.T) {
-	t.Parallel()
-	svc, err := json.Marshal(storage.Service{ServiceID: 4})
-	if err != nil {
-		t.Fatal(err)
-	}
-	due, err := json.Marshal(storage.DueService{Service: storage.Service{ServiceID: 4}, ObjectName: "Van", EnghRemaining: i64(-3), State: "expired"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	var svcFields, dueFields map[string]any
-	if err := json.Unmarshal(svc, &svcFields); err != nil {
-		t.Fatal(err)
-	}
-	if err := json.Unmarshal(due, &dueFields); err != nil {
-		t.Fatal(err)
-	}
-	for k, v := range svcFields {
-		if got, ok := dueFields[k]; !ok || got != v {
-			t.Errorf("due record %s: %v, want %v", k, got, v)
-		}
-	}
-	want := map[string]any{"object_name": "Van", "odo_remaining": nil, "engh_remaining": -3.0, "days_remaining": nil, "due": []any{}, "state": "expired"}
-	for k, v := range want {
-		got, ok := dueFields[k]
-		if b1, b2 := mustJSON(t, got), mustJSON(t, v); !ok || string(b1) != string(b2) {
-			t.Errorf("%s: got %s, want %s", k, b1, b2)
-		}
-	}
-	if len(dueFields) != len(svcFields)+len(want) {
-		t.Errorf("due record has %d fields, want %d: %s", len(dueFields), len(svcFields)+len(want), due)
-	}
 }
 
 func eqPtr(a, b *int64) bool { return a == nil && b == nil || a != nil && b != nil && *a == *b }

@@ -13,7 +13,7 @@ import (
 // newEngine returns the real embedded policy with storage's scope check.
 func newEngine(t testing.TB) *policy.Engine {
 	t.Helper()
-	e, err := policy.New(context.Background(), policy.Options{ValidateScope: storage.ValidateScope})
+	e, err := policy.New(context.Background(), policy.Options{Resources: storage.Resources(), CompileScope: storage.CompileScope})
 	if err != nil {
 		t.Fatalf("policy: %v", err)
 	}
@@ -36,10 +36,10 @@ func principalOf(t testing.TB, s *storage.Store, username string) tenancy.Princi
 
 // scopeOf returns the policy's row scope of resource for the stored
 // account username, on demoToday.
-func scopeOf(t testing.TB, e *policy.Engine, s *storage.Store, username, resource string) policy.RowScope {
+func scopeOf(t testing.TB, e *policy.Engine, s *storage.Store, username string, resource policy.Resource) policy.Scope {
 	t.Helper()
 	p := principalOf(t, s, username)
-	in := policy.NewInput(p, "GET", "/"+resource, demoToday)
+	in := policy.NewInput(p, "GET", "/"+string(resource), demoToday)
 	rs, err := e.Scope(context.Background(), in, resource)
 	if err != nil {
 		t.Fatalf("scope of %s for %s: %v", resource, username, err)

@@ -242,19 +242,19 @@ func TestTranslateDataExceptions(t *testing.T) {
 		state string
 	}{
 		{"nul_escape_in_json", func() error {
-			_, err := s.ListEvents(ctx, events, storage.ListRequest{Page: 1, PerPage: 10, Sort: "event_id", Filters: []storage.Filter{{Field: "day_time", Value: map[string]any{"mon": "a\x00b"}}}})
+			_, err := storage.List(ctx, s, events, storage.Events, storage.ListRequest{Page: 1, PerPage: 10, Sort: field(storage.Events, "event_id"), Filters: []storage.Filter{{Field: field(storage.Events, "day_time"), Value: map[string]any{"mon": "a\x00b"}}}})
 			return err
 		}, "22P05"},
 		{"number_overflow_in_json", func() error {
-			_, err := s.ListEvents(ctx, events, storage.ListRequest{Page: 1, PerPage: 10, Sort: "event_id", Filters: []storage.Filter{{Field: "day_time", Value: map[string]any{"mon": json.Number("1e999999")}}}})
+			_, err := storage.List(ctx, s, events, storage.Events, storage.ListRequest{Page: 1, PerPage: 10, Sort: field(storage.Events, "event_id"), Filters: []storage.Filter{{Field: field(storage.Events, "day_time"), Value: map[string]any{"mon": json.Number("1e999999")}}}})
 			return err
 		}, "22003"},
 		{"year_zero_date", func() error {
-			_, err := s.ListServices(ctx, services, storage.ListRequest{Page: 1, PerPage: 10, Sort: "service_id", Filters: []storage.Filter{{Field: "days_last", Value: storage.Date{Time: year0}}}})
+			_, err := storage.List(ctx, s, services, storage.Services, storage.ListRequest{Page: 1, PerPage: 10, Sort: field(storage.Services, "service_id"), Filters: []storage.Filter{{Field: field(storage.Services, "days_last"), Value: storage.Date{Time: year0}}}})
 			return err
 		}, "22"},
 		{"year_zero_timestamp", func() error {
-			_, err := s.ListReports(ctx, reports, storage.ListRequest{Page: 1, PerPage: 10, Sort: "report_id", Filters: []storage.Filter{{Field: "dt_schedule_d", Value: year0}}})
+			_, err := storage.List(ctx, s, reports, storage.Reports, storage.ListRequest{Page: 1, PerPage: 10, Sort: field(storage.Reports, "report_id"), Filters: []storage.Filter{{Field: field(storage.Reports, "dt_schedule_d"), Value: year0}}})
 			return err
 		}, "22"},
 	}
@@ -303,11 +303,11 @@ func TestEntryPointsWhenConnectionsDie(t *testing.T) {
 		run  func() error
 	}{
 		{"list", func() error {
-			_, err := s.ListServices(ctx, services, storage.ListRequest{Page: 1, PerPage: 1, Sort: "service_id"})
+			_, err := storage.List(ctx, s, services, storage.Services, storage.ListRequest{Page: 1, PerPage: 1, Sort: field(storage.Services, "service_id")})
 			return err
 		}},
 		{"list_count", func() error {
-			_, err := s.ListEvents(ctx, events, storage.ListRequest{Page: 2, PerPage: 1, Sort: "event_id"})
+			_, err := storage.List(ctx, s, events, storage.Events, storage.ListRequest{Page: 2, PerPage: 1, Sort: field(storage.Events, "event_id")})
 			return err
 		}},
 		{"event_by_id", func() error {
@@ -385,4 +385,10 @@ func TestEntryPointsWhenConnectionsDie(t *testing.T) {
 	if unavailable == 0 {
 		t.Fatal("no entry point saw a dead connection: the test proves nothing")
 	}
+}
+
+// field returns the listed field name of m.
+func field[T any](m storage.Model[T], name string) storage.Field {
+	f, _ := m.Field(name)
+	return f
 }

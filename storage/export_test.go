@@ -8,20 +8,20 @@ import (
 	"github.com/fleetapi/fleetapi/policy"
 )
 
-// ScopedIDs returns, among the rows of scope.Resource with the given ids,
+// ScopedIDs returns, among the rows of scope.Resource() with the given ids,
 // the ids of those that scope admits, through scopedSelect; and the SQL it
 // ran. It exists for the differential test of the external test package.
-func (s *Store) ScopedIDs(ctx context.Context, scope policy.RowScope, ids []int64) ([]int64, string, error) {
-	m, ok := goldenModels[scope.Resource]
-	if !ok {
-		return nil, "", ErrScope
+func (s *Store) ScopedIDs(ctx context.Context, scope policy.Scope, ids []int64) ([]int64, string, error) {
+	d := descriptorOf(scope.Resource())
+	if d == nil {
+		return nil, "", policy.ErrScope
 	}
-	q, err := s.scopedSelect(scope, m.model)
+	q, err := s.scopedSelect(scope, d, modelOf(d))
 	if err != nil {
 		return nil, "", err
 	}
-	alias := scopeTables[scope.Resource].alias
-	q = q.Column(m.id).Where(`"`+alias+`"."`+m.id+`" = ANY(?)`, pgdialect.Array(ids)).OrderExpr(`"` + alias + `"."` + m.id + `"`)
+	id := d.col(d.id.Name)
+	q = q.Column(d.id.Name).Where(id+` = ANY(?)`, pgdialect.Array(ids)).OrderExpr(id)
 	out := []int64{}
 	if err := q.Scan(ctx, &out); err != nil {
 		return nil, q.String(), Translate(err)

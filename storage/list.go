@@ -12,27 +12,31 @@ import (
 	"github.com/fleetapi/fleetapi/policy"
 )
 
-// ErrBadListRequest is returned for a ListRequest that names a field the
-// resource does not have, or a filter value of the wrong type. The api
-// package validates requests first, so it signals a programming error.
+// ErrBadListRequest is returned for a ListRequest that the api should not
+// have made (a page or limit below 1, a filter value of the wrong type):
+// the api package parses requests with the descriptor, so it signals a
+// programming error.
 var ErrBadListRequest = errors.New("bad list request")
 
-// Filter is one exact-match filter: a field and its value, already parsed to
-// the field's kind (int64 within Field.IntRange, string, bool, Date from
-// ParseDate, time.Time from ParseTimestamp, or for KindObject the
-// JSONObject of ParseJSONObject), so that PostgreSQL accepts it.
+// Filter is one exact-match filter: a field of the descriptor and its
+// value, already parsed to the field's kind (int64 within Field.IntRange,
+// string, bool, Date from ParseDate, time.Time from ParseTimestamp, or for
+// KindObject the JSONObject of ParseJSONObject), so that PostgreSQL
+// accepts it.
 type Filter struct {
-	Field string
+	Field Field
 	Value any
 }
 
-// ListRequest is a validated list request.
+// ListRequest is a list request parsed with the resource's descriptor: its
+// fields are the descriptor's own, so storage does not check names again.
 type ListRequest struct {
 	Page    int
 	PerPage int
 	// Search is the trimmed free-text search; empty for none.
-	Search  string
-	Sort    string
+	Search string
+	// Sort is the field to order by; the zero Field orders by the id.
+	Sort    Field
 	Desc    bool
 	Filters []Filter
 }
@@ -43,40 +47,39 @@ type Page[T any] struct {
 	Total int64
 }
 
-// list runs a list request on the resource described by l, restricted by
-// scope: WHERE (scope) AND (filters) AND (search) ORDER BY sort, id
-// LIMIT/OFFSET, plus the count of matching rows when the page alone does
-// not tell it.
-func list[T any](ctx context.Context, s *Store, l Listing, scope policy.RowScope, req ListRequest) (Page[T], error) {
-	if scope.Resource != l.Resource {
-		return Page[T]{}, fmt.Errorf("%w: scope of %q used on %q", ErrScope, scope.Resource, l.Resource)
+// List returns the page of m's rows that scope admits and req selects:
+// WHERE (scope) AND (filters) AND (search) ORDER BY sort, id LIMIT/OFFSET,
+// plus the count of matching rows when the page alone does not tell it
+// (the count query is built only then). It returns policy.ErrScope for a
+// scope of another resource or one storage did not compile,
+// ErrBadListRequest for a request the api should not have made, and
+// ErrUnavailable when the database cannot be reached.
+func List[T any](ctx context.Context, s *Store, scope policy.Scope, m Model[T], req ListRequest) (Page[T], error) {
+	if req.Page < 1 || req.PerPage < 1 {
+		return Page[T]{}, fmt.Errorf("%w: page %d, per page %d", ErrBadListRequest, req.Page, req.PerPage)
 	}
+	d := m.Descriptor
 	items := make([]T, 0, req.PerPage)
-	q, err := s.scopedSelect(scope, &items)
+	q, err := s.scopedSelect(scope, d, &items)
 	if err != nil {
 		return Page[T]{}, err
 	}
-	if err := applyFilters(q, l, req); err != nil {
+	if err := applyFilters(q, d, req); err != nil {
 		return Page[T]{}, err
 	}
-	count, err := s.scopedCount(scope, (*T)(nil))
-	if err != nil {
-		return Page[T]{}, err
-	}
-	if err := applyFilters(count, l, req); err != nil {
-		return Page[T]{}, err
-	}
-	sortField, ok := l.Field(req.Sort)
-	if !ok {
-		return Page[T]{}, fmt.Errorf("%w: sort %q", ErrBadListRequest, req.Sort)
+	sort := req.Sort.Name
+	if sort == "" {
+		sort = d.id.Name
+	} else if f, ok := d.Field(sort); !ok || f != req.Sort || !f.Sort {
+		return Page[T]{}, fmt.Errorf("%w: sort by %q, not a sortable field of %s", ErrBadListRequest, sort, d.resource)
 	}
 	dir := " ASC"
 	if req.Desc {
 		dir = " DESC"
 	}
-	q.OrderExpr(l.col(sortField.Name) + dir)
-	if sortField.Name != l.ID {
-		q.OrderExpr(l.col(l.ID) + dir)
+	q.OrderExpr(d.col(sort) + dir)
+	if sort != d.id.Name {
+		q.OrderExpr(d.col(d.id.Name) + dir)
 	}
 	offset := int64(req.Page-1) * int64(req.PerPage)
 	q.Limit(int64(req.PerPage)).Offset(offset)
@@ -90,6 +93,13 @@ func list[T any](ctx context.Context, s *Store, l Listing, scope policy.RowScope
 	if len(items) == 0 && req.Page == 1 {
 		return Page[T]{Items: items, Total: 0}, nil
 	}
+	count, err := s.scopedCount(scope, d, (*T)(nil))
+	if err != nil {
+		return Page[T]{}, err
+	}
+	if err := applyFilters(count, d, req); err != nil {
+		return Page[T]{}, err
+	}
 	total, err := count.Count(ctx)
 	if err != nil {
 		return Page[T]{}, Translate(err)
@@ -97,82 +107,44 @@ func list[T any](ctx context.Context, s *Store, l Listing, scope policy.RowScope
 	return Page[T]{Items: items, Total: int64(total)}, nil
 }
 
-// col qualifies a column with the resource's table alias.
-func (l Listing) col(name string) string { return `"` + l.alias + `"."` + name + `"` }
-
 // applyFilters adds the exact-match filters and the search to q. Every
 // value is bound; search escapes %, _ and \ so that they match themselves.
-func applyFilters(q *bun.SelectQuery, l Listing, req ListRequest) error {
+func applyFilters(q *bun.SelectQuery, d *Descriptor, req ListRequest) error {
 	for _, f := range req.Filters {
-		field, ok := l.Field(f.Field)
-		if !ok || field.Name == l.ID {
-			return fmt.Errorf("%w: filter %q", ErrBadListRequest, f.Field)
+		// A guard, not a parse: the api took the field from d, so only a
+		// field of another resource (a programming error) fails here.
+		if df, ok := d.Field(f.Field.Name); !ok || df != f.Field || !df.Filter {
+			return fmt.Errorf("%w: filter %q, not a filterable field of %s", ErrBadListRequest, f.Field.Name, d.resource)
 		}
-		switch field.Kind {
+		switch f.Field.Kind {
 		case KindTextList:
 			v, ok := f.Value.(string)
 			if !ok {
-				return fmt.Errorf("%w: filter %s wants a string", ErrBadListRequest, f.Field)
+				return fmt.Errorf("%w: filter %s wants a string", ErrBadListRequest, f.Field.Name)
 			}
-			q.Where("? = ANY("+l.col(field.Name)+")", v)
+			q.Where("? = ANY("+d.col(f.Field.Name)+")", v)
 		case KindObject:
 			b, err := json.Marshal(f.Value)
 			if err != nil {
-				return fmt.Errorf("%w: filter %s: %v", ErrBadListRequest, f.Field, err)
+				return fmt.Errorf("%w: filter %s: %v", ErrBadListRequest, f.Field.Name, err)
 			}
-			q.Where(l.col(field.Name)+" = ?::jsonb", string(b))
+			q.Where(d.col(f.Field.Name)+" = ?::jsonb", string(b))
 		default:
-			q.Where(l.col(field.Name)+" = ?", f.Value)
+			q.Where(d.col(f.Field.Name)+" = ?", f.Value)
 		}
 	}
 	if req.Search != "" {
+		if len(d.search) == 0 {
+			return fmt.Errorf("%w: %s has no search fields", ErrBadListRequest, d.resource)
+		}
 		pattern := "%" + EscapeLike(req.Search) + "%"
-		var parts []string
-		var args []any
-		for _, c := range l.Search {
-			parts = append(parts, l.col(c)+` ILIKE ? ESCAPE '\'`)
-			args = append(args, pattern)
+		parts := make([]string, len(d.search))
+		args := make([]any, len(d.search))
+		for i, f := range d.search {
+			parts[i] = d.col(f.Name) + ` ILIKE ? ESCAPE '\'`
+			args[i] = pattern
 		}
 		q.Where("("+strings.Join(parts, " OR ")+")", args...)
 	}
 	return nil
-}
-
-// ListServices returns a page of the service records that scope admits and
-// req selects. It returns ErrScope for a scope that does not translate,
-// ErrBadListRequest for a request naming unknown fields, and
-// ErrUnavailable when the database cannot be reached.
-func (s *Store) ListServices(ctx context.Context, scope policy.RowScope, req ListRequest) (Page[Service], error) {
-	return list[Service](ctx, s, ServiceListing(), scope, req)
-}
-
-// ListReports returns a page of the reports that scope admits and req
-// selects. Errors as ListServices.
-func (s *Store) ListReports(ctx context.Context, scope policy.RowScope, req ListRequest) (Page[Report], error) {
-	return list[Report](ctx, s, ReportListing(), scope, req)
-}
-
-// ListEvents returns a page of the event rules that scope admits and req
-// selects. Errors as ListServices.
-func (s *Store) ListEvents(ctx context.Context, scope policy.RowScope, req ListRequest) (Page[Event], error) {
-	return list[Event](ctx, s, EventListing(), scope, req)
-}
-
-// EventByID returns the event rule with the given id when scope admits it.
-// A rule that does not exist and one outside the scope are both
-// ErrNotFound. It returns ErrScope and ErrUnavailable as ListServices.
-func (s *Store) EventByID(ctx context.Context, scope policy.RowScope, id int64) (Event, error) {
-	if scope.Resource != "events" {
-		return Event{}, fmt.Errorf("%w: scope of %q used on events", ErrScope, scope.Resource)
-	}
-	var ev Event
-	q, err := s.scopedSelect(scope, &ev)
-	if err != nil {
-		return Event{}, err
-	}
-	if err := q.Where(`"e"."event_id" = ?`, id).Limit(1).Scan(ctx); err != nil {
-		// id is an int64 the api parsed: a data exception is the server's.
-		return Event{}, translateOwn(err)
-	}
-	return ev, nil
 }

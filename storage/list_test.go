@@ -29,9 +29,9 @@ func newListFixture(t *testing.T) listFixture {
 	return listFixture{s: s, db: db, e: newEngine(t)}
 }
 
-func (f listFixture) scope(t *testing.T, username, resource string) policy.RowScope {
+func (f listFixture) scope(t *testing.T, username, resource string) policy.Scope {
 	t.Helper()
-	return scopeOf(t, f.e, f.s, username, resource)
+	return scopeOf(t, f.e, f.s, username, policy.Resource(resource))
 }
 
 // accountIDs returns the ids of the named demo accounts.
@@ -44,9 +44,30 @@ func (f listFixture) accountIDs(t *testing.T, usernames ...string) []int64 {
 	return ids
 }
 
-// all is a request for every row, id ascending.
+// all is a request for every row, ordered by the field sort of the
+// resource that has it (the id names the resource).
 func all(sort string) storage.ListRequest {
-	return storage.ListRequest{Page: 1, PerPage: 500, Sort: sort}
+	return storage.ListRequest{Page: 1, PerPage: 500, Sort: fieldOf(sort)}
+}
+
+// fieldOf returns the listed field name: of services, else reports, else
+// events (the tests' requests name fields of the resource they list).
+func fieldOf(name string) storage.Field {
+	for _, d := range []*storage.Descriptor{storage.Services.Descriptor, storage.Reports.Descriptor, storage.Events.Descriptor} {
+		if f, ok := d.Field(name); ok {
+			return f
+		}
+	}
+	return storage.Field{Name: name}
+}
+
+// filter is the exact-match filter on the field name of m.
+func filter[T any](m storage.Model[T], name string, v any) storage.Filter {
+	f, ok := m.Field(name)
+	if !ok {
+		f = storage.Field{Name: name}
+	}
+	return storage.Filter{Field: f, Value: v}
 }
 
 func TestListIsolation(t *testing.T) {
@@ -94,7 +115,7 @@ func TestListIsolation(t *testing.T) {
 		})
 	}
 	t.Run("subaccount sees only granted devices", func(t *testing.T) {
-		services, err := f.s.ListServices(ctx, f.scope(t, "acme-night", "services"), all("service_id"))
+		services, err := storage.List(ctx, f.s, f.scope(t, "acme-night", "services"), storage.Services, all("service_id"))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -106,7 +127,7 @@ func TestListIsolation(t *testing.T) {
 				t.Errorf("service %q of device %s is visible", s.Name, s.IMEI)
 			}
 		}
-		reports, err := f.s.ListReports(ctx, f.scope(t, "acme-night", "reports"), all("report_id"))
+		reports, err := storage.List(ctx, f.s, f.scope(t, "acme-night", "reports"), storage.Reports, all("report_id"))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -114,7 +135,7 @@ func TestListIsolation(t *testing.T) {
 		if len(reports.Items) != 1 || reports.Items[0].Name != "Truck 7 daily stops" {
 			t.Errorf("reports %+v, want only Truck 7 daily stops", reports.Items)
 		}
-		events, err := f.s.ListEvents(ctx, f.scope(t, "acme-night", "events"), all("event_id"))
+		events, err := storage.List(ctx, f.s, f.scope(t, "acme-night", "events"), storage.Events, all("event_id"))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -132,7 +153,7 @@ func (f listFixture) listOwners(t *testing.T, username, table string) []int64 {
 	var owners []int64
 	switch table {
 	case "services":
-		p, err := f.s.ListServices(ctx, f.scope(t, username, table), all("service_id"))
+		p, err := storage.List(ctx, f.s, f.scope(t, username, table), storage.Services, all("service_id"))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -140,7 +161,7 @@ func (f listFixture) listOwners(t *testing.T, username, table string) []int64 {
 			owners = append(owners, x.AccountID)
 		}
 	case "reports":
-		p, err := f.s.ListReports(ctx, f.scope(t, username, table), all("report_id"))
+		p, err := storage.List(ctx, f.s, f.scope(t, username, table), storage.Reports, all("report_id"))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -148,7 +169,7 @@ func (f listFixture) listOwners(t *testing.T, username, table string) []int64 {
 			owners = append(owners, x.AccountID)
 		}
 	case "events":
-		p, err := f.s.ListEvents(ctx, f.scope(t, username, table), all("event_id"))
+		p, err := storage.List(ctx, f.s, f.scope(t, username, table), storage.Events, all("event_id"))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -194,7 +215,7 @@ func TestListSearchIsLiteral(t *testing.T) {
 		t.Run(tc.search, func(t *testing.T) {
 			req := all("name")
 			req.Search = tc.search
-			p, err := f.s.ListServices(ctx, scope, req)
+			p, err := storage.List(ctx, f.s, scope, storage.Services, req)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -210,7 +231,7 @@ func TestListSearchIsLiteral(t *testing.T) {
 	t.Run("reports and events search name and type", func(t *testing.T) {
 		req := all("report_id")
 		req.Search = "OVERSPEED"
-		reports, err := f.s.ListReports(ctx, f.scope(t, "acme", "reports"), req)
+		reports, err := storage.List(ctx, f.s, f.scope(t, "acme", "reports"), storage.Reports, req)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -219,7 +240,7 @@ func TestListSearchIsLiteral(t *testing.T) {
 		}
 		req = all("event_id")
 		req.Search = "zone_"
-		events, err := f.s.ListEvents(ctx, f.scope(t, "acme", "events"), req)
+		events, err := storage.List(ctx, f.s, f.scope(t, "acme", "events"), storage.Events, req)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -244,18 +265,18 @@ func TestListFilters(t *testing.T) {
 		filters  []storage.Filter
 		want     []string
 	}{
-		{"int", "services", []storage.Filter{{"odo_interval", int64(10000)}}, []string{"Oil change", "Oil change"}},
-		{"int and text", "services", []storage.Filter{{"odo_interval", int64(10000)}, {"imei", "356938035643809"}}, []string{"Oil change"}},
-		{"bool", "services", []storage.Filter{{"engh", true}}, []string{"Brake check", "Hydraulic service", "Refrigeration unit"}},
-		{"date", "services", []storage.Filter{{"days_last", date}}, []string{"Annual inspection"}},
-		{"text", "reports", []storage.Filter{{"format", "pdf"}}, []string{"Truck 7 daily stops", "Reefer temperatures"}},
-		{"text list contains", "reports", []storage.Filter{{"imei", "356938035643817"}}, []string{"Fleet overspeed"}},
-		{"text list contains, several", "reports", []storage.Filter{{"imei", "356938035643809"}}, []string{"Truck 7 daily stops", "Fleet overspeed"}},
-		{"time", "reports", []storage.Filter{{"dt_schedule_d", at}}, []string{"Truck 7 daily stops"}},
-		{"text list of days", "events", []storage.Filter{{"week_days", "sat"}}, []string{"Truck 7 overspeed"}},
-		{"object", "events", []storage.Filter{{"day_time", map[string]any{"to": "20:00", "from": "06:00"}}}, []string{"Depot geofence"}},
-		{"int on events", "events", []storage.Filter{{"sms_template_id", int64(3)}}, []string{"Reefer door open"}},
-		{"no match", "events", []storage.Filter{{"type", "overspeed"}, {"active", false}}, nil},
+		{"int", "services", []storage.Filter{filter(storage.Services, "odo_interval", int64(10000))}, []string{"Oil change", "Oil change"}},
+		{"int and text", "services", []storage.Filter{filter(storage.Services, "odo_interval", int64(10000)), filter(storage.Services, "imei", "356938035643809")}, []string{"Oil change"}},
+		{"bool", "services", []storage.Filter{filter(storage.Services, "engh", true)}, []string{"Brake check", "Hydraulic service", "Refrigeration unit"}},
+		{"date", "services", []storage.Filter{filter(storage.Services, "days_last", date)}, []string{"Annual inspection"}},
+		{"text", "reports", []storage.Filter{filter(storage.Reports, "format", "pdf")}, []string{"Truck 7 daily stops", "Reefer temperatures"}},
+		{"text list contains", "reports", []storage.Filter{filter(storage.Reports, "imei", "356938035643817")}, []string{"Fleet overspeed"}},
+		{"text list contains, several", "reports", []storage.Filter{filter(storage.Reports, "imei", "356938035643809")}, []string{"Truck 7 daily stops", "Fleet overspeed"}},
+		{"time", "reports", []storage.Filter{filter(storage.Reports, "dt_schedule_d", at)}, []string{"Truck 7 daily stops"}},
+		{"text list of days", "events", []storage.Filter{filter(storage.Events, "week_days", "sat")}, []string{"Truck 7 overspeed"}},
+		{"object", "events", []storage.Filter{filter(storage.Events, "day_time", map[string]any{"to": "20:00", "from": "06:00"})}, []string{"Depot geofence"}},
+		{"int on events", "events", []storage.Filter{filter(storage.Events, "sms_template_id", int64(3))}, []string{"Reefer door open"}},
+		{"no match", "events", []storage.Filter{filter(storage.Events, "type", "overspeed"), filter(storage.Events, "active", false)}, nil},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -267,7 +288,7 @@ func TestListFilters(t *testing.T) {
 			case "services":
 				req := all("service_id")
 				req.Filters = tc.filters
-				p, err := f.s.ListServices(ctx, scope, req)
+				p, err := storage.List(ctx, f.s, scope, storage.Services, req)
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -278,7 +299,7 @@ func TestListFilters(t *testing.T) {
 			case "reports":
 				req := all("report_id")
 				req.Filters = tc.filters
-				p, err := f.s.ListReports(ctx, scope, req)
+				p, err := storage.List(ctx, f.s, scope, storage.Reports, req)
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -289,7 +310,7 @@ func TestListFilters(t *testing.T) {
 			case "events":
 				req := all("event_id")
 				req.Filters = tc.filters
-				p, err := f.s.ListEvents(ctx, scope, req)
+				p, err := storage.List(ctx, f.s, scope, storage.Events, req)
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -305,8 +326,8 @@ func TestListFilters(t *testing.T) {
 	}
 	t.Run("unknown filter", func(t *testing.T) {
 		req := all("service_id")
-		req.Filters = []storage.Filter{{"account_id", int64(1)}}
-		if _, err := f.s.ListServices(ctx, f.scope(t, "admin", "services"), req); !errors.Is(err, storage.ErrBadListRequest) {
+		req.Filters = []storage.Filter{filter(storage.Services, "account_id", int64(1))}
+		if _, err := storage.List(ctx, f.s, f.scope(t, "admin", "services"), storage.Services, req); !errors.Is(err, storage.ErrBadListRequest) {
 			t.Fatalf("got %v, want ErrBadListRequest", err)
 		}
 	})
@@ -319,7 +340,7 @@ func TestListSortAndPages(t *testing.T) {
 	admin := f.scope(t, "admin", "services")
 	list := func(t *testing.T, req storage.ListRequest) storage.Page[storage.Service] {
 		t.Helper()
-		p, err := f.s.ListServices(ctx, admin, req)
+		p, err := storage.List(ctx, f.s, admin, storage.Services, req)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -356,7 +377,7 @@ func TestListSortAndPages(t *testing.T) {
 	t.Run("pages", func(t *testing.T) {
 		var seen []int64
 		for page := 1; page <= 3; page++ {
-			p := list(t, storage.ListRequest{Page: page, PerPage: 5, Sort: "odo_interval", Desc: true})
+			p := list(t, storage.ListRequest{Page: page, PerPage: 5, Sort: fieldOf("odo_interval"), Desc: true})
 			if p.Total != 14 {
 				t.Errorf("page %d: total %d", page, p.Total)
 			}
@@ -370,13 +391,13 @@ func TestListSortAndPages(t *testing.T) {
 		}
 	})
 	t.Run("page past the end", func(t *testing.T) {
-		p := list(t, storage.ListRequest{Page: 9, PerPage: 5, Sort: "service_id"})
+		p := list(t, storage.ListRequest{Page: 9, PerPage: 5, Sort: fieldOf("service_id")})
 		if len(p.Items) != 0 || p.Items == nil || p.Total != 14 {
 			t.Errorf("got %d items (nil %v), total %d; want an empty list, total 14", len(p.Items), p.Items == nil, p.Total)
 		}
 	})
 	t.Run("empty first page", func(t *testing.T) {
-		req := storage.ListRequest{Page: 1, PerPage: 5, Sort: "service_id", Search: "no such service"}
+		req := storage.ListRequest{Page: 1, PerPage: 5, Sort: fieldOf("service_id"), Search: "no such service"}
 		if p := list(t, req); len(p.Items) != 0 || p.Total != 0 {
 			t.Errorf("got %+v", p)
 		}
@@ -426,7 +447,7 @@ func TestEventByID(t *testing.T) {
 		}
 	})
 	t.Run("scope of another resource", func(t *testing.T) {
-		if _, err := f.s.EventByID(ctx, f.scope(t, "admin", "reports"), ids["Truck 7 overspeed"]); !errors.Is(err, storage.ErrScope) {
+		if _, err := f.s.EventByID(ctx, f.scope(t, "admin", "reports"), ids["Truck 7 overspeed"]); !errors.Is(err, policy.ErrScope) {
 			t.Errorf("got %v, want ErrScope", err)
 		}
 	})

@@ -23,17 +23,17 @@ func TestListingKindsMatchColumns(t *testing.T) {
 		storage.KindDate: "date", storage.KindTime: "timestamp with time zone", storage.KindTextList: "ARRAY/_text",
 		storage.KindObject: "jsonb",
 	}
-	for _, l := range []storage.Listing{storage.ServiceListing(), storage.ReportListing(), storage.EventListing()} {
+	for _, l := range storage.Descriptors() {
 		var checks []string
 		if err := db.NewRaw(`SELECT pg_get_constraintdef(oid) FROM pg_constraint WHERE conrelid = ?::regclass AND contype = 'c'`,
-			l.Resource).Scan(ctx, &checks); err != nil {
+			l.Table()).Scan(ctx, &checks); err != nil {
 			t.Fatal(err)
 		}
-		for _, f := range l.Fields {
-			t.Run(l.Resource+"."+f.Name, func(t *testing.T) {
+		for _, f := range l.Fields() {
+			t.Run(l.Table()+"."+f.Name, func(t *testing.T) {
 				var dataType, udt string
 				if err := db.NewRaw(`SELECT data_type, udt_name FROM information_schema.columns WHERE table_name = ? AND column_name = ?`,
-					l.Resource, f.Name).Scan(ctx, &dataType, &udt); err != nil {
+					l.Table(), f.Name).Scan(ctx, &dataType, &udt); err != nil {
 					t.Fatalf("column: %v", err)
 				}
 				got := dataType

@@ -6,14 +6,81 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"net/http"
+	"net/mail"
 	"sort"
 	"strings"
+	"time"
+	"unicode/utf8"
 
 	"github.com/uptrace/bun"
 
 	"github.com/fleetapi/fleetapi/policy"
 )
+
+// Passengers is the passengers resource: POST /passengers (DESIGN §5).
+var Passengers = declare[Passenger]()
+
+// Passenger is a row of passengers (DESIGN §5).
+type Passenger struct {
+	bun.BaseModel `bun:"table:passengers,alias:p"`
+
+	PassengerID       int64  `bun:"passenger_id,pk,autoincrement" json:"passenger_id"`
+	AccountID         int64  `bun:"account_id,notnull" json:"-"`
+	PassengerName     string `bun:"passenger_name,notnull" json:"passenger_name"`
+	PassengerAssignID string `bun:"passenger_assign_id,notnull" json:"passenger_assign_id"`
+	PassengerIDN      string `bun:"passenger_idn,notnull" json:"passenger_idn"`
+	PassengerAddress  string `bun:"passenger_address,notnull" json:"passenger_address"`
+	PassengerPhone    string `bun:"passenger_phone,notnull" json:"passenger_phone"`
+	PassengerEmail    string `bun:"passenger_email,notnull" json:"passenger_email"`
+	PassengerDesc     string `bun:"passenger_desc,notnull" json:"passenger_desc"`
+	PassengerClientID string `bun:"passenger_client_id,notnull" json:"passenger_client_id"`
+	PassengerActive   bool   `bun:"passenger_active,notnull" json:"passenger_active"`
+	// PassengerPickupPointID is ≥ 1 when set.
+	PassengerPickupPointID *int64    `bun:"passenger_pickup_point_id" json:"passenger_pickup_point_id"`
+	CreatedAt              time.Time `bun:"created_at,nullzero,notnull,default:current_timestamp" json:"-"`
+}
+
+// Normalize applies the stored form of DESIGN §5: the name and assign id
+// trimmed (whitespace, controls and zero-width characters at the ends),
+// the assign id in Unicode NFC and upper-cased. Nothing else of what the
+// client sent is changed.
+func (p *Passenger) Normalize() {
+	p.PassengerName = trimText(p.PassengerName)
+	p.PassengerAssignID = assignIDForm(p.PassengerAssignID)
+}
+
+// Validate checks a normalised passenger against DESIGN §5 and returns the
+// failing fields (field name → reason); nil when it is valid.
+func (p *Passenger) Validate() map[string]string {
+	bad := map[string]string{}
+	if n := utf8.RuneCountInString(p.PassengerName); n < 1 || n > 100 {
+		bad["passenger_name"] = "required, 1 to 100 characters"
+	} else if !visible(p.PassengerName) {
+		bad["passenger_name"] = "must contain a visible character"
+	}
+	if utf8.RuneCountInString(p.PassengerAssignID) > 50 {
+		bad["passenger_assign_id"] = "at most 50 characters"
+	}
+	if p.PassengerEmail != "" && !ValidEmail(p.PassengerEmail) {
+		bad["passenger_email"] = "not a valid e-mail address"
+	}
+	if utf8.RuneCountInString(p.PassengerDesc) > 1000 {
+		bad["passenger_desc"] = "at most 1000 characters"
+	}
+	if p.PassengerPickupPointID != nil && *p.PassengerPickupPointID < 1 {
+		bad["passenger_pickup_point_id"] = "must be 1 or more"
+	}
+	if len(bad) == 0 {
+		return nil
+	}
+	return bad
+}
+
+// ValidEmail accepts a bare address (no display name, no angle brackets).
+func ValidEmail(s string) bool {
+	a, err := mail.ParseAddress(s)
+	return err == nil && a.Address == s && a.Name == ""
+}
 
 // ErrIdempotencyKeyReused is returned when an Idempotency-Key is used again
 // by the same account with a different request.
@@ -33,7 +100,7 @@ type IdempotentRequest struct {
 // the stored row. p should already be normalised and validated; it is
 // normalised again and a failing validation is ErrInvalid. The new row must
 // be inside scope (a passengers scope): a row the caller could not see is
-// never created (ErrScope).
+// never created (policy.ErrScope).
 //
 // With idem, the first successful create under (idem.AccountID, idem.Key)
 // is remembered: a retry with the same request hash returns the stored
@@ -44,10 +111,10 @@ type IdempotentRequest struct {
 // Everything happens in one transaction: on any error nothing is written,
 // the idempotency key included, so that a retry runs again. It returns
 // ErrInvalid, ErrConflict (a duplicate passenger_assign_id in the account),
-// ErrScope, ErrIdempotencyKeyReused and ErrUnavailable.
-func (s *Store) CreatePassenger(ctx context.Context, scope policy.RowScope, owner int64, p Passenger, idem *IdempotentRequest) (created Passenger, replayed bool, err error) {
-	if scope.Resource != "passengers" {
-		return Passenger{}, false, fmt.Errorf("%w: scope of %q used on passengers", ErrScope, scope.Resource)
+// policy.ErrScope, ErrIdempotencyKeyReused and ErrUnavailable.
+func (s *Store) CreatePassenger(ctx context.Context, scope policy.Scope, owner int64, p Passenger, idem *IdempotentRequest) (created Passenger, replayed bool, err error) {
+	if _, err := compiledFor(scope, Passengers.Descriptor); err != nil {
+		return Passenger{}, false, err
 	}
 	p.Normalize()
 	if bad := p.Validate(); bad != nil {
@@ -83,23 +150,27 @@ func (s *Store) CreatePassenger(ctx context.Context, scope policy.RowScope, owne
 // insertPassenger inserts p and checks that the new row is inside scope. It
 // runs inside the caller's transaction, which rolls back on its error, and
 // returns the driver's errors untranslated (CreatePassenger translates).
-func (s *Store) insertPassenger(ctx context.Context, scope policy.RowScope, p Passenger) (Passenger, error) {
+func (s *Store) insertPassenger(ctx context.Context, scope policy.Scope, p Passenger) (Passenger, error) {
 	if _, err := s.db.NewInsert().Model(&p).Returning("*").Exec(ctx); err != nil {
 		return Passenger{}, err
 	}
-	q, err := s.scopedSelect(scope, (*Passenger)(nil))
+	q, err := s.scopedSelect(scope, Passengers.Descriptor, (*Passenger)(nil))
 	if err != nil {
 		return Passenger{}, err
 	}
-	n, err := q.Where(`"p"."passenger_id" = ?`, p.PassengerID).Count(ctx)
+	n, err := q.Where(Passengers.col(Passengers.id.Name)+" = ?", p.PassengerID).Count(ctx)
 	if err != nil {
 		return Passenger{}, err
 	}
 	if n != 1 {
-		return Passenger{}, fmt.Errorf("%w: a passenger of account %d is outside the caller's scope", ErrScope, p.AccountID)
+		return Passenger{}, fmt.Errorf("%w: a passenger of account %d is outside the caller's scope", policy.ErrScope, p.AccountID)
 	}
 	return p, nil
 }
+
+// statusCreated is the HTTP status of a created passenger, as the
+// idempotency key stores it.
+const statusCreated = 201
 
 // claimIdempotencyKey inserts the key row, or finds the one that exists. A
 // concurrent insert of the same key blocks on the primary key until the
@@ -125,7 +196,7 @@ func claimIdempotencyKey(ctx context.Context, tx bun.Tx, idem IdempotentRequest)
 	if !bytes.Equal(existing.RequestHash, idem.RequestHash) {
 		return Passenger{}, false, ErrIdempotencyKeyReused
 	}
-	if existing.Status != http.StatusCreated {
+	if existing.Status != statusCreated {
 		return Passenger{}, false, fmt.Errorf("idempotency key %q holds status %d, not a created passenger", idem.Key, existing.Status)
 	}
 	var p Passenger
@@ -143,7 +214,7 @@ func storeIdempotentResponse(ctx context.Context, tx bun.Tx, idem IdempotentRequ
 		return err
 	}
 	_, err = tx.NewUpdate().Model((*IdempotencyKey)(nil)).
-		Set("status = ?", http.StatusCreated).
+		Set("status = ?", statusCreated).
 		Set("response = ?::jsonb", string(body)).
 		Where(`"ik"."account_id" = ? AND "ik"."key" = ?`, idem.AccountID, idem.Key).
 		Exec(ctx)

@@ -7,6 +7,7 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/fleetapi/fleetapi/policy"
 	"github.com/fleetapi/fleetapi/storage"
 	"github.com/fleetapi/fleetapi/storage/demodata"
 )
@@ -140,7 +141,7 @@ func TestCreatePassenger(t *testing.T) {
 	t.Run("outside the caller's scope", func(t *testing.T) {
 		before := count(t, "passengers", "TRUE")
 		_, _, err := s.CreatePassenger(ctx, scope, globex.ID, storage.Passenger{PassengerName: "Intruder"}, idem("scope", "intruder"))
-		if !errors.Is(err, storage.ErrScope) {
+		if !errors.Is(err, policy.ErrScope) {
 			t.Fatalf("got %v, want ErrScope", err)
 		}
 		if n := count(t, "passengers", "TRUE"); n != before {
@@ -150,10 +151,10 @@ func TestCreatePassenger(t *testing.T) {
 			t.Fatalf("%d key rows", n)
 		}
 		// An inactive account's scope admits nothing.
-		if _, _, err := s.CreatePassenger(ctx, scopeOf(t, e, s, "hooli", "passengers"), principalOf(t, s, "hooli").Account.ID, storage.Passenger{PassengerName: "Ghost"}, nil); !errors.Is(err, storage.ErrScope) {
+		if _, _, err := s.CreatePassenger(ctx, scopeOf(t, e, s, "hooli", "passengers"), principalOf(t, s, "hooli").Account.ID, storage.Passenger{PassengerName: "Ghost"}, nil); !errors.Is(err, policy.ErrScope) {
 			t.Fatalf("inactive: got %v, want ErrScope", err)
 		}
-		if _, _, err := s.CreatePassenger(ctx, scopeOf(t, e, s, "acme", "services"), acme.ID, storage.Passenger{PassengerName: "Wrong scope"}, nil); !errors.Is(err, storage.ErrScope) {
+		if _, _, err := s.CreatePassenger(ctx, scopeOf(t, e, s, "acme", "services"), acme.ID, storage.Passenger{PassengerName: "Wrong scope"}, nil); !errors.Is(err, policy.ErrScope) {
 			t.Fatalf("services scope: got %v, want ErrScope", err)
 		}
 	})

@@ -11,14 +11,14 @@ import (
 
 // benchScopes returns the services scope the real policy compiles for a
 // principal of each account type.
-func benchScopes(b *testing.B) map[string]policy.RowScope {
+func benchScopes(b *testing.B) map[string]policy.Scope {
 	b.Helper()
 	ctx := context.Background()
-	e, err := policy.New(ctx, policy.Options{ValidateScope: ValidateScope})
+	e, err := policy.New(ctx, policy.Options{Resources: Resources(), CompileScope: CompileScope})
 	if err != nil {
 		b.Fatal(err)
 	}
-	out := map[string]policy.RowScope{}
+	out := map[string]policy.Scope{}
 	for _, typ := range []tenancy.AccountType{tenancy.Admin, tenancy.Manager, tenancy.User, tenancy.Subaccount} {
 		p := tenancy.Principal{
 			Token:   tenancy.Token{ID: 1, Permissions: []string{"*"}},
@@ -34,14 +34,14 @@ func benchScopes(b *testing.B) map[string]policy.RowScope {
 }
 
 // BenchmarkScopeSQL: translating a compiled row scope into its WHERE
-// fragment, per account type.
+// fragments (page and count, CompileScope), per account type.
 func BenchmarkScopeSQL(b *testing.B) {
 	scopes := benchScopes(b)
 	for _, typ := range []string{"admin", "manager", "user", "subaccount"} {
 		b.Run(typ, func(b *testing.B) {
 			b.ReportAllocs()
 			for b.Loop() {
-				if _, _, err := scopeSQL(scopes[typ]); err != nil {
+				if _, err := CompileScope(scopes[typ]); err != nil {
 					b.Fatal(err)
 				}
 			}
@@ -56,29 +56,30 @@ func BenchmarkBuildListQuery(b *testing.B) {
 	db := Open("postgres://bench@127.0.0.1:1/bench?sslmode=disable", Options{})
 	b.Cleanup(func() { db.Close() })
 	s := NewStore(db)
-	l := ServiceListing()
+	l := Services.Descriptor
+	field := func(name string) Field { f, _ := l.Field(name); return f }
 	for _, tc := range []struct {
 		name string
 		typ  string
 		req  ListRequest
 	}{
-		{"user_page", "user", ListRequest{Page: 1, PerPage: 50, Sort: "service_id"}},
-		{"manager_page_100", "manager", ListRequest{Page: 100, PerPage: 50, Sort: "service_id"}},
-		{"admin_search", "admin", ListRequest{Page: 1, PerPage: 50, Sort: "service_id", Search: "tachograph"}},
-		{"subaccount_filtered", "subaccount", ListRequest{Page: 1, PerPage: 50, Sort: "name", Filters: []Filter{{"odo", true}}}},
+		{"user_page", "user", ListRequest{Page: 1, PerPage: 50, Sort: field("service_id")}},
+		{"manager_page_100", "manager", ListRequest{Page: 100, PerPage: 50, Sort: field("service_id")}},
+		{"admin_search", "admin", ListRequest{Page: 1, PerPage: 50, Sort: field("service_id"), Search: "tachograph"}},
+		{"subaccount_filtered", "subaccount", ListRequest{Page: 1, PerPage: 50, Sort: field("name"), Filters: []Filter{{field("odo"), true}}}},
 	} {
 		b.Run(tc.name, func(b *testing.B) {
 			b.ReportAllocs()
 			for b.Loop() {
 				var items []Service
-				q, err := s.scopedSelect(scopes[tc.typ], &items)
+				q, err := s.scopedSelect(scopes[tc.typ], l, &items)
 				if err != nil {
 					b.Fatal(err)
 				}
 				if err := applyFilters(q, l, tc.req); err != nil {
 					b.Fatal(err)
 				}
-				q.OrderExpr(l.col(tc.req.Sort) + " ASC").Limit(int64(tc.req.PerPage)).Offset(int64(tc.req.Page-1) * int64(tc.req.PerPage))
+				q.OrderExpr(l.col(tc.req.Sort.Name) + " ASC").Limit(int64(tc.req.PerPage)).Offset(int64(tc.req.Page-1) * int64(tc.req.PerPage))
 				if len(q.String()) == 0 {
 					b.Fatal("empty query")
 				}

@@ -1,21 +1,15 @@
 package storage
 
 import (
-	"errors"
 	"fmt"
 	"math"
 	"strings"
 
+	"github.com/uptrace/bun"
 	"github.com/uptrace/bun/dialect/pgdialect"
 
 	"github.com/fleetapi/fleetapi/policy"
 )
-
-// ErrScope is returned for a row scope that cannot be turned into SQL: a
-// column outside the resource's whitelist, an operator or value the column
-// does not support, an empty compound, or a scope that is neither
-// unrestricted, empty nor a condition. Such a scope never yields a query.
-var ErrScope = errors.New("row scope cannot be translated")
 
 // maxScopeDepth bounds the nesting of a condition tree.
 const maxScopeDepth = 32
@@ -36,100 +30,133 @@ const (
 	kindGrantedArray
 )
 
-// scopeTable is the whitelist of columns a policy may reference for one
-// resource.
-type scopeTable struct {
-	table string
-	// alias is the table's alias in the bun model's queries.
-	alias   string
-	columns map[string]columnKind
+// compiledScope is a scope translated to SQL once (CompileScope): the
+// WHERE fragment of page queries and the one of counts, with their bound
+// arguments. The engine caches it inside the policy.Scope, so every
+// request of the same account reuses it.
+type compiledScope struct {
+	d     *Descriptor
+	page  sqlFragment
+	count sqlFragment
 }
 
-// scopeTables whitelists, per resource, the real and virtual columns of
-// DESIGN §6. Anything else in a scope is an error.
-var scopeTables = map[string]scopeTable{
-	"services": {table: "services", alias: "s", columns: map[string]columnKind{
-		"account_id": kindInt, "imei": kindText, "manager_id": kindManager, "granted_to": kindGrantedScalar,
-	}},
-	"reports": {table: "reports", alias: "r", columns: map[string]columnKind{
-		"account_id": kindInt, "manager_id": kindManager, "granted_to": kindGrantedArray,
-	}},
-	"events": {table: "events", alias: "e", columns: map[string]columnKind{
-		"account_id": kindInt, "manager_id": kindManager, "granted_to": kindGrantedArray,
-	}},
-	"passengers": {table: "passengers", alias: "p", columns: map[string]columnKind{
-		"account_id": kindInt, "manager_id": kindManager,
-	}},
+// sqlFragment is a WHERE fragment with "?" placeholders and its arguments.
+type sqlFragment struct {
+	sql  string
+	args []any
 }
 
-// ScopeResources lists the resources that have a row scope.
-func ScopeResources() []string { return []string{"services", "reports", "events", "passengers"} }
-
-// ValidateScope reports whether scope can be translated to SQL. The policy
-// engine calls it at start-up for every scope rule and account type.
-func ValidateScope(scope policy.RowScope) error {
-	_, _, err := scopeSQL(scope)
-	return err
-}
-
-// scopeSQL translates a row scope into a WHERE fragment with "?"
-// placeholders and its arguments. Every value is bound, never inlined; a
-// list is one array argument. It returns ErrScope for anything it cannot
-// translate exactly.
-func scopeSQL(scope policy.RowScope) (string, []any, error) {
-	return translateScope(scope, false)
-}
-
-// scopeCountSQL is scopeSQL for counting rows. It differs in one shape: an
-// OR of account conditions (account_id = a, manager_id = m) becomes one
-// semi-join, account_id IN (SELECT id FROM accounts WHERE id = a OR
-// manager_id = m), which PostgreSQL counts with index-only scans of the
-// tenant table's (account_id, id) index. As an OR of two conditions it
-// can only filter every row of the table (a sequential scan: 200 ms over
-// 1,000,000 services for a manager of 2,000 accounts). The two are equal
-// because account_id is NOT NULL REFERENCES accounts (id) in every scoped
-// table. Page queries keep scopeSQL's shape: ordered by id with a LIMIT,
-// a hashed subplan filter on the primary key walk is what they want.
-func scopeCountSQL(scope policy.RowScope) (string, []any, error) {
-	return translateScope(scope, true)
-}
-
-func translateScope(scope policy.RowScope, forCount bool) (string, []any, error) {
-	t, ok := scopeTables[scope.Resource]
-	if !ok {
-		return "", nil, fmt.Errorf("%w: unknown resource %q", ErrScope, scope.Resource)
+// CompileScope translates scope into the SQL of storage's queries: the
+// policy engine calls it once per compiled scope (policy.Options.
+// CompileScope) and keeps the result in the scope (Scope.Compiled), which
+// every query on a tenant table then uses. It returns an error wrapping
+// policy.ErrScope for a scope it cannot translate exactly: a resource
+// without a descriptor, a column outside the resource's whitelist, an
+// operator or value the column does not support, an empty compound.
+func CompileScope(scope policy.Scope) (any, error) {
+	d := descriptorOf(scope.Resource())
+	if d == nil {
+		return nil, fmt.Errorf("%w: unknown resource %q", policy.ErrScope, scope.Resource())
 	}
+	var where *policy.Condition
+	if w, ok := scope.Where(); ok {
+		where = &w
+	}
+	c := &compiledScope{d: d}
+	var err error
+	if c.page.sql, c.page.args, err = translateScope(d, scope.Unrestricted(), scope.None(), where, false); err != nil {
+		return nil, err
+	}
+	// The counting shape differs in one way. An OR of
+	// account conditions (account_id = a, manager_id = m) becomes one
+	// semi-join, account_id IN (SELECT id FROM accounts WHERE id = a OR
+	// manager_id = m), which PostgreSQL counts with index-only scans of the
+	// tenant table's (account_id, id) index. As an OR of two conditions it
+	// can only filter every row of the table (a sequential scan: 200 ms
+	// over 1,000,000 services for a manager of 2,000 accounts). The two
+	// are equal because account_id is NOT NULL REFERENCES accounts (id) in
+	// every scoped table. Page queries keep the page shape: ordered by id
+	// with a LIMIT, a hashed subplan filter on the primary key walk is what
+	// they want.
+	if c.count.sql, c.count.args, err = translateScope(d, scope.Unrestricted(), scope.None(), where, true); err != nil {
+		return nil, err
+	}
+	return c, nil
+}
+
+// compiledFor returns the SQL of scope for the resource d. A scope of
+// another resource, or one the engine did not compile with CompileScope
+// (an engine wired without storage), is policy.ErrScope: no query.
+func compiledFor(scope policy.Scope, d *Descriptor) (*compiledScope, error) {
+	if scope.Resource() != d.resource {
+		return nil, fmt.Errorf("%w: scope of %q used on %q", policy.ErrScope, scope.Resource(), d.resource)
+	}
+	c, ok := scope.Compiled().(*compiledScope)
+	if !ok || c.d != d {
+		return nil, fmt.Errorf("%w: scope of %q was not compiled by storage.CompileScope", policy.ErrScope, d.resource)
+	}
+	return c, nil
+}
+
+// scopedSelect starts a SELECT on the tenant table of d that is already
+// restricted by the caller's row scope. It is the only way storage builds
+// a query on tenant data: without a scope of d compiled by CompileScope
+// there is no query, only policy.ErrScope. model is the bun model of d's
+// table (or one that extends it).
+func (s *Store) scopedSelect(scope policy.Scope, d *Descriptor, model any) (*bun.SelectQuery, error) {
+	c, err := compiledFor(scope, d)
+	if err != nil {
+		return nil, err
+	}
+	return s.db.NewSelect().Model(model).Where(c.page.sql, c.page.args...), nil
+}
+
+// scopedCount starts a SELECT for counting the rows of d's table that the
+// caller's row scope admits, with the scope in its counting shape.
+func (s *Store) scopedCount(scope policy.Scope, d *Descriptor, model any) (*bun.SelectQuery, error) {
+	c, err := compiledFor(scope, d)
+	if err != nil {
+		return nil, err
+	}
+	return s.db.NewSelect().Model(model).Where(c.count.sql, c.count.args...), nil
+}
+
+// translateScope translates the parts of a row scope of d into a WHERE
+// fragment with "?" placeholders and its arguments. Every value is bound,
+// never inlined; a list is one array argument. forCount asks for the
+// counting shape (CompileScope).
+func translateScope(d *Descriptor, unrestricted, none bool, where *policy.Condition, forCount bool) (string, []any, error) {
 	switch {
-	case scope.Unrestricted && !scope.None && scope.Where == nil:
+	case unrestricted && !none && where == nil:
 		return "TRUE", nil, nil
-	case scope.None && !scope.Unrestricted && scope.Where == nil:
+	case none && !unrestricted && where == nil:
 		return "FALSE", nil, nil
-	case scope.Where != nil && !scope.None && !scope.Unrestricted:
-		tr := translator{t: t, forCount: forCount}
-		if err := tr.node(*scope.Where, 0); err != nil {
+	case where != nil && !none && !unrestricted:
+		tr := translator{d: d, forCount: forCount}
+		if err := tr.node(*where, 0); err != nil {
 			return "", nil, err
 		}
 		return tr.b.String(), tr.args, nil
 	}
-	return "", nil, fmt.Errorf("%w: scope of %s is neither unrestricted, empty nor a condition", ErrScope, scope.Resource)
+	return "", nil, fmt.Errorf("%w: scope of %s is neither unrestricted, empty nor a condition", policy.ErrScope, d.resource)
 }
 
 type translator struct {
-	t    scopeTable
+	d    *Descriptor
 	b    strings.Builder
 	args []any
-	// forCount merges ORs of account conditions (scopeCountSQL).
+	// forCount merges ORs of account conditions (CompileScope).
 	forCount bool
 }
 
 func (tr *translator) node(c policy.Condition, depth int) error {
 	if depth > maxScopeDepth {
-		return fmt.Errorf("%w: condition nested deeper than %d", ErrScope, maxScopeDepth)
+		return fmt.Errorf("%w: condition nested deeper than %d", policy.ErrScope, maxScopeDepth)
 	}
 	switch c.Op {
 	case policy.OpAnd, policy.OpOr:
 		if len(c.Children) == 0 || c.Field != "" {
-			return fmt.Errorf("%w: %s needs children and no field", ErrScope, c.Op)
+			return fmt.Errorf("%w: %s needs children and no field", policy.ErrScope, c.Op)
 		}
 		sep := " AND "
 		if c.Op == policy.OpOr {
@@ -158,7 +185,7 @@ func (tr *translator) node(c policy.Condition, depth int) error {
 		return nil
 	case policy.OpNot:
 		if len(c.Children) != 1 || c.Field != "" {
-			return fmt.Errorf("%w: not needs exactly one child", ErrScope)
+			return fmt.Errorf("%w: not needs exactly one child", policy.ErrScope)
 		}
 		tr.b.WriteString("(NOT ")
 		if err := tr.node(c.Children[0], depth+1); err != nil {
@@ -168,18 +195,18 @@ func (tr *translator) node(c policy.Condition, depth int) error {
 		return nil
 	}
 	if len(c.Children) != 0 {
-		return fmt.Errorf("%w: comparison %s with children", ErrScope, c.Op)
+		return fmt.Errorf("%w: comparison %s with children", policy.ErrScope, c.Op)
 	}
-	kind, ok := tr.t.columns[c.Field]
+	kind, ok := tr.d.scope[c.Field]
 	if !ok {
-		return fmt.Errorf("%w: column %q is not allowed in a scope of %s", ErrScope, c.Field, tr.t.table)
+		return fmt.Errorf("%w: column %q is not allowed in a scope of %s", policy.ErrScope, c.Field, tr.d.table)
 	}
 	return tr.leaf(c, kind)
 }
 
 // accountSemiJoin renders the account conditions among the children of an
 // OR (account_id = a, manager_id = m) as one semi-join over accounts (see
-// scopeCountSQL) and returns the other children. With fewer than two such
+// CompileScope) and returns the other children. With fewer than two such
 // conditions, or no manager_id among them, it renders nothing.
 func (tr *translator) accountSemiJoin(children []policy.Condition) ([]policy.Condition, error) {
 	var conds []string
@@ -187,7 +214,7 @@ func (tr *translator) accountSemiJoin(children []policy.Condition) ([]policy.Con
 	var rest []policy.Condition
 	managers := 0
 	for _, ch := range children {
-		kind, known := tr.t.columns[ch.Field]
+		kind, known := tr.d.scope[ch.Field]
 		if ch.Op != policy.OpEq || len(ch.Children) != 0 || !known || (kind != kindInt || ch.Field != "account_id") && kind != kindManager {
 			rest = append(rest, ch)
 			continue
@@ -214,7 +241,7 @@ func (tr *translator) accountSemiJoin(children []policy.Condition) ([]policy.Con
 
 // col renders a real column, qualified by its table's alias.
 func (tr *translator) col(name string) string {
-	return `"` + tr.t.alias + `"."` + name + `"`
+	return tr.d.col(name)
 }
 
 var comparisons = map[policy.Op]string{
@@ -247,7 +274,7 @@ func (tr *translator) leaf(c policy.Condition, kind columnKind) error {
 	if kind == kindText {
 		s, ok := c.Value.(string)
 		if !ok {
-			return fmt.Errorf("%w: %s on %s needs a string", ErrScope, c.Op, c.Field)
+			return fmt.Errorf("%w: %s on %s needs a string", policy.ErrScope, c.Op, c.Field)
 		}
 		var pattern string
 		switch c.Op {
@@ -258,13 +285,13 @@ func (tr *translator) leaf(c policy.Condition, kind columnKind) error {
 		case policy.OpContains:
 			pattern = "%" + EscapeLike(s) + "%"
 		default:
-			return fmt.Errorf("%w: operator %q", ErrScope, c.Op)
+			return fmt.Errorf("%w: operator %q", policy.ErrScope, c.Op)
 		}
 		tr.b.WriteString(tr.col(c.Field) + ` LIKE ? ESCAPE '\'`)
 		tr.args = append(tr.args, pattern)
 		return nil
 	}
-	return fmt.Errorf("%w: operator %q on column %s", ErrScope, c.Op, c.Field)
+	return fmt.Errorf("%w: operator %q on column %s", policy.ErrScope, c.Op, c.Field)
 }
 
 // virtual renders the virtual columns as subqueries, so that the account
@@ -272,7 +299,7 @@ func (tr *translator) leaf(c policy.Condition, kind columnKind) error {
 // account id is defined for them.
 func (tr *translator) virtual(c policy.Condition, kind columnKind) error {
 	if c.Op != policy.OpEq {
-		return fmt.Errorf("%w: virtual column %s supports only eq, not %q", ErrScope, c.Field, c.Op)
+		return fmt.Errorf("%w: virtual column %s supports only eq, not %q", policy.ErrScope, c.Field, c.Op)
 	}
 	id, err := scalarValue(c.Value, kindInt)
 	if err != nil {
@@ -311,14 +338,14 @@ func scalarValue(v any, kind columnKind) (any, error) {
 			}
 		}
 	}
-	return nil, fmt.Errorf("%w: value %v (%T) does not fit the column", ErrScope, v, v)
+	return nil, fmt.Errorf("%w: value %v (%T) does not fit the column", policy.ErrScope, v, v)
 }
 
 // listValue checks a list for "in" and returns it as one array argument.
 func listValue(v any, kind columnKind) (any, error) {
 	items, ok := v.([]any)
 	if !ok || len(items) == 0 {
-		return nil, fmt.Errorf("%w: in needs a non-empty list, got %T", ErrScope, v)
+		return nil, fmt.Errorf("%w: in needs a non-empty list, got %T", policy.ErrScope, v)
 	}
 	if kind == kindText {
 		out := make([]string, len(items))

@@ -24,9 +24,9 @@ func FuzzScopeSQL(f *testing.F) {
 		if err := json.Unmarshal([]byte(tree), &c); err != nil {
 			return
 		}
-		sql, args, err := scopeSQL(policy.RowScope{Resource: resource, Where: &c})
+		sql, args, err := scopeSQL(rawScope{Resource: resource, Where: &c})
 		if err != nil {
-			if !errors.Is(err, ErrScope) {
+			if !errors.Is(err, policy.ErrScope) {
 				t.Fatalf("error not ErrScope: %v", err)
 			}
 			return

@@ -20,23 +20,12 @@ import (
 
 var update = flag.Bool("update", false, "rewrite the golden files in testdata/golden")
 
-// goldenModels are the bun model and id column of each scoped resource.
-var goldenModels = map[string]struct {
-	model any
-	id    string
-}{
-	"services":   {(*Service)(nil), "service_id"},
-	"reports":    {(*Report)(nil), "report_id"},
-	"events":     {(*Event)(nil), "event_id"},
-	"passengers": {(*Passenger)(nil), "passenger_id"},
-}
-
 // TestScopeGolden pins the SQL that the embedded policy's scope becomes,
 // for an active principal of every account type (account 7, manager 3,
 // every privilege) and every resource. Run with -update to rewrite.
 func TestScopeGolden(t *testing.T) {
 	ctx := context.Background()
-	e, err := policy.New(ctx, policy.Options{ValidateScope: ValidateScope})
+	e, err := policy.New(ctx, policy.Options{Resources: Resources(), CompileScope: CompileScope})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -46,7 +35,8 @@ func TestScopeGolden(t *testing.T) {
 	t.Cleanup(func() { db.Close() })
 	s := NewStore(db)
 	for _, typ := range []tenancy.AccountType{tenancy.Admin, tenancy.Manager, tenancy.User, tenancy.Subaccount} {
-		for _, resource := range ScopeResources() {
+		for _, d := range Descriptors() {
+			resource := string(d.resource)
 			name := string(typ) + "_" + resource
 			t.Run(name, func(t *testing.T) {
 				p := tenancy.Principal{
@@ -57,18 +47,17 @@ func TestScopeGolden(t *testing.T) {
 				if typ == tenancy.Admin {
 					p.Account.ManagerID = 0
 				}
-				scope, err := e.Scope(ctx, policy.NewInput(p, "GET", "/"+resource, time.Date(2026, 1, 15, 0, 0, 0, 0, time.UTC)), resource)
+				scope, err := e.Scope(ctx, policy.NewInput(p, "GET", "/"+resource, time.Date(2026, 1, 15, 0, 0, 0, 0, time.UTC)), d.resource)
 				if err != nil {
 					t.Fatal(err)
 				}
-				m := goldenModels[resource]
-				q, err := s.scopedSelect(scope, m.model)
+				q, err := s.scopedSelect(scope, d, modelOf(d))
 				if err != nil {
 					t.Fatal(err)
 				}
 				where, _ := json.Marshal(scope)
 				got := "-- " + string(typ) + " (account 7, manager 3), " + resource + "\n-- scope: " + string(where) + "\n" +
-					q.Column(m.id).String() + "\n"
+					q.Column(d.id.Name).String() + "\n"
 				compareGolden(t, filepath.Join("testdata", "golden", name+".sql"), got)
 			})
 		}

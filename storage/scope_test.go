@@ -18,32 +18,32 @@ func eq(field string, v any) policy.Condition {
 func TestScopeSQL(t *testing.T) {
 	tests := []struct {
 		name  string
-		scope policy.RowScope
+		scope rawScope
 		sql   string
 		args  []any
 	}{
-		{"unrestricted", policy.RowScope{Resource: "services", Unrestricted: true}, "TRUE", nil},
-		{"none", policy.RowScope{Resource: "services", None: true}, "FALSE", nil},
-		{"user", policy.RowScope{Resource: "services", Where: ptr(eq("account_id", int64(7)))},
+		{"unrestricted", rawScope{Resource: "services", Unrestricted: true}, "TRUE", nil},
+		{"none", rawScope{Resource: "services", None: true}, "FALSE", nil},
+		{"user", rawScope{Resource: "services", Where: ptr(eq("account_id", int64(7)))},
 			`"s"."account_id" = ?`, []any{int64(7)}},
-		{"float id", policy.RowScope{Resource: "reports", Where: ptr(eq("account_id", float64(7)))},
+		{"float id", rawScope{Resource: "reports", Where: ptr(eq("account_id", float64(7)))},
 			`"r"."account_id" = ?`, []any{int64(7)}},
-		{"manager", policy.RowScope{Resource: "events", Where: &policy.Condition{Op: policy.OpOr, Children: []policy.Condition{
+		{"manager", rawScope{Resource: "events", Where: &policy.Condition{Op: policy.OpOr, Children: []policy.Condition{
 			eq("account_id", int64(3)), eq("manager_id", int64(3))}}},
 			`("e"."account_id" = ? OR "e"."account_id" IN (SELECT "owner"."id" FROM "accounts" AS "owner" WHERE "owner"."manager_id" = ?))`,
 			[]any{int64(3), int64(3)}},
-		{"subaccount services", policy.RowScope{Resource: "services", Where: &policy.Condition{Op: policy.OpAnd, Children: []policy.Condition{
+		{"subaccount services", rawScope{Resource: "services", Where: &policy.Condition{Op: policy.OpAnd, Children: []policy.Condition{
 			eq("account_id", int64(4)), eq("granted_to", int64(9))}}},
 			`("s"."account_id" = ? AND EXISTS (SELECT 1 FROM "object_grants" AS "grant" WHERE "grant"."subaccount_id" = ? AND "grant"."imei" = "s"."imei"))`,
 			[]any{int64(4), int64(9)}},
-		{"subaccount reports", policy.RowScope{Resource: "reports", Where: ptr(eq("granted_to", int64(9)))},
+		{"subaccount reports", rawScope{Resource: "reports", Where: ptr(eq("granted_to", int64(9)))},
 			`"r"."imei" <@ ARRAY(SELECT "grant"."imei" FROM "object_grants" AS "grant" WHERE "grant"."subaccount_id" = ?)`,
 			[]any{int64(9)}},
-		{"in list", policy.RowScope{Resource: "services", Where: &policy.Condition{Op: policy.OpIn, Field: "imei", Value: []any{"a'b", `c\d`}}},
+		{"in list", rawScope{Resource: "services", Where: &policy.Condition{Op: policy.OpIn, Field: "imei", Value: []any{"a'b", `c\d`}}},
 			`"s"."imei" = ANY(?)`, []any{`'{"a''b","c\\d"}'`}},
-		{"startswith escapes", policy.RowScope{Resource: "services", Where: &policy.Condition{Op: policy.OpStartsWith, Field: "imei", Value: `1%_\`}},
+		{"startswith escapes", rawScope{Resource: "services", Where: &policy.Condition{Op: policy.OpStartsWith, Field: "imei", Value: `1%_\`}},
 			`"s"."imei" LIKE ? ESCAPE '\'`, []any{`1\%\_\\%`}},
-		{"not", policy.RowScope{Resource: "services", Where: &policy.Condition{Op: policy.OpNot, Children: []policy.Condition{eq("imei", "x")}}},
+		{"not", rawScope{Resource: "services", Where: &policy.Condition{Op: policy.OpNot, Children: []policy.Condition{eq("imei", "x")}}},
 			`(NOT "s"."imei" = ?)`, []any{"x"}},
 	}
 	for _, tt := range tests {
@@ -76,26 +76,26 @@ func TestScopeSQL(t *testing.T) {
 func TestScopeSQLFailsClosed(t *testing.T) {
 	tests := []struct {
 		name  string
-		scope policy.RowScope
+		scope rawScope
 	}{
-		{"zero scope", policy.RowScope{Resource: "services"}},
-		{"unknown resource", policy.RowScope{Resource: "tokens", Unrestricted: true}},
-		{"both flags", policy.RowScope{Resource: "services", Unrestricted: true, None: true}},
-		{"unrestricted with condition", policy.RowScope{Resource: "services", Unrestricted: true, Where: ptr(eq("account_id", int64(1)))}},
-		{"unknown column", policy.RowScope{Resource: "services", Where: ptr(eq("__local0__1", int64(1)))}},
-		{"column of another table", policy.RowScope{Resource: "services", Where: ptr(eq("reports.account_id", int64(1)))}},
-		{"granted_to on passengers", policy.RowScope{Resource: "passengers", Where: ptr(eq("granted_to", int64(1)))}},
-		{"wrong value type", policy.RowScope{Resource: "services", Where: ptr(eq("account_id", "1 OR 1=1"))}},
-		{"fractional id", policy.RowScope{Resource: "services", Where: ptr(eq("account_id", 1.5))}},
-		{"empty and", policy.RowScope{Resource: "services", Where: &policy.Condition{Op: policy.OpAnd}}},
-		{"empty in", policy.RowScope{Resource: "services", Where: &policy.Condition{Op: policy.OpIn, Field: "imei", Value: []any{}}}},
-		{"virtual ne", policy.RowScope{Resource: "services", Where: &policy.Condition{Op: policy.OpNe, Field: "manager_id", Value: int64(1)}}},
-		{"unknown op", policy.RowScope{Resource: "services", Where: &policy.Condition{Op: "regex", Field: "imei", Value: ".*"}}},
-		{"like on int", policy.RowScope{Resource: "services", Where: &policy.Condition{Op: policy.OpContains, Field: "account_id", Value: "1"}}},
+		{"zero scope", rawScope{Resource: "services"}},
+		{"unknown resource", rawScope{Resource: "tokens", Unrestricted: true}},
+		{"both flags", rawScope{Resource: "services", Unrestricted: true, None: true}},
+		{"unrestricted with condition", rawScope{Resource: "services", Unrestricted: true, Where: ptr(eq("account_id", int64(1)))}},
+		{"unknown column", rawScope{Resource: "services", Where: ptr(eq("__local0__1", int64(1)))}},
+		{"column of another table", rawScope{Resource: "services", Where: ptr(eq("reports.account_id", int64(1)))}},
+		{"granted_to on passengers", rawScope{Resource: "passengers", Where: ptr(eq("granted_to", int64(1)))}},
+		{"wrong value type", rawScope{Resource: "services", Where: ptr(eq("account_id", "1 OR 1=1"))}},
+		{"fractional id", rawScope{Resource: "services", Where: ptr(eq("account_id", 1.5))}},
+		{"empty and", rawScope{Resource: "services", Where: &policy.Condition{Op: policy.OpAnd}}},
+		{"empty in", rawScope{Resource: "services", Where: &policy.Condition{Op: policy.OpIn, Field: "imei", Value: []any{}}}},
+		{"virtual ne", rawScope{Resource: "services", Where: &policy.Condition{Op: policy.OpNe, Field: "manager_id", Value: int64(1)}}},
+		{"unknown op", rawScope{Resource: "services", Where: &policy.Condition{Op: "regex", Field: "imei", Value: ".*"}}},
+		{"like on int", rawScope{Resource: "services", Where: &policy.Condition{Op: policy.OpContains, Field: "account_id", Value: "1"}}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			if _, _, err := scopeSQL(tt.scope); !errors.Is(err, ErrScope) {
+			if _, _, err := scopeSQL(tt.scope); !errors.Is(err, policy.ErrScope) {
 				t.Fatalf("got %v, want ErrScope", err)
 			}
 		})

@@ -5,7 +5,6 @@
 package tenancy
 
 import (
-	"context"
 	"time"
 )
 
@@ -84,17 +83,4 @@ type Principal struct {
 	// Each account appears once, even if the stored manager links loop.
 	// Privileges are not loaded for them.
 	Ancestors []Account
-}
-
-type principalKey struct{}
-
-// WithPrincipal returns a context carrying p.
-func WithPrincipal(ctx context.Context, p Principal) context.Context {
-	return context.WithValue(ctx, principalKey{}, p)
-}
-
-// PrincipalFrom returns the Principal stored in ctx, if any.
-func PrincipalFrom(ctx context.Context) (Principal, bool) {
-	p, ok := ctx.Value(principalKey{}).(Principal)
-	return p, ok
 }

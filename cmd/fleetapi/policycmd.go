@@ -48,7 +48,7 @@ func runPolicy(ctx context.Context, args []string, getenv func(string) string, c
 		if err := cmd.args(1, 1); err != nil {
 			return err
 		}
-		return policy.Check(ctx, cmd.fs.Arg(0), storage.ValidateScope, con.out)
+		return policy.Check(ctx, policy.Options{Dir: cmd.fs.Arg(0), Resources: storage.Resources(), CompileScope: storage.CompileScope}, con.out)
 	}
 	return runExplain(ctx, args, getenv, con)
 }
@@ -88,7 +88,7 @@ not have is refused.`)
 	if err != nil {
 		return fmt.Errorf("policy explain: %w", err)
 	}
-	engine, err := policy.New(ctx, policy.Options{Dir: cfg.PolicyDir, ValidateScope: storage.ValidateScope})
+	engine, err := policy.New(ctx, policy.Options{Dir: cfg.PolicyDir, Resources: storage.Resources(), CompileScope: storage.CompileScope})
 	if err != nil {
 		return fmt.Errorf("policy: %w", err)
 	}

@@ -199,7 +199,8 @@ func serve(ctx context.Context, cfg config, getenv func(string) string, con cons
 		DecisionLog:    dlog,
 		TracerProvider: tel.Tracer,
 		MeterProvider:  tel.Meter,
-		ValidateScope:  storage.ValidateScope,
+		Resources:      storage.Resources(),
+		CompileScope:   storage.CompileScope,
 	})
 	if err != nil {
 		return fmt.Errorf("policy: %w", err)

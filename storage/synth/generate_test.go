@@ -92,7 +92,7 @@ func TestGenerateSmall(t *testing.T) {
 	}
 
 	// Every role sees rows; the user sees its 20 devices' 100 services.
-	req := storage.ListRequest{Page: 1, PerPage: 50, Sort: "service_id"}
+	req := storage.ListRequest{Page: 1, PerPage: 50, Sort: storage.Services.ID()}
 	totals := map[string]int64{}
 	for role, p := range principals {
 		in := policy.NewInput(p, "GET", "/services", generateToday)
@@ -100,7 +100,7 @@ func TestGenerateSmall(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		page, err := store.ListServices(ctx, scope, req)
+		page, err := storage.List(ctx, store, scope, storage.Services, req)
 		if err != nil {
 			t.Fatalf("%s: list: %v", role, err)
 		}
@@ -112,11 +112,11 @@ func TestGenerateSmall(t *testing.T) {
 	}
 
 	// A share of the services is due.
-	adminScope, err := engine.Scope(ctx, policy.NewInput(principals["admin"], "GET", "/services/due", generateToday), "services")
-	if err != nil {
-		t.Fatal(err)
+	adminServices, err := engine.Scope(ctx, policy.NewInput(principals["admin"], "GET", "/services/due", generateToday), storage.Services.Resource())
+	if err != nil || !adminServices.Unrestricted() {
+		t.Fatalf("admin services scope: %s, %v", adminServices, err)
 	}
-	due, err := store.DueServices(ctx, adminScope, generateToday, cfg.Services)
+	due, err := store.DueServices(ctx, adminServices, generateToday, cfg.Services)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -48,7 +48,7 @@ func TestConfigLoopback(t *testing.T) {
 
 func TestListRequestFrom(t *testing.T) {
 	req, err := listRequestFrom("page=100&per_page=20&search=oil&order=desc")
-	if err != nil || req.Page != 100 || req.PerPage != 20 || req.Search != "oil" || !req.Desc || req.Sort != "service_id" {
+	if err != nil || req.Page != 100 || req.PerPage != 20 || req.Search != "oil" || !req.Desc || req.Sort.Name != "service_id" {
 		t.Fatalf("%+v, %v", req, err)
 	}
 	if _, err := listRequestFrom("odo=true"); err == nil {
@@ -131,7 +131,7 @@ func TestRunSmall(t *testing.T) {
 		t.Fatal(err)
 	}
 	store := storage.NewStore(db.DB)
-	engine, err := policy.New(ctx, policy.Options{ValidateScope: storage.ValidateScope})
+	engine, err := policy.New(ctx, policy.Options{Resources: storage.Resources(), CompileScope: storage.CompileScope})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -60,7 +60,7 @@ func newHarness(ctx context.Context, cfg config, out io.Writer) (*harness, error
 		return nil, fmt.Errorf("database: %w", err)
 	}
 	h.store = storage.NewStore(h.db)
-	if h.engine, err = policy.New(ctx, policy.Options{ValidateScope: storage.ValidateScope}); err != nil {
+	if h.engine, err = policy.New(ctx, policy.Options{Resources: storage.Resources(), CompileScope: storage.CompileScope}); err != nil {
 		h.db.Close()
 		return nil, fmt.Errorf("policy: %w", err)
 	}
@@ -131,10 +131,10 @@ func readTokens(path string) (map[string]string, error) {
 // scopeOf is the row scope the API computes for role calling method route
 // on resource: the same input (policy.NewInput, today's expiry) and the
 // same engine and policy set.
-func (h *harness) scopeOf(ctx context.Context, role, method, route, resource string) (policy.RowScope, policy.Input, error) {
+func (h *harness) scopeOf(ctx context.Context, role, method, route string, resource policy.Resource) (policy.Scope, policy.Input, error) {
 	p, ok := h.principals[role]
 	if !ok {
-		return policy.RowScope{}, policy.Input{}, fmt.Errorf("no %s token in %s", role, h.cfg.TokensFile)
+		return policy.Scope{}, policy.Input{}, fmt.Errorf("no %s token in %s", role, h.cfg.TokensFile)
 	}
 	in := policy.NewInput(p, method, route, h.today)
 	rs, err := h.engine.Scope(ctx, in, resource)

@@ -29,7 +29,7 @@ type scenario struct {
 	// input and resource are the policy questions the API asks (Decide,
 	// then Scope of resource), timed separately from the cache.
 	input    policy.Input
-	resource string
+	resource policy.Resource
 	// api returns the n-th request; floor runs the n-th storage call and
 	// returns what the check compares (a total, a count or an id).
 	api   func(n int64) apiRequest
@@ -98,7 +98,7 @@ func (h *harness) scenario(ctx context.Context, name string) (scenario, error) {
 // listRequestFrom builds the storage request that the API builds from a
 // query string with the shared list parameters (no filters).
 func listRequestFrom(query string) (storage.ListRequest, error) {
-	req := storage.ListRequest{Page: 1, PerPage: 50, Sort: storage.ServiceListing().ID}
+	req := storage.ListRequest{Page: 1, PerPage: 50, Sort: storage.Services.ID()}
 	q, err := url.ParseQuery(query)
 	if err != nil {
 		return req, err
@@ -113,7 +113,11 @@ func listRequestFrom(query string) (storage.ListRequest, error) {
 		case "search":
 			req.Search = v
 		case "sort":
-			req.Sort = v
+			f, ok := storage.Services.Field(v)
+			if !ok {
+				err = fmt.Errorf("no services field %q", v)
+			}
+			req.Sort = f
 		case "order":
 			req.Desc = v == "desc"
 		default:
@@ -145,7 +149,7 @@ func (h *harness) listScenario(ctx context.Context, name, role, query string) (s
 		name: name, role: role, request: "GET " + path, input: in, resource: "services",
 		api: func(int64) apiRequest { return apiRequest{method: "GET", path: path, status: 200} },
 		floor: func(ctx context.Context, _ int64) (int64, error) {
-			page, err := h.store.ListServices(ctx, scope, req)
+			page, err := storage.List(ctx, h.store, scope, storage.Services, req)
 			return page.Total, err
 		},
 		answer: metaTotal,

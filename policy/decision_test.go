@@ -3,7 +3,6 @@ package policy
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"reflect"
 	"slices"
@@ -155,13 +154,10 @@ func TestDecideTable(t *testing.T) {
 						t.Fatalf("got allow=%t code=%q, want code %q", d.Allow, d.Code, code)
 					}
 					if code == "" {
-						if d.Err() != nil {
-							t.Errorf("Err() = %v for an allow", d.Err())
-						}
 						return
 					}
-					if d.Message == "" || !errors.Is(d.Err(), ErrDenied) {
-						t.Errorf("denial without message or ErrDenied: %+v", d)
+					if d.Message == "" {
+						t.Errorf("denial without message: %+v", d)
 					}
 					if details != nil && !reflect.DeepEqual(d.Details, details) {
 						t.Errorf("details = %v, want %v", d.Details, details)

@@ -13,32 +13,16 @@ import (
 	"go.opentelemetry.io/otel/metric"
 )
 
-// Errors of the policy package.
-var (
-	// ErrDenied is wrapped by Decision.Err for a denied decision.
-	ErrDenied = errors.New("policy: denied")
-	// ErrUndefined: a policy query had no result, or one of the wrong shape
-	// (a replaced policy set that lacks a rule).
-	ErrUndefined = errors.New("policy: undefined result")
-)
+// ErrUndefined: a policy query had no result, or one of the wrong shape
+// (a replaced policy set that lacks a rule).
+var ErrUndefined = errors.New("policy: undefined result")
 
-// DeniedError carries a denied Decision; it unwraps to ErrDenied.
-type DeniedError struct{ Decision Decision }
-
-// Error returns the denial's code and message.
-func (e *DeniedError) Error() string {
-	return fmt.Sprintf("policy: %s: %s", e.Decision.Code, e.Decision.Message)
-}
-
-// Unwrap returns ErrDenied.
-func (e *DeniedError) Unwrap() error { return ErrDenied }
-
-// Err returns nil when d allows, and a *DeniedError otherwise.
-func (d Decision) Err() error {
-	if d.Allow {
-		return nil
-	}
-	return &DeniedError{Decision: d}
+// Decision is the answer of data.fleet.authz.decision.
+type Decision struct {
+	Allow   bool           `json:"allow"`
+	Code    string         `json:"code,omitempty"`
+	Message string         `json:"message,omitempty"`
+	Details map[string]any `json:"details,omitempty"`
 }
 
 // Decide evaluates data.fleet.authz.decision for in: may this principal
