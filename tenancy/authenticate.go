@@ -45,15 +45,11 @@ func (a *Authenticator) Authenticate(ctx context.Context, header string) (Princi
 	if header == "" {
 		return Principal{}, ErrNoCredentials
 	}
-	secret, err := TokenFromHeader(header)
+	secret, err := TokenFromHeader(header) // checks the format, once
 	if err != nil {
 		return Principal{}, ErrInvalidToken
 	}
-	hash, err := HashToken(secret)
-	if err != nil {
-		return Principal{}, ErrInvalidToken
-	}
-	p, found, err := a.Store.PrincipalByTokenHash(ctx, hash)
+	p, found, err := a.Store.PrincipalByTokenHash(ctx, hashOf(secret))
 	if err != nil {
 		return Principal{}, err
 	}
