@@ -30,4 +30,3 @@ func importJSON(t *testing.T, db *storagetest.DB, data []byte) importfile.Result
 
 // generateToday is the fixed reference day of the tests on generated data.
 var generateToday = time.Date(2026, 11, 1, 0, 0, 0, 0, time.UTC)
-
