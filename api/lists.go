@@ -31,7 +31,8 @@ func (s *Server) scopeFor(ctx context.Context, resource policy.Resource) (policy
 // caller's scope, runs storage.List and wraps the page in the envelope
 // (wire turns the rows into their wire form); the OpenAPI parameters come
 // from the descriptor too (listParams), between the error responses errs
-// and the operation's own options.
+// and the operation's own options opts: its operationId, tag, summary and
+// description, and respondsPage(<the wire type's schema>, <example items>).
 func listRoute[T, W any](g *fuego.Server, s *Server, m storage.Model[T], wire func([]T) []W, errs, opts []fuego.RouteOption) {
 	handler := func(c fuego.ContextNoBody) (*Envelope[[]W], error) {
 		ctx := c.Context()

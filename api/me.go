@@ -7,6 +7,16 @@ import (
 	"github.com/go-fuego/fuego"
 )
 
+// registerMe declares GET /me.
+func (s *Server) registerMe(g *fuego.Server) {
+	fuego.Get(g, "/me", s.getMe, routeOptions(authErrors(), []fuego.RouteOption{
+		fuego.OptionOperationID("get_me"), fuego.OptionTags("Account"),
+		fuego.OptionSummary("Read the authenticated account"),
+		fuego.OptionDescription("The token's account and its effective permissions. Any valid token may read it; it takes no parameters."),
+		respondsOne(accountSchema(), exampleAccount()),
+	})...)
+}
+
 // Account is the wire form of the authenticated account (spec §2.2,
 // DESIGN §5).
 type Account struct {
@@ -74,4 +84,39 @@ func (s *Server) getMe(c fuego.ContextNoBody) (*Envelope[Account], error) {
 		out.AccountExpireDt = a.ExpireDate.Format("2006-01-02")
 	}
 	return &Envelope[Account]{Data: out}, nil
+}
+
+// accountSchema is the Account component (its permissions are the
+// Permissions component).
+func accountSchema() wireType {
+	return wireType{name: "Account", value: Account{}, description: "The authenticated account (spec §2.2).", fields: map[string][]fieldOpt{
+		"id":                {desc("Account id."), minimum(1)},
+		"username":          {desc("Login name of the account.")},
+		"email":             {desc("E-mail address of the account, or empty.")},
+		"manager_id":        {minimum(0)},
+		"type":              {enum("admin", "manager", "user", "subaccount"), desc("Place of the account in the account tree.")},
+		"active":            {enum("true", "false"), desc(`"true" when the account may use the API.`)},
+		"account_expire":    {enum("true", "false"), desc(`"true" when the account expires on account_expire_dt.`)},
+		"account_expire_dt": {pattern(`^([0-9]{4}-[0-9]{2}-[0-9]{2})?$`)},
+		"permissions":       {ref("Permissions")},
+	}, uses: []wireType{{name: "Permissions", value: Permissions{},
+		description: "The effective permission set of the token and its account, computed by the policy.",
+		fields: map[string][]fieldOpt{
+			"read_only":  {desc("Whether the account is read-only (no write route is allowed).")},
+			"privileges": {itemEnum("event_notifications", "reports"), desc("Privileges the account holds (users, managers and admins hold all).")},
+			"token":      {desc("The token's permissions, as granted: `*`, `GET *` or `METHOD /route`.")},
+			"routes":     {desc(`Whether each route ("METHOD /route") is allowed for this token and account.`)},
+		}}}}
+}
+
+// exampleAccount is the example of GET /me: a user whose token may do
+// everything (its routes are every operation of the document, which
+// TestOpenAPIMeExampleRoutes checks).
+func exampleAccount() Account {
+	return Account{ID: 4, Username: "acme", Email: "ops@acme.example", ManagerID: 3, Type: "user",
+		Active: "true", AccountExpire: "false", Permissions: Permissions{
+			ReadOnly: false, Privileges: []string{"event_notifications", "reports"}, Token: []string{"*"},
+			Routes: map[string]bool{"GET /me": true, "GET /services": true, "GET /services/due": true,
+				"POST /passengers": true, "GET /reports": true, "GET /events": true, "GET /events/{id}": true},
+		}}
 }

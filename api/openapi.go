@@ -12,45 +12,49 @@ import (
 	"github.com/fleetapi/fleetapi/storage"
 )
 
-// The OpenAPI document is made in two steps. The route options below
-// declare, next to each route in registerRoutes, what only the route knows:
-// its operationId, tag, summary, description, parameters with their bounds,
-// and the error statuses it can answer. Fuego turns them into operations;
-// finishOpenAPI (openapi_doc.go) then builds the published document from
-// those operations and from schemas generated from the wire types
-// (openapi_schemas.go), dropping what Fuego adds on its own.
+// The OpenAPI document is declared beside each route, in the route's
+// options: Fuego's own options say the operationId, tag, summary,
+// description, parameters and error statuses; the options below say what
+// Fuego's cannot (parameter bounds, enums and examples; the success
+// response's envelope, schema and example; the request body's). The
+// operations Fuego generates carry all of it, and finishOpenAPI
+// (openapi_doc.go) builds the published document from them alone: there
+// is no second list of routes, schemas or examples.
 
-// queryParam documents a query parameter in the OpenAPI document only: the
-// handlers parse and validate the query themselves (Fuego's parameter
-// options carry no bounds and answer type errors outside the error table).
-func queryParam(name, description string, schema *openapi3.Schema) fuego.RouteOption {
+// paramSchema completes the schema of the parameter in/name that an
+// earlier Fuego option declared (fuego.OptionQuery, OptionQueryInt,
+// OptionHeader, OptionPath): Fuego v0.20's parameter options carry a type
+// and a default but no bounds, enums, lengths, patterns or formats.
+func paramSchema(in, name string, complete func(*openapi3.Schema)) fuego.RouteOption {
 	return func(r *fuego.BaseRoute) {
-		r.Operation.AddParameter(&openapi3.Parameter{
-			In: openapi3.ParameterInQuery, Name: name, Description: description,
-			Schema: openapi3.NewSchemaRef("", schema),
-		})
+		p := r.Operation.Parameters.GetByInAndName(in, name)
+		if p == nil {
+			panic(fmt.Sprintf("api: paramSchema: no %s parameter %q declared before", in, name))
+		}
+		complete(p.Schema.Value)
 	}
 }
 
-// headerParam documents a request header with its schema.
-func headerParam(name, description string, schema *openapi3.Schema) fuego.RouteOption {
+// paramExample sets the example of the parameter in/name declared before
+// (Fuego's ParamExample writes a named example; the document shows one
+// value, as a client's generated code reads it).
+func paramExample(in, name string, example any) fuego.RouteOption {
 	return func(r *fuego.BaseRoute) {
-		r.Operation.AddParameter(&openapi3.Parameter{
-			In: openapi3.ParameterInHeader, Name: name, Description: description,
-			Schema: openapi3.NewSchemaRef("", schema),
-		})
+		p := r.Operation.Parameters.GetByInAndName(in, name)
+		if p == nil {
+			panic(fmt.Sprintf("api: paramExample: no %s parameter %q declared before", in, name))
+		}
+		p.Example = example
 	}
 }
 
-// pathIDParam documents the integer path parameter name (minimum 1) with
-// an example id (the id of the operation's response example).
-func pathIDParam(name, description string, example int64) fuego.RouteOption {
-	return func(r *fuego.BaseRoute) {
-		r.Operation.AddParameter(&openapi3.Parameter{
-			In: openapi3.ParameterInPath, Name: name, Description: description, Required: true,
-			Schema:  openapi3.NewSchemaRef("", openapi3.NewInt64Schema().WithMin(1)),
-			Example: example,
-		})
+// pathID declares the integer path parameter name (minimum 1) with an
+// example id (the id of the operation's response example).
+func pathID(name, description string, example int64) []fuego.RouteOption {
+	return []fuego.RouteOption{
+		fuego.OptionPath(name, description, fuego.ParamInteger()),
+		paramSchema(openapi3.ParameterInPath, name, func(s *openapi3.Schema) { s.WithFormat("int64").WithMin(1) }),
+		paramExample(openapi3.ParameterInPath, name, example),
 	}
 }
 
@@ -65,70 +69,152 @@ func errorResponses(statuses ...int) []fuego.RouteOption {
 	return out
 }
 
-// fieldSchema is the schema of an exact-match filter on the field f.
-func fieldSchema(f storage.Field) *openapi3.Schema {
-	switch f.Kind {
-	case storage.KindInt, storage.KindInt32:
-		lo, hi := f.IntRange()
-		s := openapi3.NewInt64Schema().WithMin(float64(lo))
-		if hi < math.MaxInt64 { // int64 is the format's own bound, and a float64 cannot write it exactly
-			s = s.WithMax(float64(hi))
-		}
-		return s
-	case storage.KindBool:
-		return openapi3.NewBoolSchema()
-	case storage.KindDate:
-		return openapi3.NewStringSchema().WithFormat("date")
-	case storage.KindTime:
-		return openapi3.NewStringSchema().WithFormat("date-time")
-	case storage.KindObject:
-		return openapi3.NewStringSchema().WithMinLength(2)
-	}
-	return openapi3.NewStringSchema()
+// authErrors are the error statuses of every authenticated operation that
+// takes no body.
+func authErrors() []fuego.RouteOption {
+	return errorResponses(http.StatusBadRequest, http.StatusUnauthorized, http.StatusForbidden,
+		http.StatusTooManyRequests, http.StatusInternalServerError, http.StatusServiceUnavailable)
 }
 
-// listParams documents the shared list parameters of spec §4.2 with their
+// operationDoc is what the document says of an operation beyond Fuego's
+// options: the success response (its envelope and data component schemas,
+// and an example) and the request body. The options below store it in the
+// generated operation's extensions; finishOpenAPI reads it from there and
+// publishes none of the extensions.
+type operationDoc struct {
+	// data is the wire type of the success response's data; list and
+	// paged say whether data is a list and the envelope's meta a page.
+	data        wireType
+	list, paged bool
+	example     any
+	// request is the wire type of the request body, with its example.
+	request        *wireType
+	requestExample any
+}
+
+// envelope is the name of the success envelope's component schema.
+func (d *operationDoc) envelope() string {
+	if d.list {
+		return d.data.name + "List"
+	}
+	return d.data.name + "Response"
+}
+
+// docExtension is the extension key that carries an operationDoc.
+const docExtension = "x-fleetapi-doc"
+
+// documented lets f complete the route's operationDoc.
+func documented(f func(*operationDoc)) fuego.RouteOption {
+	return func(r *fuego.BaseRoute) {
+		if r.Operation.Extensions == nil {
+			r.Operation.Extensions = map[string]any{}
+		}
+		d, _ := r.Operation.Extensions[docExtension].(*operationDoc)
+		if d == nil {
+			d = &operationDoc{}
+			r.Operation.Extensions[docExtension] = d
+		}
+		f(d)
+	}
+}
+
+// respondsOne declares the success response: one item of the wire type
+// data, with example as the envelope's data.
+func respondsOne[W any](data wireType, example W) fuego.RouteOption {
+	return documented(func(d *operationDoc) {
+		d.data, d.example = data, Envelope[W]{Success: true, Data: example, Meta: exampleMeta()}
+	})
+}
+
+// respondsList declares the success response: an unpaged list of the wire
+// type data.
+func respondsList[W any](data wireType, example []W) fuego.RouteOption {
+	return documented(func(d *operationDoc) {
+		d.data, d.list, d.example = data, true, Envelope[[]W]{Success: true, Data: example, Meta: exampleMeta()}
+	})
+}
+
+// respondsPage declares the success response: a page of the wire type data
+// (listRoute's routes).
+func respondsPage[W any](data wireType, example []W) fuego.RouteOption {
+	return documented(func(d *operationDoc) {
+		d.data, d.list, d.paged = data, true, true
+		d.example = Envelope[[]W]{Success: true, Data: example, Meta: exampleListMeta(int64(len(example)))}
+	})
+}
+
+// takesBody declares the request body: the wire type body, with example.
+func takesBody(body wireType, example any) fuego.RouteOption {
+	return documented(func(d *operationDoc) { d.request, d.requestExample = &body, example })
+}
+
+// listParams declares the shared list parameters of spec §4.2 with their
 // bounds, defaults and the resource's sort enumeration, and one exact-match
-// filter per field.
+// filter per filterable field: the parameters parseListRequest reads.
 func listParams(d *storage.Descriptor) []fuego.RouteOption {
 	sorts := []any{}
 	for _, f := range d.SortFields() {
 		sorts = append(sorts, f)
 	}
+	q := openapi3.ParameterInQuery
 	opts := []fuego.RouteOption{
-		queryParam(paramPage, "Page number. A page past the end is an empty list.",
-			openapi3.NewInt32Schema().WithMin(1).WithMax(maxPage).WithDefault(1)),
-		queryParam(paramPerPage, "Items per page.",
-			openapi3.NewInt32Schema().WithMin(1).WithMax(maxPerPage).WithDefault(defaultPerPage)),
-		queryParam(paramSearch, "Case-insensitive substring match over "+strings.Join(d.SearchFields(), " and ")+
+		fuego.OptionQueryInt(paramPage, "Page number. A page past the end is an empty list.", fuego.ParamDefault(1)),
+		paramSchema(q, paramPage, func(s *openapi3.Schema) { s.WithFormat("int32").WithMin(1).WithMax(maxPage) }),
+		fuego.OptionQueryInt(paramPerPage, "Items per page.", fuego.ParamDefault(defaultPerPage)),
+		paramSchema(q, paramPerPage, func(s *openapi3.Schema) { s.WithFormat("int32").WithMin(1).WithMax(maxPerPage) }),
+		fuego.OptionQuery(paramSearch, "Case-insensitive substring match over "+strings.Join(d.SearchFields(), " and ")+
 			"; surrounding whitespace is trimmed and the rest must be 2 to 100 characters; "+
-			"%, _ and \\ match themselves. Applied after the caller's scope and the filters.",
-			openapi3.NewStringSchema().WithMinLength(minSearch).WithMaxLength(maxSearch)),
-		queryParam(paramOrder, "Sort direction.", openapi3.NewStringSchema().WithEnum("asc", "desc").WithDefault("asc")),
-		queryParam(paramSort, "Field used for ordering; "+d.ID().Name+" breaks ties, so pages are stable.",
-			openapi3.NewStringSchema().WithEnum(sorts...).WithDefault(d.ID().Name)),
+			"%, _ and \\ match themselves. Applied after the caller's scope and the filters."),
+		paramSchema(q, paramSearch, func(s *openapi3.Schema) { s.WithMinLength(minSearch).WithMaxLength(maxSearch) }),
+		fuego.OptionQuery(paramOrder, "Sort direction.", fuego.ParamDefault("asc")),
+		paramSchema(q, paramOrder, func(s *openapi3.Schema) { s.WithEnum("asc", "desc") }),
+		fuego.OptionQuery(paramSort, "Field used for ordering; "+d.ID().Name+" breaks ties, so pages are stable.",
+			fuego.ParamDefault(d.ID().Name)),
+		paramSchema(q, paramSort, func(s *openapi3.Schema) { s.WithEnum(sorts...) }),
 	}
 	for _, f := range d.Fields() {
-		if !f.Filter {
-			continue
+		if f.Filter {
+			opts = append(opts, filterParam(f)...)
 		}
-		desc := fmt.Sprintf("Exact-match filter on %s.", f.Name)
-		switch f.Kind {
-		case storage.KindTextList:
-			desc = fmt.Sprintf("Matches rows whose %s list contains the value.", f.Name)
-		case storage.KindObject:
-			desc = fmt.Sprintf("Matches rows whose %s equals this JSON object (for example {\"from\":\"08:00\"}).", f.Name)
-		case storage.KindDate:
-			desc = fmt.Sprintf("Exact-match filter on %s (YYYY-MM-DD, 0001-01-01 to 9999-12-31).", f.Name)
-		case storage.KindTime:
-			desc = fmt.Sprintf("Exact-match filter on %s (RFC 3339 timestamp YYYY-MM-DDTHH:MM:SS[.ffffff] then Z or ±HH:MM, "+
-				"years 0001 to 9999).", f.Name)
-		case storage.KindInt, storage.KindInt32:
-			desc = fmt.Sprintf("Exact-match filter on %s (decimal digits: no sign, leading zeros or spaces).", f.Name)
-		}
-		opts = append(opts, queryParam(f.Name, desc, fieldSchema(f)))
 	}
 	return opts
+}
+
+// filterParam declares the exact-match filter on the field f.
+func filterParam(f storage.Field) []fuego.RouteOption {
+	q := openapi3.ParameterInQuery
+	desc := fmt.Sprintf("Exact-match filter on %s.", f.Name)
+	switch f.Kind {
+	case storage.KindInt, storage.KindInt32:
+		lo, hi := f.IntRange()
+		return []fuego.RouteOption{
+			fuego.OptionQueryInt(f.Name, fmt.Sprintf("Exact-match filter on %s (decimal digits: no sign, leading zeros or spaces).", f.Name)),
+			paramSchema(q, f.Name, func(s *openapi3.Schema) {
+				s.WithFormat("int64").WithMin(float64(lo))
+				if hi < math.MaxInt64 { // int64 is the format's own bound, and a float64 cannot write it exactly
+					s.WithMax(float64(hi))
+				}
+			}),
+		}
+	case storage.KindBool:
+		return []fuego.RouteOption{fuego.OptionQueryBool(f.Name, desc)}
+	case storage.KindTextList:
+		desc = fmt.Sprintf("Matches rows whose %s list contains the value.", f.Name)
+	case storage.KindObject:
+		desc = fmt.Sprintf("Matches rows whose %s equals this JSON object (for example {\"from\":\"08:00\"}).", f.Name)
+		return []fuego.RouteOption{fuego.OptionQuery(f.Name, desc),
+			paramSchema(q, f.Name, func(s *openapi3.Schema) { s.WithMinLength(2) })}
+	case storage.KindDate:
+		desc = fmt.Sprintf("Exact-match filter on %s (YYYY-MM-DD, 0001-01-01 to 9999-12-31).", f.Name)
+		return []fuego.RouteOption{fuego.OptionQuery(f.Name, desc),
+			paramSchema(q, f.Name, func(s *openapi3.Schema) { s.WithFormat("date") })}
+	case storage.KindTime:
+		desc = fmt.Sprintf("Exact-match filter on %s (RFC 3339 timestamp YYYY-MM-DDTHH:MM:SS[.ffffff] then Z or ±HH:MM, "+
+			"years 0001 to 9999).", f.Name)
+		return []fuego.RouteOption{fuego.OptionQuery(f.Name, desc),
+			paramSchema(q, f.Name, func(s *openapi3.Schema) { s.WithFormat("date-time") })}
+	}
+	return []fuego.RouteOption{fuego.OptionQuery(f.Name, desc)}
 }
 
 // routeOptions joins option lists.

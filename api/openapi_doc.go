@@ -34,26 +34,6 @@ var apiTags = []struct{ name, description string }{
 	{"Templates", "Templates of notifications. No operation is published yet."},
 }
 
-// operationSchemas names, per operationId, the component schema of the
-// success response and of its data, and whether data is a list and the
-// list is paged. A route that is not listed here cannot be published.
-var operationSchemas = map[string]struct {
-	envelope, data string
-	list, paged    bool
-}{
-	"get_me":           {"AccountResponse", "Account", false, false},
-	"get_services":     {"ServiceList", "Service", true, true},
-	"get_services_due": {"DueServiceList", "DueService", true, false},
-	"create_passenger": {"PassengerResponse", "Passenger", false, false},
-	"get_reports":      {"ReportList", "Report", true, true},
-	"get_events":       {"EventList", "Event", true, true},
-	"get_event":        {"EventResponse", "Event", false, false},
-}
-
-// requestSchemas names the request body schema of the operations that take
-// a body.
-var requestSchemas = map[string]string{"create_passenger": "PassengerInput"}
-
 // errorResponse is the shared response of one error status.
 type errorResponse struct {
 	name, description string
@@ -98,16 +78,15 @@ const apiDescription = `The fleetapi client API, version 2: the account of an AP
 **Outside the operations below**, an unknown path answers 404 NOT_FOUND and a known path with another method 405 METHOD_NOT_ALLOWED (with ` + "`Allow`" + `), both in the error envelope. Checks run in this order: authentication (401), rate limit (429), permission (403), parameters and body (400, 413, 415), then the operation.`
 
 // finishOpenAPI builds the published document from the operations Fuego
-// generated for the routes: the paths become relative to the server
-// BasePath, each operation keeps its id, tag, summary, description and
-// declared parameters, and gets the typed responses, examples and security
-// of this API; Fuego's own additions (Accept parameters, HTTPError
-// responses, XML content, generated descriptions and schemas) are dropped.
+// generated for the routes, and from them alone: the paths become relative
+// to the server BasePath, each operation keeps its id, tag, summary,
+// description and declared parameters, and gets the typed responses,
+// examples and security its declaration (operationDoc) and this API say;
+// the component schemas are those of the wire types the operations name.
+// Fuego's own additions (Accept parameters, HTTPError responses, XML
+// content, generated descriptions and schemas, the operationDoc extension)
+// are dropped.
 func finishOpenAPI(gen *openapi3.T) (*openapi3.T, error) {
-	schemas, err := wireSchemas()
-	if err != nil {
-		return nil, err
-	}
 	doc := &openapi3.T{
 		OpenAPI: OpenAPIVersion,
 		Info: &openapi3.Info{
@@ -119,7 +98,6 @@ func finishOpenAPI(gen *openapi3.T) (*openapi3.T, error) {
 		Paths:    openapi3.NewPaths(),
 		Security: openapi3.SecurityRequirements{{securitySchemeName: []string{}}},
 		Components: &openapi3.Components{
-			Schemas:   schemas,
 			Responses: openapi3.ResponseBodies{},
 			Headers:   responseHeaders(),
 			SecuritySchemes: openapi3.SecuritySchemes{securitySchemeName: {Value: &openapi3.SecurityScheme{
@@ -132,9 +110,8 @@ func finishOpenAPI(gen *openapi3.T) (*openapi3.T, error) {
 	for _, t := range apiTags {
 		doc.Tags = append(doc.Tags, &openapi3.Tag{Name: t.name, Description: t.description})
 	}
-	addEnvelopeSchemas(doc.Components.Schemas)
-	examples := operationExamples()
 
+	var docs []*operationDoc
 	paths := gen.Paths.Map()
 	for _, path := range slices.Sorted(maps.Keys(paths)) {
 		rel, ok := strings.CutPrefix(path, BasePath)
@@ -142,31 +119,54 @@ func finishOpenAPI(gen *openapi3.T) (*openapi3.T, error) {
 			return nil, fmt.Errorf("openapi: path %s is outside %s", path, BasePath)
 		}
 		item := &openapi3.PathItem{}
-		for method, op := range paths[path].Operations() {
-			out, err := finishOperation(op, examples, doc.Components.Responses)
+		ops := paths[path].Operations()
+		for _, method := range slices.Sorted(maps.Keys(ops)) {
+			out, d, err := finishOperation(ops[method], doc.Components.Responses)
 			if err != nil {
 				return nil, fmt.Errorf("openapi: %s %s: %w", method, path, err)
 			}
 			item.SetOperation(method, out)
+			docs = append(docs, d)
 		}
 		doc.Paths.Set(rel, item)
 	}
+	schemas, err := wireSchemas(operationTypes(docs))
+	if err != nil {
+		return nil, err
+	}
+	addEnvelopeSchemas(schemas, docs)
+	doc.Components.Schemas = schemas
 	return doc, nil
 }
 
-// finishOperation makes the published form of one generated operation and
-// adds the error responses it refers to to responses.
-func finishOperation(op *openapi3.Operation, examples map[string]any, responses openapi3.ResponseBodies) (*openapi3.Operation, error) {
+// operationTypes lists the wire types the operations name (their data,
+// the types those refer to, their request bodies) and the error's.
+func operationTypes(docs []*operationDoc) []wireType {
+	types := []wireType{errorSchema()}
+	for _, d := range docs {
+		types = append(types, d.data)
+		types = append(types, d.data.uses...)
+		if d.request != nil {
+			types = append(types, *d.request)
+		}
+	}
+	return types
+}
+
+// finishOperation makes the published form of one generated operation,
+// adds the error responses it refers to to responses, and returns the
+// operation's declaration (operationDoc).
+func finishOperation(op *openapi3.Operation, responses openapi3.ResponseBodies) (*openapi3.Operation, *operationDoc, error) {
 	id := op.OperationID
-	sch, ok := operationSchemas[id]
-	if !ok {
-		return nil, fmt.Errorf("operation %q has no entry in operationSchemas", id)
+	d, ok := op.Extensions[docExtension].(*operationDoc)
+	if !ok || d.data.name == "" || d.example == nil {
+		return nil, nil, fmt.Errorf("operation %q declares no success response (respondsOne, respondsList or respondsPage)", id)
 	}
 	if len(op.Tags) != 1 || !slices.ContainsFunc(apiTags, func(t struct{ name, description string }) bool { return t.name == op.Tags[0] }) {
-		return nil, fmt.Errorf("operation %q: want one of the tags of spec §1, have %v", id, op.Tags)
+		return nil, nil, fmt.Errorf("operation %q: want one of the tags of spec §1, have %v", id, op.Tags)
 	}
 	if op.Summary == "" || op.Description == "" {
-		return nil, fmt.Errorf("operation %q needs a summary and a description", id)
+		return nil, nil, fmt.Errorf("operation %q needs a summary and a description", id)
 	}
 	out := &openapi3.Operation{
 		OperationID: id, Tags: op.Tags, Summary: op.Summary, Description: op.Description,
@@ -178,56 +178,52 @@ func finishOperation(op *openapi3.Operation, examples map[string]any, responses 
 			continue // Fuego adds one to every operation; the API always answers JSON
 		}
 		if p.Value.Description == "" || p.Value.Schema == nil {
-			return nil, fmt.Errorf("operation %q: parameter %s needs a description and a schema", id, p.Value.Name)
+			return nil, nil, fmt.Errorf("operation %q: parameter %s needs a description and a schema", id, p.Value.Name)
 		}
 		if p.Value.In == openapi3.ParameterInPath && p.Value.Example == nil {
-			return nil, fmt.Errorf("operation %q: path parameter %s needs an example", id, p.Value.Name)
+			return nil, nil, fmt.Errorf("operation %q: path parameter %s needs an example", id, p.Value.Name)
 		}
 		out.Parameters = append(out.Parameters, p)
 	}
-	if op.RequestBody != nil {
-		name, ok := requestSchemas[id]
-		if !ok {
-			return nil, fmt.Errorf("operation %q takes a body but has no entry in requestSchemas", id)
-		}
-		ex, err := jsonValue(examplePassengerInput())
+	if (op.RequestBody != nil) != (d.request != nil) {
+		return nil, nil, fmt.Errorf("operation %q: the handler's body and the declared body (takesBody) disagree", id)
+	}
+	if d.request != nil {
+		ex, err := jsonValue(d.requestExample)
 		if err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 		out.RequestBody = &openapi3.RequestBodyRef{Value: openapi3.NewRequestBody().WithRequired(true).
 			WithDescription("A JSON object (Content-Type application/json) of at most 64 KiB.").
-			WithContent(openapi3.Content{"application/json": &openapi3.MediaType{Schema: componentRef(name), Example: ex}})}
+			WithContent(openapi3.Content{"application/json": &openapi3.MediaType{Schema: componentRef(d.request.name), Example: ex}})}
 	}
 	for code := range op.Responses.Map() {
 		status, err := strconv.Atoi(code)
 		if err != nil {
-			return nil, fmt.Errorf("operation %q: response %q is not a status", id, code)
+			return nil, nil, fmt.Errorf("operation %q: response %q is not a status", id, code)
 		}
 		if status < 400 {
-			ex, err := jsonValue(examples[id])
+			ex, err := jsonValue(d.example)
 			if err != nil {
-				return nil, err
+				return nil, nil, err
 			}
-			out.Responses.Set(code, &openapi3.ResponseRef{Value: successResponse(status, sch.envelope, ex)})
+			out.Responses.Set(code, &openapi3.ResponseRef{Value: successResponse(status, d.envelope(), ex)})
 			continue
 		}
 		er, ok := errorResponseOf[status]
 		if !ok {
-			return nil, fmt.Errorf("operation %q: no shared response for status %d", id, status)
+			return nil, nil, fmt.Errorf("operation %q: no shared response for status %d", id, status)
 		}
 		if _, done := responses[er.name]; !done {
 			resp, err := sharedErrorResponse(status, er)
 			if err != nil {
-				return nil, err
+				return nil, nil, err
 			}
 			responses[er.name] = &openapi3.ResponseRef{Value: resp}
 		}
 		out.Responses.Set(code, &openapi3.ResponseRef{Ref: "#/components/responses/" + er.name})
 	}
-	if examples[id] == nil {
-		return nil, fmt.Errorf("operation %q has no example", id)
-	}
-	return out, nil
+	return out, d, nil
 }
 
 // successResponse is the success response of an operation.
@@ -291,8 +287,9 @@ func responseHeaders() openapi3.Headers {
 	}
 }
 
-// addEnvelopeSchemas adds the envelopes and their meta to schemas.
-func addEnvelopeSchemas(schemas openapi3.Schemas) {
+// addEnvelopeSchemas adds the envelopes and their meta to schemas: the
+// error envelope and the success envelope of each operation.
+func addEnvelopeSchemas(schemas openapi3.Schemas, docs []*operationDoc) {
 	no := false
 	object := func(description string, required []string, props openapi3.Schemas) *openapi3.SchemaRef {
 		s := openapi3.NewObjectSchema()
@@ -322,18 +319,18 @@ func addEnvelopeSchemas(schemas openapi3.Schemas) {
 	schemas["ErrorEnvelope"] = object("The error envelope of every failure (spec §2.1, §7).", []string{"success", "error", "meta"},
 		openapi3.Schemas{"success": openapi3.NewSchemaRef("", failure), "error": componentRef("Error"), "meta": componentRef("Meta")})
 
-	for _, id := range slices.Sorted(maps.Keys(operationSchemas)) {
-		sch := operationSchemas[id]
-		data, meta, what := componentRef(sch.data), componentRef("Meta"), "one "+sch.data
-		if sch.list {
+	for _, d := range docs {
+		name := d.data.name
+		data, meta, what := componentRef(name), componentRef("Meta"), "one "+name
+		if d.list {
 			data = openapi3.NewSchemaRef("", openapi3.NewArraySchema().WithItems(&openapi3.Schema{}))
-			data.Value.Items = componentRef(sch.data)
-			what = "a list of " + sch.data
+			data.Value.Items = componentRef(name)
+			what = "a list of " + name
 		}
-		if sch.paged {
-			meta, what = componentRef("ListMeta"), "a page of "+sch.data
+		if d.paged {
+			meta, what = componentRef("ListMeta"), "a page of "+name
 		}
-		schemas[sch.envelope] = object("The success envelope holding "+what+".", []string{"success", "data", "meta"},
+		schemas[d.envelope()] = object("The success envelope holding "+what+".", []string{"success", "data", "meta"},
 			openapi3.Schemas{"success": openapi3.NewSchemaRef("", success), "data": data, "meta": meta})
 	}
 }
@@ -350,4 +347,60 @@ func marshalOpenAPI(doc *openapi3.T) ([]byte, error) {
 		return nil, err
 	}
 	return append(b, '\n'), nil
+}
+
+// The examples of the document are Go values of the wire types, encoded as
+// the handlers encode them, so that they cannot drift from the schemas
+// (the document's validation checks each example against its schema).
+// Each operation's example is declared beside its route; these are the
+// shared parts.
+
+const exampleRequestID = "5f0c3a8e9b1d4c7fa2e6b8d0c4f1a3e7"
+
+func exampleMeta() Meta { return Meta{RequestID: exampleRequestID} }
+
+func exampleListMeta(total int64) Meta {
+	return Meta{RequestID: exampleRequestID, Paging: &Paging{Page: 1, PerPage: defaultPerPage, Total: total, Pages: (total + defaultPerPage - 1) / defaultPerPage}}
+}
+
+func ptr[T any](v T) *T { return &v }
+
+// errorExample is the example error of each documented error status.
+func errorExample(status int) ErrorEnvelope {
+	var e *Error
+	switch status {
+	case http.StatusBadRequest:
+		e = invalidParam(paramPerPage, "must be between 1 and 500")
+	case http.StatusUnauthorized:
+		e = newError(CodeInvalidToken, "the token is malformed, unknown or revoked", nil)
+	case http.StatusForbidden:
+		e = newError(CodeTokenPermissionDenied, "the token does not grant GET /reports",
+			map[string]any{"method": "GET", "route": "/reports"})
+	case http.StatusNotFound:
+		e = newError(CodeNotFound, "not found", nil)
+	case http.StatusConflict:
+		e = newError(CodeConflict, "a passenger with this passenger_assign_id already exists in the account",
+			map[string]any{"field": "passenger_assign_id"})
+	case http.StatusRequestEntityTooLarge:
+		e = newError(CodePayloadTooLarge, "the request body is larger than 64 KiB", map[string]any{"limit_bytes": MaxBodyBytes})
+	case http.StatusUnsupportedMediaType:
+		e = newError(CodeUnsupportedMediaType, "the request body must be application/json", map[string]any{"content_type": "text/plain"})
+	case http.StatusTooManyRequests:
+		e = newError(CodeRateLimited, "too many requests", nil)
+	case http.StatusServiceUnavailable:
+		e = newError(CodeUnavailable, "the service is temporarily unavailable", nil)
+	default:
+		e = newError(CodeInternal, "internal error", nil)
+	}
+	return ErrorEnvelope{Success: false, Error: e, Meta: exampleMeta()}
+}
+
+// jsonValue returns v as its generic JSON value (what a client decodes).
+func jsonValue(v any) (any, error) {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return nil, err
+	}
+	var out any
+	return out, json.Unmarshal(b, &out)
 }

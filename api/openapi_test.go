@@ -292,3 +292,44 @@ func TestOpenAPIServed(t *testing.T) {
 		}
 	}
 }
+
+// TestOpenAPIMeExampleRoutes: the example of GET /me (a token that may do
+// everything) lists every operation of the document in
+// permissions.routes, and nothing else, so that a new route cannot leave
+// the example behind unnoticed.
+func TestOpenAPIMeExampleRoutes(t *testing.T) {
+	doc := loadOpenAPI(t, openAPIDoc(t))
+	var operations []string
+	for path, item := range doc.Paths.Map() {
+		for method := range item.Operations() {
+			operations = append(operations, method+" "+path)
+		}
+	}
+	slices.Sort(operations)
+	me := doc.Paths.Value("/me").Get.Responses.Value("200").Value.Content.Get("application/json").Example
+	b, err := json.Marshal(me)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ex struct {
+		Data struct {
+			Permissions struct {
+				Routes map[string]bool `json:"routes"`
+			} `json:"permissions"`
+		} `json:"data"`
+	}
+	if err := json.Unmarshal(b, &ex); err != nil {
+		t.Fatal(err)
+	}
+	var routes []string
+	for r, allowed := range ex.Data.Permissions.Routes {
+		if !allowed {
+			t.Errorf("example route %s is false; the example token may do everything", r)
+		}
+		routes = append(routes, r)
+	}
+	slices.Sort(routes)
+	if !slices.Equal(routes, operations) {
+		t.Fatalf("GET /me example routes %v\ndocument operations     %v\n(update exampleAccount in api/me.go)", routes, operations)
+	}
+}

@@ -7,11 +7,33 @@ import (
 	"fmt"
 	"net/http"
 
+	"github.com/getkin/kin-openapi/openapi3"
 	"github.com/go-fuego/fuego"
 
 	"github.com/fleetapi/fleetapi/storage"
 	"github.com/fleetapi/fleetapi/tenancy"
 )
+
+// registerPassengers declares POST /passengers.
+func (s *Server) registerPassengers(g *fuego.Server) {
+	fuego.Post(g, "/passengers", s.postPassengers, routeOptions(
+		errorResponses(http.StatusBadRequest, http.StatusUnauthorized, http.StatusForbidden, http.StatusConflict,
+			http.StatusRequestEntityTooLarge, http.StatusUnsupportedMediaType, http.StatusTooManyRequests,
+			http.StatusInternalServerError, http.StatusServiceUnavailable),
+		[]fuego.RouteOption{
+			fuego.OptionOperationID("create_passenger"), fuego.OptionTags("People and groups"),
+			fuego.OptionSummary("Create a passenger"),
+			fuego.OptionDescription("Creates a passenger in the caller's account (a subaccount's passenger belongs to its parent). " +
+				"Needs the token permission POST /passengers and an account that is not read-only."),
+			fuego.OptionDefaultStatusCode(http.StatusCreated),
+			fuego.OptionHeader("Idempotency-Key", "Makes a retried create return the first response; the same key with another body is 409 IDEMPOTENCY_KEY_REUSED."),
+			paramSchema(openapi3.ParameterInHeader, "Idempotency-Key", func(s *openapi3.Schema) {
+				s.WithMinLength(1).WithMaxLength(maxIdempotencyKey).WithPattern(`^[!-~]+$`)
+			}),
+			takesBody(passengerInputSchema(), examplePassengerInput()),
+			respondsOne(passengerSchema(), examplePassenger()),
+		})...)
+}
 
 // PassengerInput is the body of POST /passengers (spec §4.6, DESIGN §5).
 // Absent and null fields take their defaults.
@@ -142,4 +164,54 @@ func (s *Server) postPassengers(c fuego.ContextWithBody[PassengerInput]) (*Envel
 		c.SetHeader("Idempotent-Replayed", "true")
 	}
 	return &Envelope[storage.Passenger]{Data: created}, nil
+}
+
+// passengerSchema is the Passenger component.
+func passengerSchema() wireType {
+	return wireType{name: "Passenger", value: storage.Passenger{}, description: "A passenger (spec §2.5).", fields: map[string][]fieldOpt{
+		"passenger_id":              {desc("Id of the passenger."), minimum(1)},
+		"passenger_name":            {minLen(1), maxLen(100), desc("Name, trimmed.")},
+		"passenger_assign_id":       {maxLen(50), desc("Assignment id (for example a card), in Unicode NFC and upper-case; unique in the account when not empty.")},
+		"passenger_idn":             {desc("Identity number.")},
+		"passenger_address":         {desc("Address.")},
+		"passenger_phone":           {desc("Phone number.")},
+		"passenger_email":           {desc("E-mail address, or empty.")},
+		"passenger_desc":            {maxLen(1000), desc("Description.")},
+		"passenger_client_id":       {desc("The client's own id of the passenger.")},
+		"passenger_active":          {desc("Whether the passenger is active.")},
+		"passenger_pickup_point_id": {minimum(1), desc("Pickup point, or null.")},
+	}}
+}
+
+// passengerInputSchema is the PassengerInput component, the request body.
+func passengerInputSchema() wireType {
+	return wireType{name: "PassengerInput", value: PassengerInput{}, required: []string{"passenger_name"},
+		description: "A passenger to create (spec §4.6). Absent and null fields take their defaults. Field names are exact " +
+			"(case-sensitive); unknown and repeated keys are rejected. Strings must be valid UTF-8 without NUL characters.",
+		fields: map[string][]fieldOpt{
+			"passenger_name":            {typed(openapi3.TypeString), minLen(1), maxLen(100), desc("Required; 1 to 100 characters after trimming, at least one of them visible. Whitespace, control and zero-width characters at the ends are trimmed.")},
+			"passenger_assign_id":       {maxLen(50), desc("At most 50 characters after trimming; stored in Unicode NFC and upper-case, so composed and decomposed spellings are one id; unique in the account when not empty.")},
+			"passenger_idn":             {desc("Identity number.")},
+			"passenger_address":         {desc("Address.")},
+			"passenger_phone":           {desc("Phone number.")},
+			"passenger_email":           {desc("A valid e-mail address (no display name), or empty.")},
+			"passenger_desc":            {maxLen(1000), desc("At most 1000 characters.")},
+			"passenger_client_id":       {desc("The client's own id of the passenger.")},
+			"passenger_active":          {desc("Defaults to true.")},
+			"passenger_pickup_point_id": {minimum(1), desc("1 or more, or null (the default).")},
+		}}
+}
+
+// examplePassengerInput is the request example of POST /passengers, and
+// examplePassenger the passenger it creates.
+func examplePassengerInput() PassengerInput {
+	return PassengerInput{PassengerName: ptr("Ana Silva"), PassengerAssignID: ptr("card-0042"),
+		PassengerPhone: ptr("+351 210 000 000"), PassengerEmail: ptr("ana.silva@acme.example"),
+		PassengerPickupPointID: ptr(int64(3))}
+}
+
+func examplePassenger() storage.Passenger {
+	return storage.Passenger{PassengerID: 31, PassengerName: "Ana Silva", PassengerAssignID: "CARD-0042",
+		PassengerPhone: "+351 210 000 000", PassengerEmail: "ana.silva@acme.example", PassengerActive: true,
+		PassengerPickupPointID: ptr(int64(3))}
 }

@@ -228,56 +228,14 @@ func (s *Server) OpenAPI() ([]byte, error) {
 	return append([]byte(nil), s.openapi...), nil
 }
 
+// registerRoutes registers the client API under BasePath, behind the
+// guard. Each resource's file declares its operations (route, handler,
+// parameters, responses, examples): adding a resource is one line here.
 func (s *Server) registerRoutes() {
 	v2 := fuego.Group(s.fuego, BasePath, fuego.OptionMiddleware(s.guard))
-	authErrors := errorResponses(http.StatusBadRequest, http.StatusUnauthorized, http.StatusForbidden,
-		http.StatusTooManyRequests, http.StatusInternalServerError, http.StatusServiceUnavailable)
-	fuego.Get(v2, "/me", s.getMe, routeOptions(authErrors, []fuego.RouteOption{
-		fuego.OptionOperationID("get_me"), fuego.OptionTags("Account"),
-		fuego.OptionSummary("Read the authenticated account"),
-		fuego.OptionDescription("The token's account and its effective permissions. Any valid token may read it; it takes no parameters."),
-	})...)
-	listRoute(v2, s, storage.Services, services, authErrors, []fuego.RouteOption{
-		fuego.OptionOperationID("get_services"), fuego.OptionTags("Maintenance"),
-		fuego.OptionSummary("Paged list of maintenance service records"),
-		fuego.OptionDescription("The service records the caller may see, one page at a time. Needs the token permission GET /services."),
-	})
-	fuego.Get(v2, "/services/due", s.getServicesDue, routeOptions(authErrors, []fuego.RouteOption{
-		fuego.OptionOperationID("get_services_due"), fuego.OptionTags("Maintenance"),
-		fuego.OptionSummary("Maintenance records that are due"),
-		fuego.OptionDescription("At most 500 due records of the caller's fleet, newest service first, computed for today (UTC). " +
-			"A record is due when a criterion's remaining is zero or less, or within its *_left_num threshold. " +
-			"Needs the token permission GET /services/due; takes no parameters."),
-	})...)
-	fuego.Post(v2, "/passengers", s.postPassengers, routeOptions(
-		errorResponses(http.StatusBadRequest, http.StatusUnauthorized, http.StatusForbidden, http.StatusConflict,
-			http.StatusRequestEntityTooLarge, http.StatusUnsupportedMediaType, http.StatusTooManyRequests,
-			http.StatusInternalServerError, http.StatusServiceUnavailable),
-		[]fuego.RouteOption{
-			fuego.OptionOperationID("create_passenger"), fuego.OptionTags("People and groups"),
-			fuego.OptionSummary("Create a passenger"),
-			fuego.OptionDescription("Creates a passenger in the caller's account (a subaccount's passenger belongs to its parent). " +
-				"Needs the token permission POST /passengers and an account that is not read-only."),
-			fuego.OptionDefaultStatusCode(http.StatusCreated),
-			headerParam("Idempotency-Key", "Makes a retried create return the first response; the same key with another body is 409 IDEMPOTENCY_KEY_REUSED.",
-				openapi3.NewStringSchema().WithMinLength(1).WithMaxLength(maxIdempotencyKey).WithPattern(`^[!-~]+$`)),
-		})...)
-	listRoute(v2, s, storage.Reports, same[storage.Report], authErrors, []fuego.RouteOption{
-		fuego.OptionOperationID("get_reports"), fuego.OptionTags("Reports"),
-		fuego.OptionSummary("Paged list of reports"),
-		fuego.OptionDescription("The report definitions the caller may see. Needs the token permission GET /reports; a subaccount also needs the reports privilege. " +
-			"A report naming a device that is not granted to a subaccount is not listed for it."),
-	})
-	listRoute(v2, s, storage.Events, same[storage.Event], authErrors, []fuego.RouteOption{
-		fuego.OptionOperationID("get_events"), fuego.OptionTags("Events"),
-		fuego.OptionSummary("Paged list of event rules"),
-		fuego.OptionDescription("The event rules the caller may see. Needs the token permission GET /events; a subaccount also needs the event_notifications privilege."),
-	})
-	fuego.Get(v2, "/events/{id}", s.getEvent, routeOptions(authErrors, errorResponses(http.StatusNotFound), []fuego.RouteOption{
-		fuego.OptionOperationID("get_event"), fuego.OptionTags("Events"),
-		fuego.OptionSummary("Read one event rule"),
-		fuego.OptionDescription("One event rule by id. A rule outside the caller's scope is 404, like one that does not exist. " +
-			"Needs the token permission GET /events/{id}; a subaccount also needs the event_notifications privilege."),
-		pathIDParam("id", "Event rule id.", exampleEvent().EventID),
-	})...)
+	s.registerMe(v2)
+	s.registerServices(v2)
+	s.registerPassengers(v2)
+	s.registerReports(v2)
+	s.registerEvents(v2)
 }

@@ -1,0 +1,94 @@
+package api
+
+import (
+	"math"
+	"net/http"
+
+	"github.com/go-fuego/fuego"
+
+	"github.com/fleetapi/fleetapi/storage"
+)
+
+// registerEvents declares GET /events (a list route of the events
+// resource) and GET /events/{id}.
+func (s *Server) registerEvents(g *fuego.Server) {
+	listRoute(g, s, storage.Events, same[storage.Event], authErrors(), []fuego.RouteOption{
+		fuego.OptionOperationID("get_events"), fuego.OptionTags("Events"),
+		fuego.OptionSummary("Paged list of event rules"),
+		fuego.OptionDescription("The event rules the caller may see. Needs the token permission GET /events; a subaccount also needs the event_notifications privilege."),
+		respondsPage(eventSchema(), []storage.Event{exampleEvent()}),
+	})
+	fuego.Get(g, "/events/{id}", s.getEvent, routeOptions(authErrors(), errorResponses(http.StatusNotFound), []fuego.RouteOption{
+		fuego.OptionOperationID("get_event"), fuego.OptionTags("Events"),
+		fuego.OptionSummary("Read one event rule"),
+		fuego.OptionDescription("One event rule by id. A rule outside the caller's scope is 404, like one that does not exist. " +
+			"Needs the token permission GET /events/{id}; a subaccount also needs the event_notifications privilege."),
+		respondsOne(eventSchema(), exampleEvent()),
+	}, pathID("id", "Event rule id.", exampleEvent().EventID))...)
+}
+
+// getEvent answers GET /events/{id}. A rule outside the caller's scope is
+// NOT_FOUND, exactly like one that does not exist.
+func (s *Server) getEvent(c fuego.ContextNoBody) (*Envelope[storage.Event], error) {
+	id, perr := parseInt("id", c.PathParam("id"), 1, math.MaxInt64)
+	if perr != nil {
+		return nil, perr
+	}
+	if err := noParams(c.Request().URL.RawQuery); err != nil {
+		return nil, err
+	}
+	ctx := c.Context()
+	scope, err := s.scopeFor(ctx, storage.Events.Resource())
+	if err != nil {
+		return nil, err
+	}
+	ev, err := s.cfg.Store.EventByID(ctx, scope, id)
+	if err != nil {
+		return nil, err
+	}
+	return &Envelope[storage.Event]{Data: ev}, nil
+}
+
+// eventSchema is the Event component.
+func eventSchema() wireType {
+	return wireType{name: "Event", value: storage.Event{}, description: "An event rule (spec §2.7, §6).", fields: map[string][]fieldOpt{
+		"event_id":             {desc("Id of the event rule."), minimum(1)},
+		"type":                 {desc(`Kind of event, for example "overspeed".`)},
+		"name":                 {desc("Name of the rule.")},
+		"active":               {desc("Whether the rule is on.")},
+		"week_days":            {itemEnum(storage.WeekDays()...), desc("Days on which the rule applies.")},
+		"day_time":             {freeObject(), desc("Time-of-day window of the rule.")},
+		"imei":                 {desc("IMEIs of the devices the rule watches.")},
+		"checked_value":        {desc("Value the rule compares with (for example a speed).")},
+		"route_trigger":        {enum(storage.Triggers()...), desc("Trigger on entering or leaving the routes.")},
+		"zone_trigger":         {enum(storage.Triggers()...), desc("Trigger on entering or leaving the zones.")},
+		"routes":               {desc("Routes the rule watches.")},
+		"zones":                {desc("Zones the rule watches.")},
+		"notify_system":        {desc("Whether to notify in the system.")},
+		"notify_email":         {desc("Whether to notify by e-mail.")},
+		"notify_email_address": {desc("Where e-mail notifications go.")},
+		"notify_sms":           {desc("Whether to notify by SMS.")},
+		"notify_sms_number":    {desc("Where SMS notifications go.")},
+		"notify_telegram":      {desc("Whether to notify by Telegram.")},
+		"email_template_id":    {desc("E-mail template (0: the default).")},
+		"sms_template_id":      {desc("SMS template (0: the default).")},
+		"cmd_send":             {desc("Whether to send a command to the device.")},
+		"cmd_gateway":          {enum(storage.CmdGateways()...), desc("Channel of the command.")},
+		"cmd_type":             {enum(storage.CmdTypes()...), desc("Encoding of the command.")},
+		"cmd_string":           {desc("The command.")},
+	}}
+}
+
+// exampleEvent is the event rule of the examples; its id is the example of
+// the path parameter of GET /events/{id}.
+func exampleEvent() storage.Event {
+	return storage.Event{
+		EventID: 4, Type: "overspeed", Name: "Overspeed", Active: true,
+		WeekDays: storage.StringList{"mon", "tue", "wed", "thu", "fri"},
+		DayTime:  storage.JSONObject{"from": "06:00", "to": "22:00"},
+		IMEI:     storage.StringList{"356938035643809"}, CheckedValue: "90",
+		RouteTrigger: "off", ZoneTrigger: "off", Routes: storage.StringList{}, Zones: storage.StringList{},
+		NotifySystem: true, NotifyEmail: true, NotifyEmailAddress: "ops@acme.example",
+		CmdGateway: "gprs", CmdType: "ascii",
+	}
+}
