@@ -105,12 +105,12 @@ unrestricted if {
 	input.account.type == "admin"
 }
 
+accounts if unrestricted
+
 accounts if manages(input.accounts)
 
-# manages(a): the caller manages account row a {id, manager_id, type,
-# grand_manager_id}. The scope and the decision share it.
-manages(_) if unrestricted
-
+# manages(a): the caller, not an admin, manages account row a {id,
+# manager_id, type, grand_manager_id}. The scope and the decision share it.
 manages(a) if {
 	usable
 	a.id == input.account.id
@@ -146,10 +146,19 @@ target_row := {
 
 # in_scope: the target is well formed and managed by the caller.
 in_scope if {
+	target_known
+	unrestricted
+}
+
+in_scope if {
+	target_known
+	manages(target_row)
+}
+
+target_known if {
 	is_number(input.target.id)
 	is_number(input.target.manager_id)
 	is_string(input.target.type)
-	manages(target_row)
 }
 
 grand_manager_id := g if {
