@@ -9,7 +9,8 @@ import (
 // Check validates the policy set in dir ("" = the embedded set) as the
 // server would at start-up: it loads and compiles it, runs its tests, and
 // compiles every scope rule of opts.Resources for a principal of every
-// account type, passing each Scope to opts.CompileScope when it is set.
+// account type, and the management scope (data.fleet.manage.accounts) the
+// same way, passing each Scope to opts.CompileScope when it is set.
 // opts.Dir is the directory. It writes a summary to w (the revision, the
 // tests, the coverage and the compiled scopes) and returns the first
 // problem found.
@@ -32,6 +33,11 @@ func Check(ctx context.Context, opts Options, w io.Writer) error {
 			}
 			fmt.Fprintf(w, "scope %-10s %-10s (account %d, manager %d): %s\n", r, t, in.Account.ID, in.Account.ManagerID, rs)
 		}
+		ms, err := e.ManagementScope(ctx, in)
+		if err != nil {
+			return fmt.Errorf("management scope for %s principal: %w", article(t), err)
+		}
+		fmt.Fprintf(w, "scope %-10s %-10s (account %d, manager %d): %s\n", ManagementResource, t, in.Account.ID, in.Account.ManagerID, ms)
 	}
 	fmt.Fprintln(w, "ok")
 	return nil

@@ -25,6 +25,13 @@ type DecisionRecord struct {
 	Revision    string `json:"revision"`
 	EvalNS      int64  `json:"eval_ns"`
 	Cached      bool   `json:"cached"`
+	// Action, TargetAccountID and Reason are set for a management decision
+	// (DecideManagement), whose Route is empty: the management action, the
+	// account acted on (0: none, an account created at the top) and the
+	// denial's details.reason.
+	Action          string `json:"action,omitempty"`
+	TargetAccountID int64  `json:"target_account_id,omitempty"`
+	Reason          string `json:"reason,omitempty"`
 	// Error is set when no decision could be made (Code is POLICY_ERROR).
 	Error string `json:"error,omitempty"`
 }
@@ -36,6 +43,11 @@ func (e *Engine) logDecision(ctx context.Context, in Input, d Decision, elapsed 
 	if e.log == nil {
 		return
 	}
+	e.writeRecord(e.newRecord(ctx, in, d, elapsed, cached, evalErr))
+}
+
+// newRecord is the decision log record of one decision on in.
+func (e *Engine) newRecord(ctx context.Context, in Input, d Decision, elapsed time.Duration, cached bool, evalErr error) DecisionRecord {
 	rec := DecisionRecord{
 		DecisionID:  newDecisionID(),
 		Time:        time.Now().UTC().Format(time.RFC3339Nano),
@@ -58,6 +70,11 @@ func (e *Engine) logDecision(ctx context.Context, in Input, d Decision, elapsed 
 	if evalErr != nil {
 		rec.Error = evalErr.Error()
 	}
+	return rec
+}
+
+// writeRecord writes rec as one JSON line.
+func (e *Engine) writeRecord(rec DecisionRecord) {
 	line, err := json.Marshal(rec)
 	if err != nil {
 		return

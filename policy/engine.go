@@ -63,6 +63,11 @@ type Engine struct {
 	permissionsQ  rego.PreparedEvalQuery
 	unrestrictedQ rego.PreparedEvalQuery
 	scopeQ        map[Resource]*compile.Prepared
+	// manageQ, manageUnrestrictedQ and manageScopeQ are package
+	// fleet.manage's decision, unrestricted and scope rules (DESIGN §9).
+	manageQ             rego.PreparedEvalQuery
+	manageUnrestrictedQ rego.PreparedEvalQuery
+	manageScopeQ        *compile.Prepared
 	// resources are Options.Resources, in their order.
 	resources []Resource
 
@@ -170,7 +175,7 @@ func (e *Engine) prepare(ctx context.Context) error {
 		}
 		e.scopeQ[r] = prep
 	}
-	return nil
+	return e.prepareManagement(ctx)
 }
 
 // Resources returns the tenant resources the engine was built with

@@ -19,12 +19,17 @@ type RowOracle struct {
 }
 
 // NewRowOracle prepares data.fleet.scope.<resource> for evaluation on
-// known rows. It returns ErrUnknownResource for a resource without a rule.
+// known rows, or data.fleet.manage.accounts for ManagementResource (whose
+// rows are accounts {id, manager_id, type, grand_manager_id}). It returns
+// ErrUnknownResource for a resource without a rule.
 func (e *Engine) NewRowOracle(ctx context.Context, resource Resource) (*RowOracle, error) {
-	if _, ok := e.scopeQ[resource]; !ok {
+	rule := "data.fleet.scope." + string(resource)
+	if resource == ManagementResource {
+		rule = "data.fleet.manage.accounts"
+	} else if _, ok := e.scopeQ[resource]; !ok {
 		return nil, fmt.Errorf("%w: %q", ErrUnknownResource, resource)
 	}
-	q, err := e.prepareEval(ctx, "data.fleet.scope."+string(resource))
+	q, err := e.prepareEval(ctx, rule)
 	if err != nil {
 		return nil, err
 	}

@@ -8,6 +8,7 @@ import (
 
 	"github.com/open-policy-agent/opa/v1/ast"
 	"github.com/open-policy-agent/opa/v1/rego"
+	"github.com/open-policy-agent/opa/v1/rego/compile"
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/codes"
 )
@@ -128,8 +129,15 @@ func (e *Engine) scope(ctx context.Context, in scopeInput, resource Resource) (S
 // compileScope runs the prepared partial evaluation, checks its result and
 // compiles it with Options.CompileScope.
 func (e *Engine) compileScope(ctx context.Context, in scopeInput, resource Resource) (Scope, error) {
+	return e.compileWith(ctx, in, resource, e.scopeQ[resource], e.unrestrictedQ)
+}
+
+// compileWith compiles the scope rule prepared as prep for resource, with
+// unrestrictedQ marking the principals for whom an empty residue is
+// allowed: the row scopes (compileScope) and the management scope.
+func (e *Engine) compileWith(ctx context.Context, in scopeInput, resource Resource, prep *compile.Prepared, unrestrictedQ rego.PreparedEvalQuery) (Scope, error) {
 	input := in.value()
-	filters, err := e.scopeQ[resource].Compile(ctx, rego.EvalParsedInput(input))
+	filters, err := prep.Compile(ctx, rego.EvalParsedInput(input))
 	if err != nil {
 		return Scope{}, fmt.Errorf("%w: compile %q: %w", ErrScope, resource, err)
 	}
@@ -139,7 +147,7 @@ func (e *Engine) compileScope(ctx context.Context, in scopeInput, resource Resou
 		s.none = true
 	case map[string]any:
 		if len(q) == 0 {
-			unrestricted, err := e.unrestricted(ctx, input)
+			unrestricted, err := isUnrestricted(ctx, unrestrictedQ, input)
 			if err != nil {
 				return Scope{}, fmt.Errorf("%w: %q: %w", ErrScope, resource, err)
 			}
@@ -165,9 +173,10 @@ func (e *Engine) compileScope(ctx context.Context, in scopeInput, resource Resou
 	return s, nil
 }
 
-// unrestricted evaluates data.fleet.scope.unrestricted (undefined = false).
-func (e *Engine) unrestricted(ctx context.Context, input ast.Value) (bool, error) {
-	rs, err := e.unrestrictedQ.Eval(ctx, rego.EvalParsedInput(input))
+// isUnrestricted evaluates q, data.fleet.scope.unrestricted or
+// data.fleet.manage.unrestricted (undefined = false).
+func isUnrestricted(ctx context.Context, q rego.PreparedEvalQuery, input ast.Value) (bool, error) {
+	rs, err := q.Eval(ctx, rego.EvalParsedInput(input))
 	if err != nil {
 		return false, err
 	}

@@ -29,7 +29,8 @@ func accountTypes() []string { return []string{"admin", "manager", "user", "suba
 // verify checks, for a sample principal of every account type, that the
 // decision and permissions are well formed and that every scope rule
 // compiles into a Scope that Options.CompileScope accepts, and that only admins get
-// an unrestricted one.
+// an unrestricted one; and the same of the management decision and scope
+// (verifyManagement).
 func (e *Engine) verify(ctx context.Context) error {
 	for _, t := range accountTypes() {
 		in := samplePrincipal(t)
@@ -55,6 +56,9 @@ func (e *Engine) verify(ctx context.Context) error {
 			if err != nil {
 				return fmt.Errorf("scope rule %q for %s principal: %w", r, article(t), err)
 			}
+		}
+		if err := e.verifyManagement(ctx, t); err != nil {
+			return err
 		}
 	}
 	return nil

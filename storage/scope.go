@@ -28,6 +28,10 @@ const (
 	// every device of the row (imei array) is granted.
 	kindGrantedScalar
 	kindGrantedArray
+	// kindGrandManager is the virtual column grand_manager_id of the
+	// accounts table (accountsScope): the manager of the account's
+	// manager.
+	kindGrandManager
 )
 
 // compiledScope is a scope translated to SQL once (CompileScope): the
@@ -54,7 +58,7 @@ type sqlFragment struct {
 // without a descriptor, a column outside the resource's whitelist, an
 // operator or value the column does not support, an empty compound.
 func CompileScope(scope policy.Scope) (any, error) {
-	d := descriptorOf(scope.Resource())
+	d := scopeDescriptor(scope.Resource())
 	if d == nil {
 		return nil, fmt.Errorf("%w: unknown resource %q", policy.ErrScope, scope.Resource())
 	}
@@ -250,7 +254,7 @@ var comparisons = map[policy.Op]string{
 
 func (tr *translator) leaf(c policy.Condition, kind columnKind) error {
 	switch kind {
-	case kindManager, kindGrantedScalar, kindGrantedArray:
+	case kindManager, kindGrantedScalar, kindGrantedArray, kindGrandManager:
 		return tr.virtual(c, kind)
 	}
 	if c.Op == policy.OpIn {
@@ -312,6 +316,8 @@ func (tr *translator) virtual(c policy.Condition, kind columnKind) error {
 		tr.b.WriteString(tr.col("account_id") + ` IN (SELECT "owner"."id" FROM "accounts" AS "owner" WHERE "owner"."manager_id" = ?)`)
 	case kindGrantedScalar:
 		tr.b.WriteString(`EXISTS (SELECT 1 FROM "object_grants" AS "grant" WHERE "grant"."subaccount_id" = ? AND "grant"."imei" = ` + tr.col("imei") + `)`)
+	case kindGrandManager:
+		tr.b.WriteString(tr.col("manager_id") + ` IN (SELECT "up"."id" FROM "accounts" AS "up" WHERE "up"."manager_id" = ?)`)
 	case kindGrantedArray:
 		tr.b.WriteString(tr.col("imei") + ` <@ ARRAY(SELECT "grant"."imei" FROM "object_grants" AS "grant" WHERE "grant"."subaccount_id" = ?)`)
 	}

@@ -1,0 +1,330 @@
+package policy
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"reflect"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/open-policy-agent/opa/v1/ast"
+	"github.com/open-policy-agent/opa/v1/rego"
+
+	"github.com/fleetapi/fleetapi/tenancy"
+)
+
+// TestManagementScopeTrees pins the condition tree of the management scope
+// for every account type (account 7, manager 3): the partial evaluation's
+// shapes.
+func TestManagementScopeTrees(t *testing.T) {
+	e := engine(t)
+	text := func(f string, v string) Condition { return Condition{Op: OpEq, Field: f, Value: v} }
+	cases := map[string]Scope{
+		"admin": {unrestricted: true},
+		"manager": {where: &Condition{Op: OpOr, Children: []Condition{
+			eq("id", 7), eq("manager_id", 7),
+			{Op: OpAnd, Children: []Condition{text("type", "subaccount"), eq("grand_manager_id", 7)}},
+		}}},
+		"user": {where: &Condition{Op: OpOr, Children: []Condition{
+			eq("id", 7),
+			{Op: OpAnd, Children: []Condition{text("type", "subaccount"), eq("manager_id", 7)}},
+		}}},
+		"subaccount": {where: ptr(eq("id", 7))},
+	}
+	for typ, want := range cases {
+		t.Run(typ, func(t *testing.T) {
+			got, err := e.ManagementScope(context.Background(), principal(typ))
+			if err != nil {
+				t.Fatal(err)
+			}
+			want.resource = ManagementResource
+			if !reflect.DeepEqual(got, want) {
+				t.Errorf("got %s %+v\nwant %s", got, got, want)
+			}
+		})
+	}
+}
+
+// TestManagementScopeNone: a caller that cannot use the API, or of an
+// unknown type, manages nothing.
+func TestManagementScopeNone(t *testing.T) {
+	e := engine(t)
+	for _, typ := range append(accountTypes(), "reseller", "") {
+		for _, mut := range []func(*Input){
+			func(in *Input) { in.Account.Active = false },
+			func(in *Input) { in.Account.Expired = true },
+		} {
+			in := principal(typ)
+			mut(&in)
+			if got, err := e.ManagementScope(context.Background(), in); err != nil || !got.None() {
+				t.Errorf("%s %+v: got %s, %v; want no account", typ, in.Account, got, err)
+			}
+		}
+	}
+	if got, err := e.ManagementScope(context.Background(), principal("reseller")); err != nil || !got.None() {
+		t.Errorf("unknown type: %s, %v", got, err)
+	}
+}
+
+// TestManagementScopeCompiled: the management scope goes through
+// Options.CompileScope and the cache like the row scopes; New refuses a
+// CompileScope that rejects it.
+func TestManagementScopeCompiled(t *testing.T) {
+	var seen []Resource
+	e := newEngine(t, Options{CompileScope: func(s Scope) (any, error) { seen = append(seen, s.Resource()); return "sql of " + s.String(), nil }})
+	n := len(seen)
+	got, err := e.ManagementScope(context.Background(), principal("subaccount"))
+	if err != nil || got.Compiled() != "sql of id = 7" || len(seen) != n+1 || seen[n] != ManagementResource {
+		t.Fatalf("ManagementScope: %v, %v (compile calls %v)", got.Compiled(), err, seen[n:])
+	}
+	if _, err := e.ManagementScope(context.Background(), principal("subaccount").at("POST", "/tokens")); err != nil || len(seen) != n+1 {
+		t.Errorf("the same account compiled again: %v (%d calls)", err, len(seen)-n)
+	}
+	_, err = New(context.Background(), Options{Resources: testResources, CompileScope: func(s Scope) (any, error) {
+		if _, ok := s.Where(); ok && s.Resource() == ManagementResource {
+			return nil, errors.New("column grand_manager_id not allowed")
+		}
+		return nil, nil
+	}})
+	if err == nil || !strings.Contains(err.Error(), "management scope for a manager principal") {
+		t.Errorf("New: %v", err)
+	}
+}
+
+// TestManagementRulesRequired: a policy set without fleet.manage, or a
+// tenant resource named like the management scope, does not start.
+func TestManagementRulesRequired(t *testing.T) {
+	dir := copyPolicy(t)
+	if err := os.RemoveAll(filepath.Join(dir, "fleet/manage")); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := New(context.Background(), Options{Dir: dir, Resources: testResources}); err == nil ||
+		!strings.Contains(err.Error(), "data.fleet.manage.decision") {
+		t.Errorf("New without fleet.manage: %v", err)
+	}
+	if _, err := New(context.Background(), Options{Resources: append(testResources[:4:4], ManagementResource)}); err == nil {
+		t.Error("New accepted a tenant resource named accounts")
+	}
+}
+
+// TestDecideManagementLog: a management decision is logged with its
+// action, target and reason, is never cached, and a malformed answer is an
+// error.
+func TestDecideManagementLog(t *testing.T) {
+	var buf bytes.Buffer
+	e := newEngine(t, Options{DecisionLog: &buf})
+	in := NewManagementInput(tenancy.Principal{
+		Token:   tenancy.Token{ID: 42, Permissions: []string{"GET *"}},
+		Account: tenancy.Account{ID: 3, Type: tenancy.User, ManagerID: 2, Active: true},
+	}, time.Date(2026, 1, 15, 0, 0, 0, 0, time.UTC), 1200)
+	in.Action = ActionTokenCreate
+	in.Target = &TargetInput{ID: 3, Type: "user", ManagerID: 2}
+	in.Change = TokenChange(3, "ci", []string{"POST /passengers"}, nil, ptr(10))
+	for range 2 {
+		d, err := e.DecideManagement(context.Background(), in)
+		if err != nil || d.Allow || d.Code != CodeManagementDenied || d.Details["reason"] != "exceeds_token" ||
+			d.Details["permission"] != "POST /passengers" {
+			t.Fatalf("DecideManagement: %+v, %v", d, err)
+		}
+	}
+	lines := strings.Split(strings.TrimSpace(buf.String()), "\n")
+	if len(lines) != 2 {
+		t.Fatalf("%d log lines", len(lines))
+	}
+	var rec DecisionRecord
+	if err := json.Unmarshal([]byte(lines[1]), &rec); err != nil {
+		t.Fatal(err)
+	}
+	if rec.Action != ActionTokenCreate || rec.TargetAccountID != 3 || rec.Reason != "exceeds_token" || rec.Code != CodeManagementDenied ||
+		rec.Cached || rec.TokenID != 42 || rec.AccountID != 3 || rec.Route != "" || rec.Revision != e.Revision() {
+		t.Errorf("record %+v", rec)
+	}
+	in.Change = TokenChange(3, "ci", []string{"GET /services"}, nil, ptr(10))
+	if d, err := e.DecideManagement(context.Background(), in); err != nil || !d.Allow {
+		t.Errorf("allowed token: %+v, %v", d, err)
+	}
+	if !strings.Contains(buf.String(), `"code":"ALLOW","revision"`) {
+		t.Errorf("no ALLOW line:\n%s", buf.String())
+	}
+	in.Change = map[string]any{"bad": make(chan int)}
+	if _, err := e.DecideManagement(context.Background(), in); err == nil {
+		t.Error("a change that is not JSON was decided")
+	}
+	if !strings.Contains(buf.String(), `"code":"POLICY_ERROR"`) {
+		t.Errorf("no POLICY_ERROR line:\n%s", buf.String())
+	}
+}
+
+// TestManagementDecisionShape: a denial that is not MANAGEMENT_DENIED
+// with a reason is an error (fail closed).
+func TestManagementDecisionShape(t *testing.T) {
+	for _, doc := range []string{
+		`{"allow": false, "code": "MANAGEMENT_DENIED", "details": {}}`,
+		`{"allow": false, "code": "OTHER", "details": {"reason": "x"}}`,
+		`{"allow": "yes"}`,
+	} {
+		rs, err := rego.New(rego.Query("x = " + doc)).Eval(context.Background())
+		if err != nil {
+			t.Fatal(err)
+		}
+		rs[0].Expressions[0].Value = rs[0].Bindings["x"]
+		if _, err := managementDecisionFrom(rs); !errors.Is(err, ErrUndefined) {
+			t.Errorf("%s: %v", doc, err)
+		}
+	}
+}
+
+// TestNewManagementInput: the caller's token limits and the target are
+// built from the stored facts; the rate limit falls back to the default.
+func TestNewManagementInput(t *testing.T) {
+	today := time.Date(2026, 1, 15, 0, 0, 0, 0, time.UTC)
+	exp := time.Date(2026, 6, 1, 2, 0, 0, 0, time.FixedZone("x", 7200))
+	p := tenancy.Principal{Token: tenancy.Token{ID: 1, Permissions: []string{"*"}, ExpiresAt: &exp, RateLimit: 30},
+		Account: tenancy.Account{ID: 3, Type: tenancy.User, ManagerID: 2, Active: true}}
+	in := NewManagementInput(p, today, 1200)
+	if *in.Token.RateLimit != 30 || !in.Token.ExpiresAt.Equal(exp) || in.Token.ExpiresAt.Location() != time.UTC {
+		t.Errorf("token %+v", in.Token)
+	}
+	p.Token.RateLimit = 0
+	if in := NewManagementInput(p, today, 1200); *in.Token.RateLimit != 1200 {
+		t.Errorf("default rate limit: %v", *in.Token.RateLimit)
+	}
+	if in := NewManagementInput(p, today, 0); in.Token.RateLimit != nil {
+		t.Errorf("no limit at all: %v", *in.Token.RateLimit)
+	}
+	target := NewTargetInput(tenancy.Account{ID: 5, Type: tenancy.Subaccount, ManagerID: 3},
+		[]tenancy.Account{{ID: 3, Type: tenancy.User, ManagerID: 2, Active: true}, {ID: 2, Type: tenancy.Manager, AccountExpire: true, ExpireDate: today.AddDate(0, 0, -1)}}, today)
+	if target.ID != 5 || target.Type != "subaccount" || target.ManagerID != 3 ||
+		!reflect.DeepEqual(target.Chain, []AncestorInput{{ID: 3, Type: "user", Active: true}, {ID: 2, Type: "manager", Expired: true}}) {
+		t.Errorf("target %+v", target)
+	}
+	c := TokenChange(3, "n", []string{"GET *"}, &exp, nil)
+	if c["expires_at"] != "2026-06-01T00:00:00Z" || c["rate_limit"] != nil {
+		t.Errorf("change %v", c)
+	}
+}
+
+// TestManagementInputSchema: the documents DecideManagement evaluates
+// match rego/schemas/manage_input.json, and so does its example.
+func TestManagementInputSchema(t *testing.T) {
+	schema, err := fs.ReadFile(embedded, "rego/schemas/manage_input.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var doc map[string]any
+	if err := json.Unmarshal(schema, &doc); err != nil {
+		t.Fatal(err)
+	}
+	q, err := rego.New(rego.Query("x := json.match_schema(input.doc, input.schema)")).PrepareForEval(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	match := func(v any) (bool, any) {
+		t.Helper()
+		rs, err := q.Eval(context.Background(), rego.EvalInput(map[string]any{"doc": v, "schema": string(schema)}))
+		if err != nil || len(rs) != 1 {
+			t.Fatalf("match_schema: %v %v", rs, err)
+		}
+		res := rs[0].Bindings["x"].([]any)
+		return res[0].(bool), res[1]
+	}
+	today := time.Date(2026, 1, 15, 0, 0, 0, 0, time.UTC)
+	exp := today.AddDate(0, 3, 0)
+	p := tenancy.Principal{Token: tenancy.Token{ID: 1, Permissions: []string{"GET *"}, ExpiresAt: &exp},
+		Account:   tenancy.Account{ID: 3, Type: tenancy.User, ManagerID: 2, Active: true},
+		Ancestors: []tenancy.Account{{ID: 2, Type: tenancy.Manager, Active: true}}}
+	create := NewManagementInput(p, today, 1200)
+	create.Action = ActionAccountCreate
+	create.Change = map[string]any{"type": "subaccount", "manager_id": int64(3), "username": "n", "privileges": []string{"reports"}}
+	create.Target = NewTargetInput(p.Account, p.Ancestors, today)
+	top := NewManagementInput(p, today, 0)
+	top.Action = ActionAccountCreate
+	grants := NewManagementInput(p, today, 1200)
+	grants.Action = ActionGrantsReplace
+	grants.Target = &TargetInput{ID: 5, Type: "subaccount", ManagerID: 3, OwnedIMEI: []string{"A"}}
+	grants.Change = map[string]any{"imei": []string{"A", "B"}}
+	for i, in := range []ManagementInput{create, top, grants} {
+		v, err := in.value()
+		if err != nil {
+			t.Fatal(err)
+		}
+		generic, err := ast.JSON(v)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if ok, errs := match(generic); !ok {
+			t.Errorf("input %d does not match the schema: %v", i, errs)
+		}
+	}
+	for i, ex := range doc["examples"].([]any) {
+		if ok, errs := match(ex); !ok {
+			t.Errorf("example %d does not match the schema: %v", i, errs)
+		}
+	}
+	bad := grants
+	bad.Action = "account.delete"
+	v, _ := bad.value()
+	generic, _ := ast.JSON(v)
+	if ok, _ := match(generic); ok {
+		t.Error("an unknown action matches the schema")
+	}
+}
+
+// TestManagementRowOracle evaluates the management scope on known rows.
+func TestManagementRowOracle(t *testing.T) {
+	e := engine(t)
+	o, err := e.NewRowOracle(context.Background(), ManagementResource)
+	if err != nil {
+		t.Fatal(err)
+	}
+	row := func(id, manager int64, typ string, grand any) map[string]any {
+		return map[string]any{"id": id, "manager_id": manager, "type": typ, "grand_manager_id": grand}
+	}
+	for _, c := range []struct {
+		name string
+		in   Input
+		row  map[string]any
+		want bool
+	}{
+		{"manager_grand_subaccount", principal("manager"), row(20, 12, "subaccount", int64(7)), true},
+		{"manager_grand_user", principal("manager"), row(20, 12, "user", int64(7)), false},
+		{"user_subaccount", principal("user"), row(20, 7, "subaccount", nil), true},
+		{"user_user", principal("user"), row(20, 7, "user", nil), false},
+		{"subaccount_parent", principal("subaccount"), row(3, 1, "user", nil), false},
+		{"admin_any", principal("admin"), row(99, 98, "manager", nil), true},
+	} {
+		got, err := o.Admits(context.Background(), c.in, c.row)
+		if err != nil || got != c.want {
+			t.Errorf("%s: %t, %v; want %t", c.name, got, err, c.want)
+		}
+	}
+}
+
+// BenchmarkDecideManagement is the cost of one management decision (never
+// cached): a token.create by a user, allowed after every rule ran.
+func BenchmarkDecideManagement(b *testing.B) {
+	e := newEngine(b, Options{})
+	exp := time.Date(2026, 6, 1, 0, 0, 0, 0, time.UTC)
+	p := tenancy.Principal{Token: tenancy.Token{ID: 1, Permissions: []string{"GET *", "POST /tokens"}, ExpiresAt: &exp},
+		Account:   tenancy.Account{ID: 3, Type: tenancy.User, ManagerID: 2, Active: true},
+		Ancestors: []tenancy.Account{{ID: 2, Type: tenancy.Manager, Active: true}}}
+	today := time.Date(2026, 1, 15, 0, 0, 0, 0, time.UTC)
+	in := NewManagementInput(p, today, 1200)
+	in.Action = ActionTokenCreate
+	in.Target = NewTargetInput(p.Account, p.Ancestors, today)
+	in.Change = TokenChange(3, "ci", []string{"GET /services", "GET /events/{id}"}, &exp, ptr(60))
+	ctx := context.Background()
+	b.ReportAllocs()
+	for b.Loop() {
+		d, err := e.DecideManagement(ctx, in)
+		if err != nil || !d.Allow {
+			b.Fatal(d, err)
+		}
+	}
+}

@@ -1,0 +1,407 @@
+# METADATA
+# title: fleetapi management policy
+# description: |
+#   The management API of DESIGN §9: which accounts a caller manages (the
+#   management scope) and whether one management write may happen (the
+#   management decision).
+#
+#   Management scope, data.fleet.manage.accounts: partially evaluated with
+#   the UNKNOWN input.accounts (the account row) and input.account known,
+#   exactly like the row scopes of fleet.scope; the residue becomes the SQL
+#   WHERE clause on the accounts table. An admin manages every account
+#   (unrestricted, the empty residue); a manager itself, the accounts whose
+#   manager_id is it, and the subaccounts of those; a user itself and its
+#   subaccounts; a subaccount itself; an account that cannot use the API
+#   (inactive, expired, or of an unknown type, by its own state) nothing.
+#   Contract with storage: the columns are input.accounts.<column> and only
+#   id, manager_id, type (real columns) and grand_manager_id (virtual: the
+#   manager of the account's manager, rendered by storage as a subquery)
+#   are used. No rule has a default, no unknown is indexed by position.
+#   Reads of /accounts, /tokens and /audit-events use this scope, and the
+#   Go side checks every target of a write (and the manager_id of a new
+#   account) against it with the scope query first: outside it is 404.
+#
+#   Management decision, data.fleet.manage.decision. Input
+#   (schemas/manage_input.json): input.account is the caller as in
+#   fleet.authz (with chain); input.token {id, permissions, expires_at,
+#   rate_limit} is the calling token, where expires_at is an RFC 3339 time
+#   or null (never expires) and rate_limit its effective limit in requests
+#   per minute (its own, or the server default when it has none) or null
+#   (unlimited); input.action is one of account.create, account.update,
+#   grants.replace, object.create, token.create, token.revoke;
+#   input.target is the account acted on {id, type, manager_id (0: none),
+#   chain (the accounts above it, nearest first, as in input.account.chain),
+#   owned_imei (grants.replace: the devices among change.imei that the
+#   target's parent owns)}; for account.create it is the account the new
+#   one is created under (its manager_id), or null for an account created
+#   at the top; for tokens and objects it is the owning account.
+#   input.change holds the fields asked for: account.create {username,
+#   email, type, manager_id (0: none), active, read_only, account_expire,
+#   account_expire_dt, privileges}; account.update exactly the fields of
+#   the request body; grants.replace {imei: [...]}; object.create {imei,
+#   name, account_id, ...}; token.create {account_id, name, permissions,
+#   expires_at, rate_limit}, with the values the new token will have: an
+#   omitted expires_at or rate_limit is filled in by the Go side with the
+#   creating token's before asking (same units as input.token); token.revoke
+#   {} (the token id in change.token_id is informative).
+#
+#   decision is always defined: {"allow": true} or {"allow": false, "code":
+#   "MANAGEMENT_DENIED", "message", "details": {"reason", ...}}. When
+#   several rules fail, the first of this list wins: unknown_action (an
+#   action not listed above) > outside_scope (the target is not in the
+#   caller's management scope; defence in depth behind the Go side's 404)
+#   > not_below_caller (account.create: creation goes strictly downward:
+#   an admin creates managers and users at the top or under a manager, a
+#   manager users under itself and subaccounts under its users, a user
+#   subaccounts under itself, a subaccount nothing, nobody an admin) >
+#   wrong_target_type (grants.replace on an account that is not a
+#   subaccount; object.create for a subaccount, which owns no devices) >
+#   immutable_field (account.update of a field other than email, active,
+#   read_only, account_expire, account_expire_dt, privileges) >
+#   own_account (account.update of the caller's own active, read_only,
+#   account_expire, account_expire_dt or privileges; grants.replace on the
+#   caller's own account) > privilege_not_held (a privilege outside
+#   reports, event_notifications, or not held by the caller, which holds
+#   both unless it is a subaccount) > device_not_owned (grants.replace: a
+#   device the target's parent does not own) > exceeds_token (token.create:
+#   a permission not covered by the creating token's, then an expires_at
+#   later than its, then a rate_limit higher than its). Write access
+#   (READ_ONLY_ACCOUNT) and the caller's state are the route decision's
+#   (fleet.authz), not repeated here; a caller that cannot use the API
+#   manages nothing, so it meets outside_scope. Missing or malformed facts
+#   count against the caller (fail closed).
+package fleet.manage
+
+# actions are the management writes the decision knows.
+actions := {
+	"account.create",
+	"account.update",
+	"grants.replace",
+	"object.create",
+	"token.create",
+	"token.revoke",
+}
+
+# all_privileges are the subaccount privileges.
+all_privileges := ["event_notifications", "reports"]
+
+# updatable are the fields account.update may change.
+updatable := {"email", "active", "read_only", "account_expire", "account_expire_dt", "privileges"}
+
+# own_limits are the fields nobody changes on its own account.
+own_limits := {"active", "read_only", "account_expire", "account_expire_dt", "privileges"}
+
+# usable: the caller may use the API at all (its own state; the chain is
+# fleet.authz's).
+usable if {
+	input.account.active == true
+	input.account.expired == false
+	input.account.type in {"admin", "manager", "user", "subaccount"}
+}
+
+# unrestricted marks callers that manage every account (admins).
+unrestricted if {
+	usable
+	input.account.type == "admin"
+}
+
+accounts if unrestricted
+
+accounts if manages(input.accounts)
+
+# manages(a): the caller, not an admin, manages account row a {id,
+# manager_id, type, grand_manager_id}. The scope and the decision share it.
+manages(a) if {
+	usable
+	a.id == input.account.id
+}
+
+manages(a) if {
+	usable
+	input.account.type == "manager"
+	a.manager_id == input.account.id
+}
+
+manages(a) if {
+	usable
+	input.account.type == "manager"
+	a.type == "subaccount"
+	a.grand_manager_id == input.account.id
+}
+
+manages(a) if {
+	usable
+	input.account.type == "user"
+	a.type == "subaccount"
+	a.manager_id == input.account.id
+}
+
+# target_row is input.target as a row of the management scope.
+target_row := {
+	"id": input.target.id,
+	"manager_id": input.target.manager_id,
+	"type": input.target.type,
+	"grand_manager_id": grand_manager_id,
+}
+
+# in_scope: the target is well formed and managed by the caller.
+in_scope if {
+	target_known
+	unrestricted
+}
+
+in_scope if {
+	target_known
+	manages(target_row)
+}
+
+target_known if {
+	is_number(input.target.id)
+	is_number(input.target.manager_id)
+	is_string(input.target.type)
+}
+
+grand_manager_id := g if {
+	g := input.target.chain[1].id
+} else := null
+
+decision := deny("unknown_action", "the management action is not known", {"action": action}) if {
+	# object.get, not input.action: the operand of `in` is evaluated
+	# outside the `not`, so a missing action would make this undefined
+	not action in actions
+} else := deny("outside_scope", "the target account is not managed by the caller", {}) if {
+	not create_at_top
+	not in_scope
+} else := deny(
+	"not_below_caller",
+	"an account can only be created below the caller",
+	{"type": object.get(input, ["change", "type"], null)},
+) if {
+	input.action == "account.create"
+	not may_create
+} else := deny(
+	"wrong_target_type",
+	"the action does not apply to this type of account",
+	{"target_type": object.get(input, ["target", "type"], null)},
+) if {
+	wrong_target_type
+} else := deny(
+	"immutable_field",
+	sprintf("the field %s cannot be changed", [immutable[0]]),
+	{"field": immutable[0]},
+) if {
+	some _ in immutable
+} else := deny(
+	"own_account",
+	"an account cannot change its own limits",
+	{"fields": own_changes},
+) if {
+	own_change
+} else := deny(
+	"privilege_not_held",
+	sprintf("the caller cannot grant the privilege %s", [not_held[0]]),
+	{"privilege": not_held[0]},
+) if {
+	some _ in not_held
+} else := deny(
+	"device_not_owned",
+	sprintf("the device %s is not owned by the subaccount's parent", [not_owned[0]]),
+	{"imei": not_owned[0]},
+) if {
+	some _ in not_owned
+} else := deny(
+	"exceeds_token",
+	sprintf("the new token's permission %s is not held by the creating token", [uncovered[0]]),
+	{"field": "permissions", "permission": uncovered[0]},
+) if {
+	input.action == "token.create"
+	not permissions_within
+} else := deny(
+	"exceeds_token",
+	"the new token would expire later than the creating token",
+	{"field": "expires_at"},
+) if {
+	input.action == "token.create"
+	not expiry_within
+} else := deny(
+	"exceeds_token",
+	"the new token's rate limit is higher than the creating token's",
+	{"field": "rate_limit"},
+) if {
+	input.action == "token.create"
+	not rate_within
+} else := {"allow": true}
+
+# action is input.action, or null when there is none.
+action := object.get(input, "action", null)
+
+deny(reason, message, details) := {
+	"allow": false,
+	"code": "MANAGEMENT_DENIED",
+	"message": message,
+	"details": object.union(details, {"reason": reason}),
+}
+
+# create_at_top: account.create with no account above the new one; only
+# may_create decides it.
+create_at_top if {
+	input.action == "account.create"
+	input.target == null
+}
+
+# may_create: the caller may create an account of change.type under
+# input.target (DESIGN §9, strictly downward). change.manager_id must name
+# the target.
+may_create if {
+	unrestricted
+	input.change.type in {"manager", "user"}
+	create_at_top
+	input.change.manager_id == 0
+}
+
+may_create if {
+	unrestricted
+	input.change.type in {"manager", "user"}
+	under_target
+	input.target.type == "manager"
+}
+
+may_create if {
+	usable
+	input.account.type == "manager"
+	input.change.type == "user"
+	under_target
+	input.target.id == input.account.id
+}
+
+may_create if {
+	usable
+	input.account.type == "manager"
+	input.change.type == "subaccount"
+	under_target
+	input.target.type == "user"
+	input.target.manager_id == input.account.id
+}
+
+may_create if {
+	usable
+	input.account.type == "user"
+	input.change.type == "subaccount"
+	under_target
+	input.target.id == input.account.id
+}
+
+# under_target: the new account's manager_id is the target.
+under_target if {
+	is_number(input.target.id)
+	input.change.manager_id == input.target.id
+}
+
+wrong_target_type if {
+	input.action == "grants.replace"
+	not object.get(input.target, "type", null) == "subaccount"
+}
+
+wrong_target_type if {
+	input.action == "object.create"
+	not object.get(input.target, "type", null) in {"admin", "manager", "user"}
+}
+
+# immutable are the fields of an account.update that it may not change,
+# sorted.
+immutable := sort([k |
+	input.action == "account.update"
+	some k, _ in input.change
+	not k in updatable
+])
+
+# own_changes are the own limits an account.update of the caller's own
+# account asks to change, sorted.
+own_changes := sort([k |
+	some k, _ in input.change
+	k in own_limits
+])
+
+own_change if {
+	input.action == "account.update"
+	own_target
+	some _ in own_changes
+}
+
+own_change if {
+	input.action == "grants.replace"
+	own_target
+}
+
+own_target if input.target.id == input.account.id
+
+# held are the privileges the caller holds: both unless it is a subaccount.
+held := all_privileges if {
+	input.account.type in {"admin", "manager", "user"}
+} else := [p | some p in input.account.privileges; p in all_privileges]
+
+# not_held are the privileges an account.create or account.update asks to
+# set that the caller does not hold (or that do not exist), sorted. A
+# privilege list that is not a list of strings counts as not held.
+not_held := sort([p |
+	some p in object.get(input.change, "privileges", [])
+	not p in held
+]) if {
+	input.action in {"account.create", "account.update"}
+	is_array(object.get(input.change, "privileges", []))
+} else := ["(not a list)"] if {
+	input.action in {"account.create", "account.update"}
+} else := []
+
+# not_owned are the devices of a grants.replace that the target's parent
+# does not own, sorted; a device list that is not a list counts as not
+# owned.
+not_owned := sort([d |
+	input.action == "grants.replace"
+	some d in input.change.imei
+	not d in object.get(input.target, "owned_imei", [])
+]) if {
+	is_array(input.change.imei)
+} else := ["(not a list)"] if {
+	input.action == "grants.replace"
+} else := []
+
+# uncovered are the new token's permissions that the creating token's do
+# not cover, sorted; a permission list that is not a list is not covered.
+uncovered := sort([p | some p in input.change.permissions; not covered(p)]) if {
+	is_array(input.change.permissions)
+} else := ["(not a list)"]
+
+permissions_within if count(uncovered) == 0
+
+# covered(p): "*" covers every permission, "METHOD *" every route of that
+# method, and a permission covers itself.
+covered(_) if "*" in input.token.permissions
+
+covered(p) if p in input.token.permissions
+
+covered(p) if {
+	[method, route] := split(p, " ")
+	startswith(route, "/")
+	sprintf("%s *", [method]) in input.token.permissions
+}
+
+# expiry_within: the new token expires no later than the creating one
+# (null: never).
+expiry_within if input.token.expires_at == null
+
+expiry_within if {
+	is_string(input.change.expires_at)
+	is_string(input.token.expires_at)
+	time.parse_rfc3339_ns(input.change.expires_at) <= time.parse_rfc3339_ns(input.token.expires_at)
+}
+
+# rate_within: the new token's limit is not higher than the creating one's
+# (null: unlimited).
+rate_within if input.token.rate_limit == null
+
+rate_within if {
+	is_number(input.change.rate_limit)
+	is_number(input.token.rate_limit)
+	input.change.rate_limit <= input.token.rate_limit
+}

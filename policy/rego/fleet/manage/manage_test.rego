@@ -1,0 +1,435 @@
+package fleet.manage_test
+
+import data.fleet.manage
+
+# The tree of the tests: two tenants under no manager, an admin, a user at
+# the top, and odd shapes (a manager under a manager, a subaccount under a
+# manager). up lists the accounts above, nearest first.
+tree := {
+	1: {"type": "admin", "manager_id": 0, "up": []},
+	2: {"type": "manager", "manager_id": 0, "up": []},
+	3: {"type": "user", "manager_id": 2, "up": [2]},
+	4: {"type": "user", "manager_id": 2, "up": [2]},
+	5: {"type": "subaccount", "manager_id": 3, "up": [3, 2]},
+	6: {"type": "subaccount", "manager_id": 4, "up": [4, 2]},
+	9: {"type": "manager", "manager_id": 0, "up": []},
+	10: {"type": "user", "manager_id": 9, "up": [9]},
+	11: {"type": "subaccount", "manager_id": 10, "up": [10, 9]},
+	12: {"type": "user", "manager_id": 0, "up": []},
+	13: {"type": "subaccount", "manager_id": 12, "up": [12]},
+	14: {"type": "manager", "manager_id": 2, "up": [2]},
+	15: {"type": "user", "manager_id": 14, "up": [14, 2]},
+	16: {"type": "subaccount", "manager_id": 2, "up": [2]},
+}
+
+chain(id) := [{"id": c, "type": tree[c].type, "active": true, "expired": false, "read_only": false} | some c in tree[id].up]
+
+# caller is account id as the calling account, with every privilege of a
+# subaccount unless privileges are given.
+caller(id) := caller_with(id, ["reports", "event_notifications"])
+
+caller_with(id, privileges) := {
+	"id": id, "type": tree[id].type, "manager_id": tree[id].manager_id,
+	"active": true, "expired": false, "read_only": false,
+	"privileges": privileges, "chain": chain(id),
+}
+
+target(id) := {"id": id, "type": tree[id].type, "manager_id": tree[id].manager_id, "chain": chain(id)}
+
+# row is account id as a row of the management scope.
+row(id) := {
+	"id": id, "type": tree[id].type, "manager_id": tree[id].manager_id,
+	"grand_manager_id": grand(id),
+}
+
+grand(id) := g if {
+	g := tree[id].up[1]
+} else := null
+
+token := {"id": 1, "permissions": ["*"], "expires_at": "2026-06-01T00:00:00Z", "rate_limit": 100}
+
+# decide is the decision for caller c acting on target t (an id, or null).
+decide(c, act, t, change) := d if {
+	d := manage.decision with input as {
+		"account": c, "token": token, "action": act,
+		"target": target_or_null(t), "change": change,
+	}
+}
+
+target_or_null(t) := target(t) if t != null
+
+target_or_null(null) := null
+
+reason(d) := d.details.reason
+
+denied(d, r) if {
+	d.allow == false
+	d.code == "MANAGEMENT_DENIED"
+	reason(d) == r
+}
+
+managed(c, id) if manage.accounts with input as {"account": c, "accounts": row(id)}
+
+ids := {id | some id, _ in tree}
+
+managed_ids(c) := {id | some id in ids; managed(c, id)}
+
+# --- the management scope ---
+
+test_scope_admin_manages_everything if {
+	manage.unrestricted with input as {"account": caller(1)}
+	managed_ids(caller(1)) == ids
+}
+
+test_scope_only_admin_unrestricted if {
+	every id in [2, 3, 5] {
+		not manage.unrestricted with input as {"account": caller(id)}
+	}
+}
+
+test_scope_manager if {
+	# itself, the accounts it manages (users, a manager, a subaccount) and
+	# their subaccounts; not the users of the manager it manages
+	managed_ids(caller(2)) == {2, 3, 4, 5, 6, 14, 16}
+	managed_ids(caller(9)) == {9, 10, 11}
+}
+
+test_scope_user if {
+	managed_ids(caller(3)) == {3, 5}
+	managed_ids(caller(12)) == {12, 13}
+}
+
+test_scope_subaccount if {
+	managed_ids(caller(5)) == {5}
+}
+
+test_scope_user_not_a_non_subaccount_below if {
+	# a user does not manage a user placed under it
+	not managed(caller(3), 99) with tree as object.union(tree, {99: {"type": "user", "manager_id": 3, "up": [3, 2]}})
+}
+
+test_scope_unusable_caller_manages_nothing if {
+	every id in [1, 2, 3, 5] {
+		count(managed_ids(object.union(caller(id), {"active": false}))) == 0
+		count(managed_ids(object.union(caller(id), {"expired": true}))) == 0
+	}
+	count(managed_ids(object.union(caller(2), {"type": "reseller"}))) == 0
+	not manage.unrestricted with input as {"account": object.union(caller(1), {"active": false})}
+}
+
+# --- decision: the always-defined shape and unknown_action ---
+
+test_unknown_action if {
+	denied(decide(caller(1), "account.delete", 3, {}), "unknown_action")
+	d := manage.decision with input as {"account": caller(1), "token": token, "target": target(3), "change": {}}
+	denied(d, "unknown_action")
+	d.details.action == null
+}
+
+# --- outside_scope ---
+
+test_outside_scope_every_action if {
+	every act in manage.actions {
+		# the parent, a sibling and another tenant
+		denied(decide(caller(5), act, 3, {}), "outside_scope")
+		denied(decide(caller(3), act, 4, {}), "outside_scope")
+		denied(decide(caller(2), act, 10, {}), "outside_scope")
+	}
+}
+
+test_outside_scope_unusable_caller if {
+	denied(decide(object.union(caller(1), {"active": false}), "token.revoke", 1, {}), "outside_scope")
+	denied(decide(object.union(caller(3), {"expired": true}), "token.revoke", 3, {}), "outside_scope")
+}
+
+test_outside_scope_malformed_target if {
+	denied(decide(caller(1), "token.revoke", null, {}), "outside_scope")
+	d := manage.decision with input as {"account": caller(1), "token": token, "action": "token.revoke", "target": {"id": 3}, "change": {}}
+	denied(d, "outside_scope")
+}
+
+# --- not_below_caller ---
+
+create(c, type, under) := decide(c, "account.create", under, {"type": type, "manager_id": manager_of(under), "username": "n"})
+
+manager_of(null) := 0
+
+manager_of(id) := id if id != null
+
+test_admin_creates_managers_and_users if {
+	create(caller(1), "manager", null).allow
+	create(caller(1), "user", null).allow
+	create(caller(1), "user", 2).allow
+	create(caller(1), "manager", 2).allow
+	denied(create(caller(1), "subaccount", 3), "not_below_caller")
+	denied(create(caller(1), "subaccount", null), "not_below_caller")
+	denied(create(caller(1), "user", 3), "not_below_caller")
+	denied(create(caller(1), "user", 1), "not_below_caller")
+}
+
+test_manager_creates_users_and_their_subaccounts if {
+	create(caller(2), "user", 2).allow
+	create(caller(2), "subaccount", 3).allow
+	denied(create(caller(2), "manager", 2), "not_below_caller")
+	denied(create(caller(2), "manager", null), "not_below_caller")
+	denied(create(caller(2), "user", null), "not_below_caller")
+	denied(create(caller(2), "subaccount", 2), "not_below_caller")
+	denied(create(caller(2), "user", 3), "not_below_caller")
+	denied(create(caller(2), "subaccount", 5), "not_below_caller")
+	denied(create(caller(2), "subaccount", 16), "not_below_caller")
+}
+
+test_user_creates_subaccounts_under_itself if {
+	create(caller(3), "subaccount", 3).allow
+	denied(create(caller(3), "user", 3), "not_below_caller")
+	denied(create(caller(3), "subaccount", 5), "not_below_caller")
+	denied(create(caller(3), "subaccount", null), "not_below_caller")
+}
+
+test_subaccount_creates_nothing if {
+	every type in ["admin", "manager", "user", "subaccount"] {
+		denied(create(caller(5), type, 5), "not_below_caller")
+	}
+}
+
+test_nobody_creates_an_admin if {
+	every c in [1, 2, 3, 5] {
+		denied(create(caller(c), "admin", c), "not_below_caller")
+		denied(create(caller(c), "admin", null), "not_below_caller")
+	}
+}
+
+test_create_manager_id_must_name_the_target if {
+	denied(decide(caller(2), "account.create", 2, {"type": "user", "manager_id": 3}), "not_below_caller")
+	denied(decide(caller(1), "account.create", null, {"type": "user", "manager_id": 2}), "not_below_caller")
+	denied(decide(caller(2), "account.create", 2, {"type": "user"}), "not_below_caller")
+	d := create(caller(3), "user", 3)
+	d.details.type == "user"
+}
+
+test_create_by_unusable_caller if {
+	denied(create(object.union(caller(1), {"active": false}), "user", null), "not_below_caller")
+}
+
+# --- wrong_target_type ---
+
+test_grants_only_for_subaccounts if {
+	every t in [2, 3, 14] {
+		denied(decide(caller(2), "grants.replace", t, {"imei": []}), "wrong_target_type")
+	}
+	decide(caller(2), "grants.replace", 5, {"imei": []}).allow
+}
+
+test_objects_not_for_subaccounts if {
+	d := decide(caller(3), "object.create", 5, {"imei": "A1"})
+	denied(d, "wrong_target_type")
+	d.details.target_type == "subaccount"
+	decide(caller(3), "object.create", 3, {"imei": "A1"}).allow
+	decide(caller(2), "object.create", 4, {"imei": "A1"}).allow
+	decide(caller(1), "object.create", 1, {"imei": "A1"}).allow
+}
+
+# --- immutable_field ---
+
+test_immutable_fields if {
+	every field in ["type", "manager_id", "username", "id", "created_at"] {
+		d := decide(caller(2), "account.update", 3, {field: 1})
+		denied(d, "immutable_field")
+		d.details.field == field
+	}
+	denied(decide(caller(3), "account.update", 3, {"type": "manager", "active": false}), "immutable_field")
+}
+
+# --- own_account ---
+
+test_own_limits if {
+	every c in [1, 2, 3, 5] {
+		every field in manage.own_limits {
+			d := decide(caller(c), "account.update", c, {field: false})
+			denied(d, "own_account")
+			d.details.fields == [field]
+		}
+		decide(caller(c), "account.update", c, {"email": "me@example.com"}).allow
+	}
+}
+
+# limits are a valid value of every own limit.
+limits := {
+	"active": false, "read_only": true, "account_expire": true,
+	"account_expire_dt": "2026-12-31", "privileges": ["reports"],
+}
+
+test_own_limits_of_others_change if {
+	every field, value in limits {
+		decide(caller(2), "account.update", 3, {field: value}).allow
+		decide(caller(3), "account.update", 5, {field: value}).allow
+		decide(caller(1), "account.update", 2, {field: value}).allow
+	}
+	count(limits) == count(manage.own_limits)
+}
+
+test_own_grants if {
+	denied(decide(caller(5), "grants.replace", 5, {"imei": []}), "own_account")
+}
+
+# --- privilege_not_held ---
+
+test_privileges_subset if {
+	every c in [1, 2, 3] {
+		decide(caller(c), "account.update", 5, {"privileges": ["reports", "event_notifications"]}).allow
+		decide(caller(c), "account.update", 5, {"privileges": []}).allow
+	}
+	create_sub := {"type": "subaccount", "manager_id": 3, "privileges": ["reports"]}
+	decide(caller(3), "account.create", 3, create_sub).allow
+	d := decide(caller(3), "account.create", 3, object.union(create_sub, {"privileges": ["reports", "admin"]}))
+	denied(d, "privilege_not_held")
+	d.details.privilege == "admin"
+	denied(decide(caller(3), "account.update", 5, {"privileges": "reports"}), "privilege_not_held")
+}
+
+test_subaccount_holds_only_its_own if {
+	# the subaccount can only reach itself, where own_account wins
+	denied(decide(caller_with(5, ["reports"]), "account.update", 5, {"privileges": ["event_notifications"]}), "own_account")
+	manage.held == ["reports"] with input as {"account": caller_with(5, ["reports", "bogus"])}
+	manage.held == ["event_notifications", "reports"] with input as {"account": caller(3)}
+}
+
+test_privilege_held_by_nobody_else if {
+	# a subaccount granter (reachable only by a changed policy) holds its own
+	d := manage.decision with input as {
+		"account": caller_with(5, ["reports"]), "token": token, "action": "account.update",
+		"target": target(5), "change": {"privileges": ["event_notifications"]},
+	}
+		with manage.own_change as false
+	denied(d, "privilege_not_held")
+}
+
+# --- device_not_owned ---
+
+grants(c, t, imeis, owned) := d if {
+	d := manage.decision with input as {
+		"account": caller(c), "token": token, "action": "grants.replace",
+		"target": object.union(target(t), {"owned_imei": owned}), "change": {"imei": imeis},
+	}
+}
+
+test_devices_of_the_parent if {
+	grants(3, 5, ["A", "B"], ["A", "B", "C"]).allow
+	grants(2, 5, ["A"], ["A"]).allow
+	grants(1, 5, [], []).allow
+	d := grants(3, 5, ["C", "B", "A"], ["A"])
+	denied(d, "device_not_owned")
+	d.details.imei == "B"
+	denied(grants(3, 5, ["A"], []), "device_not_owned")
+	denied(grants(3, 5, "A", ["A"]), "device_not_owned")
+	no_owned := manage.decision with input as {"account": caller(3), "token": token, "action": "grants.replace", "target": target(5), "change": {"imei": ["A"]}}
+	denied(no_owned, "device_not_owned")
+}
+
+# --- exceeds_token ---
+
+mint(perms, expires_at, rate_limit) := d if {
+	d := manage.decision with input as {
+		"account": caller(3), "token": object.union(token, {"permissions": perms}), "action": "token.create",
+		"target": target(3),
+		"change": {"permissions": ["GET /events/{id}"], "expires_at": expires_at, "rate_limit": rate_limit},
+	}
+}
+
+mint_perms(held, asked) := d if {
+	d := manage.decision with input as {
+		"account": caller(3), "token": object.union(token, {"permissions": held}), "action": "token.create",
+		"target": target(5),
+		"change": {"permissions": asked, "expires_at": token.expires_at, "rate_limit": token.rate_limit},
+	}
+}
+
+test_token_permissions_covered if {
+	mint_perms(["*"], ["*", "GET *", "POST /passengers", "DELETE /tokens/{id}"]).allow
+	mint_perms(["GET *"], ["GET /events/{id}", "GET *", "GET /accounts"]).allow
+	mint_perms(["GET /services", "POST /tokens"], ["GET /services"]).allow
+	mint_perms(["GET /services"], []).allow
+	d := mint_perms(["GET *"], ["POST /passengers", "GET /services"])
+	denied(d, "exceeds_token")
+	d.details == {"reason": "exceeds_token", "field": "permissions", "permission": "POST /passengers"}
+	denied(mint_perms(["GET *"], ["*"]), "exceeds_token")
+	denied(mint_perms(["GET /services"], ["GET *"]), "exceeds_token")
+	denied(mint_perms(["GET /services"], ["GET /services/due"]), "exceeds_token")
+	denied(mint_perms(["POST *"], ["POST"]), "exceeds_token")
+	denied(mint_perms(["GET *"], ["GET services"]), "exceeds_token")
+	denied(mint_perms(["*"], "GET /services"), "exceeds_token")
+}
+
+test_token_expiry if {
+	mint(["*"], "2026-06-01T00:00:00Z", 100).allow # equal
+	mint(["*"], "2026-05-31T23:59:59.999Z", 100).allow # earlier
+	mint(["*"], "2026-06-01T02:00:00+02:00", 100).allow # equal, other zone
+	d := mint(["*"], "2026-06-01T00:00:00.000000001Z", 100)
+	denied(d, "exceeds_token")
+	d.details.field == "expires_at"
+	denied(mint(["*"], null, 100), "exceeds_token") # never expires
+	denied(mint(["*"], "tomorrow", 100), "exceeds_token")
+}
+
+test_token_expiry_creator_never_expires if {
+	d := manage.decision with input as {
+		"account": caller(3), "token": object.union(token, {"expires_at": null}), "action": "token.create",
+		"target": target(3), "change": {"permissions": ["*"], "expires_at": null, "rate_limit": 100},
+	}
+	d.allow
+}
+
+test_token_rate_limit if {
+	mint(["*"], "2026-06-01T00:00:00Z", 99).allow
+	d := mint(["*"], "2026-06-01T00:00:00Z", 101)
+	denied(d, "exceeds_token")
+	d.details.field == "rate_limit"
+	denied(mint(["*"], "2026-06-01T00:00:00Z", null), "exceeds_token") # unlimited
+	denied(mint(["*"], "2026-06-01T00:00:00Z", "100"), "exceeds_token")
+}
+
+test_token_rate_limit_creator_unlimited if {
+	d := manage.decision with input as {
+		"account": caller(3), "token": object.union(token, {"rate_limit": null}), "action": "token.create",
+		"target": target(3), "change": {"permissions": ["*"], "expires_at": token.expires_at, "rate_limit": null},
+	}
+	d.allow
+}
+
+test_token_for_managed_accounts if {
+	every c in [1, 2, 3] {
+		decide(caller(c), "token.create", 5, {"permissions": ["GET /services"], "expires_at": token.expires_at, "rate_limit": 1}).allow
+	}
+	decide(caller(5), "token.create", 5, {"permissions": ["GET /services"], "expires_at": token.expires_at, "rate_limit": 1}).allow
+}
+
+# --- token.revoke and object.create have no rule of their own ---
+
+test_revoke_in_scope if {
+	every c in [1, 2, 3, 5] {
+		decide(caller(c), "token.revoke", c, {}).allow
+	}
+	decide(caller(2), "token.revoke", 5, {}).allow
+}
+
+# --- precedence ---
+
+test_precedence if {
+	# outside_scope before not_below_caller
+	denied(create(caller(3), "subaccount", 4), "outside_scope")
+
+	# immutable_field before own_account
+	denied(decide(caller(3), "account.update", 3, {"type": "user", "active": true}), "immutable_field")
+
+	# own_account before privilege_not_held
+	denied(decide(caller(3), "account.update", 3, {"privileges": ["bogus"]}), "own_account")
+
+	# wrong_target_type before device_not_owned
+	denied(grants(3, 3, ["X"], []), "wrong_target_type")
+
+	# permissions before expiry before rate limit
+	d := mint(["POST *"], null, null)
+	d.details.field == "permissions"
+	denied(mint(["*"], null, null), "exceeds_token")
+	mint(["*"], null, null).details.field == "expires_at"
+}

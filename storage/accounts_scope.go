@@ -1,0 +1,71 @@
+package storage
+
+import (
+	"context"
+	"fmt"
+	"reflect"
+
+	"github.com/uptrace/bun/dialect/pgdialect"
+
+	"github.com/fleetapi/fleetapi/policy"
+)
+
+// accountsScope is the descriptor of the accounts table as the management
+// scope (policy.ManagementResource, data.fleet.manage.accounts) sees it.
+// It is not a listed tenant resource (Descriptors, Resources): accounts
+// carry no account_id, so its scope columns are its own: the real columns
+// id, manager_id and type, and the virtual grand_manager_id (the manager
+// of the account's manager). CompileScope translates the management scope
+// with it.
+var accountsScope = describeAccounts()
+
+// describeAccounts derives the accounts descriptor from the Account model
+// and sets its scope whitelist. A model it cannot describe panics while
+// the package initialises, as declare does.
+func describeAccounts() *Descriptor {
+	d, err := describe(pgdialect.New().Tables().Get(reflect.TypeFor[Account]()))
+	if err != nil {
+		panic(fmt.Sprintf("storage: describe accounts: %v", err))
+	}
+	d.resource = policy.ManagementResource
+	d.scope = map[string]columnKind{
+		"id":               kindInt,
+		"manager_id":       kindInt,
+		"type":             kindText,
+		"grand_manager_id": kindGrandManager,
+	}
+	return d
+}
+
+// scopeDescriptor returns the descriptor a scope of resource is translated
+// with: a tenant resource's, or accountsScope for the management scope;
+// nil for anything else.
+func scopeDescriptor(resource policy.Resource) *Descriptor {
+	if resource == accountsScope.resource {
+		return accountsScope
+	}
+	return descriptorOf(resource)
+}
+
+// ManagedAccounts returns, among the accounts with the given ids, the ids
+// of those in the management scope (policy.Engine.ManagementScope), in
+// ascending order. A management write checks its target (and a new
+// account's manager) with it before it asks the policy: an id it does not
+// return is 404. A scope of another resource, or one not compiled by
+// CompileScope, is policy.ErrScope.
+func (s *Store) ManagedAccounts(ctx context.Context, scope policy.Scope, ids ...int64) ([]int64, error) {
+	q, err := s.scopedSelect(scope, accountsScope, (*Account)(nil))
+	if err != nil {
+		return nil, err
+	}
+	id := accountsScope.col("id")
+	out := []int64{}
+	if len(ids) == 0 {
+		return out, nil
+	}
+	err = q.Column("id").Where(id+" = ANY(?)", pgdialect.Array(ids)).OrderExpr(id).Scan(ctx, &out)
+	if err != nil {
+		return nil, Translate(err)
+	}
+	return out, nil
+}
