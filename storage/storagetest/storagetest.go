@@ -126,6 +126,7 @@ func template(t testing.TB, ctx context.Context, base string) (string, error) {
 		return "", err
 	}
 	if exists {
+		markUsed(ctx, conn, name)
 		dropStale(ctx, conn, name)
 		return name, nil
 	}
@@ -143,23 +144,44 @@ func template(t testing.TB, ctx context.Context, base string) (string, error) {
 	if _, err := conn.ExecContext(ctx, "ALTER DATABASE "+building+" RENAME TO "+name); err != nil {
 		return "", err
 	}
+	markUsed(ctx, conn, name)
 	dropStale(ctx, conn, name)
 	return name, nil
 }
 
-// dropStale removes templates of older migrations and test databases left
-// behind by runs that were killed more than a day ago. Errors are ignored:
+// templateStampPrefix starts the comment that markUsed writes on a template.
+const templateStampPrefix = "fleetapi template last used "
+
+// markUsed stamps a template with the time it was last used, so that
+// dropStale leaves alone the templates of other migration sets that are in
+// use (another checkout or branch testing at the same time) and drops only
+// those unused for a day.
+func markUsed(ctx context.Context, conn bun.Conn, name string) {
+	stamp := templateStampPrefix + strconv.FormatInt(time.Now().Unix(), 10)
+	_, _ = conn.ExecContext(ctx, "COMMENT ON DATABASE "+name+" IS ?", stamp)
+}
+
+// dropStale removes templates of other migrations unused for a day (see
+// markUsed) and test databases left behind by runs that were killed more
+// than a day ago. Errors are ignored:
 // a database still in use is left for a later run.
 func dropStale(ctx context.Context, conn bun.Conn, current string) {
 	var names []string
 	cutoff := time.Now().Add(-24 * time.Hour).Unix()
-	err := conn.NewRaw(`SELECT datname FROM pg_database WHERE datname LIKE 'fleetapi\_tmpl\_%' OR datname LIKE 'fleetapi\_test\_%'`).Scan(ctx, &names)
+	var comments []string
+	err := conn.NewRaw(`SELECT datname, COALESCE(shobj_description(oid, 'pg_database'), '') FROM pg_database
+		WHERE datname LIKE 'fleetapi\_tmpl\_%' OR datname LIKE 'fleetapi\_test\_%'`).Scan(ctx, &names, &comments)
 	if err != nil {
 		return
 	}
-	for _, n := range names {
+	for i, n := range names {
 		if n == current || strings.HasSuffix(n, "_build") {
 			continue
+		}
+		if stamp, ok := strings.CutPrefix(comments[i], templateStampPrefix); ok {
+			if sec, err := strconv.ParseInt(stamp, 10, 64); err == nil && sec > cutoff {
+				continue // a template of other migrations, used within a day
+			}
 		}
 		if rest, ok := strings.CutPrefix(n, "fleetapi_test_"); ok {
 			stamp, _, _ := strings.Cut(rest, "_")
