@@ -27,7 +27,6 @@ var unscopedStore = map[string]string{
 	"CreateToken":          "tokens: the CLI",
 	"ListTokens":           "tokens: the CLI",
 	"RevokeToken":          "tokens: the CLI",
-	"Import":               "trusted whole-table job (the import command), moving to storage/importfile",
 }
 
 // unscopedFuncs are the exported functions of package storage that take a
@@ -37,7 +36,6 @@ var unscopedFuncs = map[string]string{
 	"NewStore": "wraps a handle; every query goes through its methods",
 	"Migrator": "schema migrations: no rows",
 	"Migrate":  "schema migrations: no rows",
-	"Generate": "trusted whole-table job (synthetic data), moving to storage/synth",
 }
 
 var scopeType = reflect.TypeFor[policy.Scope]()
