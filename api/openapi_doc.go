@@ -22,7 +22,7 @@ const securitySchemeName = "ApiToken"
 var apiTags = []struct{ name, description string }{
 	{"System", "The service itself. The OpenAPI document (GET /api/v2/openapi.json) and the docs page (GET /api/v2/docs) are served without a token."},
 	{"Account", "The account the API token belongs to, and what the token may do."},
-	{"Fleet", "Vehicles and devices (objects) of the fleet. No operation is published yet."},
+	{"Fleet", "Vehicles and devices (objects) of the fleet."},
 	{"Tracking", "Positions, routes and history of the devices. No operation is published yet."},
 	{"Commands", "Commands sent to the devices. No operation is published yet."},
 	{"Places", "Zones, routes and points of interest. No operation is published yet."},
@@ -48,6 +48,7 @@ var operationSchemas = map[string]struct {
 	"get_reports":      {"ReportList", "Report", true, true},
 	"get_events":       {"EventList", "Event", true, true},
 	"get_event":        {"EventResponse", "Event", false, false},
+	"get_objects":      {"ObjectList", "Object", true, true},
 }
 
 // requestSchemas names the request body schema of the operations that take

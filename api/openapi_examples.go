@@ -77,7 +77,8 @@ func operationExamples() map[string]any {
 		Active: "true", AccountExpire: "false", Permissions: Permissions{
 			ReadOnly: false, Privileges: []string{"event_notifications", "reports"}, Token: []string{"*"},
 			Routes: map[string]bool{"GET /me": true, "GET /services": true, "GET /services/due": true,
-				"POST /passengers": true, "GET /reports": true, "GET /events": true, "GET /events/{id}": true},
+				"POST /passengers": true, "GET /reports": true, "GET /events": true, "GET /events/{id}": true,
+				"GET /objects": true},
 		}}
 	return map[string]any{
 		"get_me":           Envelope[Account]{Success: true, Data: acct, Meta: exampleMeta()},
@@ -87,6 +88,8 @@ func operationExamples() map[string]any {
 		"get_reports":      Envelope[[]storage.Report]{Success: true, Data: []storage.Report{rep}, Meta: exampleListMeta(1)},
 		"get_events":       Envelope[[]storage.Event]{Success: true, Data: []storage.Event{exampleEvent()}, Meta: exampleListMeta(1)},
 		"get_event":        Envelope[storage.Event]{Success: true, Data: exampleEvent(), Meta: exampleMeta()},
+		"get_objects": Envelope[[]storage.Object]{Success: true, Data: []storage.Object{{ID: 5, IMEI: "356938035643809", AccountID: 4,
+			Name: "Truck 7", Odometer: 120345, EngineHours: 3400}}, Meta: exampleListMeta(1)},
 	}
 }
 

@@ -209,6 +209,14 @@ func wireTypes() []wireType {
 			"cmd_type":             {enum(storage.CmdTypes()...), desc("Encoding of the command.")},
 			"cmd_string":           {desc("The command.")},
 		}},
+		{name: "Object", value: storage.Object{}, description: "A device (object) of the fleet (DESIGN §9).", fields: map[string][]fieldOpt{
+			"id":           {desc("Id of the device."), minimum(1)},
+			"imei":         {minLen(1), maxLen(50), desc("IMEI of the device, unique across the platform.")},
+			"account_id":   {minimum(1), desc("Id of the account that owns the device.")},
+			"name":         {desc("Name of the device.")},
+			"odometer":     {minimum(0), desc("Current odometer (km).")},
+			"engine_hours": {minimum(0), desc("Current engine hours (h).")},
+		}},
 		{name: "Passenger", value: storage.Passenger{}, description: "A passenger (spec §2.5).", fields: map[string][]fieldOpt{
 			"passenger_id":              {desc("Id of the passenger."), minimum(1)},
 			"passenger_name":            {minLen(1), maxLen(100), desc("Name, trimmed.")},

@@ -273,6 +273,12 @@ func (s *Server) registerRoutes() {
 		fuego.OptionSummary("Paged list of event rules"),
 		fuego.OptionDescription("The event rules the caller may see. Needs the token permission GET /events; a subaccount also needs the event_notifications privilege."),
 	})
+	listRoute(v2, s, storage.Objects, same[storage.Object], authErrors, []fuego.RouteOption{
+		fuego.OptionOperationID("get_objects"), fuego.OptionTags("Fleet"),
+		fuego.OptionSummary("Paged list of devices"),
+		fuego.OptionDescription("The devices (objects) the caller may see: an admin every device, a manager its own and its managed accounts' devices, " +
+			"a user its own, a subaccount those of its parent granted to it. Needs the token permission GET /objects."),
+	})
 	fuego.Get(v2, "/events/{id}", s.getEvent, routeOptions(authErrors, errorResponses(http.StatusNotFound), []fuego.RouteOption{
 		fuego.OptionOperationID("get_event"), fuego.OptionTags("Events"),
 		fuego.OptionSummary("Read one event rule"),
