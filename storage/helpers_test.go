@@ -3,7 +3,6 @@ package storage_test
 import (
 	"bytes"
 	"context"
-	"encoding/json"
 	"testing"
 	"time"
 
@@ -31,12 +30,3 @@ func importJSON(t *testing.T, db *storagetest.DB, data []byte) importfile.Result
 
 // generateToday is the fixed reference day of the tests on generated data.
 var generateToday = time.Date(2026, 11, 1, 0, 0, 0, 0, time.UTC)
-
-func mustJSON(t *testing.T, v any) []byte {
-	t.Helper()
-	b, err := json.Marshal(v)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return b
-}
