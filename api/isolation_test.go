@@ -61,13 +61,8 @@ func TestListIsolation(t *testing.T) {
 			return false
 		}},
 	}
-	resources := []struct{ path, table, id string }{
-		{"/api/v2/services", "services", "service_id"},
-		{"/api/v2/reports", "reports", "report_id"},
-		{"/api/v2/events", "events", "event_id"},
-	}
 	admin := demoToken(t, "admin-all")
-	for _, r := range resources {
+	for _, r := range listRoutes {
 		owners := a.owners(t, r.table, r.id)
 		everything, _ := a.list(t, r.path+"?per_page=500", admin)
 		for _, tt := range tests {

@@ -28,11 +28,16 @@ func (a *testAPI) list(t *testing.T, path, token string) ([]map[string]any, map[
 	return items, res.body["meta"].(map[string]any)
 }
 
-var listRoutes = []struct{ path, id string }{
-	{"/api/v2/services", "service_id"},
-	{"/api/v2/reports", "report_id"},
-	{"/api/v2/events", "event_id"},
-}
+// listRoutes are the list routes, one per listed descriptor of storage
+// (listings): a resource declared with list fields is tested here without
+// a list to update. id is its id field, table its table.
+var listRoutes = func() []struct{ path, table, id string } {
+	var out []struct{ path, table, id string }
+	for _, l := range listings {
+		out = append(out, struct{ path, table, id string }{l.path, l.listing.Table(), l.listing.ID().Name})
+	}
+	return out
+}()
 
 func TestListParameterBounds(t *testing.T) {
 	a := newTestAPI(t)

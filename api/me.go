@@ -5,6 +5,8 @@ import (
 	"fmt"
 
 	"github.com/go-fuego/fuego"
+
+	"github.com/fleetapi/fleetapi/tenancy"
 )
 
 // registerMe declares GET /me.
@@ -116,7 +118,16 @@ func exampleAccount() Account {
 	return Account{ID: 4, Username: "acme", Email: "ops@acme.example", ManagerID: 3, Type: "user",
 		Active: "true", AccountExpire: "false", Permissions: Permissions{
 			ReadOnly: false, Privileges: []string{"event_notifications", "reports"}, Token: []string{"*"},
-			Routes: map[string]bool{"GET /me": true, "GET /services": true, "GET /services/due": true,
-				"POST /passengers": true, "GET /reports": true, "GET /events": true, "GET /events/{id}": true},
+			Routes: exampleRoutes(),
 		}}
+}
+
+// exampleRoutes is every route of the API, allowed: what a "*" token of a
+// writable user sees (from tenancy.Routes, so a new route is in it).
+func exampleRoutes() map[string]bool {
+	out := map[string]bool{}
+	for _, r := range tenancy.Routes() {
+		out[r.String()] = true
+	}
+	return out
 }

@@ -22,7 +22,7 @@ const securitySchemeName = "ApiToken"
 var apiTags = []struct{ name, description string }{
 	{"System", "The service itself. The OpenAPI document (GET /api/v2/openapi.json) and the docs page (GET /api/v2/docs) are served without a token."},
 	{"Account", "The account the API token belongs to, and what the token may do."},
-	{"Fleet", "Vehicles and devices (objects) of the fleet. No operation is published yet."},
+	{"Fleet", "Vehicles and devices (objects) of the fleet."},
 	{"Tracking", "Positions, routes and history of the devices. No operation is published yet."},
 	{"Commands", "Commands sent to the devices. No operation is published yet."},
 	{"Places", "Zones, routes and points of interest. No operation is published yet."},

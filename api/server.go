@@ -238,4 +238,5 @@ func (s *Server) registerRoutes() {
 	s.registerPassengers(v2)
 	s.registerReports(v2)
 	s.registerEvents(v2)
+	s.registerObjects(v2)
 }

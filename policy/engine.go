@@ -201,6 +201,27 @@ func checkScopeRules(set *policySet, c *ast.Compiler, resources []Resource) erro
 			return fmt.Errorf("resource %q has no scope rule data.fleet.scope.%s", r, r)
 		}
 	}
+	for _, rule := range scopeRules(set) {
+		if !known[rule.resource] {
+			return fmt.Errorf("scope rule data.fleet.scope.%s (%s) is not a resource: storage declares no resource %q", rule.resource, rule.module, rule.resource)
+		}
+	}
+	return nil
+}
+
+// scopeRule is a scope rule of a policy set: a rule of package fleet.scope
+// that reads input.<its own name> (as opposed to helpers such as
+// unrestricted), and the module that holds it.
+type scopeRule struct {
+	resource Resource
+	module   string
+}
+
+// scopeRules returns the scope rules of the set, once each, in module name
+// and then source order.
+func scopeRules(set *policySet) []scopeRule {
+	var out []scopeRule
+	seen := map[Resource]bool{}
 	scopePkg := ast.MustParseRef("data.fleet.scope")
 	for _, name := range slices.Sorted(maps.Keys(set.modules)) {
 		m := set.modules[name]
@@ -216,12 +237,13 @@ func checkScopeRules(set *policySet, c *ast.Compiler, resources []Resource) erro
 				}
 				return reads
 			})
-			if reads && !known[r] {
-				return fmt.Errorf("scope rule data.fleet.scope.%s (%s) is not a resource: storage declares no resource %q", r, name, r)
+			if reads && !seen[r] {
+				seen[r] = true
+				out = append(out, scopeRule{r, name})
 			}
 		}
 	}
-	return nil
+	return out
 }
 
 func (e *Engine) prepareEval(ctx context.Context, query string) (rego.PreparedEvalQuery, error) {

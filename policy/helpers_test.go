@@ -12,10 +12,22 @@ var sharedEngine = sync.OnceValues(func() (*Engine, error) {
 	return New(context.Background(), Options{Resources: testResources})
 })
 
-// testResources are the resources of the embedded policy's scope rules.
-// Package policy cannot import storage, which declares them; the external
-// test TestScopeRulesAreStorageResources checks that the two agree.
-var testResources = []Resource{"services", "reports", "events", "passengers"}
+// testResources are the resources of the embedded policy's scope rules,
+// read from the rules themselves (in source order), so that no test list
+// can miss one. Package policy cannot import storage, which declares the
+// resources; the external test TestScopeRulesAreStorageResources checks
+// that the two agree.
+var testResources = func() []Resource {
+	set, err := loadPolicySet("")
+	if err != nil {
+		panic(err)
+	}
+	var out []Resource
+	for _, r := range scopeRules(set) {
+		out = append(out, r.resource)
+	}
+	return out
+}()
 
 func engine(t testing.TB) *Engine {
 	t.Helper()

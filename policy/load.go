@@ -26,8 +26,9 @@ type policySet struct {
 	tests   map[string]*ast.Module
 }
 
-// loadPolicySet reads dir, or the embedded set when dir is "", and parses
-// its Rego modules as Rego v1.
+// loadPolicySet reads dir, or the embedded set when dir is "", parses its
+// Rego modules as Rego v1 and adds the generated module of the API routes
+// (routesModule).
 func loadPolicySet(dir string) (*policySet, error) {
 	var fsys fs.FS
 	if dir == "" {
@@ -85,6 +86,9 @@ func loadPolicySet(dir string) (*policySet, error) {
 	}
 	if len(set.modules) == 0 {
 		return nil, fmt.Errorf("load policy: no .rego modules in %q", dirName(dir))
+	}
+	if err := set.addRoutesModule(); err != nil {
+		return nil, err
 	}
 	return set, nil
 }

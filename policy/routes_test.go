@@ -12,8 +12,9 @@ import (
 
 // TestRegoRoutesAreTheAPIRoutes: data.fleet.authz.routes, on which GET
 // /me reports the effective permissions, lists exactly tenancy.Routes(),
-// the routes the permission grammar accepts (and the api registers), so
-// that a route added to one cannot be forgotten in the other.
+// the routes the permission grammar accepts (and the api registers): the
+// policy reads them from the module generated from tenancy.Routes()
+// (routesModule), and a policy that listed its own would fail here.
 func TestRegoRoutesAreTheAPIRoutes(t *testing.T) {
 	e := engine(t)
 	rs, err := rego.New(rego.Query("data.fleet.authz.routes"), rego.Compiler(e.compiler)).Eval(context.Background())

@@ -44,7 +44,8 @@ type Field struct {
 // IntRange returns the values a filter on the integer field f may take:
 // its column's type range (integer for KindInt32, bigint for KindInt) from
 // 0, since every integer column of a listed resource is CHECKed
-// non-negative (migrations/). A value outside can match no row, and
+// non-negative or references an identity column from 1, such as
+// account_id (migrations/; TestListingKindsMatchColumns). A value outside can match no row, and
 // PostgreSQL would refuse some of them, so it is a bad parameter, not an
 // empty answer.
 func (f Field) IntRange() (lo, hi int64) {

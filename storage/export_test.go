@@ -2,6 +2,7 @@ package storage
 
 import (
 	"context"
+	"reflect"
 
 	"github.com/uptrace/bun/dialect/pgdialect"
 
@@ -28,3 +29,7 @@ func (s *Store) ScopedIDs(ctx context.Context, scope policy.Scope, ids []int64) 
 	}
 	return out, q.String(), nil
 }
+
+// ModelType returns the descriptor's bun model type, for the differential
+// test's world, which stores rows of every declared resource.
+func (d *Descriptor) ModelType() reflect.Type { return d.model }

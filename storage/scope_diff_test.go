@@ -36,16 +36,18 @@ func TestScopeDifferential(t *testing.T) {
 	e := newEngine(t)
 	r := rand.New(rand.NewPCG(diffSeed, diffSeed))
 	w := buildWorld(t, db, r)
-	t.Logf("world: %d accounts, %d devices, %d services, %d reports, %d events, %d passengers (%v)",
-		len(w.accounts), len(w.allIMEIs), len(w.rows["services"]), len(w.rows["reports"]),
-		len(w.rows["events"]), len(w.rows["passengers"]), time.Since(start))
+	counts := ""
+	for _, resource := range storage.Resources() {
+		counts += fmt.Sprintf(", %d %s", len(w.rows[string(resource)]), resource)
+	}
+	t.Logf("world: %d accounts, %d devices%s (%v)", len(w.accounts), len(w.allIMEIs), counts, time.Since(start))
 
 	oracles := map[string]*policy.RowOracle{}
 	for _, resource := range storage.Resources() {
 		// The world must hold rows of every registered resource: a resource
 		// added without them would be checked on nothing.
 		if len(w.rows[string(resource)]) == 0 {
-			t.Fatalf("the differential world has no %s rows: add them to buildWorld", resource)
+			t.Fatalf("the differential world has no %s rows", resource)
 		}
 		o, err := e.NewRowOracle(ctx, resource)
 		if err != nil {
@@ -184,10 +186,10 @@ func (w *world) rowInput(in policy.Input, resource string, row worldRow) map[str
 	if owner := w.byID[row.account]; owner.managerID != 0 {
 		m["manager_id"] = owner.managerID
 	}
-	switch resource {
-	case "services":
+	switch w.imeiKind[resource] {
+	case imeiScalar:
 		m["imei"] = row.imeis[0]
-	case "reports", "events":
+	case imeiList:
 		list := make([]any, len(row.imeis))
 		for i, d := range row.imeis {
 			list[i] = d

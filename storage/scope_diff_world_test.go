@@ -4,10 +4,13 @@ import (
 	"context"
 	"fmt"
 	"math/rand/v2"
+	"reflect"
+	"strings"
 	"testing"
 	"unicode/utf8"
 
 	"github.com/uptrace/bun"
+	"github.com/uptrace/bun/schema"
 
 	"github.com/fleetapi/fleetapi/storage"
 	"github.com/fleetapi/fleetapi/tenancy"
@@ -28,7 +31,8 @@ type worldAccount struct {
 }
 
 // worldRow is a row of a tenant table: its id, owner and devices (one for
-// a service, a list for a report or event rule, none for a passenger).
+// a row with an imei column, the list of an imei text[] column, none
+// without one).
 type worldRow struct {
 	id      int64
 	account int64
@@ -44,6 +48,7 @@ type world struct {
 	allIMEIs []string
 	grants   map[int64]map[string]bool // subaccount → granted imeis
 	rows     map[string][]worldRow     // resource → rows
+	imeiKind map[string]imeiKind       // resource → how its rows name devices
 }
 
 // buildWorld stores ≥3 tenants of every account type, devices, grants
@@ -148,47 +153,125 @@ func buildWorld(t *testing.T, db bun.IDB, r *rand.Rand) *world {
 	return w
 }
 
-// insertRows stores about 320 rows of each tenant table.
+// insertRows stores about 320 rows of every declared resource but the
+// devices (stored above), built from the descriptor alone (genericRow),
+// then reads every resource's rows back (readRows): a resource declared
+// in storage is in the world without code here.
 func (w *world) insertRows(t *testing.T, db bun.IDB, r *rand.Rand, objects []storage.Object) {
 	t.Helper()
 	ctx := context.Background()
 	const perTable = 320
-	var services []storage.Service
-	for i := range perTable {
-		o := objects[r.IntN(len(objects))]
-		services = append(services, storage.Service{AccountID: o.AccountID, IMEI: o.IMEI, Name: rowName(i), Odo: r.IntN(2) == 0})
-	}
-	var reports []storage.Report
-	var events []storage.Event
-	var passengers []storage.Passenger
-	for i := range perTable {
-		owner := w.rowOwner(r)
-		reports = append(reports, storage.Report{AccountID: owner, Name: rowName(i), Type: nasty[r.IntN(len(nasty))], IMEI: w.deviceList(r, owner)})
-		owner = w.rowOwner(r)
-		events = append(events, storage.Event{AccountID: owner, Name: rowName(i), Type: nasty[r.IntN(len(nasty))], IMEI: w.deviceList(r, owner)})
-		passengers = append(passengers, storage.Passenger{AccountID: w.rowOwner(r), PassengerName: rowName(i), PassengerActive: true})
-	}
-	for _, m := range []any{&services, &reports, &events, &passengers} {
-		if _, err := db.NewInsert().Model(m).Exec(ctx); err != nil {
-			t.Fatalf("insert %T: %v", m, err)
+	devices := db.Dialect().Tables().Get(reflect.TypeFor[storage.Object]()).Name
+	w.imeiKind = map[string]imeiKind{}
+	for _, d := range storage.Descriptors() {
+		table := db.Dialect().Tables().Get(d.ModelType())
+		w.imeiKind[string(d.Resource())] = imeiKindOf(table)
+		if d.Table() == devices {
+			continue
+		}
+		rows := reflect.MakeSlice(reflect.SliceOf(d.ModelType()), perTable, perTable)
+		for i := range perTable {
+			w.genericRow(t, r, d, table, rows.Index(i), i, objects)
+		}
+		ptr := reflect.New(rows.Type())
+		ptr.Elem().Set(rows)
+		if _, err := db.NewInsert().Model(ptr.Interface()).Exec(ctx); err != nil {
+			t.Fatalf("insert %s rows built from the descriptor: %v (a column the world cannot fill generically?)", d.Resource(), err)
 		}
 	}
-	for _, s := range services {
-		w.rows["services"] = append(w.rows["services"], worldRow{id: s.ServiceID, account: s.AccountID, imeis: []string{s.IMEI}})
-	}
-	for _, x := range reports {
-		w.rows["reports"] = append(w.rows["reports"], worldRow{id: x.ReportID, account: x.AccountID, imeis: x.IMEI})
-	}
-	for _, x := range events {
-		w.rows["events"] = append(w.rows["events"], worldRow{id: x.EventID, account: x.AccountID, imeis: x.IMEI})
-	}
-	for _, x := range passengers {
-		w.rows["passengers"] = append(w.rows["passengers"], worldRow{id: x.PassengerID, account: x.AccountID})
+	for _, d := range storage.Descriptors() {
+		w.rows[string(d.Resource())] = w.readRows(t, db, d)
 	}
 }
 
-// rowOwner picks the owner of a report, event rule or passenger: mostly a
-// user that has subaccounts or any user, sometimes any account.
+// imeiKind says how a resource names devices: not at all, one (imei
+// text) or a list (imei text[]).
+type imeiKind int
+
+const (
+	imeiNone imeiKind = iota
+	imeiScalar
+	imeiList
+)
+
+func imeiKindOf(table *schema.Table) imeiKind {
+	f, ok := table.FieldMap["imei"]
+	switch {
+	case !ok:
+		return imeiNone
+	case f.IndirectType.Kind() == reflect.String:
+		return imeiScalar
+	default:
+		return imeiList
+	}
+}
+
+// genericRow fills row i of resource d from the field kinds: account_id
+// and imei from the world's accounts and devices (a row naming one device
+// belongs to the device's owner; a list of devices is deviceList of the
+// owner), the searched and name fields adversarial and unique per row,
+// the other booleans and integers of the list random, everything else the
+// zero value that the model's hooks and the column defaults complete.
+func (w *world) genericRow(t *testing.T, r *rand.Rand, d *storage.Descriptor, table *schema.Table, row reflect.Value, i int, objects []storage.Object) {
+	t.Helper()
+	owner := w.rowOwner(r)
+	if imeiKindOf(table) == imeiScalar {
+		o := objects[r.IntN(len(objects))]
+		owner = o.AccountID
+		table.FieldMap["imei"].Value(row).SetString(o.IMEI)
+	}
+	for _, f := range table.Fields {
+		v := f.Value(row)
+		listed, isListed := d.Field(f.Name)
+		switch {
+		case f.IsPK:
+		case f.Name == "account_id":
+			v.SetInt(owner)
+		case f.Name == "imei":
+			if imeiKindOf(table) == imeiList {
+				v.Set(reflect.ValueOf(w.deviceList(r, owner)))
+			}
+		case f.IndirectType.Kind() == reflect.String && !f.IsPtr && (isListed && listed.Search || strings.Contains(f.Name, "name")):
+			v.SetString(truncate(rowName(i)+" "+nasty[r.IntN(len(nasty))], 100))
+		case !isListed || f.IsPtr:
+		case listed.Kind == storage.KindBool:
+			v.SetBool(r.IntN(2) == 0)
+		case listed.Kind == storage.KindInt || listed.Kind == storage.KindInt32:
+			v.SetInt(r.Int64N(1000))
+		}
+	}
+}
+
+// readRows reads the id, owner and devices of every row of resource d
+// back from the database (a raw query: the world knows its rows without a
+// scope).
+func (w *world) readRows(t *testing.T, db bun.IDB, d *storage.Descriptor) []worldRow {
+	t.Helper()
+	devices := `'{}'::text[]`
+	switch w.imeiKind[string(d.Resource())] {
+	case imeiScalar:
+		devices = `ARRAY["imei"]`
+	case imeiList:
+		devices = `"imei"`
+	}
+	var rows []struct {
+		ID      int64    `bun:"id"`
+		Account int64    `bun:"account_id"`
+		IMEIs   []string `bun:"imeis,array"`
+	}
+	if err := db.NewRaw(`SELECT ? AS id, "account_id", `+devices+` AS imeis FROM ? ORDER BY 1`,
+		bun.Ident(d.ID().Name), bun.Ident(d.Table())).Scan(context.Background(), &rows); err != nil {
+		t.Fatalf("read the %s rows back: %v", d.Resource(), err)
+	}
+	out := make([]worldRow, len(rows))
+	for i, x := range rows {
+		out[i] = worldRow{id: x.ID, account: x.Account, imeis: x.IMEIs}
+	}
+	return out
+}
+
+// rowOwner picks the owner of a row that names no device or a list of
+// them: mostly a user, sometimes any account.
 func (w *world) rowOwner(r *rand.Rand) int64 {
 	if r.IntN(10) < 7 {
 		users := w.byType[tenancy.User]

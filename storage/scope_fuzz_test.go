@@ -19,6 +19,9 @@ func FuzzScopeSQL(f *testing.F) {
 	f.Add("services", `{"op":"in","field":"imei","value":["x' OR '1'='1","%_\\"]}`)
 	f.Add("services", `{"op":"contains","field":"imei","value":"?"}`)
 	f.Add("events", `{"op":"not","children":[{"op":"eq","field":"imei","value":"x"}]}`)
+	for _, d := range registry { // every declared resource, not only the ones above
+		f.Add(string(d.resource), `{"op":"and","children":[{"op":"eq","field":"account_id","value":4},{"op":"eq","field":"granted_to","value":9}]}`)
+	}
 	f.Fuzz(func(t *testing.T, resource, tree string) {
 		var c policy.Condition
 		if err := json.Unmarshal([]byte(tree), &c); err != nil {

@@ -30,6 +30,7 @@ func Routes() []Route {
 		{"GET", "/reports"},
 		{"GET", "/events"},
 		{"GET", "/events/{id}"},
+		{"GET", "/objects"},
 	}
 }
 

@@ -152,6 +152,15 @@ func TestLoadInvalidChangesNothing(t *testing.T) {
 		{"service_bad_date", func(t *testing.T, doc map[string]any) {
 			record(t, doc, "services", 2)["days_last"] = "01/03/2024"
 		}, "services", 2, `YYYY-MM-DD`, nil},
+		// an object record names its device by imei and its owner by
+		// username: the database id and the owner's id of the API's wire
+		// form (GET /objects) are not fields of an import record
+		{"object_with_id", func(t *testing.T, doc map[string]any) {
+			record(t, doc, "objects", 1)["id"] = 5
+		}, "objects", 1, `unknown field "id"`, nil},
+		{"object_with_account_id", func(t *testing.T, doc map[string]any) {
+			record(t, doc, "objects", 1)["account_id"] = 1
+		}, "objects", 1, `unknown field "account_id"`, nil},
 		{"object_fractional_number", func(t *testing.T, doc map[string]any) {
 			record(t, doc, "objects", 2)["engine_hours"] = 1.5
 		}, "objects", 2, `objects[2]`, nil},

@@ -5,7 +5,7 @@
 #
 #   Input: input.account {id, type, manager_id, active, expired, privileges}
 #   is known (schemas/input.json). The row is the UNKNOWN input.<resource>
-#   (services, reports, events, passengers): each rule here is partially
+#   (services, reports, events, passengers, objects): each rule here is partially
 #   evaluated with that unknown through OPA's rego/compile (target ucast) and
 #   the residue becomes the SQL WHERE clause.
 #
@@ -63,6 +63,13 @@ passengers if {
 	subaccount
 	input.passengers.account_id == input.account.manager_id
 }
+
+# objects are the devices: a subaccount sees those of its parent granted to it.
+objects if unrestricted
+
+objects if visible(input.objects)
+
+objects if granted(input.objects)
 
 # visible(row): the row belongs to the caller's own tree (managers and users).
 visible(row) if {

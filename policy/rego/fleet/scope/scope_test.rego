@@ -10,7 +10,7 @@ account(type, privileges) := {
 # row builds a known row of a resource (virtual columns included).
 row(account_id, manager_id, granted_to) := {"account_id": account_id, "manager_id": manager_id, "granted_to": granted_to}
 
-resources := ["services", "reports", "events", "passengers"]
+resources := ["services", "reports", "events", "passengers", "objects"]
 
 admits(resource, acct, r) if {
 	scope[resource] with input as {"account": acct, resource: r}
@@ -46,7 +46,7 @@ test_user if {
 
 test_subaccount_granted_rows if {
 	acct := account("subaccount", ["reports", "event_notifications"])
-	every res in ["services", "reports", "events"] {
+	every res in ["services", "reports", "events", "objects"] {
 		admits(res, acct, row(3, 1, 7))
 		not admits(res, acct, row(3, 1, 8))
 		not admits(res, acct, row(4, 1, 7))
@@ -59,6 +59,13 @@ test_subaccount_needs_privilege if {
 	not admits("reports", acct, row(3, 1, 7))
 	not admits("events", acct, row(3, 1, 7))
 	admits("services", acct, row(3, 1, 7))
+}
+
+test_subaccount_objects_granted_without_privilege if {
+	acct := account("subaccount", [])
+	admits("objects", acct, row(3, 1, 7))
+	not admits("objects", acct, row(3, 1, 8))
+	not admits("objects", acct, row(3, 1, null))
 }
 
 test_subaccount_passengers_of_parent if {
