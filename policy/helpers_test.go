@@ -2,8 +2,12 @@ package policy
 
 import (
 	"context"
+	"encoding/json"
+	"io/fs"
 	"sync"
 	"testing"
+
+	"github.com/open-policy-agent/opa/rego"
 )
 
 // sharedEngine is built once: New runs the Rego tests and compiles every
@@ -66,4 +70,41 @@ func principal(typ string, privileges ...string) Input {
 func (in Input) at(method, route string) Input {
 	in.Request = RequestInput{Method: method, Route: route}
 	return in
+}
+
+// schemaMatcher reads the JSON Schema at path in the embedded policy set
+// and returns it as a document, with a function that matches a value
+// (through its JSON form) against it with Rego's json.match_schema: whether
+// it matches, and the errors.
+func schemaMatcher(t *testing.T, path string) (map[string]any, func(any) (bool, any)) {
+	t.Helper()
+	schema, err := fs.ReadFile(embedded, path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var doc map[string]any
+	if err := json.Unmarshal(schema, &doc); err != nil {
+		t.Fatal(err)
+	}
+	q, err := rego.New(rego.Query("x := json.match_schema(input.doc, input.schema)")).PrepareForEval(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return doc, func(v any) (bool, any) {
+		t.Helper()
+		b, err := json.Marshal(v)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var generic any
+		if err := json.Unmarshal(b, &generic); err != nil {
+			t.Fatal(err)
+		}
+		rs, err := q.Eval(context.Background(), rego.EvalInput(map[string]any{"doc": generic, "schema": string(schema)}))
+		if err != nil || len(rs) != 1 {
+			t.Fatalf("match_schema: %v %v", rs, err)
+		}
+		res := rs[0].Bindings["x"].([]any)
+		return res[0].(bool), res[1]
+	}
 }

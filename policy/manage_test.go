@@ -5,7 +5,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"io/fs"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -213,27 +212,7 @@ func TestNewManagementInput(t *testing.T) {
 // TestManagementInputSchema: the documents DecideManagement evaluates
 // match rego/schemas/manage_input.json, and so does its example.
 func TestManagementInputSchema(t *testing.T) {
-	schema, err := fs.ReadFile(embedded, "rego/schemas/manage_input.json")
-	if err != nil {
-		t.Fatal(err)
-	}
-	var doc map[string]any
-	if err := json.Unmarshal(schema, &doc); err != nil {
-		t.Fatal(err)
-	}
-	q, err := rego.New(rego.Query("x := json.match_schema(input.doc, input.schema)")).PrepareForEval(context.Background())
-	if err != nil {
-		t.Fatal(err)
-	}
-	match := func(v any) (bool, any) {
-		t.Helper()
-		rs, err := q.Eval(context.Background(), rego.EvalInput(map[string]any{"doc": v, "schema": string(schema)}))
-		if err != nil || len(rs) != 1 {
-			t.Fatalf("match_schema: %v %v", rs, err)
-		}
-		res := rs[0].Bindings["x"].([]any)
-		return res[0].(bool), res[1]
-	}
+	doc, match := schemaMatcher(t, "rego/schemas/manage_input.json")
 	today := time.Date(2026, 1, 15, 0, 0, 0, 0, time.UTC)
 	exp := today.AddDate(0, 3, 0)
 	p := tenancy.Principal{Token: tenancy.Token{ID: 1, Permissions: []string{"GET *"}, ExpiresAt: &exp},

@@ -3,7 +3,6 @@ package policy
 import (
 	"bytes"
 	"context"
-	"encoding/json"
 	"errors"
 	"io/fs"
 	"os"
@@ -15,7 +14,6 @@ import (
 	"github.com/fleetapi/fleetapi/tenancy"
 	"github.com/open-policy-agent/opa/v1/ast"
 	"github.com/open-policy-agent/opa/v1/format"
-	"github.com/open-policy-agent/opa/v1/rego"
 )
 
 // TestRegoTests runs the embedded *_test.rego files through RunTests and
@@ -93,30 +91,7 @@ func TestRegoFormatted(t *testing.T) {
 // TestInputSchema: the inputs NewInput builds, and the schema's own
 // example, match rego/schemas/input.json.
 func TestInputSchema(t *testing.T) {
-	schema, err := fs.ReadFile(embedded, "rego/schemas/input.json")
-	if err != nil {
-		t.Fatal(err)
-	}
-	var doc map[string]any
-	if err := json.Unmarshal(schema, &doc); err != nil {
-		t.Fatal(err)
-	}
-	q, err := rego.New(rego.Query("x := json.match_schema(input.doc, input.schema)")).PrepareForEval(context.Background())
-	if err != nil {
-		t.Fatal(err)
-	}
-	match := func(v any) (bool, any) {
-		t.Helper()
-		b, _ := json.Marshal(v)
-		var generic any
-		_ = json.Unmarshal(b, &generic)
-		rs, err := q.Eval(context.Background(), rego.EvalInput(map[string]any{"doc": generic, "schema": string(schema)}))
-		if err != nil || len(rs) != 1 {
-			t.Fatalf("match_schema: %v %v", rs, err)
-		}
-		res := rs[0].Bindings["x"].([]any)
-		return res[0].(bool), res[1]
-	}
+	doc, match := schemaMatcher(t, "rego/schemas/input.json")
 	today := time.Date(2026, 3, 1, 0, 0, 0, 0, time.UTC)
 	p := tenancy.Principal{
 		Token:   tenancy.Token{ID: 1, Permissions: []string{"GET /services", "*", "GET *"}},
