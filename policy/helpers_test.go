@@ -7,7 +7,7 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/open-policy-agent/opa/rego"
+	"github.com/open-policy-agent/opa/v1/rego"
 )
 
 // sharedEngine is built once: New runs the Rego tests and compiles every
