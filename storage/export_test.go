@@ -28,3 +28,13 @@ func (s *Store) ScopedIDs(ctx context.Context, scope policy.Scope, ids []int64) 
 	}
 	return out, q.String(), nil
 }
+
+// WriteAuditEvent exposes writeAuditEvent to the external tests.
+var WriteAuditEvent = writeAuditEvent
+
+// ExecInTx runs a statement with the store's handle (a ManagementWrite's
+// transaction in the tests of ManageInTx).
+func ExecInTx(ctx context.Context, s *Store, query string, args ...any) error {
+	_, err := s.db.NewRaw(query, args...).Exec(ctx)
+	return err
+}
