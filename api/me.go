@@ -117,6 +117,8 @@ func exampleAccount() Account {
 		Active: "true", AccountExpire: "false", Permissions: Permissions{
 			ReadOnly: false, Privileges: []string{"event_notifications", "reports"}, Token: []string{"*"},
 			Routes: map[string]bool{"GET /me": true, "GET /services": true, "GET /services/due": true,
-				"POST /passengers": true, "GET /reports": true, "GET /events": true, "GET /events/{id}": true},
+				"POST /passengers": true, "GET /reports": true, "GET /events": true, "GET /events/{id}": true,
+				"GET /accounts": true, "POST /accounts": true, "GET /accounts/{id}": true, "PATCH /accounts/{id}": true,
+				"GET /audit-events": true},
 		}}
 }

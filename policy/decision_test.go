@@ -229,6 +229,8 @@ func TestPermissions(t *testing.T) {
 		"routes": map[string]any{
 			"GET /me": true, "GET /services": true, "GET /services/due": true, "POST /passengers": false,
 			"GET /reports": false, "GET /events": true, "GET /events/{id}": true,
+			"GET /accounts": true, "POST /accounts": false, "GET /accounts/{id}": true, "PATCH /accounts/{id}": false,
+			"GET /audit-events": true,
 		},
 	}
 	if !reflect.DeepEqual(got, want) {

@@ -256,32 +256,44 @@ func (s *Store) ManageInTx(ctx context.Context, scope policy.Scope, w Management
 	}
 	var ev AuditEvent
 	err := s.db.RunInTx(ctx, nil, func(ctx context.Context, tx bun.Tx) error {
-		ts := NewStore(tx)
-		if len(w.Accounts) > 0 {
-			ids := uniqueIDs(w.Accounts)
-			q, err := ts.scopedSelect(scope, accountsScope, (*Account)(nil))
-			if err != nil {
-				return err
-			}
-			var found []int64
-			if err := q.Column("id").Where(accountsScope.col("id")+" = ANY(?)", pgdialect.Array(ids)).
-				OrderExpr(accountsScope.col("id")).For("UPDATE").Scan(ctx, &found); err != nil {
-				return err
-			}
-			if len(found) != len(ids) {
-				return fmt.Errorf("%w: an account of the write is outside the management scope", ErrNotFound)
-			}
-		}
 		var err error
-		if ev, err = w.Change(ctx, ts); err != nil {
-			return err
-		}
-		ev.ActorAccountID, ev.ActorTokenID = w.Actor.AccountID, w.Actor.TokenID
-		ev.RequestID, ev.TraceID = w.Actor.RequestID, w.Actor.TraceID
-		return writeAuditEvent(ctx, tx, &ev)
+		ev, err = manage(ctx, tx, scope, w)
+		return err
 	})
 	if err != nil {
 		return AuditEvent{}, Translate(err)
+	}
+	return ev, nil
+}
+
+// manage runs w inside the transaction tx (ManageInTx): its accounts
+// checked against scope and locked, the change, the audit row. Its errors
+// are untranslated; the caller's transaction rolls back on any of them.
+func manage(ctx context.Context, tx bun.Tx, scope policy.Scope, w ManagementWrite) (AuditEvent, error) {
+	ts := NewStore(tx)
+	if len(w.Accounts) > 0 {
+		ids := uniqueIDs(w.Accounts)
+		q, err := ts.scopedSelect(scope, accountsScope, (*Account)(nil))
+		if err != nil {
+			return AuditEvent{}, err
+		}
+		var found []int64
+		if err := q.Column("id").Where(accountsScope.col("id")+" = ANY(?)", pgdialect.Array(ids)).
+			OrderExpr(accountsScope.col("id")).For("UPDATE").Scan(ctx, &found); err != nil {
+			return AuditEvent{}, err
+		}
+		if len(found) != len(ids) {
+			return AuditEvent{}, fmt.Errorf("%w: an account of the write is outside the management scope", ErrNotFound)
+		}
+	}
+	ev, err := w.Change(ctx, ts)
+	if err != nil {
+		return AuditEvent{}, err
+	}
+	ev.ActorAccountID, ev.ActorTokenID = w.Actor.AccountID, w.Actor.TokenID
+	ev.RequestID, ev.TraceID = w.Actor.RequestID, w.Actor.TraceID
+	if err := writeAuditEvent(ctx, tx, &ev); err != nil {
+		return AuditEvent{}, err
 	}
 	return ev, nil
 }

@@ -30,6 +30,11 @@ func Routes() []Route {
 		{"GET", "/reports"},
 		{"GET", "/events"},
 		{"GET", "/events/{id}"},
+		{"GET", "/accounts"},
+		{"POST", "/accounts"},
+		{"GET", "/accounts/{id}"},
+		{"PATCH", "/accounts/{id}"},
+		{"GET", "/audit-events"},
 	}
 }
 

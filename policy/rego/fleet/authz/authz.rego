@@ -38,6 +38,11 @@ routes := [
 	"GET /reports",
 	"GET /events",
 	"GET /events/{id}",
+	"GET /accounts",
+	"POST /accounts",
+	"GET /accounts/{id}",
+	"PATCH /accounts/{id}",
+	"GET /audit-events",
 ]
 
 # account_types are the account types that may use the API at all.

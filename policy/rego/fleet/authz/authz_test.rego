@@ -143,6 +143,8 @@ test_permissions_user if {
 			"GET /me": true, "GET /services": true, "GET /services/due": true,
 			"POST /passengers": true, "GET /reports": true, "GET /events": true,
 			"GET /events/{id}": true,
+			"GET /accounts": true, "POST /accounts": true, "GET /accounts/{id}": true,
+			"PATCH /accounts/{id}": true, "GET /audit-events": true,
 		},
 	}
 }
@@ -160,6 +162,8 @@ test_permissions_subaccount if {
 		"GET /me": true, "GET /services": true, "GET /services/due": true,
 		"POST /passengers": false, "GET /reports": true, "GET /events": false,
 		"GET /events/{id}": false,
+		"GET /accounts": true, "POST /accounts": false, "GET /accounts/{id}": true,
+		"PATCH /accounts/{id}": false, "GET /audit-events": true,
 	}
 }
 
