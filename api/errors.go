@@ -47,6 +47,7 @@ const (
 	CodeTokenPermissionDenied = "TOKEN_PERMISSION_DENIED"
 	CodePrivilegeRequired     = "PRIVILEGE_REQUIRED"
 	CodeReadOnlyAccount       = "READ_ONLY_ACCOUNT"
+	CodeManagementDenied      = "MANAGEMENT_DENIED"
 	CodeNotFound              = "NOT_FOUND"
 	CodeMethodNotAllowed      = "METHOD_NOT_ALLOWED"
 	CodeConflict              = "CONFLICT"
@@ -71,6 +72,7 @@ var codeStatus = map[string]int{
 	CodeTokenPermissionDenied: http.StatusForbidden,
 	CodePrivilegeRequired:     http.StatusForbidden,
 	CodeReadOnlyAccount:       http.StatusForbidden,
+	CodeManagementDenied:      http.StatusForbidden,
 	CodeNotFound:              http.StatusNotFound,
 	CodeMethodNotAllowed:      http.StatusMethodNotAllowed,
 	CodeConflict:              http.StatusConflict,

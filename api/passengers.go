@@ -92,8 +92,20 @@ func passengerFrom(in PassengerInput, faults textFaults) (storage.Passenger, err
 	return p, nil
 }
 
-// idempotencyKey reads the Idempotency-Key header; nil when absent.
+// idempotencyKey reads the Idempotency-Key header of a POST /passengers;
+// nil when absent.
 func idempotencyKey(r *http.Request, accountID int64, p storage.Passenger) (*storage.IdempotentRequest, error) {
+	canonical, err := json.Marshal(p)
+	if err != nil {
+		return nil, err
+	}
+	return idempotencyRequest(r, accountID, canonical)
+}
+
+// idempotencyRequest reads the Idempotency-Key header of a create whose
+// canonical request is canonical (it names the route where keys could
+// collide with another create's); nil when absent.
+func idempotencyRequest(r *http.Request, accountID int64, canonical []byte) (*storage.IdempotentRequest, error) {
 	values := r.Header.Values("Idempotency-Key")
 	if len(values) == 0 {
 		return nil, nil
@@ -105,10 +117,6 @@ func idempotencyKey(r *http.Request, accountID int64, p storage.Passenger) (*sto
 	}
 	if !ok {
 		return nil, invalidParam("Idempotency-Key", fmt.Sprintf("must be one header of 1 to %d visible ASCII characters", maxIdempotencyKey))
-	}
-	canonical, err := json.Marshal(p)
-	if err != nil {
-		return nil, err
 	}
 	h := sha256.Sum256(canonical)
 	return &storage.IdempotentRequest{AccountID: accountID, Key: key, RequestHash: h[:]}, nil

@@ -61,7 +61,9 @@ func (a *testAPI) doRaw(method, path, rawQuery, body, token string) response {
 
 // routeBodies are the request bodies of the routes that take one.
 var routeBodies = map[string]string{
-	"POST /passengers": `{"passenger_name":"Query string test"}`,
+	"POST /passengers":     `{"passenger_name":"Query string test"}`,
+	"POST /accounts":       `{"username":"query-test","type":"user"}`,
+	"PATCH /accounts/{id}": `{"email":"query@test.example"}`,
 }
 
 // everyRoute is one call of each route of the client API (tenancy.Routes:
@@ -143,7 +145,11 @@ func TestMalformedQueryStringIsRejected(t *testing.T) {
 			wantInvalidParam(t, a.doRaw(r.method, r.path, "x=%41", r.body, tok), "x")
 		})
 		t.Run(r.path+" empty pairs", func(t *testing.T) {
-			if res := a.doRaw(r.method, r.path, "&&", r.body, tok); res.status >= 300 {
+			// Not a parameter error (what the route answers for its body
+			// and id, a 403 or 404 of the management routes say, is not
+			// about the query) and never a server error.
+			res := a.doRaw(r.method, r.path, "&&", r.body, tok)
+			if res.status >= 500 || res.status == http.StatusBadRequest && res.errorCode(t) == "INVALID_PARAMETER" {
 				t.Fatalf("status %d: %s", res.status, res.raw)
 			}
 		})
@@ -176,7 +182,19 @@ func TestNonCanonicalNumbersAreRejected(t *testing.T) {
 			intParam{r.path, "page", "1", "2147483647", []string{"0", "-1", "2147483648", "9223372036854775808"}},
 			intParam{r.path, "per_page", "1", "500", []string{"0", "-1", "501", "2147483648"}})
 	}
-	for _, l := range listings {
+	// The management lists (DESIGN §9) are listed under the management
+	// scope, not as tenant resources; the comparison with the published
+	// parameters below fails if one is missing here.
+	managementLists := []struct {
+		path    string
+		listing *storage.Descriptor
+	}{{api.BasePath + "/accounts", storage.Accounts.Descriptor}, {api.BasePath + "/audit-events", storage.AuditEvents.Descriptor}}
+	for _, l := range managementLists {
+		params = append(params,
+			intParam{l.path, "page", "1", "2147483647", []string{"0", "-1", "2147483648", "9223372036854775808"}},
+			intParam{l.path, "per_page", "1", "500", []string{"0", "-1", "501", "2147483648"}})
+	}
+	for _, l := range append(append(managementLists[:0:0], listings...), managementLists...) {
 		for _, f := range l.listing.Fields() {
 			switch f.Kind {
 			case storage.KindInt32:

@@ -58,6 +58,10 @@ type Policy interface {
 	Decide(ctx context.Context, in policy.Input) (policy.Decision, error)
 	Permissions(ctx context.Context, in policy.Input) (map[string]any, error)
 	Scope(ctx context.Context, in policy.Input, resource policy.Resource) (policy.Scope, error)
+	// ManagementScope and DecideManagement are the management policy
+	// (DESIGN §9, data.fleet.manage).
+	ManagementScope(ctx context.Context, in policy.Input) (policy.Scope, error)
+	DecideManagement(ctx context.Context, in policy.ManagementInput) (policy.Decision, error)
 }
 
 // Config holds what the server is built from.
@@ -239,4 +243,6 @@ func (s *Server) registerRoutes() {
 	s.registerReports(v2)
 	s.registerEvents(v2)
 	s.registerObjects(v2)
+	s.registerAccounts(v2)
+	s.registerAuditEvents(v2)
 }

@@ -69,6 +69,7 @@ func TestServerSpanStatus(t *testing.T) {
 		{"TOKEN_PERMISSION_DENIED", 403, nil, get("/api/v2/reports", "acme-services-only")},
 		{"PRIVILEGE_REQUIRED", 403, nil, get("/api/v2/events", "acme-night-all")},
 		{"READ_ONLY_ACCOUNT", 403, nil, post("umbrella-all", "application/json", `{"passenger_name":"x"}`)},
+		{"MANAGEMENT_DENIED", 403, nil, call{"POST", "/api/v2/accounts", "acme-night-all", "application/json", `{"username":"span-x","type":"user"}`, nil}},
 		{"NOT_FOUND", 404, nil, get("/api/v2/events/999999999", "acme-all")},
 		{"NOT_FOUND", 404, nil, get("/api/v2/nope", "")},
 		{"METHOD_NOT_ALLOWED", 405, nil, call{method: "DELETE", path: "/api/v2/me"}},

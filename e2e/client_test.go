@@ -215,6 +215,51 @@ func TestGeneratedClient(t *testing.T) {
 		}
 		failure(t, dup.HTTPResponse, dup.JSON409, http.StatusConflict, client.ErrorCodeCONFLICT)
 	})
+	t.Run("management", func(t *testing.T) {
+		fleetco := c.bearer("fleetco-all")
+		me, err := acme.GetMeWithResponse(ctx)
+		if err != nil || me.JSON200 == nil {
+			t.Fatalf("GET /me: %v", err)
+		}
+		acmeID := me.JSON200.Data.Id
+		list, err := fleetco.GetAccountsWithResponse(ctx, &client.GetAccountsParams{Type: ptr(client.GetAccountsParamsTypeUser)})
+		if err != nil || list.JSON200 == nil || len(list.JSON200.Data) == 0 {
+			t.Fatalf("GET /accounts: %v %d %s", err, list.StatusCode(), list.Body)
+		}
+		created, err := acme.CreateAccountWithResponse(ctx, &client.CreateAccountParams{IdempotencyKey: ptr("e2e-account-1")},
+			client.AccountInput{Username: "acme-e2e", Type: client.AccountInputTypeSubaccount, ManagerId: ptr(acmeID)})
+		if err != nil || created.JSON201 == nil || created.JSON201.Data.Username != "acme-e2e" {
+			t.Fatalf("POST /accounts: %v %d %s", err, created.StatusCode(), created.Body)
+		}
+		id := created.JSON201.Data.Id
+		denied, err := acme.CreateAccountWithResponse(ctx, nil, client.AccountInput{Username: "acme-e2e-user", Type: client.AccountInputTypeUser, ManagerId: ptr(acmeID)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		failure(t, denied.HTTPResponse, denied.JSON403, http.StatusForbidden, client.ErrorCodeMANAGEMENTDENIED)
+		one, err := fleetco.GetAccountWithResponse(ctx, id)
+		if err != nil || one.JSON200 == nil || one.JSON200.Data.Id != id {
+			t.Fatalf("GET /accounts/{id}: %v %d %s", err, one.StatusCode(), one.Body)
+		}
+		other, err := c.bearer("northwind-all").GetAccountWithResponse(ctx, id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		failure(t, other.HTTPResponse, other.JSON404, http.StatusNotFound, client.ErrorCodeNOTFOUND)
+		upd, err := acme.UpdateAccountWithResponse(ctx, id, client.AccountPatchInput{Active: ptr(false)})
+		if err != nil || upd.JSON200 == nil || upd.JSON200.Data.Active {
+			t.Fatalf("PATCH /accounts/{id}: %v %d %s", err, upd.StatusCode(), upd.Body)
+		}
+		own, err := acme.UpdateAccountWithResponse(ctx, acmeID, client.AccountPatchInput{ReadOnly: ptr(false)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		failure(t, own.HTTPResponse, own.JSON403, http.StatusForbidden, client.ErrorCodeMANAGEMENTDENIED)
+		events, err := acme.GetAuditEventsWithResponse(ctx, &client.GetAuditEventsParams{TargetAccountId: ptr(id)})
+		if err != nil || events.JSON200 == nil || len(events.JSON200.Data) != 2 || events.JSON200.Data[0].Action != client.AuditEventActionAccountUpdate {
+			t.Fatalf("GET /audit-events: %v %d %s", err, events.StatusCode(), events.Body)
+		}
+	})
 	t.Run("create_passenger_errors", func(t *testing.T) {
 		r, err := acme.CreatePassengerWithResponse(ctx, nil, client.PassengerInput{PassengerName: "  "})
 		if err != nil {

@@ -19,6 +19,11 @@ import (
 // with it.
 var accountsScope = describeAccounts()
 
+// Accounts is the list of managed accounts (GET /accounts, DESIGN §9):
+// the accounts table under the management scope. It is not a tenant
+// resource (Descriptors, Resources).
+var Accounts = Model[Account]{accountsScope}
+
 // describeAccounts derives the accounts descriptor from the Account model
 // and sets its scope whitelist. A model it cannot describe panics while
 // the package initialises, as declare does.
@@ -68,4 +73,52 @@ func (s *Store) ManagedAccounts(ctx context.Context, scope policy.Scope, ids ...
 		return nil, Translate(err)
 	}
 	return out, nil
+}
+
+// scopedByAccounts describes the table of T as a list restricted by the
+// management scope through its account-id column col: a row is visible
+// when col names an account the caller manages. Its resource is the
+// management scope's, so its queries take that Scope; it is not a tenant
+// resource (Descriptors, Resources). A model it cannot describe panics
+// while the package initialises, as declare does.
+func scopedByAccounts[T any](col string) *Descriptor {
+	d, err := describe(pgdialect.New().Tables().Get(reflect.TypeFor[T]()))
+	if err != nil {
+		panic(fmt.Sprintf("storage: describe %s: %v", reflect.TypeFor[T](), err))
+	}
+	if _, ok := d.Field(col); !ok {
+		if f := d.tableField(col); !f {
+			panic(fmt.Sprintf("storage: %s has no column %s", d.table, col))
+		}
+	}
+	d.resource = policy.ManagementResource
+	d.scope = map[string]columnKind{}
+	d.scopedBy = col
+	return d
+}
+
+// tableField reports whether the model of d has the column name.
+func (d *Descriptor) tableField(name string) bool {
+	_, ok := pgdialect.New().Tables().Get(d.model).FieldMap[name]
+	return ok
+}
+
+// scopeOwner is the descriptor whose compiled scope restricts d's rows: d
+// itself, or accountsScope for a table scoped through an account column.
+func (d *Descriptor) scopeOwner() *Descriptor {
+	if d.scopedBy != "" {
+		return accountsScope
+	}
+	return d
+}
+
+// scopedWhere is the WHERE fragment of d's rows for the compiled fragment
+// f of its scope owner: f itself, or for a table scoped through an account
+// column, that column IN the accounts f admits.
+func (d *Descriptor) scopedWhere(f sqlFragment) (string, []any) {
+	if d.scopedBy == "" || f.sql == "TRUE" || f.sql == "FALSE" {
+		return f.sql, f.args
+	}
+	a := accountsScope
+	return d.col(d.scopedBy) + ` IN (SELECT ` + a.col("id") + ` FROM "` + a.table + `" AS "` + a.alias + `" WHERE ` + f.sql + `)`, f.args
 }

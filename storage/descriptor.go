@@ -74,6 +74,10 @@ type Descriptor struct {
 	scope map[string]columnKind
 	// model is the bun model's struct type.
 	model reflect.Type
+	// scopedBy, when set, is the column of an account id through which the
+	// management scope (accountsScope) restricts the table's rows
+	// (scopedByAccounts): the table has no scope of its own.
+	scopedBy string
 }
 
 // Model is the Descriptor of the resource whose bun model is T.

@@ -10,21 +10,23 @@ import (
 )
 
 // Account is a row of accounts: one node of the tenancy tree (DESIGN §2).
+// Its JSON form is the managed account of DESIGN §9 (real booleans,
+// manager_id and account_expire_dt null when unset).
 type Account struct {
 	bun.BaseModel `bun:"table:accounts,alias:a"`
 
-	ID       int64               `bun:"id,pk,autoincrement"`
-	Username string              `bun:"username,notnull"`
-	Email    string              `bun:"email,notnull"`
-	Type     tenancy.AccountType `bun:"type,notnull"`
+	ID       int64               `bun:"id,pk,autoincrement" json:"id"`
+	Username string              `bun:"username,notnull" json:"username" list:"sort,search=1"`
+	Email    string              `bun:"email,notnull" json:"email" list:"search=2"`
+	Type     tenancy.AccountType `bun:"type,notnull" json:"type" list:"sort,filter"`
 	// ManagerID is the managing account (a subaccount's parent user).
-	ManagerID       *int64     `bun:"manager_id"`
-	Active          bool       `bun:"active,notnull"`
-	ReadOnly        bool       `bun:"read_only,notnull"`
-	AccountExpire   bool       `bun:"account_expire,notnull"`
-	AccountExpireDt *Date      `bun:"account_expire_dt,type:date"`
-	Privileges      StringList `bun:"privileges,array,notnull"`
-	CreatedAt       time.Time  `bun:"created_at,nullzero,notnull,default:current_timestamp"`
+	ManagerID       *int64     `bun:"manager_id" json:"manager_id" list:"filter"`
+	Active          bool       `bun:"active,notnull" json:"active" list:"filter"`
+	ReadOnly        bool       `bun:"read_only,notnull" json:"read_only" list:"filter"`
+	AccountExpire   bool       `bun:"account_expire,notnull" json:"account_expire"`
+	AccountExpireDt *Date      `bun:"account_expire_dt,type:date" json:"account_expire_dt"`
+	Privileges      StringList `bun:"privileges,array,notnull" json:"privileges"`
+	CreatedAt       time.Time  `bun:"created_at,nullzero,notnull,default:current_timestamp" json:"created_at" list:"sort"`
 }
 
 var _ bun.BeforeAppendModelHook = (*Account)(nil)

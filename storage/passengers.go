@@ -178,37 +178,50 @@ const statusCreated = 201
 // owns the new row, else the passenger of the first response (same hash)
 // or ErrIdempotencyKeyReused (other hash).
 func claimIdempotencyKey(ctx context.Context, tx bun.Tx, idem IdempotentRequest) (Passenger, bool, error) {
-	row := &IdempotencyKey{AccountID: idem.AccountID, Key: idem.Key, RequestHash: idem.RequestHash, Response: json.RawMessage("{}")}
-	res, err := tx.NewInsert().Model(row).On("CONFLICT DO NOTHING").Exec(ctx)
-	if err != nil {
-		return Passenger{}, false, err
-	}
-	if n, err := res.RowsAffected(); err != nil {
-		return Passenger{}, false, err
-	} else if n == 1 {
-		return Passenger{}, true, nil
-	}
-	existing := new(IdempotencyKey)
-	if err := tx.NewSelect().Model(existing).
-		Where(`"ik"."account_id" = ? AND "ik"."key" = ?`, idem.AccountID, idem.Key).Scan(ctx); err != nil {
-		return Passenger{}, false, err
-	}
-	if !bytes.Equal(existing.RequestHash, idem.RequestHash) {
-		return Passenger{}, false, ErrIdempotencyKeyReused
-	}
-	if existing.Status != statusCreated {
-		return Passenger{}, false, fmt.Errorf("idempotency key %q holds status %d, not a created passenger", idem.Key, existing.Status)
+	raw, claimed, err := claimKey(ctx, tx, idem)
+	if err != nil || claimed {
+		return Passenger{}, claimed, err
 	}
 	var p Passenger
-	if err := json.Unmarshal(existing.Response, &p); err != nil {
+	if err := json.Unmarshal(raw, &p); err != nil {
 		return Passenger{}, false, fmt.Errorf("idempotency key %q: stored response: %w", idem.Key, err)
 	}
 	return p, false, nil
 }
 
-// storeIdempotentResponse records the created passenger as the key's
-// response.
-func storeIdempotentResponse(ctx context.Context, tx bun.Tx, idem IdempotentRequest, created Passenger) error {
+// claimKey inserts the key row, or finds the one that exists (a
+// concurrent insert of the same key waits for the other transaction). It
+// returns claimed true when this transaction owns the new row, else the
+// stored response of the first create (same hash) or
+// ErrIdempotencyKeyReused (other hash).
+func claimKey(ctx context.Context, tx bun.Tx, idem IdempotentRequest) (json.RawMessage, bool, error) {
+	row := &IdempotencyKey{AccountID: idem.AccountID, Key: idem.Key, RequestHash: idem.RequestHash, Response: json.RawMessage("{}")}
+	res, err := tx.NewInsert().Model(row).On("CONFLICT DO NOTHING").Exec(ctx)
+	if err != nil {
+		return nil, false, err
+	}
+	if n, err := res.RowsAffected(); err != nil {
+		return nil, false, err
+	} else if n == 1 {
+		return nil, true, nil
+	}
+	existing := new(IdempotencyKey)
+	if err := tx.NewSelect().Model(existing).
+		Where(`"ik"."account_id" = ? AND "ik"."key" = ?`, idem.AccountID, idem.Key).Scan(ctx); err != nil {
+		return nil, false, err
+	}
+	if !bytes.Equal(existing.RequestHash, idem.RequestHash) {
+		return nil, false, ErrIdempotencyKeyReused
+	}
+	if existing.Status != statusCreated {
+		return nil, false, fmt.Errorf("idempotency key %q holds status %d, not a created row", idem.Key, existing.Status)
+	}
+	return existing.Response, false, nil
+}
+
+// storeIdempotentResponse records the created row (its JSON form) as the
+// key's response.
+func storeIdempotentResponse(ctx context.Context, tx bun.Tx, idem IdempotentRequest, created any) error {
 	body, err := json.Marshal(created)
 	if err != nil {
 		return err

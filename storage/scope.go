@@ -108,21 +108,23 @@ func compiledFor(scope policy.Scope, d *Descriptor) (*compiledScope, error) {
 // there is no query, only policy.ErrScope. model is the bun model of d's
 // table (or one that extends it).
 func (s *Store) scopedSelect(scope policy.Scope, d *Descriptor, model any) (*bun.SelectQuery, error) {
-	c, err := compiledFor(scope, d)
+	c, err := compiledFor(scope, d.scopeOwner())
 	if err != nil {
 		return nil, err
 	}
-	return s.db.NewSelect().Model(model).Where(c.page.sql, c.page.args...), nil
+	where, args := d.scopedWhere(c.page)
+	return s.db.NewSelect().Model(model).Where(where, args...), nil
 }
 
 // scopedCount starts a SELECT for counting the rows of d's table that the
 // caller's row scope admits, with the scope in its counting shape.
 func (s *Store) scopedCount(scope policy.Scope, d *Descriptor, model any) (*bun.SelectQuery, error) {
-	c, err := compiledFor(scope, d)
+	c, err := compiledFor(scope, d.scopeOwner())
 	if err != nil {
 		return nil, err
 	}
-	return s.db.NewSelect().Model(model).Where(c.count.sql, c.count.args...), nil
+	where, args := d.scopedWhere(c.count)
+	return s.db.NewSelect().Model(model).Where(where, args...), nil
 }
 
 // translateScope translates the parts of a row scope of d into a WHERE

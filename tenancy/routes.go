@@ -31,6 +31,11 @@ func Routes() []Route {
 		{"GET", "/events"},
 		{"GET", "/events/{id}"},
 		{"GET", "/objects"},
+		{"GET", "/accounts"},
+		{"POST", "/accounts"},
+		{"GET", "/accounts/{id}"},
+		{"PATCH", "/accounts/{id}"},
+		{"GET", "/audit-events"},
 	}
 }
 

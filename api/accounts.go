@@ -1,0 +1,491 @@
+package api
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"io"
+	"math"
+	"net/http"
+	"regexp"
+	"slices"
+	"time"
+	"unicode/utf8"
+
+	"github.com/getkin/kin-openapi/openapi3"
+	"github.com/go-fuego/fuego"
+
+	"github.com/fleetapi/fleetapi/policy"
+	"github.com/fleetapi/fleetapi/storage"
+	"github.com/fleetapi/fleetapi/tenancy"
+)
+
+// registerAccounts declares GET/POST /accounts and GET/PATCH
+// /accounts/{id} (DESIGN §9).
+func (s *Server) registerAccounts(g *fuego.Server) {
+	fuego.Get(g, "/accounts", s.getAccounts, routeOptions(authErrors(), listParams(storage.Accounts.Descriptor), []fuego.RouteOption{
+		fuego.OptionOperationID("get_accounts"), fuego.OptionTags("Account"),
+		fuego.OptionSummary("Paged list of the accounts the caller manages"),
+		fuego.OptionDescription("The accounts in the caller's management scope: an admin every account; a manager itself, " +
+			"its accounts and their subaccounts; a user itself and its subaccounts; a subaccount itself. " +
+			"Needs the token permission GET /accounts."),
+		paramSchema(openapi3.ParameterInQuery, "type", func(s *openapi3.Schema) { s.WithEnum(anys(accountTypes)...) }),
+		respondsPage(managedAccountSchema(), []storage.Account{exampleManagedAccount()}),
+	})...)
+	fuego.Get(g, "/accounts/{id}", s.getAccount, routeOptions(errorResponses(http.StatusBadRequest, http.StatusUnauthorized,
+		http.StatusForbidden, http.StatusNotFound, http.StatusTooManyRequests, http.StatusInternalServerError, http.StatusServiceUnavailable),
+		[]fuego.RouteOption{
+			fuego.OptionOperationID("get_account"), fuego.OptionTags("Account"),
+			fuego.OptionSummary("One account the caller manages"),
+			fuego.OptionDescription("An account in the caller's management scope; any other id is 404. Needs the token permission GET /accounts/{id}."),
+			respondsOne(managedAccountSchema(), exampleManagedAccount()),
+		}, pathID("id", "Account id.", exampleManagedAccount().ID))...)
+	fuego.Post(g, "/accounts", s.postAccounts, routeOptions(writeErrors(), []fuego.RouteOption{
+		fuego.OptionOperationID("create_account"), fuego.OptionTags("Account"),
+		fuego.OptionSummary("Create an account below the caller"),
+		fuego.OptionDescription("Creation goes strictly downward: an admin creates managers and users (at the top or under a manager), " +
+			"a manager users under itself and subaccounts under its users, a user subaccounts under itself. " +
+			"Anything else is 403 MANAGEMENT_DENIED (not_below_caller); a manager_id outside the caller's scope is 404. " +
+			"Needs the token permission POST /accounts and write access."),
+		fuego.OptionDefaultStatusCode(http.StatusCreated),
+		fuego.OptionHeader("Idempotency-Key", "Makes a retried create return the first response; the same key with another body is 409 IDEMPOTENCY_KEY_REUSED."),
+		paramSchema(openapi3.ParameterInHeader, "Idempotency-Key", func(s *openapi3.Schema) {
+			s.WithMinLength(1).WithMaxLength(maxIdempotencyKey).WithPattern(`^[!-~]+$`)
+		}),
+		takesBody(accountInputSchema(), exampleAccountInput()),
+		respondsOne(managedAccountSchema(), exampleManagedAccount()),
+	})...)
+	fuego.Patch(g, "/accounts/{id}", s.patchAccount, routeOptions(errorResponses(http.StatusBadRequest, http.StatusUnauthorized,
+		http.StatusForbidden, http.StatusNotFound, http.StatusRequestEntityTooLarge, http.StatusUnsupportedMediaType,
+		http.StatusTooManyRequests, http.StatusInternalServerError, http.StatusServiceUnavailable), []fuego.RouteOption{
+		fuego.OptionOperationID("update_account"), fuego.OptionTags("Account"),
+		fuego.OptionSummary("Change an account the caller manages"),
+		fuego.OptionDescription("Changes email, active, read_only, account_expire, account_expire_dt and (subaccounts only) privileges. " +
+			"Any other field is 400 INVALID_BODY. Nobody changes its own limits (403 MANAGEMENT_DENIED own_account), and privileges " +
+			"come only from those the caller holds. Needs the token permission PATCH /accounts/{id} and write access."),
+		takesBody(accountPatchSchema(), exampleAccountPatch()),
+		respondsOne(managedAccountSchema(), exampleManagedAccount()),
+	}, pathID("id", "Account id.", exampleManagedAccount().ID))...)
+}
+
+// writeErrors are the error statuses of a management create.
+func writeErrors() []fuego.RouteOption {
+	return errorResponses(http.StatusBadRequest, http.StatusUnauthorized, http.StatusForbidden, http.StatusNotFound,
+		http.StatusConflict, http.StatusRequestEntityTooLarge, http.StatusUnsupportedMediaType, http.StatusTooManyRequests,
+		http.StatusInternalServerError, http.StatusServiceUnavailable)
+}
+
+// accountTypes are the values of an account's type.
+var accountTypes = []string{string(tenancy.Admin), string(tenancy.Manager), string(tenancy.User), string(tenancy.Subaccount)}
+
+// privilegeNames are the privileges a subaccount may hold (DESIGN §2).
+var privilegeNames = []string{"event_notifications", "reports"}
+
+// usernamePattern is what POST /accounts accepts as a username.
+var usernamePattern = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._@-]{0,99}$`)
+
+// getAccounts answers GET /accounts: a page of the accounts in the
+// caller's management scope.
+func (s *Server) getAccounts(c fuego.ContextNoBody) (*Envelope[[]storage.Account], error) {
+	ctx := c.Context()
+	req, err := parseListRequest(c.Request().URL.RawQuery, storage.Accounts.Descriptor)
+	if err != nil {
+		return nil, err
+	}
+	for _, f := range req.Filters {
+		if v, ok := f.Value.(string); ok && f.Field.Name == "type" && !slices.Contains(accountTypes, v) {
+			return nil, invalidParam("type", "must be one of admin, manager, user, subaccount")
+		}
+	}
+	m, err := s.managerFrom(ctx)
+	if err != nil {
+		return nil, err
+	}
+	page, err := storage.List(ctx, s.cfg.Store, m.scope, storage.Accounts, req)
+	if err != nil {
+		return nil, err
+	}
+	return &Envelope[[]storage.Account]{Data: page.Items, Meta: Meta{Paging: paging(req, page.Total)}}, nil
+}
+
+// getAccount answers GET /accounts/{id}.
+func (s *Server) getAccount(c fuego.ContextNoBody) (*Envelope[storage.Account], error) {
+	id, perr := parseInt("id", c.PathParam("id"), 1, math.MaxInt64)
+	if perr != nil {
+		return nil, perr
+	}
+	if err := noParams(c.Request().URL.RawQuery); err != nil {
+		return nil, err
+	}
+	ctx := c.Context()
+	m, err := s.managerFrom(ctx)
+	if err != nil {
+		return nil, err
+	}
+	a, _, err := s.target(ctx, m, id)
+	if err != nil {
+		return nil, err
+	}
+	return &Envelope[storage.Account]{Data: a}, nil
+}
+
+// AccountInput is the body of POST /accounts (DESIGN §9).
+type AccountInput struct {
+	Username        *string  `json:"username,omitempty"`
+	Email           *string  `json:"email,omitempty"`
+	Type            *string  `json:"type,omitempty"`
+	ManagerID       *int64   `json:"manager_id,omitempty"`
+	Active          *bool    `json:"active,omitempty"`
+	ReadOnly        *bool    `json:"read_only,omitempty"`
+	AccountExpire   *bool    `json:"account_expire,omitempty"`
+	AccountExpireDt *string  `json:"account_expire_dt,omitempty"`
+	Privileges      []string `json:"privileges,omitempty"`
+}
+
+// validation collects VALIDATION_FAILED reasons per field.
+type validation map[string]any
+
+func (v validation) err(what string) error {
+	if len(v) == 0 {
+		return nil
+	}
+	return newError(CodeValidationFailed, what+" is not valid", map[string]any{"fields": map[string]any(v)})
+}
+
+func (v validation) email(p *string) {
+	if p != nil && *p != "" && (!storage.ValidEmail(*p) || utf8.RuneCountInString(*p) > 254) {
+		v["email"] = "not a valid e-mail address"
+	}
+}
+
+func (v validation) date(p *string) *storage.Date {
+	if p == nil {
+		return nil
+	}
+	d, err := storage.ParseDate(*p)
+	if err != nil {
+		v["account_expire_dt"] = "must be a date YYYY-MM-DD from 0001-01-01 to 9999-12-31, or null"
+		return nil
+	}
+	return &d
+}
+
+func (v validation) privileges(ps []string) storage.StringList {
+	seen := map[string]bool{}
+	for _, p := range ps {
+		if !slices.Contains(privilegeNames, p) || seen[p] {
+			v["privileges"] = "each one of event_notifications, reports, at most once"
+		}
+		seen[p] = true
+	}
+	out := storage.StringList(slices.Clone(ps))
+	if out == nil {
+		out = storage.StringList{}
+	}
+	slices.Sort(out)
+	return out
+}
+
+// accountFrom validates a POST /accounts body and builds the account.
+func accountFrom(in AccountInput, faults textFaults) (storage.Account, error) {
+	v := validation{}
+	a := storage.Account{Active: true}
+	if in.Username == nil || !usernamePattern.MatchString(*in.Username) {
+		v["username"] = "required: 1 to 100 letters, digits, '.', '_', '@' or '-', starting with a letter or digit"
+	} else {
+		a.Username = *in.Username
+	}
+	v.email(in.Email)
+	a.Email = str(in.Email)
+	if in.Type == nil || !slices.Contains(accountTypes, *in.Type) {
+		v["type"] = "required: one of admin, manager, user, subaccount"
+	} else {
+		a.Type = tenancy.AccountType(*in.Type)
+	}
+	if in.ManagerID != nil && *in.ManagerID < 1 {
+		v["manager_id"] = "an account id (1 or more), or null"
+	}
+	a.ManagerID = in.ManagerID
+	if in.Active != nil {
+		a.Active = *in.Active
+	}
+	a.ReadOnly = in.ReadOnly != nil && *in.ReadOnly
+	a.AccountExpire = in.AccountExpire != nil && *in.AccountExpire
+	a.AccountExpireDt = v.date(in.AccountExpireDt)
+	a.Privileges = v.privileges(in.Privileges)
+	if len(in.Privileges) > 0 && a.Type != tenancy.Subaccount {
+		v["privileges"] = "only a subaccount has privileges"
+	}
+	for f, reason := range faults {
+		v[f] = reason
+	}
+	return a, v.err("the account")
+}
+
+// accountChange is the management decision's change of an account.create.
+func accountChange(a storage.Account) map[string]any {
+	var manager int64
+	if a.ManagerID != nil {
+		manager = *a.ManagerID
+	}
+	var dt any
+	if a.AccountExpireDt != nil {
+		dt = a.AccountExpireDt.String()
+	}
+	return map[string]any{"username": a.Username, "email": a.Email, "type": string(a.Type), "manager_id": manager,
+		"active": a.Active, "read_only": a.ReadOnly, "account_expire": a.AccountExpire, "account_expire_dt": dt,
+		"privileges": anys([]string(a.Privileges))}
+}
+
+// postAccounts answers POST /accounts: 201 with the created account.
+func (s *Server) postAccounts(c fuego.ContextWithBody[AccountInput]) (*Envelope[storage.Account], error) {
+	r := c.Request()
+	if err := noParams(r.URL.RawQuery); err != nil {
+		return nil, err
+	}
+	in, faults, err := decodeBody[AccountInput](r.Body)
+	if err != nil {
+		return nil, err
+	}
+	a, err := accountFrom(in, faults)
+	if err != nil {
+		return nil, err
+	}
+	ctx := c.Context()
+	m, err := s.managerFrom(ctx)
+	if err != nil {
+		return nil, err
+	}
+	canonical, err := json.Marshal(a)
+	if err != nil {
+		return nil, err
+	}
+	idem, err := idempotencyRequest(r, m.principal.Account.ID, append([]byte("POST /accounts\n"), canonical...))
+	if err != nil {
+		return nil, err
+	}
+	var target *policy.TargetInput
+	if a.ManagerID != nil {
+		if _, target, err = s.target(ctx, m, *a.ManagerID); err != nil {
+			return nil, err
+		}
+	}
+	if err := s.decideManagement(ctx, m, policy.ActionAccountCreate, target, accountChange(a)); err != nil {
+		return nil, err
+	}
+	created, replayed, err := s.cfg.Store.CreateAccount(ctx, m.scope, actor(ctx, m), a, idem)
+	if err != nil {
+		return nil, writeError(err, "an account with this username already exists", "username")
+	}
+	if replayed {
+		c.SetHeader("Idempotent-Replayed", "true")
+	}
+	return &Envelope[storage.Account]{Data: created}, nil
+}
+
+// writeError maps the storage errors of a management write.
+func writeError(err error, conflict, field string) error {
+	switch {
+	case errors.Is(err, storage.ErrIdempotencyKeyReused):
+		return newError(CodeIdempotencyKeyReused, "the Idempotency-Key was used with another request body", nil)
+	case errors.Is(err, storage.ErrConflict):
+		return newError(CodeConflict, conflict, map[string]any{"field": field})
+	case errors.Is(err, storage.ErrNotFound):
+		return newError(CodeNotFound, "not found", nil)
+	case errors.Is(err, storage.ErrInvalid):
+		return newError(CodeValidationFailed, "the request is not valid", invalidFields(err))
+	}
+	return err
+}
+
+// AccountPatchInput is the body of PATCH /accounts/{id} (DESIGN §9).
+type AccountPatchInput struct {
+	Email           *string  `json:"email,omitempty"`
+	Active          *bool    `json:"active,omitempty"`
+	ReadOnly        *bool    `json:"read_only,omitempty"`
+	AccountExpire   *bool    `json:"account_expire,omitempty"`
+	AccountExpireDt *string  `json:"account_expire_dt,omitempty"`
+	Privileges      []string `json:"privileges,omitempty"`
+}
+
+// patchFrom validates a PATCH body whose present keys are present and
+// returns the patch and the decision's change (exactly the fields of the
+// body).
+func patchFrom(in AccountPatchInput, present map[string]json.RawMessage, faults textFaults, target storage.Account) (storage.AccountPatch, map[string]any, error) {
+	v := validation{}
+	p := storage.AccountPatch{Email: in.Email, Active: in.Active, ReadOnly: in.ReadOnly, AccountExpire: in.AccountExpire}
+	change := map[string]any{}
+	if len(present) == 0 {
+		v["body"] = "name at least one field to change"
+	}
+	for key, raw := range present {
+		isNull := bytes.Equal(bytes.TrimSpace(raw), []byte("null"))
+		switch key {
+		case "email":
+			if isNull {
+				v[key] = "a string (empty for none)"
+				continue
+			}
+			v.email(in.Email)
+			change[key] = *in.Email
+		case "active", "read_only", "account_expire":
+			b := map[string]*bool{"active": in.Active, "read_only": in.ReadOnly, "account_expire": in.AccountExpire}[key]
+			if b == nil {
+				v[key] = "must be true or false"
+				continue
+			}
+			change[key] = *b
+		case "account_expire_dt":
+			p.SetExpireDt = true
+			p.AccountExpireDt = v.date(in.AccountExpireDt)
+			change[key] = nil
+			if p.AccountExpireDt != nil {
+				change[key] = p.AccountExpireDt.String()
+			}
+		case "privileges":
+			if isNull {
+				v[key] = "a list (empty for none)"
+				continue
+			}
+			if target.Type != tenancy.Subaccount {
+				v[key] = "only a subaccount has privileges"
+				continue
+			}
+			list := v.privileges(in.Privileges)
+			p.Privileges = &list
+			change[key] = anys([]string(list))
+		}
+	}
+	for f, reason := range faults {
+		v[f] = reason
+	}
+	return p, change, v.err("the change")
+}
+
+// patchAccount answers PATCH /accounts/{id}: 200 with the account.
+func (s *Server) patchAccount(c fuego.ContextWithBody[AccountPatchInput]) (*Envelope[storage.Account], error) {
+	r := c.Request()
+	id, perr := parseInt("id", c.PathParam("id"), 1, math.MaxInt64)
+	if perr != nil {
+		return nil, perr
+	}
+	if err := noParams(r.URL.RawQuery); err != nil {
+		return nil, err
+	}
+	body, err := readBody(r)
+	if err != nil {
+		return nil, err
+	}
+	in, faults, err := decodeBody[AccountPatchInput](bytes.NewReader(body))
+	if err != nil {
+		return nil, err
+	}
+	var present map[string]json.RawMessage
+	if err := json.Unmarshal(body, &present); err != nil {
+		return nil, invalidBody("not valid JSON", nil)
+	}
+	ctx := c.Context()
+	m, err := s.managerFrom(ctx)
+	if err != nil {
+		return nil, err
+	}
+	a, target, err := s.target(ctx, m, id)
+	if err != nil {
+		return nil, err
+	}
+	patch, change, err := patchFrom(in, present, faults, a)
+	if err != nil {
+		return nil, err
+	}
+	if err := s.decideManagement(ctx, m, policy.ActionAccountUpdate, target, change); err != nil {
+		return nil, err
+	}
+	updated, err := s.cfg.Store.UpdateAccount(ctx, m.scope, actor(ctx, m), id, patch)
+	if err != nil {
+		return nil, writeError(err, "the change conflicts with an existing account", "email")
+	}
+	return &Envelope[storage.Account]{Data: updated}, nil
+}
+
+// managedAccountSchema is the ManagedAccount component.
+func managedAccountSchema() wireType {
+	return wireType{name: "ManagedAccount", value: storage.Account{}, description: "An account as the management API shows it (DESIGN §9): real booleans, unlike GET /me.",
+		fields: map[string][]fieldOpt{
+			"id":                {desc("Id of the account."), minimum(1)},
+			"username":          {desc("Unique login name.")},
+			"email":             {desc("E-mail address, or empty.")},
+			"type":              {enum(accountTypes...), desc("Place in the tree: admin, manager, user or subaccount.")},
+			"manager_id":        {minimum(1), nullable(), desc("The account it is managed by (a subaccount's parent user); null at the top.")},
+			"active":            {desc("Whether the account may use the API.")},
+			"read_only":         {desc("Whether the account is read-only.")},
+			"account_expire":    {desc("Whether account_expire_dt applies.")},
+			"account_expire_dt": {typed(openapi3.TypeString), format("date"), nullable(), desc("Expiry day (YYYY-MM-DD), or null.")},
+			"privileges":        {itemEnum(privilegeNames...), desc("A subaccount's privileges; empty for other accounts, which hold every privilege.")},
+			"created_at":        {desc("When the account was created.")},
+		}}
+}
+
+// accountInputSchema is the AccountInput component, the body of POST
+// /accounts.
+func accountInputSchema() wireType {
+	return wireType{name: "AccountInput", value: AccountInput{}, required: []string{"username", "type"},
+		description: "An account to create (DESIGN §9). Absent and null fields take their defaults (active, not read-only, not expiring, " +
+			"no privileges). Field names are exact; unknown and repeated keys are rejected.",
+		fields: map[string][]fieldOpt{
+			"username":          {typed(openapi3.TypeString), minLen(1), maxLen(100), pattern(usernamePattern.String()), desc("Required; unique.")},
+			"email":             {desc("A valid e-mail address, or empty.")},
+			"type":              {typed(openapi3.TypeString), enum(accountTypes...), desc("Required. Nobody creates an admin through the API.")},
+			"manager_id":        {minimum(1), desc("The account it is created under: null or a manager for an admin's manager or user, the manager for its users, the parent user for a subaccount.")},
+			"active":            {desc("Defaults to true.")},
+			"read_only":         {desc("Defaults to false.")},
+			"account_expire":    {desc("Defaults to false.")},
+			"account_expire_dt": {typed(openapi3.TypeString), format("date"), nullable(), desc("Expiry day YYYY-MM-DD, or null.")},
+			"privileges":        {itemEnum(privilegeNames...), desc("Subaccounts only (400 otherwise); each held by the caller.")},
+		}}
+}
+
+// accountPatchSchema is the AccountPatchInput component, the body of PATCH
+// /accounts/{id}.
+func accountPatchSchema() wireType {
+	return wireType{name: "AccountPatchInput", value: AccountPatchInput{}, required: []string{},
+		description: "The fields to change (DESIGN §9); at least one. Any other field, type, manager_id and username included, is 400 INVALID_BODY.",
+		fields: map[string][]fieldOpt{
+			"email":             {typed(openapi3.TypeString), desc("A valid e-mail address, or empty.")},
+			"active":            {typed(openapi3.TypeBoolean), desc("Whether the account may use the API; not on one's own account.")},
+			"read_only":         {typed(openapi3.TypeBoolean), desc("Read-only; not on one's own account.")},
+			"account_expire":    {typed(openapi3.TypeBoolean), desc("Whether account_expire_dt applies; not on one's own account.")},
+			"account_expire_dt": {typed(openapi3.TypeString), format("date"), nullable(), desc("Expiry day YYYY-MM-DD, or null to clear it; not on one's own account.")},
+			"privileges":        {typed(openapi3.TypeArray), itemEnum(privilegeNames...), desc("A subaccount's privileges, replaced; each held by the caller; not on one's own account.")},
+		}}
+}
+
+func exampleManagedAccount() storage.Account {
+	d := storage.NewDate(time.Date(2027, 3, 31, 0, 0, 0, 0, time.UTC))
+	return storage.Account{ID: 14, Username: "acme-ci", Email: "ci@acme.example", Type: tenancy.Subaccount, ManagerID: ptr(int64(4)),
+		Active: true, AccountExpire: true, AccountExpireDt: &d, Privileges: storage.StringList{"reports"},
+		CreatedAt: time.Date(2026, 1, 15, 9, 30, 0, 0, time.UTC)}
+}
+
+func exampleAccountInput() AccountInput {
+	return AccountInput{Username: ptr("acme-ci"), Email: ptr("ci@acme.example"), Type: ptr("subaccount"), ManagerID: ptr(int64(4)),
+		AccountExpire: ptr(true), AccountExpireDt: ptr("2027-03-31"), Privileges: []string{"reports"}}
+}
+
+func exampleAccountPatch() AccountPatchInput {
+	return AccountPatchInput{Email: ptr("night@acme.example"), Active: ptr(false)}
+}
+
+// readBody reads a request body whole, for a handler that looks at it
+// twice (which keys a PATCH names). Over the size limit it returns the
+// *http.MaxBytesError (413).
+func readBody(r *http.Request) ([]byte, error) {
+	b, err := io.ReadAll(r.Body)
+	if err != nil {
+		var tooLarge *http.MaxBytesError
+		if errors.As(err, &tooLarge) {
+			return nil, err
+		}
+		return nil, invalidBody("the body could not be read completely", nil)
+	}
+	return b, nil
+}

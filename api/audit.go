@@ -1,0 +1,87 @@
+package api
+
+import (
+	"slices"
+	"time"
+
+	"github.com/getkin/kin-openapi/openapi3"
+	"github.com/go-fuego/fuego"
+
+	"github.com/fleetapi/fleetapi/policy"
+	"github.com/fleetapi/fleetapi/storage"
+)
+
+// registerAuditEvents declares GET /audit-events (DESIGN §9).
+func (s *Server) registerAuditEvents(g *fuego.Server) {
+	q := openapi3.ParameterInQuery
+	fuego.Get(g, "/audit-events", s.getAuditEvents, routeOptions(authErrors(), listParams(storage.AuditEvents.Descriptor), []fuego.RouteOption{
+		fuego.OptionOperationID("get_audit_events"), fuego.OptionTags("Account"),
+		fuego.OptionSummary("Paged audit trail of management changes"),
+		fuego.OptionDescription("The management writes whose target account is in the caller's management scope, newest first by default " +
+			"(sort at, order desc). Never holds a secret or a hash. Needs the token permission GET /audit-events."),
+		paramSchema(q, paramSort, func(s *openapi3.Schema) { s.Default = "at" }),
+		paramSchema(q, paramOrder, func(s *openapi3.Schema) { s.Default = "desc" }),
+		paramSchema(q, "action", func(s *openapi3.Schema) { s.WithEnum(anys(auditActions)...) }),
+		respondsPage(auditEventSchema(), []storage.AuditEvent{exampleAuditEvent()}),
+	})...)
+}
+
+// auditActions are the actions of the audit trail.
+var auditActions = []string{policy.ActionAccountCreate, policy.ActionAccountUpdate, policy.ActionGrantsReplace,
+	policy.ActionObjectCreate, policy.ActionTokenCreate, policy.ActionTokenRevoke}
+
+// getAuditEvents answers GET /audit-events.
+func (s *Server) getAuditEvents(c fuego.ContextNoBody) (*Envelope[[]storage.AuditEvent], error) {
+	ctx := c.Context()
+	raw := c.Request().URL.RawQuery
+	d := storage.AuditEvents.Descriptor
+	req, err := parseListRequest(raw, d)
+	if err != nil {
+		return nil, err
+	}
+	q, _ := parseQuery(raw) // parsed without error just above
+	if _, ok := q[paramSort]; !ok {
+		req.Sort, _ = d.Field("at")
+		if _, ok := q[paramOrder]; !ok {
+			req.Desc = true
+		}
+	}
+	for _, f := range req.Filters {
+		if v, ok := f.Value.(string); ok && f.Field.Name == "action" && !slices.Contains(auditActions, v) {
+			return nil, invalidParam("action", "must be one of the audit actions")
+		}
+	}
+	m, err := s.managerFrom(ctx)
+	if err != nil {
+		return nil, err
+	}
+	page, err := storage.List(ctx, s.cfg.Store, m.scope, storage.AuditEvents, req)
+	if err != nil {
+		return nil, err
+	}
+	return &Envelope[[]storage.AuditEvent]{Data: page.Items, Meta: Meta{Paging: paging(req, page.Total)}}, nil
+}
+
+// auditEventSchema is the AuditEvent component.
+func auditEventSchema() wireType {
+	return wireType{name: "AuditEvent", value: storage.AuditEvent{}, description: "One management write (DESIGN §9).",
+		fields: map[string][]fieldOpt{
+			"id":                {desc("Id of the event."), minimum(1)},
+			"at":                {desc("When the write's transaction ran.")},
+			"actor_account_id":  {minimum(1), desc("The account that made the write.")},
+			"actor_token_id":    {minimum(1), desc("The token it used.")},
+			"action":            {enum(auditActions...), desc("What was done.")},
+			"target_account_id": {minimum(1), desc("The account changed, or the owner of the token or object.")},
+			"target_id":         {minimum(1), desc("The account, token or object acted on.")},
+			"changes":           {freeObject(), desc(`Exactly the fields that changed: {"field": {"before": x, "after": y}}, before null on a create. Never a secret or a hash.`)},
+			"request_id":        {desc("The request's X-Request-Id.")},
+			"trace_id":          {desc("The request's trace id, or empty.")},
+		}}
+}
+
+func exampleAuditEvent() storage.AuditEvent {
+	return storage.AuditEvent{ID: 3, At: time.Date(2026, 1, 15, 9, 30, 0, 0, time.UTC), ActorAccountID: 4, ActorTokenID: 3,
+		Action: policy.ActionAccountUpdate, TargetAccountID: 14, TargetID: 14,
+		Changes:   storage.Changes{"active": {Before: true, After: false}},
+		RequestID: "0f8b4c2e9d7a4b1c", TraceID: "4bf92f3577b34da6a3ce929d0e0e4736"}
+}

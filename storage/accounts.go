@@ -1,0 +1,179 @@
+package storage
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/uptrace/bun"
+
+	"github.com/fleetapi/fleetapi/policy"
+	"github.com/fleetapi/fleetapi/tenancy"
+)
+
+// managedRow is an account with the accounts above it, nearest first.
+type managedRow struct {
+	Account   `bun:",extend"`
+	Ancestors ancestorList `bun:"ancestors,scanonly"`
+}
+
+// managedAncestors is ancestorsColumn over the accounts table's own alias.
+var managedAncestors = strings.ReplaceAll(ancestorsColumn, `"account".`, `"`+accountsScope.alias+`".`)
+
+// ManagedAccount returns the account id of the management scope with the
+// accounts above it, nearest first (the target of a management decision,
+// policy.NewTargetInput). An account outside the scope is ErrNotFound,
+// exactly like one that does not exist.
+func (s *Store) ManagedAccount(ctx context.Context, scope policy.Scope, id int64) (Account, []tenancy.Account, error) {
+	row := new(managedRow)
+	q, err := s.scopedSelect(scope, accountsScope, row)
+	if err != nil {
+		return Account{}, nil, err
+	}
+	err = q.ColumnExpr(`"`+accountsScope.alias+`".*`).ColumnExpr(managedAncestors).
+		Where(accountsScope.col("id")+" = ?", id).Scan(ctx)
+	if err != nil {
+		return Account{}, nil, translateOwn(err)
+	}
+	var up []tenancy.Account
+	for _, a := range row.Ancestors {
+		up = append(up, a.Tenancy())
+	}
+	return row.Account, up, nil
+}
+
+// accountAudit is the audited form of an account's fields: what
+// account.create and account.update record.
+func accountAudit(a Account) map[string]any {
+	var manager, dt any
+	if a.ManagerID != nil {
+		manager = *a.ManagerID
+	}
+	if a.AccountExpireDt != nil {
+		dt = a.AccountExpireDt.String()
+	}
+	return map[string]any{
+		"username": a.Username, "email": a.Email, "type": string(a.Type), "manager_id": manager,
+		"active": a.Active, "read_only": a.ReadOnly, "account_expire": a.AccountExpire,
+		"account_expire_dt": dt, "privileges": []string(a.Privileges.orEmpty()),
+	}
+}
+
+// CreateAccount stores a new account a (account.create, DESIGN §9) in one
+// transaction with its audit row: its manager, when it has one, must be in
+// scope, the caller's management scope (ErrNotFound otherwise). The policy
+// has already allowed the creation. With idem, a retry with the same
+// request returns the first response (replayed) and writes nothing; with
+// another request it is ErrIdempotencyKeyReused. A duplicate username is
+// ErrConflict.
+func (s *Store) CreateAccount(ctx context.Context, scope policy.Scope, actor Actor, a Account, idem *IdempotentRequest) (created Account, replayed bool, err error) {
+	if _, err := compiledFor(scope, accountsScope); err != nil {
+		return Account{}, false, err
+	}
+	a.ID, a.CreatedAt = 0, time.Time{}
+	w := ManagementWrite{Actor: actor, Change: func(ctx context.Context, tx *Store) (AuditEvent, error) {
+		if _, err := tx.db.NewInsert().Model(&a).Returning("*").Exec(ctx); err != nil {
+			return AuditEvent{}, err
+		}
+		changes, err := Diff(nil, accountAudit(a))
+		if err != nil {
+			return AuditEvent{}, err
+		}
+		return AuditEvent{Action: policy.ActionAccountCreate, TargetAccountID: a.ID, TargetID: a.ID, Changes: changes}, nil
+	}}
+	if a.ManagerID != nil {
+		w.Accounts = []int64{*a.ManagerID}
+	}
+	err = s.db.RunInTx(ctx, nil, func(ctx context.Context, tx bun.Tx) error {
+		if idem != nil {
+			raw, claimed, err := claimKey(ctx, tx, *idem)
+			if err != nil {
+				return err
+			}
+			if !claimed {
+				replayed = true
+				if err := json.Unmarshal(raw, &created); err != nil {
+					return fmt.Errorf("idempotency key %q: stored response: %w", idem.Key, err)
+				}
+				return nil
+			}
+		}
+		if _, err := manage(ctx, tx, scope, w); err != nil {
+			return err
+		}
+		created = a
+		if idem == nil {
+			return nil
+		}
+		return storeIdempotentResponse(ctx, tx, *idem, created)
+	})
+	if err != nil {
+		return Account{}, false, Translate(err)
+	}
+	return created, replayed, nil
+}
+
+// AccountPatch is an account.update: the fields to set (nil: unchanged).
+type AccountPatch struct {
+	Email         *string
+	Active        *bool
+	ReadOnly      *bool
+	AccountExpire *bool
+	// SetExpireDt says that AccountExpireDt is asked for (nil clears it).
+	SetExpireDt     bool
+	AccountExpireDt *Date
+	Privileges      *StringList
+}
+
+// UpdateAccount applies patch to the account id (account.update, DESIGN
+// §9) in one transaction with its audit row, which records exactly the
+// fields whose value changed. The account must be in scope (ErrNotFound
+// otherwise); the policy has already allowed the change.
+func (s *Store) UpdateAccount(ctx context.Context, scope policy.Scope, actor Actor, id int64, patch AccountPatch) (Account, error) {
+	var updated Account
+	_, err := s.ManageInTx(ctx, scope, ManagementWrite{Accounts: []int64{id}, Actor: actor,
+		Change: func(ctx context.Context, tx *Store) (AuditEvent, error) {
+			a := Account{}
+			if err := tx.db.NewSelect().Model(&a).Where(accountsScope.col("id")+" = ?", id).Scan(ctx); err != nil {
+				return AuditEvent{}, err
+			}
+			before := accountAudit(a)
+			if patch.Email != nil {
+				a.Email = *patch.Email
+			}
+			if patch.Active != nil {
+				a.Active = *patch.Active
+			}
+			if patch.ReadOnly != nil {
+				a.ReadOnly = *patch.ReadOnly
+			}
+			if patch.AccountExpire != nil {
+				a.AccountExpire = *patch.AccountExpire
+			}
+			if patch.SetExpireDt {
+				a.AccountExpireDt = patch.AccountExpireDt
+			}
+			if patch.Privileges != nil {
+				a.Privileges = *patch.Privileges
+			}
+			changes, err := Diff(before, accountAudit(a))
+			if err != nil {
+				return AuditEvent{}, err
+			}
+			if len(changes) > 0 {
+				if _, err := tx.db.NewUpdate().Model(&a).
+					Column("email", "active", "read_only", "account_expire", "account_expire_dt", "privileges").
+					WherePK().Exec(ctx); err != nil {
+					return AuditEvent{}, err
+				}
+			}
+			updated = a
+			return AuditEvent{Action: policy.ActionAccountUpdate, TargetAccountID: id, TargetID: id, Changes: changes}, nil
+		}})
+	if err != nil {
+		return Account{}, err
+	}
+	return updated, nil
+}

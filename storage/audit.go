@@ -1,0 +1,312 @@
+package storage
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"reflect"
+	"regexp"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/uptrace/bun"
+	"github.com/uptrace/bun/dialect/pgdialect"
+
+	"github.com/fleetapi/fleetapi/policy"
+	"github.com/fleetapi/fleetapi/tenancy"
+)
+
+// AuditEvents is the audit trail of management writes (GET /audit-events,
+// DESIGN §9). It is listed through the management scope: a row is visible
+// when its target_account_id is an account the caller manages. It is not a
+// tenant resource (Descriptors, Resources): no data.fleet.scope rule.
+var AuditEvents = Model[AuditEvent]{scopedByAccounts[AuditEvent]("target_account_id")}
+
+// AuditEvent is a row of audit_events: one management write.
+type AuditEvent struct {
+	bun.BaseModel `bun:"table:audit_events,alias:ae"`
+
+	ID             int64     `bun:"id,pk,autoincrement" json:"id"`
+	At             time.Time `bun:"at,nullzero,notnull,default:current_timestamp" json:"at" list:"sort"`
+	ActorAccountID int64     `bun:"actor_account_id,notnull" json:"actor_account_id" list:"filter"`
+	ActorTokenID   int64     `bun:"actor_token_id,notnull" json:"actor_token_id"`
+	// Action is one of the policy.Action constants.
+	Action          string `bun:"action,notnull" json:"action" list:"filter"`
+	TargetAccountID int64  `bun:"target_account_id,notnull" json:"target_account_id" list:"filter"`
+	TargetID        int64  `bun:"target_id,notnull" json:"target_id"`
+	// Changes holds exactly the fields that changed.
+	Changes   Changes `bun:"changes,type:jsonb,notnull" json:"changes"`
+	RequestID string  `bun:"request_id,notnull" json:"request_id"`
+	TraceID   string  `bun:"trace_id,notnull" json:"trace_id"`
+}
+
+// Change is the before and after value of one field (before nil on a
+// create).
+type Change struct {
+	Before any `json:"before"`
+	After  any `json:"after"`
+}
+
+// Changes maps a field name to its change: {"field": {"before": x,
+// "after": y}}. It encodes as {} when empty, never null.
+type Changes map[string]Change
+
+// MarshalJSON encodes the changes, nil as {}.
+func (c Changes) MarshalJSON() ([]byte, error) {
+	if c == nil {
+		return []byte("{}"), nil
+	}
+	return json.Marshal(map[string]Change(c))
+}
+
+// Diff returns the changes from before to after: the fields whose values
+// differ (compared as their JSON encodings), with before nil for a field
+// absent from before (a create passes a nil before).
+func Diff(before, after map[string]any) (Changes, error) {
+	out := Changes{}
+	for field, a := range after {
+		b, had := before[field]
+		if had {
+			same, err := sameJSON(b, a)
+			if err != nil {
+				return nil, fmt.Errorf("audit: field %s: %w", field, err)
+			}
+			if same {
+				continue
+			}
+		}
+		out[field] = Change{Before: b, After: a}
+	}
+	return out, nil
+}
+
+// sameJSON reports whether a and b have the same JSON encoding.
+func sameJSON(a, b any) (bool, error) {
+	ja, err := json.Marshal(a)
+	if err != nil {
+		return false, err
+	}
+	jb, err := json.Marshal(b)
+	if err != nil {
+		return false, err
+	}
+	return bytes.Equal(ja, jb), nil
+}
+
+// ErrSecretInAudit is returned for an audit event whose changes name or
+// hold something that looks like a secret or a hash: the audit trail never
+// stores one (DESIGN §9).
+var ErrSecretInAudit = errors.New("audit: a secret or hash in the changes")
+
+// secretField matches the names of fields that hold secrets or hashes.
+var secretField = regexp.MustCompile(`(?i)secret|hash|password|passwd|credential|private|api_?key`)
+
+// hexDigest matches the hex forms of the common digests (MD5, SHA-1,
+// SHA-256, SHA-512); base64Digest the base64 form of a 32- or 64-byte
+// digest; cryptHash the modular crypt format (bcrypt, argon2, ...).
+var (
+	hexDigest    = regexp.MustCompile(`(?i)^(?:\\x)?(?:[0-9a-f]{32}|[0-9a-f]{40}|[0-9a-f]{64}|[0-9a-f]{128})$`)
+	base64Digest = regexp.MustCompile(`^(?:[A-Za-z0-9+/_-]{43}=|[A-Za-z0-9+/_-]{86}==)$`)
+	tokenLike    = regexp.MustCompile(regexp.QuoteMeta(tenancy.TokenPrefix) + `[0-9A-Za-z]{32}`)
+	cryptHash    = regexp.MustCompile(`^\$[a-z0-9-]{1,20}\$`)
+)
+
+// checkNoSecrets refuses changes that name a secret-like field or hold a
+// value that looks like a token or a digest, at any depth: binary values
+// ([]byte, arrays of bytes such as tenancy.TokenHash) included.
+func checkNoSecrets(c Changes) error {
+	for field, ch := range c {
+		if secretField.MatchString(field) {
+			return fmt.Errorf("%w: field %q", ErrSecretInAudit, field)
+		}
+		for _, v := range []any{ch.Before, ch.After} {
+			if err := secretValue(field, reflect.ValueOf(v), 0); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// secretValue walks v and refuses a secret-like string or any binary value.
+func secretValue(field string, v reflect.Value, depth int) error {
+	if depth > 16 {
+		return fmt.Errorf("audit: field %q: value nested deeper than 16", field)
+	}
+	for v.IsValid() && (v.Kind() == reflect.Interface || v.Kind() == reflect.Pointer) {
+		if v.IsNil() {
+			return nil
+		}
+		v = v.Elem()
+	}
+	if !v.IsValid() {
+		return nil
+	}
+	switch v.Kind() {
+	case reflect.String:
+		if looksSecret(v.String()) {
+			return fmt.Errorf("%w: field %q holds a value that looks like a token or a hash", ErrSecretInAudit, field)
+		}
+	case reflect.Slice, reflect.Array:
+		if v.Type().Elem().Kind() == reflect.Uint8 {
+			return fmt.Errorf("%w: field %q holds binary data", ErrSecretInAudit, field)
+		}
+		for i := range v.Len() {
+			if err := secretValue(field, v.Index(i), depth+1); err != nil {
+				return err
+			}
+		}
+	case reflect.Map:
+		iter := v.MapRange()
+		for iter.Next() {
+			k := fmt.Sprint(iter.Key().Interface())
+			if secretField.MatchString(k) {
+				return fmt.Errorf("%w: field %q.%q", ErrSecretInAudit, field, k)
+			}
+			if err := secretValue(field, iter.Value(), depth+1); err != nil {
+				return err
+			}
+		}
+	case reflect.Struct:
+		if _, ok := v.Interface().(time.Time); ok {
+			return nil
+		}
+		for i := range v.NumField() {
+			if v.Type().Field(i).IsExported() {
+				if err := secretValue(field, v.Field(i), depth+1); err != nil {
+					return err
+				}
+			}
+		}
+	}
+	return nil
+}
+
+// looksSecret reports whether s looks like an API token (the format of
+// DESIGN §3 anywhere in it) or a digest (hex, padded base64, crypt).
+// Unpadded base64 is not refused: it cannot be told from a long name.
+func looksSecret(s string) bool {
+	t := strings.TrimSpace(s)
+	// A digest in hex has letters (all digits: 1 in 3 million for MD5);
+	// a long run of digits is a device id or a number.
+	hex := hexDigest.MatchString(t) && strings.ContainsAny(strings.ToLower(strings.TrimPrefix(t, `\x`)), "abcdef")
+	return tokenLike.MatchString(t) || hex || base64Digest.MatchString(t) || cryptHash.MatchString(t)
+}
+
+// writeAuditEvent stores ev inside the caller's transaction db: the one
+// place an audit row is written. It refuses an event without an actor, a
+// target or a known action, and changes that hold a secret or a hash
+// (ErrSecretInAudit), so that nothing of the kind is ever stored.
+func writeAuditEvent(ctx context.Context, db bun.IDB, ev *AuditEvent) error {
+	switch ev.Action {
+	case policy.ActionAccountCreate, policy.ActionAccountUpdate, policy.ActionGrantsReplace,
+		policy.ActionObjectCreate, policy.ActionTokenCreate, policy.ActionTokenRevoke:
+	default:
+		return fmt.Errorf("audit: unknown action %q", ev.Action)
+	}
+	if ev.ActorAccountID <= 0 || ev.TargetAccountID <= 0 || ev.TargetID <= 0 {
+		return fmt.Errorf("audit: %s without actor or target (actor %d, target account %d, target %d)",
+			ev.Action, ev.ActorAccountID, ev.TargetAccountID, ev.TargetID)
+	}
+	if err := checkNoSecrets(ev.Changes); err != nil {
+		return err
+	}
+	if ev.Changes == nil {
+		ev.Changes = Changes{}
+	}
+	ev.ID = 0
+	_, err := db.NewInsert().Model(ev).Returning("*").Exec(ctx)
+	return err
+}
+
+// Actor is who makes a management write, as the audit row records it.
+type Actor struct {
+	AccountID int64
+	TokenID   int64
+	RequestID string
+	TraceID   string
+}
+
+// ManagementWrite is one management write (DESIGN §9): the accounts it
+// acts on, which must be in the caller's management scope, and the change,
+// which runs in the transaction and returns the audit event of what it
+// did (action, target and changes; the actor is filled in).
+type ManagementWrite struct {
+	// Accounts are the ids that must be in the management scope; they are locked (FOR
+	// UPDATE) for the transaction. One outside the scope is ErrNotFound,
+	// whether it exists or not.
+	Accounts []int64
+	Actor    Actor
+	// Change makes the change with tx and returns its audit event.
+	Change func(ctx context.Context, tx *Store) (AuditEvent, error)
+}
+
+// ManageInTx runs w in one transaction: check its accounts against scope,
+// the caller's management scope (policy.Engine.ManagementScope),
+// make the change, store the audit row. Any failure rolls everything back,
+// so a denied or failed write leaves no audit row, and a change is never
+// stored without one. Errors are translated (Translate); ErrNotFound for
+// an account outside the scope.
+func (s *Store) ManageInTx(ctx context.Context, scope policy.Scope, w ManagementWrite) (AuditEvent, error) {
+	if _, err := compiledFor(scope, accountsScope); err != nil {
+		return AuditEvent{}, err
+	}
+	var ev AuditEvent
+	err := s.db.RunInTx(ctx, nil, func(ctx context.Context, tx bun.Tx) error {
+		var err error
+		ev, err = manage(ctx, tx, scope, w)
+		return err
+	})
+	if err != nil {
+		return AuditEvent{}, Translate(err)
+	}
+	return ev, nil
+}
+
+// manage runs w inside the transaction tx (ManageInTx): its accounts
+// checked against scope and locked, the change, the audit row. Its errors
+// are untranslated; the caller's transaction rolls back on any of them.
+func manage(ctx context.Context, tx bun.Tx, scope policy.Scope, w ManagementWrite) (AuditEvent, error) {
+	ts := NewStore(tx)
+	if len(w.Accounts) > 0 {
+		ids := uniqueIDs(w.Accounts)
+		q, err := ts.scopedSelect(scope, accountsScope, (*Account)(nil))
+		if err != nil {
+			return AuditEvent{}, err
+		}
+		var found []int64
+		if err := q.Column("id").Where(accountsScope.col("id")+" = ANY(?)", pgdialect.Array(ids)).
+			OrderExpr(accountsScope.col("id")).For("UPDATE").Scan(ctx, &found); err != nil {
+			return AuditEvent{}, err
+		}
+		if len(found) != len(ids) {
+			return AuditEvent{}, fmt.Errorf("%w: an account of the write is outside the management scope", ErrNotFound)
+		}
+	}
+	ev, err := w.Change(ctx, ts)
+	if err != nil {
+		return AuditEvent{}, err
+	}
+	ev.ActorAccountID, ev.ActorTokenID = w.Actor.AccountID, w.Actor.TokenID
+	ev.RequestID, ev.TraceID = w.Actor.RequestID, w.Actor.TraceID
+	if err := writeAuditEvent(ctx, tx, &ev); err != nil {
+		return AuditEvent{}, err
+	}
+	return ev, nil
+}
+
+func uniqueIDs(ids []int64) []int64 {
+	out := append([]int64(nil), ids...)
+	sort.Slice(out, func(i, j int) bool { return out[i] < out[j] })
+	n := 0
+	for i, id := range out {
+		if i == 0 || id != out[n-1] {
+			out[n] = id
+			n++
+		}
+	}
+	return out[:n]
+}
