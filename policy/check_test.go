@@ -92,8 +92,8 @@ func TestCheckOtherFailures(t *testing.T) {
 // scope rule without a resource, both stop New with a message naming it.
 func TestScopeRulesMatchResources(t *testing.T) {
 	ctx := context.Background()
-	_, err := New(ctx, Options{Resources: append(slices.Clone(testResources), "drivers")})
-	if err == nil || !strings.Contains(err.Error(), `resource "drivers" has no scope rule data.fleet.scope.drivers`) {
+	_, err := New(ctx, Options{Resources: append(slices.Clone(testResources), "no_such_resource")})
+	if err == nil || !strings.Contains(err.Error(), `resource "no_such_resource" has no scope rule data.fleet.scope.no_such_resource`) {
 		t.Errorf("a resource without a rule: %v", err)
 	}
 	_, err = New(ctx, Options{Resources: testResources[:3]})
