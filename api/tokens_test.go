@@ -367,7 +367,7 @@ func TestTokenListScoped(t *testing.T) {
 			var want []int64
 			q := a.db.NewSelect().Table("tokens").Column("tokens.id").Join("JOIN accounts a ON a.id = tokens.account_id").Order("tokens.id")
 			if accounts != nil {
-				q = q.Where("a.username IN (?)", bun.In(accounts))
+				q = q.Where("a.username IN (?)", bun.List(accounts))
 			}
 			if err := q.Scan(ctx, &want); err != nil {
 				t.Fatal(err)
