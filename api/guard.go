@@ -2,6 +2,7 @@ package api
 
 import (
 	"context"
+	"io"
 	"mime"
 	"net/http"
 	"strings"
@@ -92,7 +93,12 @@ func (s *Server) guard(next http.Handler) http.Handler {
 			s.writeError(w, r, denial)
 			return
 		}
-		if r.Method != http.MethodGet && r.Method != http.MethodHead {
+		if r.Method == http.MethodDelete {
+			if err := checkNoBody(r); err != nil {
+				s.writeError(w, r, err)
+				return
+			}
+		} else if r.Method != http.MethodGet && r.Method != http.MethodHead {
 			if err := checkBody(w, r); err != nil {
 				s.writeError(w, r, err)
 				return
@@ -163,6 +169,19 @@ func checkBody(w http.ResponseWriter, r *http.Request) error {
 		return newError(CodeUnsupportedMediaType, "the request body must be application/json", map[string]any{"content_type": r.Header.Get("Content-Type")})
 	}
 	r.Body = http.MaxBytesReader(w, r.Body, MaxBodyBytes)
+	return nil
+}
+
+// checkNoBody refuses a body on a route that takes none (DELETE): 400
+// INVALID_BODY, whatever its Content-Type.
+func checkNoBody(r *http.Request) error {
+	if r.ContentLength == 0 || r.Body == nil {
+		return nil
+	}
+	n, _ := io.ReadFull(r.Body, make([]byte, 1))
+	if r.ContentLength > 0 || n > 0 {
+		return invalidBody("this route takes no body", nil)
+	}
 	return nil
 }
 

@@ -87,6 +87,8 @@ type operationDoc struct {
 	data        wireType
 	list, paged bool
 	example     any
+	// noContent marks an operation whose success answers no body (204).
+	noContent bool
 	// request is the wire type of the request body, with its example.
 	request        *wireType
 	requestExample any
@@ -146,6 +148,11 @@ func respondsPage[W any](data wireType, example []W) fuego.RouteOption {
 // takesBody declares the request body: the wire type body, with example.
 func takesBody(body wireType, example any) fuego.RouteOption {
 	return documented(func(d *operationDoc) { d.request, d.requestExample = &body, example })
+}
+
+// respondsNoContent declares a success response without a body (204).
+func respondsNoContent() fuego.RouteOption {
+	return documented(func(d *operationDoc) { d.noContent = true })
 }
 
 // listParams declares the shared list parameters of spec §4.2 with their

@@ -144,6 +144,9 @@ func finishOpenAPI(gen *openapi3.T) (*openapi3.T, error) {
 func operationTypes(docs []*operationDoc) []wireType {
 	types := []wireType{errorSchema()}
 	for _, d := range docs {
+		if d.noContent {
+			continue
+		}
 		types = append(types, d.data)
 		types = append(types, d.data.uses...)
 		if d.request != nil {
@@ -159,8 +162,8 @@ func operationTypes(docs []*operationDoc) []wireType {
 func finishOperation(op *openapi3.Operation, responses openapi3.ResponseBodies) (*openapi3.Operation, *operationDoc, error) {
 	id := op.OperationID
 	d, ok := op.Extensions[docExtension].(*operationDoc)
-	if !ok || d.data.name == "" || d.example == nil {
-		return nil, nil, fmt.Errorf("operation %q declares no success response (respondsOne, respondsList or respondsPage)", id)
+	if !ok || (!d.noContent && (d.data.name == "" || d.example == nil)) {
+		return nil, nil, fmt.Errorf("operation %q declares no success response (respondsOne, respondsList, respondsPage or respondsNoContent)", id)
 	}
 	if len(op.Tags) != 1 || !slices.ContainsFunc(apiTags, func(t struct{ name, description string }) bool { return t.name == op.Tags[0] }) {
 		return nil, nil, fmt.Errorf("operation %q: want one of the tags of spec §1, have %v", id, op.Tags)
@@ -202,6 +205,10 @@ func finishOperation(op *openapi3.Operation, responses openapi3.ResponseBodies) 
 		if err != nil {
 			return nil, nil, fmt.Errorf("operation %q: response %q is not a status", id, code)
 		}
+		if status < 400 && d.noContent {
+			out.Responses.Set(code, &openapi3.ResponseRef{Value: noContentResponse(status)})
+			continue
+		}
 		if status < 400 {
 			ex, err := jsonValue(d.example)
 			if err != nil {
@@ -241,6 +248,15 @@ func successResponse(status int, envelope string, example any) *openapi3.Respons
 	}
 	return &openapi3.Response{Description: &d, Headers: headers,
 		Content: openapi3.Content{"application/json": &openapi3.MediaType{Schema: componentRef(envelope), Example: example}}}
+}
+
+// noContentResponse is the success response without a body (204).
+func noContentResponse(status int) *openapi3.Response {
+	d := http.StatusText(status)
+	return &openapi3.Response{Description: &d, Headers: openapi3.Headers{
+		"X-Request-Id": headerRef("X-Request-Id"), "RateLimit-Limit": headerRef("RateLimit-Limit"),
+		"RateLimit-Remaining": headerRef("RateLimit-Remaining"), "RateLimit-Reset": headerRef("RateLimit-Reset"),
+	}}
 }
 
 // sharedErrorResponse is the response of components.responses for status.
@@ -320,6 +336,9 @@ func addEnvelopeSchemas(schemas openapi3.Schemas, docs []*operationDoc) {
 		openapi3.Schemas{"success": openapi3.NewSchemaRef("", failure), "error": componentRef("Error"), "meta": componentRef("Meta")})
 
 	for _, d := range docs {
+		if d.noContent {
+			continue
+		}
 		name := d.data.name
 		data, meta, what := componentRef(name), componentRef("Meta"), "one "+name
 		if d.list {

@@ -64,6 +64,8 @@ var routeBodies = map[string]string{
 	"POST /passengers":     `{"passenger_name":"Query string test"}`,
 	"POST /accounts":       `{"username":"query-test","type":"user"}`,
 	"PATCH /accounts/{id}": `{"email":"query@test.example"}`,
+	"POST /tokens":         `{"name":"query-test","permissions":["GET /me"]}`,
+	"DELETE /tokens/{id}":  ``,
 }
 
 // everyRoute is one call of each route of the client API (tenancy.Routes:
@@ -188,7 +190,8 @@ func TestNonCanonicalNumbersAreRejected(t *testing.T) {
 	managementLists := []struct {
 		path    string
 		listing *storage.Descriptor
-	}{{api.BasePath + "/accounts", storage.Accounts.Descriptor}, {api.BasePath + "/audit-events", storage.AuditEvents.Descriptor}}
+	}{{api.BasePath + "/accounts", storage.Accounts.Descriptor}, {api.BasePath + "/audit-events", storage.AuditEvents.Descriptor},
+		{api.BasePath + "/tokens", storage.Tokens.Descriptor}}
 	for _, l := range managementLists {
 		params = append(params,
 			intParam{l.path, "page", "1", "2147483647", []string{"0", "-1", "2147483648", "9223372036854775808"}},

@@ -260,6 +260,53 @@ func TestGeneratedClient(t *testing.T) {
 			t.Fatalf("GET /audit-events: %v %d %s", err, events.StatusCode(), events.Body)
 		}
 	})
+	t.Run("tokens", func(t *testing.T) {
+		created, err := acme.CreateTokenWithResponse(ctx, &client.CreateTokenParams{IdempotencyKey: ptr("e2e-token-1")},
+			client.TokenInput{Name: "e2e-readonly", Permissions: []string{"GET *", "POST /tokens"}, RateLimit: ptr(10)})
+		if err != nil || created.JSON201 == nil || created.JSON201.Data.Secret == nil || created.HTTPResponse.Header.Get("Cache-Control") != "no-store" {
+			t.Fatalf("POST /tokens: %v %d %s", err, created.StatusCode(), created.Body)
+		}
+		tok := created.JSON201.Data
+		// The new token works on the next request, within its permissions.
+		ro := c.with("Bearer " + *tok.Secret)
+		me, err := ro.GetMeWithResponse(ctx)
+		if err != nil || me.JSON200 == nil || me.JSON200.Data.Username != "acme" {
+			t.Fatalf("GET /me with the new token: %v %d %s", err, me.StatusCode(), me.Body)
+		}
+		wider, err := ro.CreateTokenWithResponse(ctx, nil, client.TokenInput{Name: "e2e-wider", Permissions: []string{"*"}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		failure(t, wider.HTTPResponse, wider.JSON403, http.StatusForbidden, client.ErrorCodeMANAGEMENTDENIED)
+		dup, err := acme.CreateTokenWithResponse(ctx, nil, client.TokenInput{Name: "e2e-readonly", Permissions: []string{"GET *"}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		failure(t, dup.HTTPResponse, dup.JSON409, http.StatusConflict, client.ErrorCodeCONFLICT)
+		bad, err := acme.CreateTokenWithResponse(ctx, nil, client.TokenInput{Name: "e2e-bad", Permissions: []string{"GET /servics"}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		failure(t, bad.HTTPResponse, bad.JSON400, http.StatusBadRequest, client.ErrorCodeVALIDATIONFAILED)
+		list, err := acme.GetTokensWithResponse(ctx, &client.GetTokensParams{Name: ptr("e2e-readonly")})
+		if err != nil || list.JSON200 == nil || len(list.JSON200.Data) != 1 || list.JSON200.Data[0].Id != tok.Id {
+			t.Fatalf("GET /tokens: %v %d %s", err, list.StatusCode(), list.Body)
+		}
+		revoked, err := acme.RevokeTokenWithResponse(ctx, tok.Id)
+		if err != nil || revoked.StatusCode() != http.StatusNoContent {
+			t.Fatalf("DELETE /tokens/{id}: %v %d %s", err, revoked.StatusCode(), revoked.Body)
+		}
+		gone, err := ro.GetMeWithResponse(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		failure(t, gone.HTTPResponse, gone.JSON401, http.StatusUnauthorized, client.ErrorCodeINVALIDTOKEN)
+		other, err := c.bearer("northwind-all").RevokeTokenWithResponse(ctx, tok.Id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		failure(t, other.HTTPResponse, other.JSON404, http.StatusNotFound, client.ErrorCodeNOTFOUND)
+	})
 	t.Run("create_passenger_errors", func(t *testing.T) {
 		r, err := acme.CreatePassengerWithResponse(ctx, nil, client.PassengerInput{PassengerName: "  "})
 		if err != nil {

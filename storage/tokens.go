@@ -62,41 +62,16 @@ type NewToken struct {
 // and ErrUnavailable when the database cannot be reached; the errors are
 // worded for the operator (`a token named "ops" already exists for acme`).
 func (s *Store) CreateToken(ctx context.Context, nt NewToken) (string, tenancy.Token, error) {
-	for _, p := range nt.Permissions {
-		if err := tenancy.ValidatePermission(p); err != nil {
-			return "", tenancy.Token{}, fmt.Errorf("%w: %w", ErrInvalid, err)
-		}
-	}
-	if nt.RateLimit < 0 {
-		return "", tenancy.Token{}, fmt.Errorf("%w: rate limit %d: must not be negative", ErrInvalid, nt.RateLimit)
-	}
-	if nt.ExpiresAt != nil && !nt.ExpiresAt.After(time.Now()) {
-		return "", tenancy.Token{}, fmt.Errorf("%w: expiry %s is not in the future", ErrInvalid, nt.ExpiresAt.Format(time.RFC3339))
+	if err := ValidateNewToken(nt.Permissions, nt.ExpiresAt, nt.RateLimit, time.Now()); err != nil {
+		return "", tenancy.Token{}, err
 	}
 	acct, err := s.accountByUsername(ctx, s.db, nt.Username)
 	if err != nil {
 		return "", tenancy.Token{}, err
 	}
-	secret, err := tenancy.NewTokenSecret()
+	secret, tok, err := newTokenRow(acct.ID, nt.Name, nt.Permissions, nt.ExpiresAt, nt.RateLimit)
 	if err != nil {
 		return "", tenancy.Token{}, err
-	}
-	hash, err := tenancy.HashToken(secret)
-	if err != nil {
-		return "", tenancy.Token{}, err
-	}
-	tok := &Token{
-		AccountID:   acct.ID,
-		Name:        nt.Name,
-		Hash:        hash[:],
-		Permissions: StringList(nt.Permissions),
-		ExpiresAt:   nt.ExpiresAt,
-	}
-	if tok.Name == "" {
-		tok.Name = fmt.Sprintf("token-%x", hash[:4])
-	}
-	if nt.RateLimit > 0 {
-		tok.RateLimit = &nt.RateLimit
 	}
 	if _, err := s.db.NewInsert().Model(tok).Returning("*").Exec(ctx); err != nil {
 		if err = Translate(err); errors.Is(err, ErrConflict) {

@@ -169,13 +169,13 @@ func TestCreateTokenPermissions(t *testing.T) {
 	ctx := context.Background()
 	s, db := newStore(t)
 	importJSON(t, db, []byte(tokenAccounts))
-	for i, p := range []string{"*", "GET *", "POST *", "GET /services", "GET /events/{id}", "POST /passengers", "GET /me"} {
+	for i, p := range []string{"*", "GET *", "POST *", "GET /services", "GET /events/{id}", "POST /passengers", "GET /me", "DELETE *", "DELETE /tokens/{id}"} {
 		nt := storage.NewToken{Username: "acme", Name: fmt.Sprintf("ok-%d", i), Permissions: []string{p}}
 		if _, _, err := s.CreateToken(ctx, nt); err != nil {
 			t.Errorf("%q refused: %v", p, err)
 		}
 	}
-	for _, p := range []string{"GET /servics", "PUT /services", "GET /events/12", "DELETE /x", "PUT /x", "PATCH /x", "PUT *", "DELETE *", "GET /api/v2/services"} {
+	for _, p := range []string{"GET /servics", "PUT /services", "GET /events/12", "DELETE /x", "PUT /x", "PATCH /x", "PUT *", "DELETE /tokens/1", "GET /api/v2/services"} {
 		nt := storage.NewToken{Username: "acme", Permissions: []string{"GET /me", p}}
 		if _, _, err := s.CreateToken(ctx, nt); !errors.Is(err, storage.ErrInvalid) || !strings.Contains(err.Error(), `"`+p+`"`) {
 			t.Errorf("%q: %v, want ErrInvalid naming it", p, err)

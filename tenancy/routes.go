@@ -36,6 +36,7 @@ func Routes() []Route {
 		{"GET", "/accounts/{id}"},
 		{"PATCH", "/accounts/{id}"},
 		{"GET", "/audit-events"},
+		{"GET", "/tokens"}, {"POST", "/tokens"}, {"DELETE", "/tokens/{id}"},
 	}
 }
 

@@ -1,0 +1,326 @@
+package api
+
+import (
+	"encoding/json"
+	"errors"
+	"math"
+	"net/http"
+	"strings"
+	"time"
+	"unicode/utf8"
+
+	"github.com/getkin/kin-openapi/openapi3"
+	"github.com/go-fuego/fuego"
+
+	"github.com/fleetapi/fleetapi/policy"
+	"github.com/fleetapi/fleetapi/storage"
+)
+
+// registerTokens declares GET/POST /tokens and DELETE /tokens/{id}
+// (DESIGN §9).
+func (s *Server) registerTokens(g *fuego.Server) {
+	fuego.Get(g, "/tokens", s.getTokens, routeOptions(authErrors(), listParams(storage.Tokens.Descriptor), []fuego.RouteOption{
+		fuego.OptionOperationID("get_tokens"), fuego.OptionTags("Account"),
+		fuego.OptionSummary("Paged list of the tokens of the accounts the caller manages"),
+		fuego.OptionDescription("The tokens whose account is in the caller's management scope, revoked ones included (with revoked_at). " +
+			"Never shows a secret or its hash. Needs the token permission GET /tokens."),
+		respondsPage(managedTokenSchema(), []storage.ManagedToken{exampleManagedToken()}),
+	})...)
+	fuego.Post(g, "/tokens", s.postTokens, routeOptions(writeErrors(), []fuego.RouteOption{
+		fuego.OptionOperationID("create_token"), fuego.OptionTags("Account"),
+		fuego.OptionSummary("Create a token, its secret shown once"),
+		fuego.OptionDescription("Creates a token for an account in the caller's management scope (the caller's own by default). " +
+			"A new token never holds more than the token that creates it: each permission covered by the caller's, an expiry " +
+			"not later and a rate limit not higher (403 MANAGEMENT_DENIED exceeds_token); an omitted or null expires_at or " +
+			"rate_limit inherits the caller's. The response holds the secret once; a retry with the same Idempotency-Key " +
+			"answers the token without it. Needs the token permission POST /tokens and write access."),
+		fuego.OptionDefaultStatusCode(http.StatusCreated),
+		fuego.OptionHeader("Idempotency-Key", "Makes a retried create return the first response (without the secret); the same key with another body is 409 IDEMPOTENCY_KEY_REUSED."),
+		paramSchema(openapi3.ParameterInHeader, "Idempotency-Key", func(s *openapi3.Schema) {
+			s.WithMinLength(1).WithMaxLength(maxIdempotencyKey).WithPattern(`^[!-~]+$`)
+		}),
+		takesBody(tokenInputSchema(), exampleTokenInput()),
+		respondsOne(createdTokenSchema(), exampleCreatedToken()),
+	})...)
+	fuego.Delete(g, "/tokens/{id}", s.deleteToken, routeOptions(errorResponses(http.StatusBadRequest, http.StatusUnauthorized,
+		http.StatusForbidden, http.StatusNotFound, http.StatusTooManyRequests, http.StatusInternalServerError, http.StatusServiceUnavailable),
+		[]fuego.RouteOption{
+			fuego.OptionOperationID("revoke_token"), fuego.OptionTags("Account"),
+			fuego.OptionSummary("Revoke a token"),
+			fuego.OptionDescription("Revokes a token of an account in the caller's management scope (any other id is 404); " +
+				"204, and 204 again for a revoked one. A token may revoke itself. The token fails from the next request on, " +
+				"on every server. Needs the token permission DELETE /tokens/{id} and write access."),
+			fuego.OptionDefaultStatusCode(http.StatusNoContent),
+			respondsNoContent(),
+		}, pathID("id", "Token id.", exampleManagedToken().ID))...)
+}
+
+// maxTokenRateLimit bounds a rate limit asked for through the API.
+const maxTokenRateLimit = 1_000_000
+
+// getTokens answers GET /tokens: a page of the tokens of the accounts in
+// the caller's management scope.
+func (s *Server) getTokens(c fuego.ContextNoBody) (*Envelope[[]storage.ManagedToken], error) {
+	ctx := c.Context()
+	req, err := parseListRequest(c.Request().URL.RawQuery, storage.Tokens.Descriptor)
+	if err != nil {
+		return nil, err
+	}
+	m, err := s.managerFrom(ctx)
+	if err != nil {
+		return nil, err
+	}
+	page, err := storage.List(ctx, s.cfg.Store, m.scope, storage.Tokens, req)
+	if err != nil {
+		return nil, err
+	}
+	return &Envelope[[]storage.ManagedToken]{Data: page.Items, Meta: Meta{Paging: paging(req, page.Total)}}, nil
+}
+
+// TokenInput is the body of POST /tokens (DESIGN §9).
+type TokenInput struct {
+	AccountID   *int64   `json:"account_id,omitempty"`
+	Name        *string  `json:"name,omitempty"`
+	Permissions []string `json:"permissions,omitempty"`
+	ExpiresAt   *string  `json:"expires_at,omitempty"`
+	RateLimit   *int     `json:"rate_limit,omitempty"`
+}
+
+// CreatedToken is the answer of POST /tokens: the token and, on the first
+// response only, its secret.
+type CreatedToken struct {
+	ID          int64      `json:"id"`
+	AccountID   int64      `json:"account_id"`
+	Name        string     `json:"name"`
+	Permissions []string   `json:"permissions"`
+	ExpiresAt   *time.Time `json:"expires_at"`
+	RevokedAt   *time.Time `json:"revoked_at"`
+	LastUsedAt  *time.Time `json:"last_used_at"`
+	RateLimit   *int       `json:"rate_limit"`
+	CreatedAt   time.Time  `json:"created_at"`
+	// Secret is the token to send as Authorization; empty (absent) on a
+	// replay.
+	Secret string `json:"secret,omitempty"`
+}
+
+func createdToken(t storage.ManagedToken, secret string) CreatedToken {
+	return CreatedToken{ID: t.ID, AccountID: t.AccountID, Name: t.Name, Permissions: []string(t.Permissions),
+		ExpiresAt: t.ExpiresAt, RevokedAt: t.RevokedAt, LastUsedAt: t.LastUsedAt, RateLimit: t.RateLimit,
+		CreatedAt: t.CreatedAt, Secret: secret}
+}
+
+// tokenFrom validates a POST /tokens body: the token asked for, with
+// ExpiresAt nil and RateLimit 0 where the body leaves them to inherit.
+func tokenFrom(in TokenInput, faults textFaults, now time.Time) (storage.ManagedTokenInput, error) {
+	v := validation{}
+	var out storage.ManagedTokenInput
+	if in.AccountID != nil {
+		if *in.AccountID < 1 {
+			v["account_id"] = "an account id (1 or more), or omitted for the caller's"
+		}
+		out.AccountID = *in.AccountID
+	}
+	switch {
+	case in.Name == nil || strings.TrimSpace(*in.Name) == "":
+		v["name"] = "required: 1 to 100 characters"
+	case utf8.RuneCountInString(*in.Name) > 100 || strings.ContainsFunc(*in.Name, func(r rune) bool { return r < ' ' || r == 0x7f }):
+		v["name"] = "1 to 100 characters, no control characters"
+	default:
+		out.Name = *in.Name
+	}
+	if in.Permissions == nil {
+		v["permissions"] = `required: a list of permissions ("*", "METHOD *" or "METHOD /route"), empty for a token that reads only /me`
+	}
+	out.Permissions = append([]string{}, in.Permissions...)
+	if in.ExpiresAt != nil {
+		t, err := time.Parse(time.RFC3339Nano, *in.ExpiresAt)
+		if err != nil || t.Year() > 9999 {
+			v["expires_at"] = "an RFC 3339 time, or null to inherit the caller's expiry"
+		} else {
+			t = t.UTC()
+			out.ExpiresAt = &t
+		}
+	}
+	if in.RateLimit != nil {
+		if *in.RateLimit < 1 || *in.RateLimit > maxTokenRateLimit {
+			v["rate_limit"] = "requests per minute from 1 to 1000000, or null to inherit the caller's limit"
+		} else {
+			out.RateLimit = *in.RateLimit
+		}
+	}
+	if _, bad := v["permissions"]; !bad {
+		if err := storage.ValidateNewToken(out.Permissions, out.ExpiresAt, out.RateLimit, now); err != nil {
+			field := "permissions"
+			if out.ExpiresAt != nil && !out.ExpiresAt.After(now) {
+				field = "expires_at"
+			}
+			if _, set := v[field]; !set {
+				v[field] = strings.TrimPrefix(err.Error(), storage.ErrInvalid.Error()+": ")
+			}
+		}
+	}
+	for f, reason := range faults {
+		v[f] = reason
+	}
+	return out, v.err("the token")
+}
+
+// postTokens answers POST /tokens: 201 with the token and its secret.
+func (s *Server) postTokens(c fuego.ContextWithBody[TokenInput]) (*Envelope[CreatedToken], error) {
+	r := c.Request()
+	if err := noParams(r.URL.RawQuery); err != nil {
+		return nil, err
+	}
+	in, faults, err := decodeBody[TokenInput](r.Body)
+	if err != nil {
+		return nil, err
+	}
+	now := s.cfg.Now().UTC()
+	nt, err := tokenFrom(in, faults, now)
+	if err != nil {
+		return nil, err
+	}
+	ctx := c.Context()
+	m, err := s.managerFrom(ctx)
+	if err != nil {
+		return nil, err
+	}
+	caller := m.principal.Token
+	if nt.AccountID == 0 {
+		nt.AccountID = m.principal.Account.ID
+	}
+	// Omitted limits inherit the caller's: its expiry, its own rate limit
+	// (none: the server default, as for the caller).
+	if nt.ExpiresAt == nil && caller.ExpiresAt != nil {
+		t := caller.ExpiresAt.UTC()
+		nt.ExpiresAt = &t
+	}
+	if nt.RateLimit == 0 {
+		nt.RateLimit = caller.RateLimit
+	}
+	canonical, err := json.Marshal(nt)
+	if err != nil {
+		return nil, err
+	}
+	idem, err := idempotencyRequest(r, m.principal.Account.ID, append([]byte("POST /tokens\n"), canonical...))
+	if err != nil {
+		return nil, err
+	}
+	_, target, err := s.target(ctx, m, nt.AccountID)
+	if err != nil {
+		return nil, err
+	}
+	effective := nt.RateLimit
+	if effective == 0 {
+		effective = s.cfg.RateLimit
+	}
+	change := policy.TokenChange(nt.AccountID, nt.Name, nt.Permissions, nt.ExpiresAt, &effective)
+	if err := s.decideManagement(ctx, m, policy.ActionTokenCreate, target, change); err != nil {
+		return nil, err
+	}
+	secret, created, replayed, err := s.cfg.Store.CreateManagedToken(ctx, m.scope, actor(ctx, m), nt, idem)
+	if err != nil {
+		if errors.Is(err, storage.ErrInvalid) {
+			return nil, newError(CodeValidationFailed, "the token is not valid", map[string]any{"fields": map[string]any{
+				"permissions": strings.TrimPrefix(err.Error(), storage.ErrInvalid.Error()+": ")}})
+		}
+		return nil, writeError(err, "the account already has a token of this name", "name")
+	}
+	if replayed {
+		c.SetHeader("Idempotent-Replayed", "true")
+	}
+	return &Envelope[CreatedToken]{Data: createdToken(created, secret)}, nil
+}
+
+// deleteToken answers DELETE /tokens/{id}: 204 once the token is revoked.
+func (s *Server) deleteToken(c fuego.ContextNoBody) (any, error) {
+	id, perr := parseInt("id", c.PathParam("id"), 1, math.MaxInt64)
+	if perr != nil {
+		return nil, perr
+	}
+	if err := noParams(c.Request().URL.RawQuery); err != nil {
+		return nil, err
+	}
+	ctx := c.Context()
+	m, err := s.managerFrom(ctx)
+	if err != nil {
+		return nil, err
+	}
+	tok, err := s.cfg.Store.ManagedTokenByID(ctx, m.scope, id)
+	if errors.Is(err, storage.ErrNotFound) {
+		return nil, newError(CodeNotFound, "token not found", nil)
+	}
+	if err != nil {
+		return nil, err
+	}
+	_, target, err := s.target(ctx, m, tok.AccountID)
+	if err != nil {
+		return nil, err
+	}
+	if err := s.decideManagement(ctx, m, policy.ActionTokenRevoke, target, map[string]any{"token_id": id}); err != nil {
+		return nil, err
+	}
+	if err := s.cfg.Store.RevokeManagedToken(ctx, m.scope, actor(ctx, m), id); err != nil {
+		if errors.Is(err, storage.ErrNotFound) {
+			return nil, newError(CodeNotFound, "token not found", nil)
+		}
+		return nil, err
+	}
+	c.Response().Header().Del("Content-Type")
+	return nil, nil
+}
+
+// managedTokenSchema is the ManagedToken component.
+func managedTokenSchema() wireType {
+	return wireType{name: "ManagedToken", value: storage.ManagedToken{}, description: "A token as the management API shows it (DESIGN §9): never its secret or hash.",
+		fields: tokenFields()}
+}
+
+func tokenFields() map[string][]fieldOpt {
+	return map[string][]fieldOpt{
+		"id":           {desc("Id of the token."), minimum(1)},
+		"account_id":   {desc("The account the token belongs to."), minimum(1)},
+		"name":         {desc("Name, unique per account.")},
+		"permissions":  {desc(`The routes it may call: "*", "METHOD *" or "METHOD /route".`)},
+		"expires_at":   {nullable(), desc("When it stops working; null: never.")},
+		"revoked_at":   {nullable(), desc("When it was revoked; null: not revoked.")},
+		"last_used_at": {nullable(), desc("When it was last used (updated at most once a minute); null: never.")},
+		"rate_limit":   {minimum(1), nullable(), desc("Requests per minute; null: the server default.")},
+		"created_at":   {desc("When it was created.")},
+	}
+}
+
+// createdTokenSchema is the CreatedToken component.
+func createdTokenSchema() wireType {
+	f := tokenFields()
+	f["secret"] = []fieldOpt{pattern(`^flt_[0-9A-Za-z]{32}$`), desc("The token to send as Authorization, shown once: absent when an Idempotency-Key replays the create.")}
+	return wireType{name: "CreatedToken", value: CreatedToken{}, description: "A created token (DESIGN §9) with its secret, shown once.", fields: f}
+}
+
+// tokenInputSchema is the TokenInput component, the body of POST /tokens.
+func tokenInputSchema() wireType {
+	return wireType{name: "TokenInput", value: TokenInput{}, required: []string{"name", "permissions"},
+		description: "A token to create (DESIGN §9). Field names are exact; unknown and repeated keys are rejected.",
+		fields: map[string][]fieldOpt{
+			"account_id":  {minimum(1), desc("The account it belongs to, in the caller's management scope; the caller's when omitted.")},
+			"name":        {typed(openapi3.TypeString), minLen(1), maxLen(100), desc("Required; unique per account.")},
+			"permissions": {desc(`Required; each "*", "METHOD *" or "METHOD /route" naming a route of the API and covered by the caller's token.`)},
+			"expires_at":  {typed(openapi3.TypeString), format("date-time"), nullable(), desc("In the future and not after the caller's expiry; omitted or null: the caller's.")},
+			"rate_limit":  {typed(openapi3.TypeInteger), minimum(1), nullable(), desc("Requests per minute, not above the caller's; omitted or null: the caller's.")},
+		}}
+}
+
+func exampleManagedToken() storage.ManagedToken {
+	exp := time.Date(2027, 1, 15, 0, 0, 0, 0, time.UTC)
+	return storage.ManagedToken{ID: 21, AccountID: 14, Name: "acme-ci-readonly", Permissions: storage.StringList{"GET *"},
+		ExpiresAt: &exp, RateLimit: ptr(60), CreatedAt: time.Date(2026, 1, 15, 9, 30, 0, 0, time.UTC)}
+}
+
+func exampleCreatedToken() CreatedToken {
+	return createdToken(exampleManagedToken(), "flt_"+strings.Repeat("Ab3", 10)+"x9")
+}
+
+func exampleTokenInput() TokenInput {
+	return TokenInput{AccountID: ptr(int64(14)), Name: ptr("acme-ci-readonly"), Permissions: []string{"GET *"},
+		ExpiresAt: ptr("2027-01-15T00:00:00Z"), RateLimit: ptr(60)}
+}

@@ -1,0 +1,225 @@
+package storage
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/uptrace/bun"
+
+	"github.com/fleetapi/fleetapi/policy"
+	"github.com/fleetapi/fleetapi/tenancy"
+)
+
+// Tokens is the list of managed tokens (GET /tokens, DESIGN §9): the
+// tokens table listed through the management scope, a row visible when its
+// account_id is an account the caller manages. It is not a tenant resource
+// (Descriptors, Resources).
+var Tokens = Model[ManagedToken]{scopedByAccounts[ManagedToken]("account_id")}
+
+// ManagedToken is a token as the management API shows it: a row of tokens
+// without its hash (the model has no column for it, so that no query of
+// the management API can read one). RateLimit is nil for the server
+// default.
+type ManagedToken struct {
+	bun.BaseModel `bun:"table:tokens,alias:t"`
+
+	ID          int64      `bun:"id,pk,autoincrement" json:"id"`
+	AccountID   int64      `bun:"account_id,notnull" json:"account_id" list:"filter"`
+	Name        string     `bun:"name,notnull" json:"name" list:"sort,filter,search=1"`
+	Permissions StringList `bun:"permissions,array,notnull" json:"permissions"`
+	ExpiresAt   *time.Time `bun:"expires_at" json:"expires_at"`
+	RevokedAt   *time.Time `bun:"revoked_at" json:"revoked_at"`
+	LastUsedAt  *time.Time `bun:"last_used_at" json:"last_used_at"`
+	RateLimit   *int       `bun:"rate_limit" json:"rate_limit"`
+	CreatedAt   time.Time  `bun:"created_at,nullzero,notnull,default:current_timestamp" json:"created_at" list:"sort"`
+}
+
+// ValidateNewToken is the one validation of a token to create, shared by
+// the command line and the import (CreateToken) and POST /tokens
+// (CreateManagedToken): every permission in the grammar and matching a
+// route (tenancy.ValidatePermission), a rate limit not negative, an expiry
+// in the future. Its errors are ErrInvalid, worded for a person, naming
+// the permission.
+func ValidateNewToken(permissions []string, expiresAt *time.Time, rateLimit int, now time.Time) error {
+	for _, p := range permissions {
+		if err := tenancy.ValidatePermission(p); err != nil {
+			return fmt.Errorf("%w: %w", ErrInvalid, err)
+		}
+	}
+	if rateLimit < 0 {
+		return fmt.Errorf("%w: rate limit %d: must not be negative", ErrInvalid, rateLimit)
+	}
+	if expiresAt != nil && !expiresAt.After(now) {
+		return fmt.Errorf("%w: expiry %s is not in the future", ErrInvalid, expiresAt.Format(time.RFC3339))
+	}
+	return nil
+}
+
+// newTokenRow builds the row of a new token of account with a fresh
+// secret, storing only the secret's hash; it returns the secret.
+func newTokenRow(account int64, name string, permissions []string, expiresAt *time.Time, rateLimit int) (string, *Token, error) {
+	secret, err := tenancy.NewTokenSecret()
+	if err != nil {
+		return "", nil, err
+	}
+	hash, err := tenancy.HashToken(secret)
+	if err != nil {
+		return "", nil, err
+	}
+	tok := &Token{AccountID: account, Name: name, Hash: hash[:], Permissions: StringList(permissions), ExpiresAt: expiresAt}
+	if tok.Name == "" {
+		tok.Name = fmt.Sprintf("token-%x", hash[:4])
+	}
+	if rateLimit > 0 {
+		tok.RateLimit = &rateLimit
+	}
+	return secret, tok, nil
+}
+
+// managed returns the token as the management API shows it.
+func (t Token) managed() ManagedToken {
+	return ManagedToken{ID: t.ID, AccountID: t.AccountID, Name: t.Name, Permissions: t.Permissions.orEmpty(),
+		ExpiresAt: t.ExpiresAt, RevokedAt: t.RevokedAt, LastUsedAt: t.LastUsedAt, RateLimit: t.RateLimit, CreatedAt: t.CreatedAt}
+}
+
+// ManagedTokenInput is a token to create through the management API.
+type ManagedTokenInput struct {
+	AccountID   int64
+	Name        string
+	Permissions []string
+	// ExpiresAt is nil for never; RateLimit 0 for the server default.
+	ExpiresAt *time.Time
+	RateLimit int
+}
+
+// errTokenName is wrapped by the ErrConflict of a token name the account
+// already has.
+var errTokenName = errors.New("the account already has a token of this name")
+
+// CreateManagedToken stores a new token (token.create, DESIGN §9) in one
+// transaction with its audit row, which holds neither the secret nor its
+// hash. The owning account must be in scope, the caller's management scope
+// (ErrNotFound otherwise); the policy has already allowed the token. It
+// returns the secret, to be shown once, and the token. With idem, a retry
+// with the same request returns the first token without a secret
+// (replayed; only its hash was stored) and writes nothing; with another
+// request it is ErrIdempotencyKeyReused. It returns ErrInvalid as
+// CreateToken does, and ErrConflict when the account has a token of that
+// name.
+func (s *Store) CreateManagedToken(ctx context.Context, scope policy.Scope, actor Actor, in ManagedTokenInput, idem *IdempotentRequest) (secret string, created ManagedToken, replayed bool, err error) {
+	if _, err := compiledFor(scope, accountsScope); err != nil {
+		return "", ManagedToken{}, false, err
+	}
+	if err := ValidateNewToken(in.Permissions, in.ExpiresAt, in.RateLimit, time.Now()); err != nil {
+		return "", ManagedToken{}, false, err
+	}
+	w := ManagementWrite{Accounts: []int64{in.AccountID}, Actor: actor, Change: func(ctx context.Context, tx *Store) (AuditEvent, error) {
+		sec, tok, err := newTokenRow(in.AccountID, in.Name, in.Permissions, in.ExpiresAt, in.RateLimit)
+		if err != nil {
+			return AuditEvent{}, err
+		}
+		if _, err := tx.db.NewInsert().Model(tok).Returning("*").Exec(ctx); err != nil {
+			if err = Translate(err); errors.Is(err, ErrConflict) {
+				return AuditEvent{}, fmt.Errorf("%w: %w: %q", ErrConflict, errTokenName, tok.Name)
+			}
+			return AuditEvent{}, err
+		}
+		secret, created = sec, tok.managed()
+		changes, err := Diff(nil, tokenAudit(created))
+		if err != nil {
+			return AuditEvent{}, err
+		}
+		return AuditEvent{Action: policy.ActionTokenCreate, TargetAccountID: tok.AccountID, TargetID: tok.ID, Changes: changes}, nil
+	}}
+	err = s.db.RunInTx(ctx, nil, func(ctx context.Context, tx bun.Tx) error {
+		if idem != nil {
+			raw, claimed, err := claimKey(ctx, tx, *idem)
+			if err != nil {
+				return err
+			}
+			if !claimed {
+				replayed = true
+				if err := json.Unmarshal(raw, &created); err != nil {
+					return fmt.Errorf("idempotency key %q: stored response: %w", idem.Key, err)
+				}
+				return nil
+			}
+		}
+		if _, err := manage(ctx, tx, scope, w); err != nil {
+			return err
+		}
+		if idem == nil {
+			return nil
+		}
+		// Only the token without its secret: a replay cannot show it.
+		return storeIdempotentResponse(ctx, tx, *idem, created)
+	})
+	if err != nil {
+		return "", ManagedToken{}, false, Translate(err)
+	}
+	return secret, created, replayed, nil
+}
+
+// tokenAudit is the audited form of a token's fields: never the secret or
+// its hash.
+func tokenAudit(t ManagedToken) map[string]any {
+	var expires, rate any
+	if t.ExpiresAt != nil {
+		expires = t.ExpiresAt.UTC().Format(time.RFC3339Nano)
+	}
+	if t.RateLimit != nil {
+		rate = *t.RateLimit
+	}
+	return map[string]any{"account_id": t.AccountID, "name": t.Name, "permissions": []string(t.Permissions.orEmpty()),
+		"expires_at": expires, "rate_limit": rate}
+}
+
+// ManagedTokenByID returns the token id if its account is in scope, the
+// caller's management scope; ErrNotFound otherwise, exactly like a token
+// that does not exist.
+func (s *Store) ManagedTokenByID(ctx context.Context, scope policy.Scope, id int64) (ManagedToken, error) {
+	d := Tokens.Descriptor
+	row := new(ManagedToken)
+	q, err := s.scopedSelect(scope, d, row)
+	if err != nil {
+		return ManagedToken{}, err
+	}
+	if err := q.Where(d.col("id")+" = ?", id).Scan(ctx); err != nil {
+		return ManagedToken{}, translateOwn(err)
+	}
+	return *row, nil
+}
+
+// RevokeManagedToken revokes the token id (token.revoke, DESIGN §9) in one
+// transaction with its audit row: its account must be in scope, the
+// caller's management scope (ErrNotFound otherwise, as for a token that
+// does not exist); the policy has already allowed it. Revoking a revoked
+// token keeps the first revocation time and records no change.
+func (s *Store) RevokeManagedToken(ctx context.Context, scope policy.Scope, actor Actor, id int64) error {
+	tok, err := s.ManagedTokenByID(ctx, scope, id)
+	if err != nil {
+		return err
+	}
+	_, err = s.ManageInTx(ctx, scope, ManagementWrite{Accounts: []int64{tok.AccountID}, Actor: actor,
+		Change: func(ctx context.Context, tx *Store) (AuditEvent, error) {
+			var revoked []*time.Time
+			if err := tx.db.NewUpdate().Model((*Token)(nil)).
+				Set("revoked_at = COALESCE(revoked_at, now())").
+				Where("id = ? AND account_id = ?", id, tok.AccountID).
+				Returning("revoked_at").Scan(ctx, &revoked); err != nil {
+				return AuditEvent{}, err
+			}
+			if len(revoked) != 1 {
+				return AuditEvent{}, fmt.Errorf("%w: token %d", ErrNotFound, id)
+			}
+			changes := Changes{}
+			if tok.RevokedAt == nil && revoked[0] != nil {
+				changes["revoked_at"] = Change{Before: nil, After: revoked[0].UTC().Format(time.RFC3339Nano)}
+			}
+			return AuditEvent{Action: policy.ActionTokenRevoke, TargetAccountID: tok.AccountID, TargetID: id, Changes: changes}, nil
+		}})
+	return err
+}
