@@ -98,6 +98,8 @@ var wantOperations = map[string]string{
 	"get_event":    "GET /events/{id}",
 	"get_accounts": "GET /accounts", "create_account": "POST /accounts", "get_account": "GET /accounts/{id}",
 	"update_account": "PATCH /accounts/{id}", "get_audit_events": "GET /audit-events",
+	"get_account_objects": "GET /accounts/{id}/objects", "replace_account_objects": "PUT /accounts/{id}/objects",
+	"create_object": "POST /objects",
 }
 
 func TestOpenAPIContract(t *testing.T) {
@@ -205,13 +207,14 @@ func checkOperation(t *testing.T, method string, op *openapi3.Operation) {
 	switch method {
 	case http.MethodPost:
 		want = append(want, "201", "409", "413", "415")
-	case http.MethodPatch:
+	case http.MethodPatch, http.MethodPut:
 		want = append(want, "200", "413", "415")
 	default:
 		want = append(want, "200")
 	}
 	// A route naming an account or row answers 404 outside the scope.
-	if op.OperationID == "get_event" || op.OperationID == "get_account" || op.OperationID == "create_account" || op.OperationID == "update_account" {
+	if op.OperationID == "get_event" || op.OperationID == "get_account" || op.OperationID == "create_account" || op.OperationID == "update_account" ||
+		op.OperationID == "get_account_objects" || op.OperationID == "replace_account_objects" || op.OperationID == "create_object" {
 		want = append(want, "404")
 	}
 	slices.Sort(want)

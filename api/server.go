@@ -245,4 +245,5 @@ func (s *Server) registerRoutes() {
 	s.registerObjects(v2)
 	s.registerAccounts(v2)
 	s.registerAuditEvents(v2)
+	s.registerGrants(v2)
 }

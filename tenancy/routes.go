@@ -36,6 +36,7 @@ func Routes() []Route {
 		{"GET", "/accounts/{id}"},
 		{"PATCH", "/accounts/{id}"},
 		{"GET", "/audit-events"},
+		{"GET", "/accounts/{id}/objects"}, {"PUT", "/accounts/{id}/objects"}, {"POST", "/objects"},
 	}
 }
 
