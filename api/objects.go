@@ -1,8 +1,14 @@
 package api
 
 import (
+	"encoding/json"
+	"net/http"
+	"unicode/utf8"
+
+	"github.com/getkin/kin-openapi/openapi3"
 	"github.com/go-fuego/fuego"
 
+	"github.com/fleetapi/fleetapi/policy"
 	"github.com/fleetapi/fleetapi/storage"
 )
 
@@ -16,6 +22,133 @@ func (s *Server) registerObjects(g *fuego.Server) {
 			"a user its own, a subaccount those of its parent granted to it. Needs the token permission GET /objects."),
 		respondsPage(objectSchema(), []storage.Object{exampleObject()}),
 	})
+	fuego.Post(g, "/objects", s.postObjects, routeOptions(writeErrors(), []fuego.RouteOption{
+		fuego.OptionOperationID("create_object"), fuego.OptionTags("Fleet"),
+		fuego.OptionSummary("Register a device"),
+		fuego.OptionDescription("Registers a device for an account in the caller's management scope (404 outside). The IMEI is unique " +
+			"across the platform (409 CONFLICT). A subaccount owns no devices: 403 MANAGEMENT_DENIED (wrong_target_type). " +
+			"Needs the token permission POST /objects and write access."),
+		fuego.OptionDefaultStatusCode(http.StatusCreated),
+		fuego.OptionHeader("Idempotency-Key", "Makes a retried create return the first response; the same key with another body is 409 IDEMPOTENCY_KEY_REUSED."),
+		paramSchema(openapi3.ParameterInHeader, "Idempotency-Key", func(s *openapi3.Schema) {
+			s.WithMinLength(1).WithMaxLength(maxIdempotencyKey).WithPattern(`^[!-~]+$`)
+		}),
+		takesBody(objectInputSchema(), exampleObjectInput()),
+		respondsOne(objectSchema(), exampleObject()),
+	})...)
+}
+
+// maxObjectName bounds a device's name, in characters.
+const maxObjectName = 100
+
+// ObjectInput is the body of POST /objects (DESIGN §9).
+type ObjectInput struct {
+	IMEI        *string `json:"imei,omitempty"`
+	Name        *string `json:"name,omitempty"`
+	AccountID   *int64  `json:"account_id,omitempty"`
+	Odometer    *int64  `json:"odometer,omitempty"`
+	EngineHours *int64  `json:"engine_hours,omitempty"`
+}
+
+// objectFrom validates a POST /objects body and builds the device.
+func objectFrom(in ObjectInput, faults textFaults) (storage.Object, error) {
+	v := validation{}
+	var o storage.Object
+	if in.IMEI == nil || !imeiPattern.MatchString(*in.IMEI) {
+		v["imei"] = "required: 1 to 50 letters, digits or '-'"
+	} else {
+		o.IMEI = *in.IMEI
+	}
+	o.Name = str(in.Name)
+	if utf8.RuneCountInString(o.Name) > maxObjectName {
+		v["name"] = "at most 100 characters"
+	}
+	if in.AccountID == nil || *in.AccountID < 1 {
+		v["account_id"] = "required: the id of the owning account (1 or more)"
+	} else {
+		o.AccountID = *in.AccountID
+	}
+	if in.Odometer != nil {
+		o.Odometer = *in.Odometer
+	}
+	if o.Odometer < 0 {
+		v["odometer"] = "0 or more (km)"
+	}
+	if in.EngineHours != nil {
+		o.EngineHours = *in.EngineHours
+	}
+	if o.EngineHours < 0 {
+		v["engine_hours"] = "0 or more (h)"
+	}
+	for f, reason := range faults {
+		v[f] = reason
+	}
+	return o, v.err("the device")
+}
+
+// postObjects answers POST /objects: 201 with the registered device.
+func (s *Server) postObjects(c fuego.ContextWithBody[ObjectInput]) (*Envelope[storage.Object], error) {
+	r := c.Request()
+	if err := noParams(r.URL.RawQuery); err != nil {
+		return nil, err
+	}
+	in, faults, err := decodeBody[ObjectInput](r.Body)
+	if err != nil {
+		return nil, err
+	}
+	o, err := objectFrom(in, faults)
+	if err != nil {
+		return nil, err
+	}
+	ctx := c.Context()
+	m, err := s.managerFrom(ctx)
+	if err != nil {
+		return nil, err
+	}
+	canonical, err := json.Marshal(o)
+	if err != nil {
+		return nil, err
+	}
+	idem, err := idempotencyRequest(r, m.principal.Account.ID, append([]byte("POST /objects\n"), canonical...))
+	if err != nil {
+		return nil, err
+	}
+	_, target, err := s.target(ctx, m, o.AccountID)
+	if err != nil {
+		return nil, err
+	}
+	change := map[string]any{"imei": o.IMEI, "name": o.Name, "account_id": o.AccountID, "odometer": o.Odometer, "engine_hours": o.EngineHours}
+	if err := s.decideManagement(ctx, m, policy.ActionObjectCreate, target, change); err != nil {
+		return nil, err
+	}
+	created, replayed, err := s.cfg.Store.CreateObject(ctx, m.scope, actor(ctx, m), o, idem)
+	if err != nil {
+		return nil, writeError(err, "a device with this imei already exists", "imei")
+	}
+	if replayed {
+		c.SetHeader("Idempotent-Replayed", "true")
+	}
+	return &Envelope[storage.Object]{Data: created}, nil
+}
+
+// objectInputSchema is the ObjectInput component, the body of POST
+// /objects.
+func objectInputSchema() wireType {
+	return wireType{name: "ObjectInput", value: ObjectInput{}, required: []string{"imei", "account_id"},
+		description: "A device to register (DESIGN §9). Absent and null fields take their defaults (empty name, zero readings). " +
+			"Field names are exact; unknown and repeated keys are rejected.",
+		fields: map[string][]fieldOpt{
+			"imei":         {typed(openapi3.TypeString), minLen(1), maxLen(50), pattern(imeiPattern.String()), desc("Required; unique across the platform.")},
+			"name":         {maxLen(maxObjectName), desc("Name of the device; defaults to empty.")},
+			"account_id":   {minimum(1), desc("Required: the owning account, in the caller's management scope; not a subaccount.")},
+			"odometer":     {minimum(0), desc("Current odometer (km); defaults to 0.")},
+			"engine_hours": {minimum(0), desc("Current engine hours (h); defaults to 0.")},
+		}}
+}
+
+func exampleObjectInput() ObjectInput {
+	o := exampleObject()
+	return ObjectInput{IMEI: &o.IMEI, Name: &o.Name, AccountID: &o.AccountID, Odometer: &o.Odometer, EngineHours: &o.EngineHours}
 }
 
 // objectSchema is the Object component.

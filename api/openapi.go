@@ -92,10 +92,16 @@ type operationDoc struct {
 	// request is the wire type of the request body, with its example.
 	request        *wireType
 	requestExample any
+	// envelopeName, when set, names the success envelope (an unpaged list
+	// of a type that also has a paged one).
+	envelopeName string
 }
 
 // envelope is the name of the success envelope's component schema.
 func (d *operationDoc) envelope() string {
+	if d.envelopeName != "" {
+		return d.envelopeName
+	}
 	if d.list {
 		return d.data.name + "List"
 	}

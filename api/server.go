@@ -246,4 +246,5 @@ func (s *Server) registerRoutes() {
 	s.registerAccounts(v2)
 	s.registerAuditEvents(v2)
 	s.registerTokens(v2)
+	s.registerGrants(v2)
 }

@@ -260,6 +260,46 @@ func TestGeneratedClient(t *testing.T) {
 			t.Fatalf("GET /audit-events: %v %d %s", err, events.StatusCode(), events.Body)
 		}
 	})
+	t.Run("grants_and_objects", func(t *testing.T) {
+		me, err := acme.GetMeWithResponse(ctx)
+		if err != nil || me.JSON200 == nil {
+			t.Fatalf("GET /me: %v", err)
+		}
+		acmeID := me.JSON200.Data.Id
+		obj, err := acme.CreateObjectWithResponse(ctx, &client.CreateObjectParams{IdempotencyKey: ptr("e2e-object-1")},
+			client.ObjectInput{Imei: "e2e-device-1", Name: ptr("E2E van"), AccountId: ptr(acmeID), Odometer: ptr(int64(10))})
+		if err != nil || obj.JSON201 == nil || obj.JSON201.Data.Imei != "e2e-device-1" || obj.JSON201.Data.AccountId != acmeID {
+			t.Fatalf("POST /objects: %v %d %s", err, obj.StatusCode(), obj.Body)
+		}
+		dup, err := acme.CreateObjectWithResponse(ctx, nil, client.ObjectInput{Imei: "e2e-device-1", AccountId: ptr(acmeID)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		failure(t, dup.HTTPResponse, dup.JSON409, http.StatusConflict, client.ErrorCodeCONFLICT)
+		subs, err := acme.GetAccountsWithResponse(ctx, &client.GetAccountsParams{Type: ptr(client.GetAccountsParamsTypeSubaccount)})
+		if err != nil || subs.JSON200 == nil || len(subs.JSON200.Data) == 0 {
+			t.Fatalf("GET /accounts: %v %d %s", err, subs.StatusCode(), subs.Body)
+		}
+		sub := subs.JSON200.Data[0].Id
+		put, err := acme.ReplaceAccountObjectsWithResponse(ctx, sub, client.GrantsInput{Imei: []string{"e2e-device-1"}})
+		if err != nil || put.JSON200 == nil || len(put.JSON200.Data) != 1 || put.JSON200.Data[0].Imei != "e2e-device-1" {
+			t.Fatalf("PUT /accounts/{id}/objects: %v %d %s", err, put.StatusCode(), put.Body)
+		}
+		foreign, err := acme.ReplaceAccountObjectsWithResponse(ctx, sub, client.GrantsInput{Imei: []string{"861073032104551"}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		failure(t, foreign.HTTPResponse, foreign.JSON403, http.StatusForbidden, client.ErrorCodeMANAGEMENTDENIED)
+		got, err := acme.GetAccountObjectsWithResponse(ctx, sub, nil)
+		if err != nil || got.JSON200 == nil || len(got.JSON200.Data) != 1 || got.JSON200.Data[0].Imei != "e2e-device-1" {
+			t.Fatalf("GET /accounts/{id}/objects: %v %d %s", err, got.StatusCode(), got.Body)
+		}
+		notSub, err := acme.GetAccountObjectsWithResponse(ctx, acmeID, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		failure(t, notSub.HTTPResponse, notSub.JSON400, http.StatusBadRequest, client.ErrorCodeVALIDATIONFAILED)
+	})
 	t.Run("tokens", func(t *testing.T) {
 		created, err := acme.CreateTokenWithResponse(ctx, &client.CreateTokenParams{IdempotencyKey: ptr("e2e-token-1")},
 			client.TokenInput{Name: "e2e-readonly", Permissions: []string{"GET *", "POST /tokens"}, RateLimit: ptr(10)})

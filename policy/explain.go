@@ -37,8 +37,16 @@ func (e *Engine) Explain(ctx context.Context, in Input) (Explanation, error) {
 	if err != nil {
 		return Explanation{}, err
 	}
-	fails := lineage.Fails(*buf)
 	x := Explanation{Input: in, Decision: d, Revision: e.revision}
+	x.Failed, x.Trace = failedConditions(buf)
+	return x, nil
+}
+
+// failedConditions reads a trace: the policy expressions that were false,
+// in evaluation order without repeats ("file:row: source"), and OPA's
+// trace of those failures.
+func failedConditions(buf *topdown.BufferTracer) (failed []string, trace string) {
+	fails := lineage.Fails(*buf)
 	seen := map[string]bool{}
 	for _, ev := range fails {
 		expr, ok := ev.Node.(*ast.Expr)
@@ -53,13 +61,12 @@ func (e *Engine) Explain(ctx context.Context, in Input) (Explanation, error) {
 		line := fmt.Sprintf("%s:%d: %s", expr.Location.File, expr.Location.Row, text)
 		if !seen[line] {
 			seen[line] = true
-			x.Failed = append(x.Failed, line)
+			failed = append(failed, line)
 		}
 	}
 	var sb strings.Builder
 	topdown.PrettyTraceWithLocation(&sb, fails)
-	x.Trace = sb.String()
-	return x, nil
+	return failed, sb.String()
 }
 
 // String renders the explanation for the command line.
@@ -70,26 +77,26 @@ func (x Explanation) String() string {
 	fmt.Fprintf(&sb, "token:    id %d, permissions %q\n", x.Input.Token.ID, x.Input.Token.Permissions)
 	fmt.Fprintf(&sb, "account:  id %d, type %s, manager %d, active %t, expired %t, read-only %t, privileges %q\n",
 		a.ID, a.Type, a.ManagerID, a.Active, a.Expired, a.ReadOnly, a.Privileges)
-	for i, c := range a.Chain {
-		label := "above:"
-		if i > 0 {
-			label = ""
-		}
-		fmt.Fprintf(&sb, "%-9s id %d, type %s, active %t, expired %t, read-only %t\n", label, c.ID, c.Type, c.Active, c.Expired, c.ReadOnly)
-	}
-	fmt.Fprintf(&sb, "revision: %s\n", x.Revision)
-	if x.Decision.Allow {
+	writeChain(&sb, a.Chain)
+	writeOutcome(&sb, x.Revision, x.Decision, x.Failed)
+	return sb.String()
+}
+
+// writeOutcome renders the revision, the decision and the conditions that
+// did not hold.
+func writeOutcome(sb *strings.Builder, revision string, d Decision, failed []string) {
+	fmt.Fprintf(sb, "revision: %s\n", revision)
+	if d.Allow {
 		sb.WriteString("decision: ALLOW\n")
 	} else {
-		fmt.Fprintf(&sb, "decision: DENY %s: %s", x.Decision.Code, x.Decision.Message)
-		if len(x.Decision.Details) > 0 {
-			fmt.Fprintf(&sb, " %v", x.Decision.Details)
+		fmt.Fprintf(sb, "decision: DENY %s: %s", d.Code, d.Message)
+		if len(d.Details) > 0 {
+			fmt.Fprintf(sb, " %v", d.Details)
 		}
 		sb.WriteString("\n")
 	}
 	sb.WriteString("conditions that did not hold:\n")
-	for _, f := range x.Failed {
-		fmt.Fprintf(&sb, "  %s\n", f)
+	for _, f := range failed {
+		fmt.Fprintf(sb, "  %s\n", f)
 	}
-	return sb.String()
 }

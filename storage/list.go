@@ -59,8 +59,21 @@ func List[T any](ctx context.Context, s *Store, scope policy.Scope, m Model[T], 
 		return Page[T]{}, fmt.Errorf("%w: page %d, per page %d", ErrBadListRequest, req.Page, req.PerPage)
 	}
 	d := m.Descriptor
+	return listPage[T](ctx, d, req, func(model any, forCount bool) (*bun.SelectQuery, error) {
+		if forCount {
+			return s.scopedCount(scope, d, model)
+		}
+		return s.scopedSelect(scope, d, model)
+	})
+}
+
+// listPage is List over the rows that start admits: start begins the
+// SELECT of the page (forCount false) or of the count (true) with the
+// rows' restriction, and listPage adds the filters, search, order and
+// paging of req.
+func listPage[T any](ctx context.Context, d *Descriptor, req ListRequest, start func(model any, forCount bool) (*bun.SelectQuery, error)) (Page[T], error) {
 	items := make([]T, 0, req.PerPage)
-	q, err := s.scopedSelect(scope, d, &items)
+	q, err := start(&items, false)
 	if err != nil {
 		return Page[T]{}, err
 	}
@@ -93,7 +106,7 @@ func List[T any](ctx context.Context, s *Store, scope policy.Scope, m Model[T], 
 	if len(items) == 0 && req.Page == 1 {
 		return Page[T]{Items: items, Total: 0}, nil
 	}
-	count, err := s.scopedCount(scope, d, (*T)(nil))
+	count, err := start((*T)(nil), true)
 	if err != nil {
 		return Page[T]{}, err
 	}

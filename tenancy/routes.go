@@ -37,6 +37,7 @@ func Routes() []Route {
 		{"PATCH", "/accounts/{id}"},
 		{"GET", "/audit-events"},
 		{"GET", "/tokens"}, {"POST", "/tokens"}, {"DELETE", "/tokens/{id}"},
+		{"GET", "/accounts/{id}/objects"}, {"PUT", "/accounts/{id}/objects"}, {"POST", "/objects"},
 	}
 }
 

@@ -2,7 +2,10 @@ package main
 
 import (
 	"context"
+	"encoding/json"
+	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -19,7 +22,7 @@ func policyGroup() group {
 		subs: [][2]string{
 			{"test", "run the Rego tests of a policy set (the embedded one without DIR) with coverage"},
 			{"check", "compile a policy set, run its tests, verify every scope rule translates to SQL"},
-			{"explain", "show the decision for a token calling a route, and the conditions that failed"},
+			{"explain", "show the decision for a token calling a route, or making a management change, and the conditions that failed"},
 		},
 	}
 }
@@ -54,12 +57,20 @@ func runPolicy(ctx context.Context, args []string, getenv func(string) string, c
 }
 
 func runExplain(ctx context.Context, args []string, getenv func(string) string, con console) error {
-	cmd := newCommand("policy explain", `--token-id N --route "METHOD /path" [flags]`,
+	cmd := newCommand("policy explain", `--token-id N --route "METHOD /path" | --action ACTION [--target-id M] [--change JSON] [flags]`,
 		`Show the decision the policy makes for a token calling a route, with the facts
 it decided on and the conditions that did not hold. The route is a template
 ("GET /events/{id}") or a request path ("GET /events/12", "/api/v2/events/12"),
 which is resolved to the template the server would match; a route the API does
-not have is refused.`)
+not have is refused.
+
+With --action instead of --route, show the management decision
+(data.fleet.manage.decision, DESIGN §9) for the token making that change: the
+target is the account acted on (for account.create the account it is created
+under; none for the top), --change the fields asked for, as the API sends them
+(grants.replace {"imei": [...]}; token.create the values the new token will
+have). A target outside the caller's management scope is reported as the
+API's 404, and the policy is asked without it.`)
 	cfg, err := databaseCommand(cmd, getenv)
 	if err != nil {
 		return err
@@ -69,6 +80,10 @@ not have is refused.`)
 	var route string
 	cmd.fs.Int64Var(&tokenID, "token-id", 0, "id of the calling token (see `fleetapi token list`)")
 	cmd.fs.StringVar(&route, "route", "", `method and route, e.g. "GET /reports" or "GET /events/12"`)
+	var m manageFlags
+	cmd.fs.StringVar(&m.action, "action", "", "management action: "+strings.Join(manageActions, ", "))
+	cmd.fs.Int64Var(&m.targetID, "target-id", 0, "id of the account acted on (for account.create: the account it is created under)")
+	cmd.fs.StringVar(&m.change, "change", "{}", `the fields asked for, a JSON object, e.g. '{"imei": ["356938035643809"]}'`)
 	if err := cmd.parse(args, con); err != nil {
 		return err
 	}
@@ -77,6 +92,15 @@ not have is refused.`)
 	}
 	if tokenID < 1 {
 		return usagef(cmd.name, "policy explain: want --token-id N (a token id of `fleetapi token list`)")
+	}
+	if m.action != "" {
+		if route != "" {
+			return usagef(cmd.name, "policy explain: --route and --action exclude each other")
+		}
+		return explainManagement(ctx, cfg, tokenID, m, con)
+	}
+	if m.targetID != 0 || m.change != "{}" {
+		return usagef(cmd.name, "policy explain: --target-id and --change go with --action")
 	}
 	r, err := explainRoute(route)
 	if err != nil {
@@ -117,4 +141,95 @@ func explainRoute(route string) (tenancy.Route, error) {
 		path = p
 	}
 	return tenancy.ResolveRoute(strings.ToUpper(method), path)
+}
+
+// manageActions are the actions policy explain --action accepts.
+var manageActions = []string{policy.ActionAccountCreate, policy.ActionAccountUpdate, policy.ActionGrantsReplace,
+	policy.ActionObjectCreate, policy.ActionTokenCreate, policy.ActionTokenRevoke}
+
+// manageFlags are the flags of a management explain.
+type manageFlags struct {
+	action   string
+	targetID int64
+	change   string
+}
+
+// explainManagement prints the management decision for the token tokenID
+// making the change m, with the facts the API would give the policy: the
+// caller, its management scope (a target outside it is the API's 404), the
+// target with its chain and, for grants.replace, the devices of the
+// target's parent among those asked for.
+func explainManagement(ctx context.Context, cfg *config, tokenID int64, m manageFlags, con console) error {
+	const name = "policy explain"
+	if !slices.Contains(manageActions, m.action) {
+		return usagef(name, "policy explain: --action %q: want one of %s", m.action, strings.Join(manageActions, ", "))
+	}
+	if m.targetID < 0 {
+		return usagef(name, "policy explain: --target-id %d: want an account id", m.targetID)
+	}
+	dec := json.NewDecoder(strings.NewReader(m.change))
+	dec.UseNumber()
+	var change map[string]any
+	if err := dec.Decode(&change); err != nil || change == nil || dec.More() {
+		return usagef(name, "policy explain: --change %q: want a JSON object", m.change)
+	}
+	for k, v := range change {
+		if n, ok := v.(json.Number); ok {
+			i, err := n.Int64()
+			if err != nil {
+				return usagef(name, "policy explain: --change: %s: want an integer, not %s", k, n)
+			}
+			change[k] = i
+		}
+	}
+	db := storage.Open(cfg.databaseURL(), storage.Options{MaxOpenConns: 1})
+	defer db.Close()
+	store := storage.NewStore(db)
+	p, err := store.PrincipalByTokenID(ctx, tokenID)
+	if err != nil {
+		return fmt.Errorf("policy explain: %w", err)
+	}
+	engine, err := policy.New(ctx, policy.Options{Dir: cfg.PolicyDir, Resources: storage.Resources(), CompileScope: storage.CompileScope})
+	if err != nil {
+		return fmt.Errorf("policy: %w", err)
+	}
+	now := time.Now().UTC()
+	in := policy.NewManagementInput(p, now, cfg.RateLimit)
+	in.Action, in.Change = m.action, change
+	fmt.Fprintf(con.out, "token %d (%s) of account %d %q (%s) asking %s\n", p.Token.ID, p.Token.Name,
+		p.Account.ID, p.Account.Username, p.Account.Type, m.action)
+	if m.targetID > 0 {
+		scope, err := engine.ManagementScope(ctx, policy.NewInput(p, "", "", now))
+		if err != nil {
+			return fmt.Errorf("policy explain: management scope: %w", err)
+		}
+		a, up, err := store.ManagedAccount(ctx, scope, m.targetID)
+		switch {
+		case errors.Is(err, storage.ErrNotFound):
+			fmt.Fprintf(con.out, "target account %d is not in the caller's management scope (or does not exist): the API answers 404 NOT_FOUND\n", m.targetID)
+		case err != nil:
+			return fmt.Errorf("policy explain: target: %w", err)
+		default:
+			in.Target = policy.NewTargetInput(a.Tenancy(), up, now)
+			if m.action == policy.ActionGrantsReplace {
+				var imei []string
+				if list, ok := change["imei"].([]any); ok {
+					for _, v := range list {
+						if s, ok := v.(string); ok {
+							imei = append(imei, s)
+						}
+					}
+				}
+				if in.Target.OwnedIMEI, err = store.ParentDevices(ctx, scope, m.targetID, imei); err != nil {
+					return fmt.Errorf("policy explain: devices: %w", err)
+				}
+			}
+		}
+	}
+	x, err := engine.ExplainManagement(ctx, in)
+	if err != nil {
+		return err
+	}
+	_, err = fmt.Fprintln(con.out, x.String())
+	return err
 }

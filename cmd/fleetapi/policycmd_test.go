@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -87,5 +88,62 @@ func TestPolicyTestAndExplain(t *testing.T) {
 	// the accounts above (globex, fleetco, admin) are part of the input
 	if !regexp.MustCompile(`above: +id \d+, type user, active true[^\n]*\n +id \d+, type manager,[^\n]*\n +id \d+, type admin,`).MatchString(out) {
 		t.Fatalf("explain lacks the chain of globex-day:\n%s", out)
+	}
+}
+
+// TestPolicyExplainManagement: policy explain --action shows the management
+// decision with the facts the API gives the policy (the target's chain, the
+// parent's devices for grants.replace, the 404 of a target outside the
+// management scope) and the conditions that did not hold, for an allowed
+// change and for each kind of denial.
+func TestPolicyExplainManagement(t *testing.T) {
+	db := storagetest.New(t)
+	env := map[string]string{"FLEET_DATABASE_URL": db.URL}
+	runOK(t, env, "import", writeDemoFile(t))
+	tokenID := func(account, name string) string {
+		list := runOK(t, env, "token", "list", "--account", account)
+		id := regexp.MustCompile(`(?m)^(\d+)\s+` + regexp.QuoteMeta(name) + `\s`).FindStringSubmatch(list)
+		if id == nil {
+			t.Fatalf("no token %s in:\n%s", name, list)
+		}
+		return id[1]
+	}
+	accountID := func(username string) string {
+		var id int64
+		if err := db.NewRaw("SELECT id FROM accounts WHERE username = ?", username).Scan(context.Background(), &id); err != nil {
+			t.Fatal(err)
+		}
+		return fmt.Sprint(id)
+	}
+	acme, night := tokenID("acme", "acme-all"), tokenID("acme-night", "acme-night-all")
+	for _, c := range []struct {
+		name  string
+		args  []string
+		wants []string
+	}{
+		{"allowed grants", []string{"--token-id", acme, "--action", "grants.replace", "--target-id", accountID("acme-night"), "--change", `{"imei":["356938035643817"]}`},
+			[]string{"action:   grants.replace", "type subaccount", `devices of its parent asked for ["356938035643817"]`, "decision: ALLOW"}},
+		{"foreign device", []string{"--token-id", acme, "--action", "grants.replace", "--target-id", accountID("acme-night"), "--change", `{"imei":["861073032104551"]}`},
+			[]string{"decision: DENY MANAGEMENT_DENIED", "reason:device_not_owned", "devices of its parent asked for []", "manage.rego:"}},
+		{"own grants", []string{"--token-id", night, "--action", "grants.replace", "--target-id", accountID("acme-night"), "--change", `{"imei":[]}`},
+			[]string{"reason:own_account"}},
+		{"own limits", []string{"--token-id", acme, "--action", "account.update", "--target-id", accountID("acme"), "--change", `{"read_only":false}`},
+			[]string{"reason:own_account", `change:   {"read_only":false}`}},
+		{"user under a user", []string{"--token-id", acme, "--action", "account.create", "--target-id", accountID("acme"), "--change", `{"type":"user","manager_id":` + accountID("acme") + `}`},
+			[]string{"reason:not_below_caller", "above:"}},
+		{"outside scope", []string{"--token-id", acme, "--action", "account.update", "--target-id", accountID("globex"), "--change", `{"email":"x@example.com"}`},
+			[]string{"the API answers 404 NOT_FOUND", "target:   none", "reason:outside_scope"}},
+		{"token limits", []string{"--token-id", tokenID("globex", "globex-read"), "--action", "token.create", "--target-id", accountID("globex"),
+			"--change", `{"account_id":` + accountID("globex") + `,"name":"x","permissions":["*"],"expires_at":null,"rate_limit":null}`},
+			[]string{"reason:exceeds_token", "permission:*"}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			out := runOK(t, env, append([]string{"policy", "explain"}, c.args...)...)
+			for _, want := range c.wants {
+				if !strings.Contains(out, want) {
+					t.Fatalf("explain lacks %q:\n%s", want, out)
+				}
+			}
+		})
 	}
 }

@@ -1,0 +1,194 @@
+package storage
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
+
+	"github.com/uptrace/bun"
+	"github.com/uptrace/bun/dialect/pgdialect"
+
+	"github.com/fleetapi/fleetapi/policy"
+)
+
+// ErrDeviceNotOwned: a device of a grants.replace is not owned by the
+// subaccount's parent when the transaction runs (the policy has said
+// device_not_owned on the facts read before it).
+var ErrDeviceNotOwned = errors.New("device not owned by the parent")
+
+// grantedTo is the condition on objects ("o") of the devices granted to
+// the subaccount bound to its placeholder.
+var grantedTo = Objects.col("imei") + ` IN (SELECT "grant"."imei" FROM "object_grants" AS "grant" WHERE "grant"."subaccount_id" = ?)`
+
+// inScope returns ErrNotFound unless the account id is in scope, the
+// caller's management scope.
+func (s *Store) inScope(ctx context.Context, scope policy.Scope, id int64) error {
+	ids, err := s.ManagedAccounts(ctx, scope, id)
+	if err != nil {
+		return err
+	}
+	if len(ids) != 1 {
+		return fmt.Errorf("%w: account %d is outside the management scope", ErrNotFound, id)
+	}
+	return nil
+}
+
+// GrantedObjects returns the page of the devices granted to the
+// subaccount id (GET /accounts/{id}/objects, DESIGN §9) that req selects.
+// The account must be in scope, the caller's management scope
+// (ErrNotFound otherwise); the api has checked that it is a subaccount.
+func (s *Store) GrantedObjects(ctx context.Context, scope policy.Scope, id int64, req ListRequest) (Page[Object], error) {
+	if req.Page < 1 || req.PerPage < 1 {
+		return Page[Object]{}, fmt.Errorf("%w: page %d, per page %d", ErrBadListRequest, req.Page, req.PerPage)
+	}
+	if err := s.inScope(ctx, scope, id); err != nil {
+		return Page[Object]{}, err
+	}
+	return listPage[Object](ctx, Objects.Descriptor, req, func(model any, _ bool) (*bun.SelectQuery, error) {
+		return s.db.NewSelect().Model(model).Where(grantedTo, id), nil
+	})
+}
+
+// ParentDevices returns, among imei, the devices owned by the parent (the
+// manager_id) of the account id, sorted: the target's owned_imei of a
+// grants.replace decision (policy.TargetInput). The account must be in
+// scope (ErrNotFound otherwise). An unknown device and another account's
+// device are both simply absent from the answer.
+func (s *Store) ParentDevices(ctx context.Context, scope policy.Scope, id int64, imei []string) ([]string, error) {
+	if err := s.inScope(ctx, scope, id); err != nil {
+		return nil, err
+	}
+	return parentDevices(ctx, s.db, id, imei)
+}
+
+func parentDevices(ctx context.Context, db bun.IDB, id int64, imei []string) ([]string, error) {
+	out := []string{}
+	if len(imei) == 0 {
+		return out, nil
+	}
+	err := db.NewSelect().TableExpr(`"objects" AS "o"`).Column("o.imei").
+		Join(`JOIN "accounts" AS "a" ON "a"."manager_id" = "o"."account_id"`).
+		Where(`"a"."id" = ?`, id).Where(`"o"."imei" = ANY(?)`, pgdialect.Array(imei)).
+		OrderExpr(`"o"."imei"`).Scan(ctx, &out)
+	if err != nil {
+		return nil, Translate(err)
+	}
+	return out, nil
+}
+
+// ReplaceGrants replaces the devices granted to the subaccount id with
+// imei (grants.replace, DESIGN §9) in one transaction with its audit row,
+// whose changes hold the sorted imei lists before and after (none when
+// they are equal). It returns the granted devices, ordered by id. The
+// account must be in scope (ErrNotFound otherwise); the policy has already
+// allowed the grants (every device owned by the parent). A device that is
+// no longer owned by the parent when the transaction runs is
+// ErrDeviceNotOwned and nothing is stored.
+func (s *Store) ReplaceGrants(ctx context.Context, scope policy.Scope, actor Actor, id int64, imei []string) ([]Object, error) {
+	after := slices.Clone(imei)
+	slices.Sort(after)
+	after = slices.Compact(after)
+	if after == nil {
+		after = []string{}
+	}
+	var granted []Object
+	_, err := s.ManageInTx(ctx, scope, ManagementWrite{Accounts: []int64{id}, Actor: actor,
+		Change: func(ctx context.Context, tx *Store) (AuditEvent, error) {
+			owned, err := parentDevices(ctx, tx.db, id, after)
+			if err != nil {
+				return AuditEvent{}, err
+			}
+			if len(owned) != len(after) {
+				return AuditEvent{}, ErrDeviceNotOwned
+			}
+			before := []string{}
+			if err := tx.db.NewSelect().Model((*ObjectGrant)(nil)).Column("imei").Where("subaccount_id = ?", id).
+				OrderExpr("imei").Scan(ctx, &before); err != nil {
+				return AuditEvent{}, err
+			}
+			if _, err := tx.db.NewDelete().Model((*ObjectGrant)(nil)).Where("subaccount_id = ?", id).Exec(ctx); err != nil {
+				return AuditEvent{}, err
+			}
+			if len(after) > 0 {
+				rows := make([]ObjectGrant, len(after))
+				for i, m := range after {
+					rows[i] = ObjectGrant{SubaccountID: id, IMEI: m}
+				}
+				if _, err := tx.db.NewInsert().Model(&rows).Exec(ctx); err != nil {
+					return AuditEvent{}, err
+				}
+			}
+			granted = make([]Object, 0, len(after))
+			if err := tx.db.NewSelect().Model(&granted).Where(grantedTo, id).OrderExpr(Objects.col("id")).Scan(ctx); err != nil {
+				return AuditEvent{}, err
+			}
+			changes, err := Diff(map[string]any{"imei": before}, map[string]any{"imei": after})
+			if err != nil {
+				return AuditEvent{}, err
+			}
+			return AuditEvent{Action: policy.ActionGrantsReplace, TargetAccountID: id, TargetID: id, Changes: changes}, nil
+		}})
+	if err != nil {
+		return nil, err
+	}
+	return granted, nil
+}
+
+// objectAudit is the audited form of a device's fields (object.create).
+func objectAudit(o Object) map[string]any {
+	return map[string]any{"imei": o.IMEI, "account_id": o.AccountID, "name": o.Name,
+		"odometer": o.Odometer, "engine_hours": o.EngineHours}
+}
+
+// CreateObject registers the device o for its account o.AccountID
+// (object.create, DESIGN §9) in one transaction with its audit row. The
+// account must be in scope, the caller's management scope (ErrNotFound
+// otherwise); the policy has already allowed it. With idem, a retry with
+// the same request returns the first response (replayed) and writes
+// nothing; with another request it is ErrIdempotencyKeyReused. An imei
+// that exists anywhere on the platform is ErrConflict.
+func (s *Store) CreateObject(ctx context.Context, scope policy.Scope, actor Actor, o Object, idem *IdempotentRequest) (created Object, replayed bool, err error) {
+	if _, err := compiledFor(scope, accountsScope); err != nil {
+		return Object{}, false, err
+	}
+	o.ID = 0
+	w := ManagementWrite{Accounts: []int64{o.AccountID}, Actor: actor, Change: func(ctx context.Context, tx *Store) (AuditEvent, error) {
+		if _, err := tx.db.NewInsert().Model(&o).Returning("*").Exec(ctx); err != nil {
+			return AuditEvent{}, err
+		}
+		changes, err := Diff(nil, objectAudit(o))
+		if err != nil {
+			return AuditEvent{}, err
+		}
+		return AuditEvent{Action: policy.ActionObjectCreate, TargetAccountID: o.AccountID, TargetID: o.ID, Changes: changes}, nil
+	}}
+	err = s.db.RunInTx(ctx, nil, func(ctx context.Context, tx bun.Tx) error {
+		if idem != nil {
+			raw, claimed, err := claimKey(ctx, tx, *idem)
+			if err != nil {
+				return err
+			}
+			if !claimed {
+				replayed = true
+				if err := json.Unmarshal(raw, &created); err != nil {
+					return fmt.Errorf("idempotency key %q: stored response: %w", idem.Key, err)
+				}
+				return nil
+			}
+		}
+		if _, err := manage(ctx, tx, scope, w); err != nil {
+			return err
+		}
+		created = o
+		if idem == nil {
+			return nil
+		}
+		return storeIdempotentResponse(ctx, tx, *idem, created)
+	})
+	if err != nil {
+		return Object{}, false, Translate(err)
+	}
+	return created, replayed, nil
+}
