@@ -1,0 +1,611 @@
+package api_test
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"math/rand/v2"
+	"net/http"
+	"slices"
+	"sort"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/fleetapi/fleetapi/api"
+	"github.com/fleetapi/fleetapi/storage"
+)
+
+// escAccount is what the escalation oracle knows about an account: the
+// facts it reads from the database once, after building the tree.
+type escAccount struct {
+	id         int64
+	username   string
+	typ        string
+	manager    int64 // 0 at the top
+	active     bool
+	readOnly   bool
+	privileges []string
+	token      string // a "*" token without limits; "" for accounts not used as callers
+	narrow     string // "GET *", "POST /tokens", expiring at escNarrowExpiry, escNarrowRate per minute
+	devices    []string
+}
+
+// escWorld is one random tree and the oracle's view of it.
+type escWorld struct {
+	a        *testAPI
+	rng      *rand.Rand
+	seed     uint64
+	accounts map[int64]*escAccount
+	callers  []*escAccount
+	targets  []int64 // tree accounts, other tenants' accounts and a missing id
+	expiry   time.Time
+	serial   int
+}
+
+const (
+	escMissingID  = 999999999
+	escNarrowRate = 600
+)
+
+// escExpect is the answer DESIGN §9 requires.
+type escExpect struct {
+	status int
+	code   string
+	reason string
+}
+
+// allow is a success with the given status.
+func allow(status int) escExpect { return escExpect{status: status} }
+
+// deny403 is 403 MANAGEMENT_DENIED with a reason.
+func deny403(reason string) escExpect {
+	return escExpect{status: http.StatusForbidden, code: "MANAGEMENT_DENIED", reason: reason}
+}
+
+var (
+	escNotFound   = escExpect{status: http.StatusNotFound, code: "NOT_FOUND"}
+	escValidation = escExpect{status: http.StatusBadRequest, code: "VALIDATION_FAILED"}
+	escBadBody    = escExpect{status: http.StatusBadRequest, code: "INVALID_BODY"}
+)
+
+// TestEscalation compares what the management API allows with an oracle
+// written from the text of DESIGN §9 (and the precedence of docs/policy.md
+// §10), not from the policy: every account type as caller (including
+// read-only and suspended branches) × every action × target relation
+// (self, child, grandchild, sibling, parent, other tenant, missing) ×
+// field change, on random trees. Each case is a real HTTP request; status,
+// error code and details.reason must agree.
+func TestEscalation(t *testing.T) {
+	total := 0
+	reasons := map[string]int{}
+	allows := map[string]int{}
+	relations := map[string]int{}
+	for _, seed := range []uint64{1, 2} {
+		w := newEscWorld(t, seed)
+		n := w.run(t, reasons, allows, relations)
+		total += n
+	}
+	t.Logf("escalation cases: %d; reasons %v; allows %v; relations %v", total, reasons, allows, relations)
+	if total < 1000 {
+		t.Fatalf("only %d cases", total)
+	}
+	// privilege_not_held and immutable_field cannot be reached through the
+	// API: every caller that manages another subaccount holds both
+	// privileges, and an immutable field is 400 INVALID_BODY before the
+	// policy. They are covered by the Rego tests; here the 400 is checked.
+	for _, r := range []string{"not_below_caller", "own_account", "device_not_owned", "exceeds_token", "wrong_target_type",
+		"NOT_FOUND", "INVALID_BODY", "VALIDATION_FAILED", "READ_ONLY_ACCOUNT", "ACCOUNT_INACTIVE"} {
+		if reasons[r] == 0 {
+			t.Errorf("no case answered %s", r)
+		}
+	}
+	for _, action := range []string{"account.create", "account.update", "grants.replace", "object.create", "token.create", "token.revoke"} {
+		if allows[action] == 0 {
+			t.Errorf("no case allowed %s", action)
+		}
+	}
+	for _, rel := range []string{"self", "child", "grandchild", "sibling", "parent", "other tenant", "missing"} {
+		if relations[rel] == 0 {
+			t.Errorf("no case with target relation %s", rel)
+		}
+	}
+}
+
+// newEscWorld builds a random tree in a fresh database holding the demo
+// data: an admin, two managers, users under them (one read-only and one
+// suspended branch), subaccounts per user, devices per user, a "*" token and
+// a narrow token per account.
+func newEscWorld(t *testing.T, seed uint64) *escWorld {
+	a := newTestAPI(t)
+	w := &escWorld{a: a, rng: rand.New(rand.NewPCG(seed, 12)), seed: seed, accounts: map[int64]*escAccount{},
+		expiry: time.Now().Add(48 * time.Hour).UTC().Truncate(time.Second)}
+	ctx := context.Background()
+	insert := func(name, typ string, manager int64, active, readOnly bool, privs []string) int64 {
+		var mgr any
+		if manager != 0 {
+			mgr = manager
+		}
+		var id int64
+		if err := a.db.NewRaw(`INSERT INTO accounts (username, email, type, manager_id, active, read_only, privileges)
+			VALUES (?, ?, ?, ?, ?, ?, ?::text[]) RETURNING id`, name, name+"@example.com", typ, mgr, active, readOnly,
+			"{"+strings.Join(privs, ",")+"}").Scan(ctx, &id); err != nil {
+			t.Fatalf("account %s: %v", name, err)
+		}
+		return id
+	}
+	device := func(owner int64, imei string) {
+		a.exec(t, "INSERT INTO objects (imei, account_id, name) VALUES (?, ?, ?)", imei, owner, imei)
+	}
+	tree := []int64{}
+	p := fmt.Sprintf("esc%d", seed)
+	admin := insert(p+"-admin", "admin", 0, true, false, nil)
+	tree = append(tree, admin)
+	privChoices := [][]string{nil, {"reports"}, {"event_notifications"}, {"event_notifications", "reports"}}
+	for m := range 2 {
+		mgr := insert(fmt.Sprintf("%s-m%d", p, m), "manager", 0, true, false, nil)
+		tree = append(tree, mgr)
+		users := 1 + w.rng.IntN(3)
+		for u := range users + 1 {
+			active, readOnly := true, false
+			kind := "u"
+			if m == 0 && u == users { // one read-only branch
+				readOnly, kind = true, "ro"
+			} else if m == 1 && u == users { // one suspended branch
+				active, kind = false, "off"
+			}
+			user := insert(fmt.Sprintf("%s-m%d-%s%d", p, m, kind, u), "user", mgr, active, readOnly, nil)
+			tree = append(tree, user)
+			for d := range 2 {
+				device(user, fmt.Sprintf("%s-%d-dev%d", p, user, d))
+			}
+			for s := range 1 + w.rng.IntN(2) {
+				sub := insert(fmt.Sprintf("%s-m%d-%s%d-s%d", p, m, kind, u, s), "subaccount", user, true, false,
+					privChoices[w.rng.IntN(len(privChoices))])
+				tree = append(tree, sub)
+			}
+		}
+	}
+	// Other tenants: demo accounts outside the tree, of every type.
+	others := []int64{}
+	for _, u := range []string{"admin", "fleetco", "acme", "acme-night"} {
+		others = append(others, a.accountID(t, u))
+	}
+	// The oracle's facts, read once.
+	var rows []struct {
+		ID         int64    `bun:"id"`
+		Username   string   `bun:"username"`
+		Type       string   `bun:"type"`
+		ManagerID  *int64   `bun:"manager_id"`
+		Active     bool     `bun:"active"`
+		ReadOnly   bool     `bun:"read_only"`
+		Privileges []string `bun:"privileges,array"`
+	}
+	if err := a.db.NewRaw("SELECT id, username, type, manager_id, active, read_only, privileges FROM accounts").Scan(ctx, &rows); err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range rows {
+		acc := &escAccount{id: r.ID, username: r.Username, typ: r.Type, active: r.Active, readOnly: r.ReadOnly, privileges: r.Privileges}
+		if r.ManagerID != nil {
+			acc.manager = *r.ManagerID
+		}
+		w.accounts[r.ID] = acc
+	}
+	var devs []struct {
+		IMEI      string `bun:"imei"`
+		AccountID int64  `bun:"account_id"`
+	}
+	if err := a.db.NewRaw("SELECT imei, account_id FROM objects").Scan(ctx, &devs); err != nil {
+		t.Fatal(err)
+	}
+	for _, d := range devs {
+		w.accounts[d.AccountID].devices = append(w.accounts[d.AccountID].devices, d.IMEI)
+	}
+	for _, id := range tree {
+		acc := w.accounts[id]
+		acc.token = a.mintToken(t, acc.username, "esc-all", []string{"*"}, nil, 0)
+		acc.narrow = a.mintToken(t, acc.username, "esc-narrow", []string{"GET *", "POST /tokens"}, &w.expiry, escNarrowRate)
+		w.callers = append(w.callers, acc)
+	}
+	w.targets = append(append(append(w.targets, tree...), others...), escMissingID)
+	// A snapshot of every account, to undo each allowed PATCH.
+	a.exec(t, "CREATE TABLE esc_snapshot AS SELECT * FROM accounts")
+	return w
+}
+
+// --- the oracle: DESIGN §2 and §9 as text ---
+
+// chainState is the route decision on a write (DESIGN §2): an account that
+// is suspended, or below a suspended account, cannot use the API; one that
+// is read-only, or below a read-only account, cannot write.
+func (w *escWorld) chainState(c *escAccount) *escExpect {
+	for acc := c; acc != nil; acc = w.accounts[acc.manager] {
+		if !acc.active {
+			return &escExpect{status: http.StatusUnauthorized, code: "ACCOUNT_INACTIVE"}
+		}
+	}
+	for acc := c; acc != nil; acc = w.accounts[acc.manager] {
+		if acc.readOnly {
+			return &escExpect{status: http.StatusForbidden, code: "READ_ONLY_ACCOUNT"}
+		}
+	}
+	return nil
+}
+
+// manages is the management scope of §9: an admin manages every account; a
+// manager itself, the accounts it manages and their subaccounts; a user
+// itself and its subaccounts; a subaccount itself.
+func (w *escWorld) manages(c *escAccount, id int64) bool {
+	t, ok := w.accounts[id]
+	if !ok {
+		return false
+	}
+	switch c.typ {
+	case "admin":
+		return true
+	case "manager":
+		if t.id == c.id || t.manager == c.id {
+			return true
+		}
+		parent := w.accounts[t.manager]
+		return t.typ == "subaccount" && parent != nil && parent.manager == c.id
+	case "user":
+		return t.id == c.id || t.typ == "subaccount" && t.manager == c.id
+	case "subaccount":
+		return t.id == c.id
+	}
+	return false
+}
+
+// relation names where the target sits relative to the caller (for the
+// coverage count only; the oracle does not use it).
+func (w *escWorld) relation(c *escAccount, id int64) string {
+	t, ok := w.accounts[id]
+	switch {
+	case !ok:
+		return "missing"
+	case t.id == c.id:
+		return "self"
+	case t.manager == c.id:
+		return "child"
+	case t.manager != 0 && w.accounts[t.manager].manager == c.id:
+		return "grandchild"
+	case c.manager == t.id:
+		return "parent"
+	case c.manager != 0 && w.accounts[c.manager].manager == t.id:
+		return "grandparent"
+	case t.manager == c.manager && t.manager != 0:
+		return "sibling"
+	}
+	if w.top(c) == w.top(t) {
+		return "same tenant"
+	}
+	return "other tenant"
+}
+
+// top is the topmost ancestor of an account: its tenant.
+func (w *escWorld) top(acc *escAccount) int64 {
+	for acc.manager != 0 {
+		acc = w.accounts[acc.manager]
+	}
+	return acc.id
+}
+
+// heldPrivileges: admins, managers and users hold every privilege (§2).
+func heldPrivileges(c *escAccount) []string {
+	if c.typ == "subaccount" {
+		return c.privileges
+	}
+	return []string{"reports", "event_notifications"}
+}
+
+// mayCreate is "creation goes strictly downward" of §9.
+func (w *escWorld) mayCreate(c *escAccount, typ string, under int64) bool {
+	parent := w.accounts[under]
+	switch c.typ {
+	case "admin":
+		return (typ == "manager" || typ == "user") && (under == 0 || parent.typ == "manager")
+	case "manager":
+		return typ == "user" && under == c.id ||
+			typ == "subaccount" && under != 0 && parent.typ == "user" && parent.manager == c.id
+	case "user":
+		return typ == "subaccount" && under == c.id
+	}
+	return false
+}
+
+// covers is the attenuation rule of §9: "*" covers all, "METHOD *" every
+// route of that method (and itself), a permission itself.
+func covers(held []string, p string) bool {
+	for _, h := range held {
+		if h == "*" || h == p {
+			return true
+		}
+		if method, ok := strings.CutSuffix(h, " *"); ok && strings.HasPrefix(p, method+" /") {
+			return true
+		}
+	}
+	return false
+}
+
+// --- the cases ---
+
+func (w *escWorld) name(kind string) string {
+	w.serial++
+	return fmt.Sprintf("esc%d-%s-%d", w.seed, kind, w.serial)
+}
+
+// run sends every case and returns how many it checked.
+func (w *escWorld) run(t *testing.T, reasons, allows, relations map[string]int) int {
+	n := 0
+	check := func(c *escAccount, action, rel, desc string, want escExpect, r response) {
+		t.Helper()
+		n++
+		got := escExpect{status: r.status}
+		if r.status >= 400 {
+			e, _ := r.body["error"].(map[string]any)
+			got.code, _ = e["code"].(string)
+			if got.code == "MANAGEMENT_DENIED" {
+				d, _ := e["details"].(map[string]any)
+				got.reason, _ = d["reason"].(string)
+			}
+		}
+		if got != want {
+			t.Errorf("seed %d: %s (%s) as %s: %s → %d %s %s, oracle %d %s %s: %s", w.seed, action, rel, c.username, desc,
+				got.status, got.code, got.reason, want.status, want.code, want.reason, r.raw)
+			return
+		}
+		relations[rel]++
+		switch {
+		case want.status < 300:
+			allows[action]++
+		case want.reason != "":
+			reasons[want.reason]++
+		default:
+			reasons[want.code]++
+		}
+	}
+	for _, c := range w.callers {
+		route := w.chainState(c)
+		gate := func(e escExpect) escExpect {
+			if route != nil {
+				return *route
+			}
+			return e
+		}
+		for _, target := range w.targets {
+			rel := w.relation(c, target)
+			inScope := w.manages(c, target)
+			tgt := w.accounts[target]
+
+			// account.create under the target, and at the top.
+			for _, under := range []int64{target, 0} {
+				if under == 0 && target != w.targets[0] {
+					continue // the top once per caller
+				}
+				typ := []string{"admin", "manager", "user", "subaccount"}[w.rng.IntN(4)]
+				body := map[string]any{"username": w.name("acct"), "email": "x@example.com", "type": typ}
+				if under != 0 {
+					body["manager_id"] = under
+				}
+				withPrivs := w.rng.IntN(3) == 0
+				if withPrivs {
+					body["privileges"] = []string{"reports"}
+				}
+				want := deny403("not_below_caller")
+				switch {
+				// privileges on a non-subaccount: the body alone says so
+				// (its type), so it is refused with the body, before the
+				// scope; it reveals nothing about the manager_id.
+				case withPrivs && typ != "subaccount":
+					want = escValidation
+				case under != 0 && !w.manages(c, under):
+					want = escNotFound
+				case !w.mayCreate(c, typ, under):
+				case withPrivs && !covers(heldPrivileges(c), "reports"):
+					want = deny403("privilege_not_held")
+				default:
+					want = allow(http.StatusCreated)
+				}
+				r := w.send(http.MethodPost, "/api/v2/accounts", c.token, body)
+				cr := rel
+				if under == 0 {
+					cr = "top"
+				}
+				check(c, "account.create", cr, fmt.Sprint(body), gate(want), r)
+			}
+
+			// account.update of one or two fields of the target.
+			fields := []string{"email", "active", "read_only", "account_expire", "account_expire_dt", "privileges", "type", "manager_id", "username"}
+			body := map[string]any{}
+			for range 1 + w.rng.IntN(2) {
+				f := fields[w.rng.IntN(len(fields))]
+				switch f {
+				case "email":
+					body[f] = w.name("mail") + "@example.com"
+				case "active":
+					body[f] = false
+				case "read_only", "account_expire":
+					body[f] = true
+				case "account_expire_dt":
+					body[f] = "2031-01-01"
+				case "privileges":
+					body[f] = [][]string{{}, {"reports"}, {"event_notifications"}, {"reports", "event_notifications"}}[w.rng.IntN(4)]
+				case "type":
+					body[f] = "admin"
+				case "manager_id":
+					body[f] = c.id
+				case "username":
+					body[f] = w.name("rename")
+				}
+			}
+			want := allow(http.StatusOK)
+			immutable := slices.ContainsFunc([]string{"type", "manager_id", "username"}, func(f string) bool { _, ok := body[f]; return ok })
+			_, privs := body["privileges"]
+			ownFields := slices.ContainsFunc([]string{"active", "read_only", "account_expire", "account_expire_dt", "privileges"}, func(f string) bool { _, ok := body[f]; return ok })
+			switch {
+			case immutable:
+				want = escBadBody
+			case !inScope:
+				want = escNotFound
+			case privs && tgt.typ != "subaccount":
+				want = escValidation
+			case target == c.id && ownFields:
+				want = deny403("own_account")
+			case privs && slices.ContainsFunc(body["privileges"].([]string), func(p string) bool { return !slices.Contains(heldPrivileges(c), p) }):
+				want = deny403("privilege_not_held")
+			}
+			r := w.send(http.MethodPatch, fmt.Sprintf("/api/v2/accounts/%d", target), c.token, body)
+			check(c, "account.update", rel, fmt.Sprint(body), gate(want), r)
+			if r.status == http.StatusOK {
+				w.a.exec(t, `UPDATE accounts a SET email = s.email, active = s.active, read_only = s.read_only,
+					account_expire = s.account_expire, account_expire_dt = s.account_expire_dt, privileges = s.privileges
+					FROM esc_snapshot s WHERE a.id = s.id AND a.id = ?`, target)
+			}
+
+			// grants.replace on the target.
+			kind := []string{"none", "owned", "foreign", "unknown", "mixed"}[w.rng.IntN(5)]
+			imeis := []string{}
+			var parentDevices []string
+			if tgt != nil && tgt.manager != 0 {
+				parentDevices = w.accounts[tgt.manager].devices
+			}
+			foreign := w.foreignDevice(tgt)
+			switch kind {
+			case "owned":
+				imeis = append(imeis, parentDevices...)
+			case "foreign":
+				imeis = append(imeis, foreign)
+			case "unknown":
+				imeis = append(imeis, w.name("nodev"))
+			case "mixed":
+				imeis = append(append(imeis, parentDevices...), foreign)
+			}
+			want = allow(http.StatusOK)
+			switch {
+			case !inScope:
+				want = escNotFound
+			case tgt.typ != "subaccount":
+				want = escValidation
+			case target == c.id:
+				want = deny403("own_account")
+			case slices.ContainsFunc(imeis, func(m string) bool { return !slices.Contains(parentDevices, m) }):
+				want = deny403("device_not_owned")
+			}
+			r = w.send(http.MethodPut, fmt.Sprintf("/api/v2/accounts/%d/objects", target), c.token, map[string]any{"imei": imeis})
+			check(c, "grants.replace", rel, kind+" "+fmt.Sprint(imeis), gate(want), r)
+
+			// object.create for the target.
+			want = allow(http.StatusCreated)
+			switch {
+			case !inScope:
+				want = escNotFound
+			case tgt.typ == "subaccount":
+				want = deny403("wrong_target_type")
+			}
+			r = w.send(http.MethodPost, "/api/v2/objects", c.token, map[string]any{"imei": w.name("dev"), "account_id": target})
+			check(c, "object.create", rel, "", gate(want), r)
+
+			// token.create for the target, by the "*" token or the narrow one.
+			w.tokenCase(c, target, rel, inScope, gate, check)
+
+			// token.revoke of a fresh token of the target.
+			if tgt != nil {
+				victim, tok, err := w.a.store.CreateToken(context.Background(), storage.NewToken{Username: tgt.username,
+					Name: w.name("victim"), Permissions: []string{"*"}})
+				if err != nil {
+					t.Fatal(err)
+				}
+				caller := c.token
+				if target == c.id && w.rng.IntN(2) == 0 {
+					caller = victim // a token revokes itself
+				}
+				id := tok.ID
+				want = allow(http.StatusNoContent)
+				if !inScope {
+					want = escNotFound
+				}
+				r = w.send(http.MethodDelete, fmt.Sprintf("/api/v2/tokens/%d", id), caller, nil)
+				check(c, "token.revoke", rel, fmt.Sprintf("self-token=%v", caller == victim), gate(want), r)
+			} else {
+				r = w.send(http.MethodDelete, fmt.Sprintf("/api/v2/tokens/%d", escMissingID), c.token, nil)
+				check(c, "token.revoke", rel, "missing token", gate(escNotFound), r)
+			}
+		}
+	}
+	return n
+}
+
+// tokenCase sends one POST /tokens with a random permission set, expiry
+// and rate limit (narrower, equal, wider or omitted).
+func (w *escWorld) tokenCase(c *escAccount, target int64, rel string, inScope bool, gate func(escExpect) escExpect,
+	check func(*escAccount, string, string, string, escExpect, response)) {
+	narrow := w.rng.IntN(2) == 0
+	secret, held, expires, rate := c.token, []string{"*"}, (*time.Time)(nil), api.DefaultRateLimit
+	if narrow {
+		secret, held, expires, rate = c.narrow, []string{"GET *", "POST /tokens"}, &w.expiry, escNarrowRate
+	}
+	perms := [][]string{{}, {"GET /services"}, {"GET *"}, {"*"}, {"POST /tokens"}, {"DELETE /tokens/{id}"},
+		{"GET /events/{id}", "POST /passengers"}, {"PATCH /accounts/{id}"}}[w.rng.IntN(8)]
+	body := map[string]any{"name": w.name("tok"), "permissions": perms}
+	if target != c.id || w.rng.IntN(2) == 0 {
+		body["account_id"] = target
+	}
+	// expires_at: omitted (inherits), earlier, equal, later than w.expiry
+	exceeds := slices.ContainsFunc(perms, func(p string) bool { return !covers(held, p) })
+	switch w.rng.IntN(4) {
+	case 1:
+		body["expires_at"] = w.expiry.Add(-time.Hour).Format(time.RFC3339)
+	case 2:
+		body["expires_at"] = w.expiry.Format(time.RFC3339)
+	case 3:
+		body["expires_at"] = w.expiry.Add(time.Second).Format(time.RFC3339)
+		if expires != nil {
+			exceeds = true // later than the creating token's expiry
+		}
+	}
+	switch w.rng.IntN(4) {
+	case 1:
+		body["rate_limit"] = rate / 2
+	case 2:
+		body["rate_limit"] = rate
+	case 3:
+		body["rate_limit"] = rate + 1
+		exceeds = true // higher than the creating token's (effective) limit
+	}
+	want := allow(http.StatusCreated)
+	switch {
+	case !inScope:
+		want = escNotFound
+	case exceeds:
+		want = deny403("exceeds_token")
+	}
+	r := w.send(http.MethodPost, "/api/v2/tokens", secret, body)
+	check(c, "token.create", rel, fmt.Sprintf("narrow=%v %v", narrow, body), gate(want), r)
+}
+
+// foreignDevice is a device its target's parent does not own: another
+// tree user's, or another tenant's.
+func (w *escWorld) foreignDevice(tgt *escAccount) string {
+	var all []string
+	for _, acc := range w.accounts {
+		if tgt == nil || acc.id != tgt.manager {
+			all = append(all, acc.devices...)
+		}
+	}
+	sort.Strings(all)
+	return all[w.rng.IntN(len(all))]
+}
+
+// send makes a JSON request with a bearer token.
+func (w *escWorld) send(method, path, token string, body any) response {
+	b := ""
+	if body != nil {
+		raw, err := json.Marshal(body)
+		if err != nil {
+			w.a.t.Fatal(err)
+		}
+		b = string(raw)
+	}
+	return w.a.send(method, path, token, b)
+}
