@@ -132,4 +132,5 @@ func printDemoTokens(w io.Writer, addr, dbName string) {
 		fmt.Fprintf(w, "  curl -s -H 'Authorization: %s' http://%s/api/v2/me   # the bare form works too\n", toks[0].Secret, addr)
 		fmt.Fprintf(w, "  curl -s http://%s/api/v2/me   # 401 AUTH_REQUIRED\n\n", addr)
 	}
+	fmt.Fprintf(w, "The management API (docs/management.md): a manager onboards a customer, which creates a\nsubaccount, grants it a device and mints a read-only integration token.\n\n%s\n", managementWalkthrough(addr))
 }
