@@ -2,12 +2,8 @@ package storage
 
 import (
 	"context"
-	"encoding/json"
-	"fmt"
 	"strings"
 	"time"
-
-	"github.com/uptrace/bun"
 
 	"github.com/fleetapi/fleetapi/policy"
 	"github.com/fleetapi/fleetapi/tenancy"
@@ -77,6 +73,7 @@ func (s *Store) CreateAccount(ctx context.Context, scope policy.Scope, actor Act
 		if _, err := tx.db.NewInsert().Model(&a).Returning("*").Exec(ctx); err != nil {
 			return AuditEvent{}, err
 		}
+		created = a
 		changes, err := Diff(nil, accountAudit(a))
 		if err != nil {
 			return AuditEvent{}, err
@@ -86,31 +83,8 @@ func (s *Store) CreateAccount(ctx context.Context, scope policy.Scope, actor Act
 	if a.ManagerID != nil {
 		w.Accounts = []int64{*a.ManagerID}
 	}
-	err = s.db.RunInTx(ctx, nil, func(ctx context.Context, tx bun.Tx) error {
-		if idem != nil {
-			raw, claimed, err := claimKey(ctx, tx, *idem)
-			if err != nil {
-				return err
-			}
-			if !claimed {
-				replayed = true
-				if err := json.Unmarshal(raw, &created); err != nil {
-					return fmt.Errorf("idempotency key %q: stored response: %w", idem.Key, err)
-				}
-				return nil
-			}
-		}
-		if _, err := manage(ctx, tx, scope, w); err != nil {
-			return err
-		}
-		created = a
-		if idem == nil {
-			return nil
-		}
-		return storeIdempotentResponse(ctx, tx, *idem, created)
-	})
-	if err != nil {
-		return Account{}, false, Translate(err)
+	if replayed, err = idempotentManage(ctx, s, scope, w, idem, &created); err != nil {
+		return Account{}, false, err
 	}
 	return created, replayed, nil
 }

@@ -310,3 +310,36 @@ func uniqueIDs(ids []int64) []int64 {
 	}
 	return out[:n]
 }
+
+// idempotentManage runs the management write w (scope check, change, audit
+// row: manage) in one transaction behind the idempotency key idem, nil for
+// none. A key already claimed replays its stored response into *result and
+// writes nothing; otherwise w's change fills *result, which is stored as
+// the key's response. It reports whether the response was replayed, and
+// returns the errors of manage and of the key (ErrIdempotencyKeyReused)
+// passed through Translate.
+func idempotentManage[T any](ctx context.Context, s *Store, scope policy.Scope, w ManagementWrite, idem *IdempotentRequest, result *T) (replayed bool, err error) {
+	err = s.db.RunInTx(ctx, nil, func(ctx context.Context, tx bun.Tx) error {
+		if idem != nil {
+			raw, claimed, err := claimKey(ctx, tx, *idem)
+			if err != nil {
+				return err
+			}
+			if !claimed {
+				replayed = true
+				if err := json.Unmarshal(raw, result); err != nil {
+					return fmt.Errorf("idempotency key %q: stored response: %w", idem.Key, err)
+				}
+				return nil
+			}
+		}
+		if _, err := manage(ctx, tx, scope, w); err != nil {
+			return err
+		}
+		if idem == nil {
+			return nil
+		}
+		return storeIdempotentResponse(ctx, tx, *idem, *result)
+	})
+	return replayed, Translate(err)
+}

@@ -2,7 +2,6 @@ package storage
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"slices"
@@ -158,37 +157,15 @@ func (s *Store) CreateObject(ctx context.Context, scope policy.Scope, actor Acto
 		if _, err := tx.db.NewInsert().Model(&o).Returning("*").Exec(ctx); err != nil {
 			return AuditEvent{}, err
 		}
+		created = o
 		changes, err := Diff(nil, objectAudit(o))
 		if err != nil {
 			return AuditEvent{}, err
 		}
 		return AuditEvent{Action: policy.ActionObjectCreate, TargetAccountID: o.AccountID, TargetID: o.ID, Changes: changes}, nil
 	}}
-	err = s.db.RunInTx(ctx, nil, func(ctx context.Context, tx bun.Tx) error {
-		if idem != nil {
-			raw, claimed, err := claimKey(ctx, tx, *idem)
-			if err != nil {
-				return err
-			}
-			if !claimed {
-				replayed = true
-				if err := json.Unmarshal(raw, &created); err != nil {
-					return fmt.Errorf("idempotency key %q: stored response: %w", idem.Key, err)
-				}
-				return nil
-			}
-		}
-		if _, err := manage(ctx, tx, scope, w); err != nil {
-			return err
-		}
-		created = o
-		if idem == nil {
-			return nil
-		}
-		return storeIdempotentResponse(ctx, tx, *idem, created)
-	})
-	if err != nil {
-		return Object{}, false, Translate(err)
+	if replayed, err = idempotentManage(ctx, s, scope, w, idem, &created); err != nil {
+		return Object{}, false, err
 	}
 	return created, replayed, nil
 }

@@ -2,7 +2,6 @@ package storage
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"time"
@@ -134,31 +133,9 @@ func (s *Store) CreateManagedToken(ctx context.Context, scope policy.Scope, acto
 		}
 		return AuditEvent{Action: policy.ActionTokenCreate, TargetAccountID: tok.AccountID, TargetID: tok.ID, Changes: changes}, nil
 	}}
-	err = s.db.RunInTx(ctx, nil, func(ctx context.Context, tx bun.Tx) error {
-		if idem != nil {
-			raw, claimed, err := claimKey(ctx, tx, *idem)
-			if err != nil {
-				return err
-			}
-			if !claimed {
-				replayed = true
-				if err := json.Unmarshal(raw, &created); err != nil {
-					return fmt.Errorf("idempotency key %q: stored response: %w", idem.Key, err)
-				}
-				return nil
-			}
-		}
-		if _, err := manage(ctx, tx, scope, w); err != nil {
-			return err
-		}
-		if idem == nil {
-			return nil
-		}
-		// Only the token without its secret: a replay cannot show it.
-		return storeIdempotentResponse(ctx, tx, *idem, created)
-	})
-	if err != nil {
-		return "", ManagedToken{}, false, Translate(err)
+	// The key stores the token without its secret: a replay cannot show it.
+	if replayed, err = idempotentManage(ctx, s, scope, w, idem, &created); err != nil {
+		return "", ManagedToken{}, false, err
 	}
 	return secret, created, replayed, nil
 }
