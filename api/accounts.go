@@ -23,7 +23,7 @@ import (
 // registerAccounts declares GET/POST /accounts and GET/PATCH
 // /accounts/{id} (DESIGN §9).
 func (s *Server) registerAccounts(g *fuego.Server) {
-	fuego.Get(g, "/accounts", s.getAccounts, routeOptions(authErrors(), listParams(storage.Accounts.Descriptor), []fuego.RouteOption{
+	fuego.Get(g, "/accounts", s.getAccounts(), routeOptions(authErrors(), listParams(storage.Accounts.Descriptor), []fuego.RouteOption{
 		fuego.OptionOperationID("get_accounts"), fuego.OptionTags("Account"),
 		fuego.OptionSummary("Paged list of the accounts the caller manages"),
 		fuego.OptionDescription("The accounts in the caller's management scope: an admin every account; a manager itself, " +
@@ -84,28 +84,11 @@ var privilegeNames = []string{"event_notifications", "reports"}
 // usernamePattern is what POST /accounts accepts as a username.
 var usernamePattern = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._@-]{0,99}$`)
 
-// getAccounts answers GET /accounts: a page of the accounts in the
-// caller's management scope.
-func (s *Server) getAccounts(c fuego.ContextNoBody) (*Envelope[[]storage.Account], error) {
-	ctx := c.Context()
-	req, err := parseListRequest(c.Request().URL.RawQuery, storage.Accounts.Descriptor)
-	if err != nil {
-		return nil, err
-	}
-	for _, f := range req.Filters {
-		if v, ok := f.Value.(string); ok && f.Field.Name == "type" && !slices.Contains(accountTypes, v) {
-			return nil, invalidParam("type", "must be one of admin, manager, user, subaccount")
-		}
-	}
-	m, err := s.managerFrom(ctx)
-	if err != nil {
-		return nil, err
-	}
-	page, err := storage.List(ctx, s.cfg.Store, m.scope, storage.Accounts, req)
-	if err != nil {
-		return nil, err
-	}
-	return &Envelope[[]storage.Account]{Data: page.Items, Meta: Meta{Paging: paging(req, page.Total)}}, nil
+// getAccounts answers GET /accounts.
+func (s *Server) getAccounts() func(fuego.ContextNoBody) (*Envelope[[]storage.Account], error) {
+	return managedList(s, storage.Accounts, func(_ string, req *storage.ListRequest) error {
+		return enumFilter(*req, "type", accountTypes, "must be one of admin, manager, user, subaccount")
+	})
 }
 
 // getAccount answers GET /accounts/{id}.

@@ -1,7 +1,6 @@
 package api
 
 import (
-	"slices"
 	"time"
 
 	"github.com/getkin/kin-openapi/openapi3"
@@ -14,7 +13,7 @@ import (
 // registerAuditEvents declares GET /audit-events (DESIGN §9).
 func (s *Server) registerAuditEvents(g *fuego.Server) {
 	q := openapi3.ParameterInQuery
-	fuego.Get(g, "/audit-events", s.getAuditEvents, routeOptions(authErrors(), listParams(storage.AuditEvents.Descriptor), []fuego.RouteOption{
+	fuego.Get(g, "/audit-events", s.getAuditEvents(), routeOptions(authErrors(), listParams(storage.AuditEvents.Descriptor), []fuego.RouteOption{
 		fuego.OptionOperationID("get_audit_events"), fuego.OptionTags("Account"),
 		fuego.OptionSummary("Paged audit trail of management changes"),
 		fuego.OptionDescription("The management writes whose target account is in the caller's management scope, newest first by default " +
@@ -30,36 +29,19 @@ func (s *Server) registerAuditEvents(g *fuego.Server) {
 var auditActions = []string{policy.ActionAccountCreate, policy.ActionAccountUpdate, policy.ActionGrantsReplace,
 	policy.ActionObjectCreate, policy.ActionTokenCreate, policy.ActionTokenRevoke}
 
-// getAuditEvents answers GET /audit-events.
-func (s *Server) getAuditEvents(c fuego.ContextNoBody) (*Envelope[[]storage.AuditEvent], error) {
-	ctx := c.Context()
-	raw := c.Request().URL.RawQuery
-	d := storage.AuditEvents.Descriptor
-	req, err := parseListRequest(raw, d)
-	if err != nil {
-		return nil, err
-	}
-	q, _ := parseQuery(raw) // parsed without error just above
-	if _, ok := q[paramSort]; !ok {
-		req.Sort, _ = d.Field("at")
-		if _, ok := q[paramOrder]; !ok {
-			req.Desc = true
+// getAuditEvents answers GET /audit-events: newest first unless the query
+// names a sort (and, with no order, descending by at).
+func (s *Server) getAuditEvents() func(fuego.ContextNoBody) (*Envelope[[]storage.AuditEvent], error) {
+	return managedList(s, storage.AuditEvents, func(raw string, req *storage.ListRequest) error {
+		q, _ := parseQuery(raw) // parseListRequest has parsed it without error
+		if _, ok := q[paramSort]; !ok {
+			req.Sort, _ = storage.AuditEvents.Field("at")
+			if _, ok := q[paramOrder]; !ok {
+				req.Desc = true
+			}
 		}
-	}
-	for _, f := range req.Filters {
-		if v, ok := f.Value.(string); ok && f.Field.Name == "action" && !slices.Contains(auditActions, v) {
-			return nil, invalidParam("action", "must be one of the audit actions")
-		}
-	}
-	m, err := s.managerFrom(ctx)
-	if err != nil {
-		return nil, err
-	}
-	page, err := storage.List(ctx, s.cfg.Store, m.scope, storage.AuditEvents, req)
-	if err != nil {
-		return nil, err
-	}
-	return &Envelope[[]storage.AuditEvent]{Data: page.Items, Meta: Meta{Paging: paging(req, page.Total)}}, nil
+		return enumFilter(*req, "action", auditActions, "must be one of the audit actions")
+	})
 }
 
 // auditEventSchema is the AuditEvent component.

@@ -4,11 +4,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/fleetapi/fleetapi/policy"
 	"github.com/fleetapi/fleetapi/storage"
+	"github.com/go-fuego/fuego"
 )
 
 // The management guard (DESIGN §9): the route decision of the guard has
@@ -76,4 +78,44 @@ func actor(ctx context.Context, m manager) storage.Actor {
 		a.TraceID = sc.TraceID().String()
 	}
 	return a
+}
+
+// managedList is the handler of a list under the caller's management scope
+// (GET /accounts, /tokens, /audit-events: DESIGN §9): the list of listRoute
+// with the management scope in place of a row scope. adjust, when not nil,
+// refines the parsed request (defaults, enum filters) from the raw query.
+func managedList[T any](s *Server, m storage.Model[T], adjust func(raw string, req *storage.ListRequest) error) func(fuego.ContextNoBody) (*Envelope[[]T], error) {
+	return func(c fuego.ContextNoBody) (*Envelope[[]T], error) {
+		ctx := c.Context()
+		raw := c.Request().URL.RawQuery
+		req, err := parseListRequest(raw, m.Descriptor)
+		if err != nil {
+			return nil, err
+		}
+		if adjust != nil {
+			if err := adjust(raw, &req); err != nil {
+				return nil, err
+			}
+		}
+		caller, err := s.managerFrom(ctx)
+		if err != nil {
+			return nil, err
+		}
+		page, err := storage.List(ctx, s.cfg.Store, caller.scope, m, req)
+		if err != nil {
+			return nil, err
+		}
+		return &Envelope[[]T]{Data: page.Items, Meta: Meta{Paging: paging(req, page.Total)}}, nil
+	}
+}
+
+// enumFilter refuses an exact-match filter on field whose value is not one
+// of values (INVALID_PARAMETER naming the field, with reason).
+func enumFilter(req storage.ListRequest, field string, values []string, reason string) error {
+	for _, f := range req.Filters {
+		if v, ok := f.Value.(string); ok && f.Field.Name == field && !slices.Contains(values, v) {
+			return invalidParam(field, reason)
+		}
+	}
+	return nil
 }

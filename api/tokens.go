@@ -19,7 +19,7 @@ import (
 // registerTokens declares GET/POST /tokens and DELETE /tokens/{id}
 // (DESIGN §9).
 func (s *Server) registerTokens(g *fuego.Server) {
-	fuego.Get(g, "/tokens", s.getTokens, routeOptions(authErrors(), listParams(storage.Tokens.Descriptor), []fuego.RouteOption{
+	fuego.Get(g, "/tokens", s.getTokens(), routeOptions(authErrors(), listParams(storage.Tokens.Descriptor), []fuego.RouteOption{
 		fuego.OptionOperationID("get_tokens"), fuego.OptionTags("Account"),
 		fuego.OptionSummary("Paged list of the tokens of the accounts the caller manages"),
 		fuego.OptionDescription("The tokens whose account is in the caller's management scope, revoked ones included (with revoked_at). " +
@@ -58,23 +58,9 @@ func (s *Server) registerTokens(g *fuego.Server) {
 // maxTokenRateLimit bounds a rate limit asked for through the API.
 const maxTokenRateLimit = 1_000_000
 
-// getTokens answers GET /tokens: a page of the tokens of the accounts in
-// the caller's management scope.
-func (s *Server) getTokens(c fuego.ContextNoBody) (*Envelope[[]storage.ManagedToken], error) {
-	ctx := c.Context()
-	req, err := parseListRequest(c.Request().URL.RawQuery, storage.Tokens.Descriptor)
-	if err != nil {
-		return nil, err
-	}
-	m, err := s.managerFrom(ctx)
-	if err != nil {
-		return nil, err
-	}
-	page, err := storage.List(ctx, s.cfg.Store, m.scope, storage.Tokens, req)
-	if err != nil {
-		return nil, err
-	}
-	return &Envelope[[]storage.ManagedToken]{Data: page.Items, Meta: Meta{Paging: paging(req, page.Total)}}, nil
+// getTokens answers GET /tokens.
+func (s *Server) getTokens() func(fuego.ContextNoBody) (*Envelope[[]storage.ManagedToken], error) {
+	return managedList(s, storage.Tokens, nil)
 }
 
 // TokenInput is the body of POST /tokens (DESIGN §9).
