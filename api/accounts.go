@@ -239,11 +239,7 @@ func (s *Server) postAccounts(c fuego.ContextWithBody[AccountInput]) (*Envelope[
 	if err != nil {
 		return nil, err
 	}
-	canonical, err := json.Marshal(a)
-	if err != nil {
-		return nil, err
-	}
-	idem, err := idempotencyRequest(r, m.principal.Account.ID, append([]byte("POST /accounts\n"), canonical...))
+	idem, err := idempotencyRequest(r, m.principal.Account.ID, "POST /accounts", a)
 	if err != nil {
 		return nil, err
 	}

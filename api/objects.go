@@ -1,7 +1,6 @@
 package api
 
 import (
-	"encoding/json"
 	"net/http"
 	"unicode/utf8"
 
@@ -105,11 +104,7 @@ func (s *Server) postObjects(c fuego.ContextWithBody[ObjectInput]) (*Envelope[st
 	if err != nil {
 		return nil, err
 	}
-	canonical, err := json.Marshal(o)
-	if err != nil {
-		return nil, err
-	}
-	idem, err := idempotencyRequest(r, m.principal.Account.ID, append([]byte("POST /objects\n"), canonical...))
+	idem, err := idempotencyRequest(r, m.principal.Account.ID, "POST /objects", o)
 	if err != nil {
 		return nil, err
 	}

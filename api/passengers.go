@@ -92,20 +92,12 @@ func passengerFrom(in PassengerInput, faults textFaults) (storage.Passenger, err
 	return p, nil
 }
 
-// idempotencyKey reads the Idempotency-Key header of a POST /passengers;
-// nil when absent.
-func idempotencyKey(r *http.Request, accountID int64, p storage.Passenger) (*storage.IdempotentRequest, error) {
-	canonical, err := json.Marshal(p)
-	if err != nil {
-		return nil, err
-	}
-	return idempotencyRequest(r, accountID, canonical)
-}
-
-// idempotencyRequest reads the Idempotency-Key header of a create whose
-// canonical request is canonical (it names the route where keys could
-// collide with another create's); nil when absent.
-func idempotencyRequest(r *http.Request, accountID int64, canonical []byte) (*storage.IdempotentRequest, error) {
+// idempotencyRequest reads the Idempotency-Key header of a create; nil
+// when absent. The key's request hash is of route (naming the create, so
+// that a key used on two routes is reused; "" for POST /passengers, whose
+// stored hashes predate the other creates) and the request's canonical
+// JSON form.
+func idempotencyRequest(r *http.Request, accountID int64, route string, request any) (*storage.IdempotentRequest, error) {
 	values := r.Header.Values("Idempotency-Key")
 	if len(values) == 0 {
 		return nil, nil
@@ -117,6 +109,13 @@ func idempotencyRequest(r *http.Request, accountID int64, canonical []byte) (*st
 	}
 	if !ok {
 		return nil, invalidParam("Idempotency-Key", fmt.Sprintf("must be one header of 1 to %d visible ASCII characters", maxIdempotencyKey))
+	}
+	canonical, err := json.Marshal(request)
+	if err != nil {
+		return nil, err
+	}
+	if route != "" {
+		canonical = append([]byte(route+"\n"), canonical...)
 	}
 	h := sha256.Sum256(canonical)
 	return &storage.IdempotentRequest{AccountID: accountID, Key: key, RequestHash: h[:]}, nil
@@ -143,7 +142,7 @@ func (s *Server) postPassengers(c fuego.ContextWithBody[PassengerInput]) (*Envel
 	if !ok {
 		return nil, errors.New("postPassengers: no authenticated call in context")
 	}
-	idem, err := idempotencyKey(r, cl.principal.Account.ID, p)
+	idem, err := idempotencyRequest(r, cl.principal.Account.ID, "", p)
 	if err != nil {
 		return nil, err
 	}

@@ -1,7 +1,6 @@
 package api
 
 import (
-	"encoding/json"
 	"errors"
 	"math"
 	"net/http"
@@ -184,11 +183,7 @@ func (s *Server) postTokens(c fuego.ContextWithBody[TokenInput]) (*Envelope[Crea
 	if nt.RateLimit == 0 {
 		nt.RateLimit = caller.RateLimit
 	}
-	canonical, err := json.Marshal(nt)
-	if err != nil {
-		return nil, err
-	}
-	idem, err := idempotencyRequest(r, m.principal.Account.ID, append([]byte("POST /tokens\n"), canonical...))
+	idem, err := idempotencyRequest(r, m.principal.Account.ID, "POST /tokens", nt)
 	if err != nil {
 		return nil, err
 	}
