@@ -18,7 +18,8 @@ import (
 // extension; docs/performance.md).
 func runGenerate(ctx context.Context, args []string, getenv func(string) string, con console) error {
 	cmd := newCommand("generate", "[flags]", `Write a deterministic synthetic data set with COPY (docs/performance.md) and
-print the load-test tokens (admin, manager, user, subaccount) as JSON lines on
+print the load-test tokens (admin, manager, user, subaccount, then the pool of
+the mixed workload: every manager, many users and subaccounts) as JSON lines on
 standard output, or into --tokens FILE; progress goes to standard error.`)
 	cfg, err := databaseCommand(cmd, getenv)
 	if err != nil {
@@ -103,7 +104,7 @@ func writeTokens(toks []synth.Token, path string, con console) error {
 	if err != nil {
 		return fmt.Errorf("generate: tokens: %w", err)
 	}
-	fmt.Fprintf(con.log, "%d tokens (admin, manager, user, subaccount) written to %s\n", len(toks), path)
+	fmt.Fprintf(con.log, "%d tokens (admin, manager, user, subaccount, and the mixed workload's pool) written to %s\n", len(toks), path)
 	return nil
 }
 

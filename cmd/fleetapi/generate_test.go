@@ -19,7 +19,7 @@ func TestGenerateCommand(t *testing.T) {
 	env := map[string]string{"FLEET_DATABASE_URL": db.URL}
 	tokens := filepath.Join(t.TempDir(), "tokens.jsonl")
 	out := runOK(t, env, "generate", "--preset", "small", "--services", "4000", "--seed", "7", "--today", "2026-11-01", "--tokens", tokens)
-	for _, want := range []string{"services", "4000 rows", "reference day 2026-11-01", "4 tokens"} {
+	for _, want := range []string{"services", "4000 rows", "reference day 2026-11-01", "tokens (admin, manager, user, subaccount, and the mixed workload's pool)"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("output lacks %q:\n%s", want, out)
 		}
@@ -37,7 +37,9 @@ func TestGenerateCommand(t *testing.T) {
 		if err := json.Unmarshal([]byte(line), &tok); err != nil || !strings.HasPrefix(tok.Token, "flt_") {
 			t.Fatalf("token line %q: %v", line, err)
 		}
-		roles[tok.Role] = true
+		if !tok.Pool {
+			roles[tok.Role] = true
+		}
 	}
 	if len(roles) != 4 {
 		t.Fatalf("roles %v", roles)

@@ -97,6 +97,10 @@ type Token struct {
 	TokenID   int64  `json:"token_id"`
 	// Token is the secret, shown once.
 	Token string `json:"token"`
+	// Pool marks the tokens of the harness's mixed workload (every
+	// manager, many users and subaccounts); the four others are the fixed
+	// workload's, one per role.
+	Pool bool `json:"pool,omitempty"`
 }
 
 // TableCount is the number of rows Generate wrote into one table.
@@ -124,7 +128,8 @@ var generatedTables = []string{"accounts", "objects", "object_grants", "services
 // database db: one admin, the managers, users and subaccounts with device
 // grants, devices, services (a share of them due on Today), reports, event
 // rules and passengers, and one token per role (admin, manager, user,
-// subaccount; all permissions, rate limit TokenRateLimit). The manager
+// subaccount; all permissions, rate limit TokenRateLimit), plus the pool
+// tokens of the mixed workload (Token.Pool). The manager
 // token belongs to the manager with the most users, the user token to one
 // of that manager's users, and the subaccount token to a subaccount of
 // that user holding both privileges.

@@ -70,6 +70,7 @@ func TestGenerateSmall(t *testing.T) {
 	store := storage.NewStore(db.DB)
 	engine := newEngine(t)
 	principals := map[string]tenancy.Principal{}
+	pool := map[string][]int64{}
 	for _, tok := range res.Tokens {
 		hash, err := tenancy.HashToken(tok.Token)
 		if err != nil {
@@ -85,7 +86,26 @@ func TestGenerateSmall(t *testing.T) {
 		if !p.Account.Active || p.Account.ReadOnly || p.Account.Expired(generateToday) {
 			t.Errorf("%s token: account cannot use the API: %+v", tok.Role, p.Account)
 		}
+		if tok.Pool {
+			pool[tok.Role] = append(pool[tok.Role], p.Account.ID)
+			continue
+		}
 		principals[tok.Role] = p
+	}
+	// The mixed workload's pool: every manager once, and as many usable
+	// users and subaccounts as the preset has (up to 60 each), no account
+	// twice.
+	seen := map[int64]bool{}
+	for role, ids := range pool {
+		for _, id := range ids {
+			if seen[id] {
+				t.Errorf("pool: account %d (%s) twice", id, role)
+			}
+			seen[id] = true
+		}
+	}
+	if len(pool["manager"]) != cfg.Managers || len(pool["user"]) < 50 || len(pool["subaccount"]) < cfg.Subaccounts*9/10 || len(pool["admin"]) != 0 {
+		t.Errorf("pool: %d managers, %d users, %d subaccounts, %d admins", len(pool["manager"]), len(pool["user"]), len(pool["subaccount"]), len(pool["admin"]))
 	}
 	if len(principals) != 4 {
 		t.Fatalf("tokens: %+v", res.Tokens)

@@ -201,28 +201,85 @@ func weightedIndex(r *rand.Rand, weights []int) int {
 	return len(weights) - 1
 }
 
+// Pool sizes of the mixed workload's tokens: at most this many users and
+// subaccounts each (fewer when the data set has fewer usable ones); every
+// manager gets one.
+const (
+	poolUsers       = 60
+	poolSubaccounts = 60
+)
+
+// tokenHolder is an account that gets a harness token.
+type tokenHolder struct {
+	role     string
+	username string
+	id       int64
+	pool     bool
+}
+
+// tokenHolders are the four fixed harness accounts, then the pool of the
+// mixed workload: every manager, up to poolUsers usable users and up to
+// poolSubaccounts subaccounts of usable users, spread evenly over the
+// account ids so that they fall under managers of every size.
+func (p *genPlan) tokenHolders() []tokenHolder {
+	out := []tokenHolder{
+		{"admin", "gen-admin", p.adminID(), false},
+		{"manager", managerName(p.bigManager), p.managerID(p.bigManager), false},
+		{"user", userName(p.harnessUser), p.userID(p.harnessUser), false},
+		{"subaccount", subaccountName(p.harnessSub), p.subaccountID(p.harnessSub), false},
+	}
+	for m := range p.cfg.Managers {
+		out = append(out, tokenHolder{"manager", managerName(m), p.managerID(m), true})
+	}
+	var users, subs []int
+	for u, f := range p.userFlags {
+		if f == 0 {
+			users = append(users, u)
+		}
+	}
+	for s, u := range p.subParent {
+		if p.userFlags[u] == 0 {
+			subs = append(subs, s)
+		}
+	}
+	for _, u := range evenly(users, poolUsers) {
+		out = append(out, tokenHolder{"user", userName(u), p.userID(u), true})
+	}
+	for _, s := range evenly(subs, poolSubaccounts) {
+		out = append(out, tokenHolder{"subaccount", subaccountName(s), p.subaccountID(s), true})
+	}
+	return out
+}
+
+// evenly returns up to n elements of xs, evenly spaced.
+func evenly(xs []int, n int) []int {
+	if len(xs) <= n {
+		return xs
+	}
+	out := make([]int, n)
+	for i := range n {
+		out[i] = xs[i*len(xs)/n]
+	}
+	return out
+}
+
 // createTokens creates the harness tokens, with random secrets.
 func (p *genPlan) createTokens(ctx context.Context, s *storage.Store) ([]Token, error) {
-	roles := []struct {
-		role     string
-		username string
-		id       int64
-	}{
-		{"admin", "gen-admin", p.adminID()},
-		{"manager", managerName(p.bigManager), p.managerID(p.bigManager)},
-		{"user", userName(p.harnessUser), p.userID(p.harnessUser)},
-		{"subaccount", subaccountName(p.harnessSub), p.subaccountID(p.harnessSub)},
-	}
-	out := make([]Token, 0, len(roles))
-	for _, r := range roles {
+	holders := p.tokenHolders()
+	out := make([]Token, 0, len(holders))
+	for _, r := range holders {
+		name := "fleetops-bench-" + r.role
+		if r.pool {
+			name = "fleetops-bench-pool-" + r.role
+		}
 		secret, tok, err := s.CreateToken(ctx, storage.NewToken{
-			Username: r.username, Name: "fleetops-bench-" + r.role, Permissions: []string{"*"},
+			Username: r.username, Name: name, Permissions: []string{"*"},
 			RateLimit: TokenRateLimit,
 		})
 		if err != nil {
 			return nil, fmt.Errorf("generate: token for %s: %w", r.username, err)
 		}
-		out = append(out, Token{Role: r.role, Username: r.username, AccountID: tok.AccountID, TokenID: tok.ID, Token: secret})
+		out = append(out, Token{Role: r.role, Username: r.username, AccountID: tok.AccountID, TokenID: tok.ID, Token: secret, Pool: r.pool})
 	}
 	return out, nil
 }

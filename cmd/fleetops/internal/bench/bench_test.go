@@ -9,6 +9,7 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -46,6 +47,27 @@ func TestConfigLoopback(t *testing.T) {
 	}
 }
 
+// TestDraws: a draw depends on the seed, the scenario family and its
+// number only, so the API and the floor (and a variant) do the same draws;
+// another seed draws another sequence.
+func TestDraws(t *testing.T) {
+	seq := func(seed uint64, family string) []int {
+		h := &harness{cfg: config{Seed: seed}}
+		out := make([]int, 50)
+		for k := range out {
+			out[k] = h.rng(family, int64(k)).IntN(1000)
+		}
+		return out
+	}
+	a := seq(1, "user_list")
+	if !slices.Equal(a, seq(1, "user_list")) {
+		t.Error("the same seed drew two sequences")
+	}
+	if slices.Equal(a, seq(2, "user_list")) || slices.Equal(a, seq(1, "manager_list")) {
+		t.Error("another seed or family drew the same sequence")
+	}
+}
+
 func TestListRequestFrom(t *testing.T) {
 	req, err := listRequestFrom("page=100&per_page=20&search=oil&order=desc")
 	if err != nil || req.Page != 100 || req.PerPage != 20 || req.Search != "oil" || !req.Desc || req.Sort.Name != "service_id" {
@@ -73,6 +95,9 @@ func TestConfigBounds(t *testing.T) {
 		{"--tokens", "x", "--pool", "0"},
 		{"--tokens", "x", "--pool", "257"},
 		{"--tokens", "x", "--server-pid", "-1"},
+		{"--tokens", "x", "--workload", "all"},
+		{"--tokens", "x", "--opa-url", "http://192.0.2.1:8181"},
+		{"--tokens", "x", "--opa-pid", "-1"},
 		{"--tokens", "x", "--bogus"},
 		{"--tokens", "x", "extra"},
 	} {
@@ -92,8 +117,21 @@ func TestConfigBounds(t *testing.T) {
 		return ""
 	}, &bytes.Buffer{})
 	if err != nil || c.DatabaseURL != "postgres://postgres@127.0.0.1:5432/other" || c.Concurrency != 16 || c.Duration != 10*time.Second ||
-		c.BaseURL != "http://127.0.0.1:8080" || c.Scenarios != strings.Join(scenarioNames(), ",") {
+		c.BaseURL != "http://127.0.0.1:8080" || c.Scenarios != strings.Join(append(scenarioNames(), mixedNames()...), ",") || c.Seed != 1 {
 		t.Errorf("defaults: %+v, %v", c, err)
+	}
+	// --workload picks the default scenarios; --rls and --opa-url add their
+	// variants.
+	for args, want := range map[string][]string{
+		"--workload fixed":                            scenarioNames(),
+		"--workload mixed":                            mixedNames(),
+		"--workload mixed --rls":                      append(mixedNames(), rlsNames()...),
+		"--workload fixed --opa-url http://[::1]:8181": append(scenarioNames(), sidecarNames()...),
+	} {
+		c, err := parseConfig(append([]string{"--tokens", "t"}, strings.Fields(args)...), env, &bytes.Buffer{})
+		if err != nil || c.Scenarios != strings.Join(want, ",") {
+			t.Errorf("%s: %q, %v", args, c.Scenarios, err)
+		}
 	}
 	// -h prints the usage and every flag on stdout.
 	var out bytes.Buffer
@@ -145,7 +183,7 @@ func TestRunSmall(t *testing.T) {
 	explain, table := filepath.Join(dir, "explain.md"), filepath.Join(dir, "table.md")
 	var out bytes.Buffer
 	args := []string{"--url", ts.URL, "--database-url", db.URL, "--tokens", tokens, "--duration", "150ms", "--warmup", "50ms",
-		"--concurrency", "2", "--pool", "4", "--explain", explain, "--markdown", table, "--server-pid", "0"}
+		"--concurrency", "2", "--pool", "4", "--explain", explain, "--markdown", table, "--server-pid", "0", "--rls"}
 	if err := Run(ctx, args, func(string) string { return "" }, &out); err != nil {
 		t.Fatalf("run: %v\n%s", err, out.String())
 	}
@@ -155,7 +193,7 @@ func TestRunSmall(t *testing.T) {
 	}
 	md, _ := os.ReadFile(table)
 	plans, _ := os.ReadFile(explain)
-	for _, name := range scenarioNames() {
+	for _, name := range append(scenarioNames(), mixedNames()...) {
 		row := ""
 		for _, l := range strings.Split(string(md), "\n") {
 			if strings.HasPrefix(l, "| "+name+" |") {
@@ -167,6 +205,18 @@ func TestRunSmall(t *testing.T) {
 		}
 		if !strings.Contains(string(plans), "### "+name) {
 			t.Errorf("no plan for %s", name)
+		}
+	}
+	// The RLS variants answered the same draws with the same totals.
+	for _, name := range rlsNames() {
+		row := ""
+		for _, l := range strings.Split(string(md), "\n") {
+			if strings.HasPrefix(l, "| "+name+" |") {
+				row = l
+			}
+		}
+		if row == "" || !strings.Contains(row, "draws compared") || strings.Contains(row, "MISMATCH") {
+			t.Errorf("%s: row %q\n%s", name, row, text)
 		}
 	}
 	if !strings.Contains(string(plans), "Execution Time") {

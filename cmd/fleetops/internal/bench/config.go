@@ -13,11 +13,13 @@ package bench
 import (
 	"context"
 	"flag"
+	"fmt"
 	"io"
 	"strings"
 	"time"
 
 	"github.com/fleetapi/fleetapi/cmd/fleetops/internal/cli"
+	"github.com/fleetapi/fleetapi/policy"
 )
 
 // Bounds that keep a run small enough for a shared machine.
@@ -47,6 +49,18 @@ type config struct {
 	ServerPID    int
 	NoAPI        bool
 	NoFloor      bool
+	// Seed and Workload choose the draws of the mixed workload and which
+	// workloads run by default (fixed, mixed or both).
+	Seed     uint64
+	Workload string
+	// RLS sets up the row-level-security variant and runs it; OPAURL and
+	// OPAPID name the OPA server of the sidecar variant.
+	RLS    bool
+	OPAURL string
+	OPAPID int
+	// WriteOPAPolicy is a directory to export the policy set into for
+	// `opa run --server`, instead of measuring.
+	WriteOPAPolicy string
 }
 
 // usage heads the flags in the -h text.
@@ -69,8 +83,9 @@ func parseConfig(args []string, getenv func(string) string, stdout io.Writer) (c
 		Concurrency:  16,
 		Duration:     10 * time.Second,
 		Warmup:       2 * time.Second,
-		Scenarios:    strings.Join(scenarioNames(), ","),
 		Pool:         16,
+		Seed:         1,
+		Workload:     "both",
 		AdminSearch:  "tachograph",
 		UserSearch:   "brake",
 		ManagerQuery: "page=100",
@@ -87,7 +102,13 @@ func parseConfig(args []string, getenv func(string) string, stdout io.Writer) (c
 	fs.DurationVar(&c.Duration, "duration", c.Duration, "measured time per scenario and side (0 with --requests: count only)")
 	fs.Int64Var(&c.Requests, "requests", 0, "stop each measurement after this many requests (0: duration only)")
 	fs.DurationVar(&c.Warmup, "warmup", c.Warmup, "unmeasured run before each measurement")
-	fs.StringVar(&c.Scenarios, "scenarios", c.Scenarios, "comma-separated scenarios to run")
+	fs.StringVar(&c.Scenarios, "scenarios", "", "comma-separated scenarios to run (default: those of --workload, then the RLS and OPA-sidecar variants when asked for)")
+	fs.StringVar(&c.Workload, "workload", c.Workload, "default scenarios: fixed (one principal, term and page each), mixed (drawn from many), or both")
+	fs.Uint64Var(&c.Seed, "seed", c.Seed, "seed of the mixed workload's draws (API and floor draw the same sequence)")
+	fs.BoolVar(&c.RLS, "rls", false, "set up row-level security in the database (roles and policies, idempotent) and run the RLS variants")
+	fs.StringVar(&c.OPAURL, "opa-url", "", "OPA server (opa run --server, loopback) for the OPA-sidecar variants")
+	fs.IntVar(&c.OPAPID, "opa-pid", 0, "process id of the OPA server, for its CPU time per request")
+	fs.StringVar(&c.WriteOPAPolicy, "write-opa-policy", "", "export the policy set (with the generated routes module) into this directory for opa run --server, and exit")
 	fs.IntVar(&c.Pool, "pool", c.Pool, "connection pool of the floor (the server's default is 16)")
 	fs.StringVar(&c.AdminSearch, "admin-search", c.AdminSearch, "search term of admin_search")
 	fs.StringVar(&c.UserSearch, "user-search", c.UserSearch, "search term of user_search")
@@ -101,13 +122,42 @@ func parseConfig(args []string, getenv func(string) string, stdout io.Writer) (c
 	if err := cli.Parse(fs, args, stdout, usage); err != nil {
 		return c, err
 	}
+	if c.Scenarios == "" {
+		c.Scenarios = strings.Join(defaultScenarios(c), ",")
+	}
 	return c, c.validate()
+}
+
+// defaultScenarios are the scenarios of the workload, then the RLS and
+// OPA-sidecar variants when asked for.
+func defaultScenarios(c config) []string {
+	var out []string
+	if c.Workload != "mixed" {
+		out = append(out, scenarioNames()...)
+	}
+	if c.Workload != "fixed" {
+		out = append(out, mixedNames()...)
+	}
+	if c.RLS {
+		out = append(out, rlsNames()...)
+	}
+	if c.OPAURL != "" {
+		out = append(out, sidecarNames()...)
+	}
+	return out
 }
 
 // validate checks the bounds of every measurement and that both the
 // server and the database are on loopback; each failure is a usage error.
 func (c config) validate() error {
+	if c.WriteOPAPolicy != "" {
+		return nil
+	}
 	switch {
+	case c.Workload != "fixed" && c.Workload != "mixed" && c.Workload != "both":
+		return cli.Usagef("--workload must be fixed, mixed or both")
+	case c.OPAPID < 0:
+		return cli.Usagef("--opa-pid must be a process id (0: none)")
 	case c.TokensFile == "":
 		return cli.Usagef("--tokens is required (write it with `fleetapi generate --tokens FILE`)")
 	case c.Concurrency < 1 || c.Concurrency > maxConcurrency:
@@ -128,6 +178,11 @@ func (c config) validate() error {
 	if err := cli.CheckHTTP("--url", c.BaseURL); err != nil {
 		return err
 	}
+	if c.OPAURL != "" {
+		if err := cli.CheckHTTP("--opa-url", c.OPAURL); err != nil {
+			return err
+		}
+	}
 	return cli.CheckPostgres("--database-url", c.DatabaseURL)
 }
 
@@ -138,6 +193,14 @@ func Run(ctx context.Context, args []string, getenv func(string) string, stdout 
 	cfg, err := parseConfig(args, getenv, stdout)
 	if err != nil {
 		return err
+	}
+	if cfg.WriteOPAPolicy != "" {
+		files, err := policy.ExportModules("", cfg.WriteOPAPolicy)
+		if err != nil {
+			return err
+		}
+		fmt.Fprintf(stdout, "wrote %d modules to %s: opa run --server %s\n", len(files), cfg.WriteOPAPolicy, cfg.WriteOPAPolicy)
+		return nil
 	}
 	h, err := newHarness(ctx, cfg, stdout)
 	if err != nil {

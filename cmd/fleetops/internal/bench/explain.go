@@ -48,7 +48,7 @@ func (h *harness) explain(ctx context.Context, sc scenario) (explained, error) {
 	rec := &queryRecorder{}
 	saved := h.store
 	h.store = storage.NewStore(h.db.WithQueryHook(rec))
-	_, err := sc.floor(ctx, 1<<40)
+	_, err := sc.floor(ctx, call{k: 0, n: 1 << 40})
 	h.store = saved
 	if err != nil {
 		return explained{}, fmt.Errorf("%s: explain: %w", sc.name, err)

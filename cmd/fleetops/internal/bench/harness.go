@@ -27,9 +27,16 @@ type harness struct {
 	db     *bun.DB
 	store  *storage.Store
 	engine *policy.Engine
-	// tokens and principals by role (admin, manager, user, subaccount).
+	// tokens and principals by role (admin, manager, user, subaccount):
+	// the fixed workload's.
 	tokens     map[string]string
 	principals map[string]tenancy.Principal
+	// pool is the mixed workload's principals by role (the fixed admin
+	// stands in for the admins: there is one).
+	pool map[string][]member
+	// terms are the search terms of the mixed workload, derived from the
+	// data on first use (searchTerms).
+	terms []string
 	// eventIDs are the user's event rules, for event_by_id.
 	eventIDs []int64
 	today    time.Time
@@ -43,7 +50,7 @@ func newHarness(ctx context.Context, cfg config, out io.Writer) (*harness, error
 	if err != nil {
 		return nil, err
 	}
-	h := &harness{cfg: cfg, out: out, tokens: tokens, principals: map[string]tenancy.Principal{}, today: time.Now().UTC()}
+	h := &harness{cfg: cfg, out: out, tokens: tokens.fixed, principals: map[string]tenancy.Principal{}, pool: map[string][]member{}, today: time.Now().UTC()}
 	h.client = &http.Client{
 		Timeout: 30 * time.Second,
 		Transport: &http.Transport{
@@ -64,18 +71,32 @@ func newHarness(ctx context.Context, cfg config, out io.Writer) (*harness, error
 		h.db.Close()
 		return nil, fmt.Errorf("policy: %w", err)
 	}
-	for role, secret := range tokens {
-		hash, err := tenancy.HashToken(secret)
+	for role, secret := range tokens.fixed {
+		p, err := h.principalOf(ctx, role, secret)
 		if err != nil {
 			h.db.Close()
-			return nil, fmt.Errorf("%s token: %w", role, err)
-		}
-		p, found, err := h.store.PrincipalByTokenHash(ctx, hash)
-		if err != nil || !found {
-			h.db.Close()
-			return nil, fmt.Errorf("%s token: not in this database (found %v, %v): generate and harness must use the same database", role, found, err)
+			return nil, err
 		}
 		h.principals[role] = p
+	}
+	for role, secrets := range tokens.pool {
+		for _, secret := range secrets {
+			p, err := h.principalOf(ctx, role, secret)
+			if err != nil {
+				h.db.Close()
+				return nil, err
+			}
+			h.pool[role] = append(h.pool[role], member{token: secret, principal: p})
+		}
+	}
+	if p, ok := h.principals["admin"]; ok && len(h.pool["admin"]) == 0 {
+		h.pool["admin"] = []member{{token: tokens.fixed["admin"], principal: p}}
+	}
+	if cfg.RLS {
+		if err := h.setupRLS(ctx); err != nil {
+			h.db.Close()
+			return nil, err
+		}
 	}
 	if p, ok := h.principals["user"]; ok {
 		if err := h.db.NewRaw("SELECT event_id FROM events WHERE account_id = ? ORDER BY event_id", p.Account.ID).
@@ -87,21 +108,41 @@ func newHarness(ctx context.Context, cfg config, out io.Writer) (*harness, error
 	return h, nil
 }
 
+// principalOf looks up the principal of a token secret of role.
+func (h *harness) principalOf(ctx context.Context, role, secret string) (tenancy.Principal, error) {
+	hash, err := tenancy.HashToken(secret)
+	if err != nil {
+		return tenancy.Principal{}, fmt.Errorf("%s token: %w", role, err)
+	}
+	p, found, err := h.store.PrincipalByTokenHash(ctx, hash)
+	if err != nil || !found {
+		return p, fmt.Errorf("%s token: not in this database (found %v, %v): generate and harness must use the same database", role, found, err)
+	}
+	return p, nil
+}
+
 // close releases the HTTP connections and the database.
 func (h *harness) close() {
 	h.client.CloseIdleConnections()
 	h.db.Close()
 }
 
+// tokenSet is the token file: one fixed token per role (the fixed
+// workload's), and the pool of the mixed workload by role.
+type tokenSet struct {
+	fixed map[string]string
+	pool  map[string][]string
+}
+
 // readTokens reads the JSON lines of `fleetapi generate --tokens`: role →
-// token secret.
-func readTokens(path string) (map[string]string, error) {
+// token secret, and the pool tokens ("pool": true) by role.
+func readTokens(path string) (tokenSet, error) {
+	set := tokenSet{fixed: map[string]string{}, pool: map[string][]string{}}
 	f, err := os.Open(path)
 	if err != nil {
-		return nil, fmt.Errorf("tokens: %w", err)
+		return set, fmt.Errorf("tokens: %w", err)
 	}
 	defer f.Close()
-	out := map[string]string{}
 	sc := bufio.NewScanner(f)
 	for sc.Scan() {
 		line := strings.TrimSpace(sc.Text())
@@ -111,21 +152,26 @@ func readTokens(path string) (map[string]string, error) {
 		var t struct {
 			Role  string `json:"role"`
 			Token string `json:"token"`
+			Pool  bool   `json:"pool"`
 		}
 		if err := json.Unmarshal([]byte(line), &t); err != nil {
-			return nil, fmt.Errorf("tokens: %s: %w", path, err)
+			return set, fmt.Errorf("tokens: %s: %w", path, err)
 		}
-		if t.Role != "" && t.Token != "" {
-			out[t.Role] = t.Token
+		switch {
+		case t.Role == "" || t.Token == "":
+		case t.Pool:
+			set.pool[t.Role] = append(set.pool[t.Role], t.Token)
+		default:
+			set.fixed[t.Role] = t.Token
 		}
 	}
 	if err := sc.Err(); err != nil {
-		return nil, fmt.Errorf("tokens: %w", err)
+		return set, fmt.Errorf("tokens: %w", err)
 	}
-	if len(out) == 0 {
-		return nil, fmt.Errorf("tokens: %s holds no tokens", path)
+	if len(set.fixed) == 0 {
+		return set, fmt.Errorf("tokens: %s holds no tokens", path)
 	}
-	return out, nil
+	return set, nil
 }
 
 // scopeOf is the row scope the API computes for role calling method route
@@ -162,7 +208,7 @@ func (h *harness) run(ctx context.Context) error {
 		}
 		results = append(results, res)
 		fmt.Fprintln(h.out, res.line())
-		if h.cfg.ExplainFile != "" {
+		if h.cfg.ExplainFile != "" && sc.reference == nil {
 			ex, err := h.explain(ctx, sc)
 			if err != nil {
 				return err

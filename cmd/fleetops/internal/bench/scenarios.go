@@ -5,7 +5,9 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/url"
+	"slices"
 	"strconv"
+	"strings"
 
 	"github.com/fleetapi/fleetapi/policy"
 	"github.com/fleetapi/fleetapi/storage"
@@ -17,7 +19,16 @@ type apiRequest struct {
 	method, path string
 	body         []byte
 	status       int
+	// token is the caller's secret; empty for the scenario role's fixed
+	// token.
+	token string
 }
+
+// call numbers one request of a measurement. k is its draw: the mixed
+// workload derives the principal, term and page from (seed, scenario, k),
+// and the API and the floor number their requests alike, so that both do
+// the same draws. n is unique across the run (creates do not repeat).
+type call struct{ k, n int64 }
 
 // scenario is one measured operation, seen from both sides: the HTTP
 // request the API answers, and the storage calls that answer it (the
@@ -30,12 +41,22 @@ type scenario struct {
 	// then Scope of resource), timed separately from the cache.
 	input    policy.Input
 	resource policy.Resource
-	// api returns the n-th request; floor runs the n-th storage call and
-	// returns what the check compares (a total, a count or an id).
-	api   func(n int64) apiRequest
-	floor func(ctx context.Context, n int64) (int64, error)
+	// api returns the request of a call; floor runs the storage calls of a
+	// call and returns what the check compares (a total, a count or an
+	// id). A variant (RLS, OPA sidecar) has no api: its floor is the
+	// variant's path.
+	api   func(c call) apiRequest
+	floor func(ctx context.Context, c call) (int64, error)
 	// answer reads the same figure from an API response body.
 	answer func(body []byte) (int64, error)
+	// checks is how many draws the check compares (1 when zero).
+	checks int
+	// reference, for a variant, is fleetapi's floor of the same draws:
+	// the check compares the variant's answers with it.
+	reference func(ctx context.Context, c call) (int64, error)
+	// sidecarPID is the process whose CPU time is charged to this
+	// scenario besides the harness's (the OPA server); 0 for none.
+	sidecarPID int
 }
 
 // scenarioNames are the scenarios run by default, in order.
@@ -60,7 +81,7 @@ func (h *harness) authScenario() (scenario, error) {
 	return scenario{
 		name: "auth_lookup", role: "user", request: "token lookup (PrincipalByTokenHash), floor only",
 		input: policy.NewInput(p, "GET", "/me", h.today), resource: "services",
-		floor: func(ctx context.Context, _ int64) (int64, error) {
+		floor: func(ctx context.Context, _ call) (int64, error) {
 			p, _, err := h.store.PrincipalByTokenHash(ctx, hash)
 			return p.Account.ID, err
 		},
@@ -92,7 +113,17 @@ func (h *harness) scenario(ctx context.Context, name string) (scenario, error) {
 	case "auth_lookup":
 		return h.authScenario()
 	}
-	return scenario{}, fmt.Errorf("unknown scenario %q (want some of %v)", name, scenarioNames())
+	if family, ok := strings.CutSuffix(name, mixedSuffix); ok && slices.Contains(scenarioNames(), family) {
+		return h.mixedScenario(ctx, family)
+	}
+	if family, ok := strings.CutSuffix(name, rlsSuffix); ok {
+		return h.rlsScenario(ctx, family)
+	}
+	if family, ok := strings.CutSuffix(name, sidecarSuffix); ok {
+		return h.sidecarScenario(ctx, family)
+	}
+	return scenario{}, fmt.Errorf("unknown scenario %q (want some of %v, their %s variants, %v, %v, auth_lookup)",
+		name, scenarioNames(), mixedSuffix, rlsNames(), sidecarNames())
 }
 
 // listRequestFrom builds the storage request that the API builds from a
@@ -147,8 +178,8 @@ func (h *harness) listScenario(ctx context.Context, name, role, query string) (s
 	}
 	return scenario{
 		name: name, role: role, request: "GET " + path, input: in, resource: "services",
-		api: func(int64) apiRequest { return apiRequest{method: "GET", path: path, status: 200} },
-		floor: func(ctx context.Context, _ int64) (int64, error) {
+		api: func(call) apiRequest { return apiRequest{method: "GET", path: path, status: 200} },
+		floor: func(ctx context.Context, _ call) (int64, error) {
 			page, err := storage.List(ctx, h.store, scope, storage.Services, req)
 			return page.Total, err
 		},
@@ -170,11 +201,11 @@ func (h *harness) eventScenario(ctx context.Context) (scenario, error) {
 	return scenario{
 		name: "event_by_id", role: "user", request: fmt.Sprintf("GET %s/events/{id} (%d ids in turn)", base, len(h.eventIDs)),
 		input: in, resource: "events",
-		api: func(n int64) apiRequest {
-			return apiRequest{method: "GET", path: fmt.Sprintf("%s/events/%d", base, id(n)), status: 200}
+		api: func(c call) apiRequest {
+			return apiRequest{method: "GET", path: fmt.Sprintf("%s/events/%d", base, id(c.n)), status: 200}
 		},
-		floor: func(ctx context.Context, n int64) (int64, error) {
-			ev, err := h.store.EventByID(ctx, scope, id(n))
+		floor: func(ctx context.Context, c call) (int64, error) {
+			ev, err := h.store.EventByID(ctx, scope, id(c.n))
 			return ev.EventID, err
 		},
 		answer: func(body []byte) (int64, error) {
@@ -202,8 +233,8 @@ func (h *harness) dueScenario(ctx context.Context) (scenario, error) {
 	}
 	return scenario{
 		name: "due_services", role: role, request: "GET " + base + "/services/due", input: in, resource: "services",
-		api: func(int64) apiRequest { return apiRequest{method: "GET", path: base + "/services/due", status: 200} },
-		floor: func(ctx context.Context, _ int64) (int64, error) {
+		api: func(call) apiRequest { return apiRequest{method: "GET", path: base + "/services/due", status: 200} },
+		floor: func(ctx context.Context, _ call) (int64, error) {
 			rows, err := h.store.DueServices(ctx, scope, h.today, maxDue)
 			return int64(len(rows)), err
 		},
@@ -229,39 +260,45 @@ func (h *harness) passengerScenario(ctx context.Context) (scenario, error) {
 	if p.Account.Type == tenancy.Subaccount {
 		owner = p.Account.ManagerID
 	}
-	passenger := func(n int64) storage.Passenger {
-		return storage.Passenger{
-			PassengerName:   fmt.Sprintf("Load test %d", n),
-			PassengerPhone:  fmt.Sprintf("+44 7700 900%03d", n%1000),
-			PassengerEmail:  fmt.Sprintf("load%d@example.com", n),
-			PassengerActive: true,
-		}
-	}
+	passenger := newPassenger
 	return scenario{
 		name: "passenger_create", role: "user", request: "POST " + base + "/passengers", input: in, resource: "passengers",
-		api: func(n int64) apiRequest {
-			ps := passenger(n)
+		api: func(c call) apiRequest {
+			ps := passenger(c.n)
 			body := fmt.Sprintf(`{"passenger_name":%q,"passenger_phone":%q,"passenger_email":%q}`,
 				ps.PassengerName, ps.PassengerPhone, ps.PassengerEmail)
 			return apiRequest{method: "POST", path: base + "/passengers", body: []byte(body), status: 201}
 		},
-		floor: func(ctx context.Context, n int64) (int64, error) {
-			created, _, err := h.store.CreatePassenger(ctx, scope, owner, passenger(n), nil)
+		floor: func(ctx context.Context, c call) (int64, error) {
+			created, _, err := h.store.CreatePassenger(ctx, scope, owner, passenger(c.n), nil)
 			if err != nil {
 				return 0, err
 			}
 			return boolCount(created.PassengerID > 0), nil
 		},
-		answer: func(body []byte) (int64, error) {
-			var env struct {
-				Data struct {
-					PassengerID int64 `json:"passenger_id"`
-				} `json:"data"`
-			}
-			err := json.Unmarshal(body, &env)
-			return boolCount(env.Data.PassengerID > 0), err
-		},
+		answer: createdPassenger,
 	}, nil
+}
+
+// newPassenger is the n-th passenger a create scenario makes.
+func newPassenger(n int64) storage.Passenger {
+	return storage.Passenger{
+		PassengerName:   fmt.Sprintf("Load test %d", n),
+		PassengerPhone:  fmt.Sprintf("+44 7700 900%03d", n%1000),
+		PassengerEmail:  fmt.Sprintf("load%d@example.com", n),
+		PassengerActive: true,
+	}
+}
+
+// createdPassenger is 1 when a response holds a created passenger.
+func createdPassenger(body []byte) (int64, error) {
+	var env struct {
+		Data struct {
+			PassengerID int64 `json:"passenger_id"`
+		} `json:"data"`
+	}
+	err := json.Unmarshal(body, &env)
+	return boolCount(env.Data.PassengerID > 0), err
 }
 
 // boolCount is 1 for true, 0 for false.
