@@ -123,9 +123,9 @@ func TestConfigBounds(t *testing.T) {
 	// --workload picks the default scenarios; --rls and --opa-url add their
 	// variants.
 	for args, want := range map[string][]string{
-		"--workload fixed":                            scenarioNames(),
-		"--workload mixed":                            mixedNames(),
-		"--workload mixed --rls":                      append(mixedNames(), rlsNames()...),
+		"--workload fixed":                             scenarioNames(),
+		"--workload mixed":                             mixedNames(),
+		"--workload mixed --rls":                       append(mixedNames(), rlsNames()...),
 		"--workload fixed --opa-url http://[::1]:8181": append(scenarioNames(), sidecarNames()...),
 	} {
 		c, err := parseConfig(append([]string{"--tokens", "t"}, strings.Fields(args)...), env, &bytes.Buffer{})

@@ -37,7 +37,8 @@ const ucastMediaType = "application/vnd.opa.ucast.all+json"
 
 // sidecarAsk is one round of the sidecar's questions for input in: the
 // decision (POST /v1/data/fleet/authz/decision), then, when allowed, the
-// scope of resource (POST /v1/compile, UCAST target). It fails when the
+// scope of resource (POST /v1/compile/fleet/scope/<resource>, the
+// compile API's UCAST target). It fails when the
 // decision is not an allow or the compile API returns no query.
 func (h *harness) sidecarAsk(ctx context.Context, in policy.Input, resource policy.Resource) error {
 	var dec struct {
@@ -55,15 +56,14 @@ func (h *harness) sidecarAsk(ctx context.Context, in policy.Input, resource poli
 		} `json:"result"`
 	}
 	body := map[string]any{
-		"query":    "data.fleet.scope." + string(resource),
 		"input":    map[string]any{"account": in.Account},
 		"unknowns": []string{"input." + string(resource)},
 	}
-	if err := h.sidecarPost(ctx, "/v1/compile", ucastMediaType, body, &comp); err != nil {
+	if err := h.sidecarPost(ctx, "/v1/compile/fleet/scope/"+string(resource), ucastMediaType, body, &comp); err != nil {
 		return err
 	}
-	if comp.Result == nil {
-		return fmt.Errorf("sidecar compile: no result")
+	if comp.Result == nil || len(comp.Result.Query) == 0 {
+		return fmt.Errorf("sidecar compile: no query in the result")
 	}
 	return nil
 }
@@ -145,7 +145,7 @@ func (h *harness) sidecarScenario(ctx context.Context, family string) (scenario,
 // place: no API side, reference for the check, the sidecar's CPU.
 func (h *harness) asVariant(sc scenario, name string, reference func(context.Context, call) (int64, error)) scenario {
 	sc.name = name
-	sc.request = "OPA sidecar: POST /v1/data/fleet/authz/decision + POST /v1/compile (UCAST), then the storage call — " + sc.request
+	sc.request = "OPA sidecar: POST /v1/data/fleet/authz/decision + POST /v1/compile/fleet/scope/… (UCAST), then the storage call — " + sc.request
 	sc.api, sc.answer = nil, nil
 	sc.reference = reference
 	sc.sidecarPID = h.cfg.OPAPID
