@@ -1,0 +1,90 @@
+package api_test
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"testing"
+	"time"
+
+	"github.com/fleetapi/fleetapi/api"
+	"github.com/fleetapi/fleetapi/policy"
+	"github.com/fleetapi/fleetapi/storage"
+	"github.com/fleetapi/fleetapi/telemetry"
+	"github.com/fleetapi/fleetapi/tenancy"
+)
+
+// benchEvent is the API over the demo data with the telemetry serve sets
+// up (tracer, Prometheus meter, JSON access log), and one of acme's event
+// rules with the token that reads it.
+func benchEvent(b *testing.B) (*testAPI, int64, string) {
+	b.Helper()
+	tel, err := telemetry.Setup(context.Background(), func(string) string { return "" })
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { _ = tel.Shutdown(context.Background()) })
+	a := newTestAPIWith(b, func(c *api.Config) {
+		c.TracerProvider, c.MeterProvider, c.Propagator = tel.Tracer, tel.Meter, tel.Propagator
+		c.Logger = telemetry.NewLogger(io.Discard, slog.LevelInfo)
+	})
+	var id int64
+	if err := a.db.DB.NewRaw("SELECT e.event_id FROM events e JOIN accounts a ON a.id = e.account_id WHERE a.username = 'acme' ORDER BY 1 LIMIT 1").
+		Scan(context.Background(), &id); err != nil {
+		b.Fatal(err)
+	}
+	return a, id, demoToken(b, "acme-all")
+}
+
+// BenchmarkEventByIDRequest: GET /events/{id} through the whole handler
+// chain (request id, security headers, otelhttp, access log, recovery,
+// guard with authentication and the policy, Fuego, encoding) without the
+// network: the server's fixed cost of a request plus its storage calls.
+// Compare with BenchmarkEventByIDFloor (docs/performance.md).
+func BenchmarkEventByIDRequest(b *testing.B) {
+	a, id, token := benchEvent(b)
+	path := fmt.Sprintf("/api/v2/events/%d", id)
+	b.ReportAllocs()
+	for b.Loop() {
+		req := httptest.NewRequest(http.MethodGet, path, nil)
+		req.Header.Set("Authorization", "Bearer "+token)
+		rec := httptest.NewRecorder()
+		a.handler.ServeHTTP(rec, req)
+		if rec.Code != http.StatusOK {
+			b.Fatalf("status %d: %s", rec.Code, rec.Body.Bytes())
+		}
+	}
+}
+
+// BenchmarkEventByIDFloor: the storage call of GET /events/{id} alone,
+// with the scope the policy compiles for the same principal (the
+// harness's floor).
+func BenchmarkEventByIDFloor(b *testing.B) {
+	a, id, token := benchEvent(b)
+	ctx := context.Background()
+	hash, err := tenancy.HashToken(token)
+	if err != nil {
+		b.Fatal(err)
+	}
+	p, _, err := a.store.PrincipalByTokenHash(ctx, hash)
+	if err != nil {
+		b.Fatal(err)
+	}
+	engine, err := policy.New(ctx, policy.Options{Resources: storage.Resources(), CompileScope: storage.CompileScope})
+	if err != nil {
+		b.Fatal(err)
+	}
+	scope, err := engine.Scope(ctx, policy.NewInput(p, "GET", "/events/{id}", time.Now().UTC()), "events")
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := a.store.EventByID(ctx, scope, id); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
