@@ -87,7 +87,7 @@ func markdownTable(results []scenarioResult) string {
 
 // family is the mixed scenario a variant draws as.
 func family(variant string) string {
-	for _, suffix := range []string{rlsSuffix, sidecarSuffix} {
+	for _, suffix := range []string{rlsSuffix, decisionSuffix, sidecarSuffix} {
 		if f, ok := strings.CutSuffix(variant, suffix); ok {
 			return f + mixedSuffix
 		}

@@ -119,8 +119,11 @@ func (h *harness) scenario(ctx context.Context, name string) (scenario, error) {
 	if family, ok := strings.CutSuffix(name, rlsSuffix); ok {
 		return h.rlsScenario(ctx, family)
 	}
+	if family, ok := strings.CutSuffix(name, decisionSuffix); ok {
+		return h.sidecarScenario(ctx, family, false)
+	}
 	if family, ok := strings.CutSuffix(name, sidecarSuffix); ok {
-		return h.sidecarScenario(ctx, family)
+		return h.sidecarScenario(ctx, family, true)
 	}
 	return scenario{}, fmt.Errorf("unknown scenario %q (want some of %v, their %s variants, %v, %v, auth_lookup)",
 		name, scenarioNames(), mixedSuffix, rlsNames(), sidecarNames())

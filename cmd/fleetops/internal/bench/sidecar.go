@@ -19,14 +19,26 @@ import (
 // sidecarSuffix names the OPA-sidecar variant of a mixed family.
 const sidecarSuffix = "_opa"
 
-// sidecarFamilies are the families with an OPA-sidecar variant.
-var sidecarFamilies = []string{"user_list", "subaccount_list", "manager_list", "event_by_id"}
+// decisionSuffix names the variant that asks the sidecar for the decision
+// only (the scope from the embedded engine): it separates the cost of the
+// two questions.
+const decisionSuffix = "_opa_decision"
+
+// sidecarFamilies are the families with an OPA-sidecar variant, and
+// decisionFamilies those with a decision-only one.
+var (
+	sidecarFamilies  = []string{"user_list", "subaccount_list", "manager_list", "event_by_id"}
+	decisionFamilies = []string{"user_list", "event_by_id"}
+)
 
 // sidecarNames are the OPA-sidecar variants, in order.
 func sidecarNames() []string {
-	out := make([]string, len(sidecarFamilies))
-	for i, f := range sidecarFamilies {
-		out[i] = f + sidecarSuffix
+	var out []string
+	for _, f := range sidecarFamilies {
+		out = append(out, f+sidecarSuffix)
+	}
+	for _, f := range decisionFamilies {
+		out = append(out, f+decisionSuffix)
 	}
 	return out
 }
@@ -40,7 +52,7 @@ const ucastMediaType = "application/vnd.opa.ucast.all+json"
 // scope of resource (POST /v1/compile/fleet/scope/<resource>, the
 // compile API's UCAST target). It fails when the
 // decision is not an allow or the compile API returns no query.
-func (h *harness) sidecarAsk(ctx context.Context, in policy.Input, resource policy.Resource) error {
+func (h *harness) sidecarAsk(ctx context.Context, in policy.Input, resource policy.Resource, compile bool) error {
 	var dec struct {
 		Result *policy.Decision `json:"result"`
 	}
@@ -49,6 +61,9 @@ func (h *harness) sidecarAsk(ctx context.Context, in policy.Input, resource poli
 	}
 	if dec.Result == nil || !dec.Result.Allow {
 		return fmt.Errorf("sidecar decision: not allowed: %+v", dec.Result)
+	}
+	if !compile {
+		return nil
 	}
 	var comp struct {
 		Result *struct {
@@ -102,8 +117,11 @@ func (h *harness) sidecarPost(ctx context.Context, path, accept string, body, ou
 // engine compiled for it (the same rules, so the same UCAST: the harness
 // does not translate the sidecar's answer again). The check compares its
 // answers with fleetapi's floor.
-func (h *harness) sidecarScenario(ctx context.Context, family string) (scenario, error) {
+func (h *harness) sidecarScenario(ctx context.Context, family string, compile bool) (scenario, error) {
 	name := family + sidecarSuffix
+	if !compile {
+		name = family + decisionSuffix
+	}
 	if h.cfg.OPAURL == "" {
 		return scenario{}, fmt.Errorf("%s: give --opa-url (an `opa run --server` with the set of --write-opa-policy)", name)
 	}
@@ -116,12 +134,12 @@ func (h *harness) sidecarScenario(ctx context.Context, family string) (scenario,
 		inner := sc.floor
 		sc.floor = func(ctx context.Context, c call) (int64, error) {
 			i := h.rng("event_by_id", c.k).IntN(len(ms)) // the member of eventMixed's draw
-			if err := h.sidecarAsk(ctx, policy.NewInput(ms[i].principal, "GET", "/events/{id}", h.today), "events"); err != nil {
+			if err := h.sidecarAsk(ctx, policy.NewInput(ms[i].principal, "GET", "/events/{id}", h.today), "events", compile); err != nil {
 				return 0, err
 			}
 			return inner(ctx, c)
 		}
-		return h.asVariant(sc, name, inner), nil
+		return h.asVariant(sc, name, inner, compile), nil
 	}
 	if _, ok := mixedListSpecs[family]; !ok {
 		return scenario{}, fmt.Errorf("%s: no such OPA-sidecar scenario (want some of %v)", name, sidecarNames())
@@ -133,19 +151,23 @@ func (h *harness) sidecarScenario(ctx context.Context, family string) (scenario,
 	sc := l.scenario()
 	sc.floor = func(ctx context.Context, c call) (int64, error) {
 		d := l.draw(c.k)
-		if err := h.sidecarAsk(ctx, policy.NewInput(d.m.principal, "GET", "/services", h.today), "services"); err != nil {
+		if err := h.sidecarAsk(ctx, policy.NewInput(d.m.principal, "GET", "/services", h.today), "services", compile); err != nil {
 			return 0, err
 		}
 		return l.floor(ctx, c)
 	}
-	return h.asVariant(sc, name, l.floor), nil
+	return h.asVariant(sc, name, l.floor, compile), nil
 }
 
 // asVariant turns a mixed scenario into a variant measured in the floor's
 // place: no API side, reference for the check, the sidecar's CPU.
-func (h *harness) asVariant(sc scenario, name string, reference func(context.Context, call) (int64, error)) scenario {
+func (h *harness) asVariant(sc scenario, name string, reference func(context.Context, call) (int64, error), compile bool) scenario {
 	sc.name = name
-	sc.request = "OPA sidecar: POST /v1/data/fleet/authz/decision + POST /v1/compile/fleet/scope/… (UCAST), then the storage call — " + sc.request
+	if compile {
+		sc.request = "OPA sidecar: POST /v1/data/fleet/authz/decision + POST /v1/compile/fleet/scope/… (UCAST), then the storage call — " + sc.request
+	} else {
+		sc.request = "OPA sidecar, decision only: POST /v1/data/fleet/authz/decision, then the storage call (embedded scope) — " + sc.request
+	}
 	sc.api, sc.answer = nil, nil
 	sc.reference = reference
 	sc.sidecarPID = h.cfg.OPAPID
