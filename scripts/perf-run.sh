@@ -6,10 +6,15 @@
 # OPA-sidecar variants, and the EXPLAIN plans; the tables go to $OUT.
 #
 #   scripts/perf-run.sh                    # 16 clients, 10 s per side
-#   DURATION=5s CONCURRENCY=64 scripts/perf-run.sh
+#   OUT=/tmp/perf-64 scripts/perf-run.sh --concurrency 64 --duration 5s --warmup 1s \
+#     --scenarios due_services,due_services_mixed,user_list_mixed --no-floor
+#
+# Arguments are passed to `fleetops bench` after the script's own flags
+# (a repeated flag takes the later value; --scenarios replaces the list).
 #
 # Environment: PGURL (the PostgreSQL server, loopback), DB (database name,
-# fleetapi_perf), OUT (directory of the results, /tmp/fleetapi-perf),
+# fleetapi_perf), OUT (directory of the results, /tmp/fleetapi-perf), CACHE
+# (binaries and the token file, /tmp/fleetapi-perf-cache),
 # CONCURRENCY (16), DURATION (10s), WARMUP (2s), SEED (1), PRESET (large),
 # PORT (18181), OPA_PORT (18182). The `opa` command is built from the
 # module cache into $OUT when it is not on PATH (it needs the modules of
@@ -23,6 +28,7 @@ cd "$(dirname "$0")/.."
 PGURL=${PGURL:-postgres://postgres@127.0.0.1:5432}
 DB=${DB:-fleetapi_perf}
 OUT=${OUT:-/tmp/fleetapi-perf}
+CACHE=${CACHE:-/tmp/fleetapi-perf-cache}
 CONCURRENCY=${CONCURRENCY:-16}
 DURATION=${DURATION:-10s}
 WARMUP=${WARMUP:-2s}
@@ -31,37 +37,37 @@ PRESET=${PRESET:-large}
 PORT=${PORT:-18181}
 OPA_PORT=${OPA_PORT:-18182}
 DBURL="$PGURL/$DB?sslmode=disable"
-mkdir -p "$OUT"
+mkdir -p "$OUT" "$CACHE"
 
-go build -o "$OUT/fleetapi" ./cmd/fleetapi
-go build -o "$OUT/fleetops" ./cmd/fleetops
+go build -o "$CACHE/fleetapi" ./cmd/fleetapi
+go build -o "$CACHE/fleetops" ./cmd/fleetops
 
 OPA=$(command -v opa || true)
 if [ -z "$OPA" ]; then
-  OPA="$OUT/opa"
+  OPA="$CACHE/opa"
   if [ ! -x "$OPA" ]; then
-    cp go.mod "$OUT/go.mod.saved"; cp go.sum "$OUT/go.sum.saved"
+    cp go.mod "$CACHE/go.mod.saved"; cp go.sum "$CACHE/go.sum.saved"
     GOFLAGS=-mod=mod go build -o "$OPA" github.com/open-policy-agent/opa
-    cp "$OUT/go.mod.saved" go.mod; cp "$OUT/go.sum.saved" go.sum
+    cp "$CACHE/go.mod.saved" go.mod; cp "$CACHE/go.sum.saved" go.sum
   fi
 fi
 
 # The data set: generated unless the database holds it with the pool tokens.
-TOKENS="$OUT/tokens-$DB.jsonl"
+TOKENS="$CACHE/tokens-$DB.jsonl"
 if ! [ -s "$TOKENS" ] || ! grep -q '"pool":true' "$TOKENS" ||
    ! psql "$PGURL/$DB" -Atqc 'SELECT 1 FROM tokens LIMIT 1' >/dev/null 2>&1; then
   psql "$PGURL/postgres" -qc "DROP DATABASE IF EXISTS $DB" -c "CREATE DATABASE $DB"
-  "$OUT/fleetapi" generate --preset "$PRESET" --database-url "$DBURL" --tokens "$TOKENS"
+  "$CACHE/fleetapi" generate --preset "$PRESET" --database-url "$DBURL" --tokens "$TOKENS"
 fi
 
 pids=()
 cleanup() { for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done; wait 2>/dev/null || true; }
 trap cleanup EXIT
 
-FLEET_DATABASE_URL="$DBURL" FLEET_ADDR="127.0.0.1:$PORT" "$OUT/fleetapi" serve > "$OUT/server.log" 2>&1 &
+FLEET_DATABASE_URL="$DBURL" FLEET_ADDR="127.0.0.1:$PORT" "$CACHE/fleetapi" serve > "$OUT/server.log" 2>&1 &
 SERVER=$!; pids+=("$SERVER")
 rm -rf "$OUT/opa-policy"
-"$OUT/fleetops" bench --write-opa-policy "$OUT/opa-policy"
+"$CACHE/fleetops" bench --write-opa-policy "$OUT/opa-policy"
 "$OPA" run --server --addr "127.0.0.1:$OPA_PORT" --log-level error "$OUT/opa-policy" > "$OUT/opa.log" 2>&1 &
 OPAPID=$!; pids+=("$OPAPID")
 for _ in $(seq 1 60); do
@@ -70,10 +76,10 @@ for _ in $(seq 1 60); do
 done
 
 start=$(date +%s)
-"$OUT/fleetops" bench --url "http://127.0.0.1:$PORT" --database-url "$DBURL" --tokens "$TOKENS" \
+"$CACHE/fleetops" bench --url "http://127.0.0.1:$PORT" --database-url "$DBURL" --tokens "$TOKENS" \
   --concurrency "$CONCURRENCY" --duration "$DURATION" --warmup "$WARMUP" --seed "$SEED" --server-pid "$SERVER" \
   --workload both --rls --opa-url "http://127.0.0.1:$OPA_PORT" --opa-pid "$OPAPID" \
-  --explain "$OUT/plans.md" --markdown "$OUT/table.md" | tee "$OUT/run.txt"
+  --explain "$OUT/plans.md" --markdown "$OUT/table.md" "$@" | tee "$OUT/run.txt"
 end=$(date +%s)
 {
   echo
