@@ -221,7 +221,11 @@ func (h *harness) searchTerms(ctx context.Context) ([]string, error) {
 		terms = append(terms, words[i*len(words)/min(len(words), maxNameTerms)].W)
 	}
 	var imeis []string
-	if err := h.db.NewRaw(`SELECT substr(imei, 7, 7) FROM objects ORDER BY id LIMIT ?`, imeiTerms).Scan(ctx, &imeis); err != nil {
+	// The last seven digits of devices spread over the table: the leading
+	// digits of generated IMEIs are shared by thousands of devices.
+	if err := h.db.NewRaw(`SELECT right(imei, 7) FROM (
+		SELECT imei, row_number() OVER (ORDER BY id) AS r, count(*) OVER () AS n FROM objects) t
+		WHERE (r - 1) % greatest(n / ?, 1) = 0 ORDER BY r LIMIT ?`, imeiTerms, imeiTerms).Scan(ctx, &imeis); err != nil {
 		return nil, fmt.Errorf("search terms: %w", err)
 	}
 	terms = append(terms, imeis...)
