@@ -299,15 +299,23 @@ func TestStdoutIsData(t *testing.T) {
 		if r.code != 0 {
 			t.Fatalf("generate: %+v", r)
 		}
+		// The 4 fixed tokens, then the pool: the manager, the 4 users and
+		// the subaccounts of usable users.
 		lines := strings.Split(strings.TrimSuffix(r.stdout, "\n"), "\n")
-		if len(lines) != 4 {
-			t.Fatalf("stdout has %d lines, want the 4 tokens:\n%s", len(lines), r.stdout)
-		}
+		fixed, pool := 0, 0
 		for _, l := range lines {
 			var tok map[string]any
 			if err := json.Unmarshal([]byte(l), &tok); err != nil || tok["token"] == nil {
 				t.Fatalf("stdout line %q is not a token JSON line: %v", l, err)
 			}
+			if tok["pool"] == true {
+				pool++
+			} else {
+				fixed++
+			}
+		}
+		if fixed != 4 || pool < 1+4 || pool > 1+4+2 {
+			t.Fatalf("stdout has %d fixed and %d pool tokens, want 4 and 5 to 7:\n%s", fixed, pool, r.stdout)
 		}
 		for _, want := range []string{"generating preset small", "services", "reference day 2026-11-01"} {
 			if !strings.Contains(r.stderr, want) {
