@@ -34,9 +34,9 @@ var unscopedStore = map[string]string{
 // database handle (*Store, bun.IDB, *bun.DB, bun.Tx) but no policy.Scope,
 // each with the reason it may.
 var unscopedFuncs = map[string]string{
-	"NewStore": "wraps a handle; every query goes through its methods",
-	"Migrator": "schema migrations: no rows",
-	"Migrate":  "schema migrations: no rows",
+	"NewStore":    "wraps a handle; every query goes through its methods",
+	"Migrator":    "schema migrations: no rows",
+	"Migrate":     "schema migrations: no rows",
 	"NewReplicas": "replica health checks: WAL positions, no table",
 }
 
