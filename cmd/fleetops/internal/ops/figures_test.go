@@ -259,3 +259,22 @@ func TestSlowSpan(t *testing.T) {
 		t.Errorf("no bodies: %+v", b)
 	}
 }
+
+// TestReadRouting pins the standby run's routing arithmetic against the
+// figures docs/operations.md records: the reads of a phase are the
+// difference of the counters scraped at its ends, and the replica's share
+// is of the reads routed in the phase.
+func TestReadRouting(t *testing.T) {
+	start := readRouting{primary: 10, replica: 100, retries: 1}
+	end := readRouting{primary: 10, replica: 5137, retries: 1}
+	if d := end.sub(start); d != (readRouting{0, 5037, 0}) || d.replicaShare() != 1 {
+		t.Errorf("all up: %+v share %v", d, d.replicaShare())
+	}
+	d := readRouting{primary: 4909, replica: 67, retries: 11}
+	if share := d.replicaShare(); share < 0.0134 || share > 0.0135 {
+		t.Errorf("standby stopped: share %v, want 67/4976", share)
+	}
+	if (readRouting{}).replicaShare() != 0 {
+		t.Error("no reads: share is not 0")
+	}
+}
