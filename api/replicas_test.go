@@ -8,12 +8,15 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"os"
+	"strings"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/uptrace/bun"
 	"go.opentelemetry.io/otel/attribute"
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
 	"go.opentelemetry.io/otel/sdk/metric/metricdata"
 
@@ -58,13 +61,23 @@ func newReplicaAPI(t *testing.T, opts storage.ReplicaOptions) *replicaAPI {
 // with the clock fixed so that two servers answer alike.
 func (r *replicaAPI) server(t *testing.T, store *storage.Store) http.Handler {
 	t.Helper()
+	return r.tracedServer(t, store, nil)
+}
+
+// tracedServer is server with a tracer provider (nil: none).
+func (r *replicaAPI) tracedServer(t *testing.T, store *storage.Store, tp *sdktrace.TracerProvider) http.Handler {
+	t.Helper()
 	engine, err := policy.New(context.Background(), policy.Options{Resources: storage.Resources(), CompileScope: storage.CompileScope})
 	if err != nil {
 		t.Fatal(err)
 	}
 	now := time.Date(2026, 1, 15, 12, 0, 0, 0, time.UTC)
-	srv, err := api.New(api.Config{Auth: &tenancy.Authenticator{Store: r.primary}, Policy: engine, Store: store, Ready: r.primary,
-		RateLimit: 1_000_000, Now: func() time.Time { return now }})
+	cfg := api.Config{Auth: &tenancy.Authenticator{Store: r.primary}, Policy: engine, Store: store, Ready: r.primary,
+		RateLimit: 1_000_000, Now: func() time.Time { return now }}
+	if tp != nil {
+		cfg.TracerProvider = tp
+	}
+	srv, err := api.New(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -252,4 +265,64 @@ func waitUsable(t *testing.T, reps *storage.Replicas, usable bool) {
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
+}
+
+// TestReplicaSpans: the server span of a client-API read says where it ran
+// (db.fleet.target and the replica's index) and every SQL span says which
+// pool ran it: the list on the replica's pool, the token lookup on the
+// primary's; with the replica skipped, the read's target is the primary.
+func TestReplicaSpans(t *testing.T) {
+	r := newReplicaAPI(t, storage.ReplicaOptions{MaxLag: time.Hour})
+	rec := tracetest.NewSpanRecorder()
+	tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(rec))
+	primaryDB := storage.Open(r.DB.URL, storage.Options{TracerProvider: tp, Target: storage.TargetPrimary, MaxOpenConns: 2})
+	replicaDB := storage.Open(r.StandbyURL, storage.Options{TracerProvider: tp, Target: storage.TargetReplica, MaxOpenConns: 2})
+	t.Cleanup(func() { primaryDB.Close(); replicaDB.Close() })
+	reps, err := storage.NewReplicas(primaryDB, []*bun.DB{replicaDB}, storage.ReplicaOptions{MaxLag: time.Hour})
+	if err != nil {
+		t.Fatal(err)
+	}
+	reps.Check(context.Background())
+	r.primary = storage.NewStore(primaryDB) // authentication on the traced primary
+	h := r.tracedServer(t, r.primary.WithReplicas(reps), tp)
+
+	attrs := func(s sdktrace.ReadOnlySpan) map[attribute.Key]attribute.Value {
+		m := map[attribute.Key]attribute.Value{}
+		for _, kv := range s.Attributes() {
+			m[kv.Key] = kv.Value
+		}
+		return m
+	}
+	check := func(wantTarget string) {
+		t.Helper()
+		rec.Reset()
+		if code, body := answer(t, h, "/api/v2/services", demoToken(t, "acme-all")); code != http.StatusOK {
+			t.Fatalf("%d %s", code, body)
+		}
+		var server sdktrace.ReadOnlySpan
+		sqlTargets := map[string]int{}
+		for _, s := range rec.Ended() {
+			a := attrs(s)
+			if s.SpanKind().String() == "server" {
+				server = s
+				continue
+			}
+			if _, ok := a["db.operation"]; ok || strings.HasPrefix(s.Name(), "SELECT") || strings.HasPrefix(s.Name(), "UPDATE") {
+				sqlTargets[a[storage.AttrTarget].AsString()]++
+			}
+		}
+		if server == nil {
+			t.Fatal("no server span")
+		}
+		if got := attrs(server)[storage.AttrTarget].AsString(); got != wantTarget {
+			t.Errorf("server span db.fleet.target = %q, want %q", got, wantTarget)
+		}
+		if sqlTargets[""] != 0 || sqlTargets[storage.TargetPrimary] == 0 || (wantTarget == storage.TargetReplica) != (sqlTargets[storage.TargetReplica] > 0) {
+			t.Errorf("SQL spans by db.fleet.target: %v (read on %s)", sqlTargets, wantTarget)
+		}
+	}
+	check(storage.TargetReplica)
+	r.StopStandby(t)
+	reps.Check(context.Background())
+	check(storage.TargetPrimary)
 }

@@ -48,6 +48,8 @@ var (
 	thePair  *pair
 	pairErr  error
 	pairMu   sync.Mutex
+	// mainRuns is set by Main: only then is the pair stopped at the end.
+	mainRuns bool
 )
 
 // NewReplicated returns a new migrated database on the private primary
@@ -57,6 +59,9 @@ var (
 // binaries fail the test instead of skipping it.
 func NewReplicated(t testing.TB) *Replicated {
 	t.Helper()
+	if !mainRuns {
+		t.Fatal("storagetest: NewReplicated needs TestMain to call storagetest.Main, which stops the clusters at the end")
+	}
 	pairOnce.Do(func() { thePair, pairErr = startPair() })
 	if pairErr != nil {
 		if os.Getenv("CI") == "true" {
@@ -132,6 +137,7 @@ func adminOf(url string) *bun.DB {
 // if a test started them; a test binary whose tests use NewReplicated
 // calls it from TestMain: os.Exit(storagetest.Main(m)).
 func Main(m *testing.M) int {
+	mainRuns = true
 	code := m.Run()
 	if thePair != nil {
 		p := thePair
