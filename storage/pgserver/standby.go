@@ -66,3 +66,23 @@ func (s *Standby) Stop(mode string) error { return s.ctl.stop(mode) }
 // Start starts the stopped standby again; it resumes streaming from the
 // primary.
 func (s *Standby) Start(ctx context.Context) error { return s.ctl.start(ctx) }
+
+// StopAbandoned stops, with pg_ctl stop -m immediate, a private cluster or
+// standby in dataDir that is still running although the process that
+// started it is gone (a test binary killed before it could stop its
+// clusters). It does nothing when no cluster runs there.
+func StopAbandoned(dataDir string) error {
+	bin, err := pgBinDir()
+	if err != nil {
+		return err
+	}
+	runAs, err := clusterUser(dataDir)
+	if err != nil {
+		return err
+	}
+	ctl := &pgctl{bin: bin, runAs: runAs, pgdata: filepath.Join(dataDir, "data")}
+	if ctl.command(context.Background(), "pg_ctl", "-D", ctl.pgdata, "status").Run() != nil {
+		return nil
+	}
+	return ctl.stop("immediate")
+}

@@ -4,7 +4,10 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"path/filepath"
+	"strconv"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -100,8 +103,12 @@ func NewReplicated(t testing.TB) *Replicated {
 // startPair starts the primary and the standby in a temporary folder.
 func startPair() (*pair, error) {
 	ctx := context.Background()
+	removeAbandonedPairs()
 	dir, err := os.MkdirTemp("", "fleetapi-pgpair-")
 	if err != nil {
+		return nil, err
+	}
+	if err := os.WriteFile(filepath.Join(dir, "owner.pid"), []byte(strconv.Itoa(os.Getpid())), 0o644); err != nil {
 		return nil, err
 	}
 	// The clusters run as the postgres user when we are root.
@@ -122,6 +129,32 @@ func startPair() (*pair, error) {
 	}
 	return &pair{dir: dir, primary: primary, standby: standby,
 		primaryAdmin: adminOf(primary.URL), standbyAdmin: adminOf(standby.URL)}, nil
+}
+
+// removeAbandonedPairs stops the clusters of pairs whose test binary is
+// gone (killed before Main could stop them) and removes their folders.
+func removeAbandonedPairs() {
+	dirs, _ := filepath.Glob(filepath.Join(os.TempDir(), "fleetapi-pgpair-*"))
+	for _, dir := range dirs {
+		b, err := os.ReadFile(filepath.Join(dir, "owner.pid"))
+		if err != nil {
+			continue // being created, or not ours
+		}
+		pid, err := strconv.Atoi(string(b))
+		if err != nil || syscall.Kill(pid, 0) != syscall.ESRCH {
+			continue // its owner still runs
+		}
+		stopped := true
+		for _, c := range []string{"standby", "primary"} {
+			if err := pgserver.StopAbandoned(filepath.Join(dir, c)); err != nil {
+				fmt.Fprintln(os.Stderr, "storagetest: stop an abandoned cluster:", err)
+				stopped = false
+			}
+		}
+		if stopped {
+			_ = os.RemoveAll(dir)
+		}
+	}
 }
 
 // adminOf opens the "postgres" database of the server at url.
