@@ -79,7 +79,7 @@ func (s *Store) DueServices(ctx context.Context, scope policy.Scope, today time.
 		return nil, fmt.Errorf("%w: limit %d", ErrBadListRequest, limit)
 	}
 	var items []DueService
-	err := s.read(ctx, func(rs *Store) error {
+	err := s.read(ctx, func(ctx context.Context, rs *Store) error {
 		items = make([]DueService, 0, min(limit, 64))
 		return rs.dueServices(ctx, scope, today, limit, &items)
 	})

@@ -89,7 +89,7 @@ func orDefault(s, def string) string {
 // database cannot be reached.
 func (s *Store) EventByID(ctx context.Context, scope policy.Scope, id int64) (Event, error) {
 	var ev Event
-	err := s.read(ctx, func(rs *Store) error {
+	err := s.read(ctx, func(ctx context.Context, rs *Store) error {
 		q, err := rs.scopedSelect(scope, Events.Descriptor, &ev)
 		if err != nil {
 			return err

@@ -61,7 +61,7 @@ func List[T any](ctx context.Context, s *Store, scope policy.Scope, m Model[T], 
 		return Page[T]{}, fmt.Errorf("%w: page %d, per page %d", ErrBadListRequest, req.Page, req.PerPage)
 	}
 	d := m.Descriptor
-	on := func(s *Store) (Page[T], error) {
+	on := func(ctx context.Context, s *Store) (Page[T], error) {
 		return listPage[T](ctx, d, req, func(model any, forCount bool) (*bun.SelectQuery, error) {
 			if forCount {
 				return s.scopedCount(scope, d, model)
@@ -73,12 +73,12 @@ func List[T any](ctx context.Context, s *Store, scope policy.Scope, m Model[T], 
 		// A list under the management scope (accounts, tokens, audit
 		// events): on the primary, so that a manager sees the writes just
 		// made (a revoked token, a new account, its audit event).
-		return on(s)
+		return on(ctx, s)
 	}
 	var page Page[T]
-	err := s.read(ctx, func(rs *Store) error {
+	err := s.read(ctx, func(ctx context.Context, rs *Store) error {
 		var err error
-		page, err = on(rs)
+		page, err = on(ctx, rs)
 		return err
 	})
 	return page, err

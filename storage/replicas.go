@@ -339,17 +339,26 @@ func (r *Replicas) failed(i int, err error) {
 // connection broke, the server is stopping, a recovery conflict cancelled
 // the statement) is run once more on the primary, while the request still
 // has time: reads are idempotent, so the caller sees an answer, not 503.
-func (r *Replicas) read(ctx context.Context, primary *Store, body func(*Store) error) error {
+// When the request has a deadline, the replica gets half of the time left,
+// so that a replica that hangs (frozen, a network partition) leaves the
+// other half to the primary.
+func (r *Replicas) read(ctx context.Context, primary *Store, body func(context.Context, *Store) error) error {
 	span := trace.SpanFromContext(ctx)
 	i := r.pick()
 	if i < 0 {
 		r.reads.Add(ctx, 1, r.attrs[0])
 		span.SetAttributes(AttrTarget.String(TargetPrimary))
-		return body(primary)
+		return body(ctx, primary)
 	}
 	r.reads.Add(ctx, 1, r.attrs[1])
 	span.SetAttributes(AttrTarget.String(TargetReplica), attrReplica.Int(i))
-	err := body(&Store{db: r.dbs[i]})
+	rctx := ctx
+	if deadline, ok := ctx.Deadline(); ok {
+		var cancel context.CancelFunc
+		rctx, cancel = context.WithDeadline(ctx, time.Now().Add(time.Until(deadline)/2))
+		defer cancel()
+	}
+	err := body(rctx, &Store{db: r.dbs[i]})
 	if err == nil || !errors.Is(err, ErrUnavailable) || ctx.Err() != nil {
 		return err
 	}
@@ -357,5 +366,5 @@ func (r *Replicas) read(ctx context.Context, primary *Store, body func(*Store) e
 	r.retries.Add(ctx, 1)
 	r.reads.Add(ctx, 1, r.attrs[0])
 	span.SetAttributes(AttrTarget.String(TargetPrimary), attrRetried.Bool(true))
-	return body(primary)
+	return body(ctx, primary)
 }

@@ -361,3 +361,34 @@ func TestReplicaNotAStandby(t *testing.T) {
 		t.Error("a primary given as a read replica is usable")
 	}
 }
+
+// TestReplicaHangs: a standby that hangs (its processes frozen with
+// SIGSTOP: connections stay open, nothing answers) costs a read with a
+// deadline half of its time, not the request: the replica's attempt gets
+// half of the time left, then the read runs on the primary.
+func TestReplicaHangs(t *testing.T) {
+	r := newReplicated(t, time.Hour)
+	ctx := context.Background()
+	r.reps.Check(ctx)
+	scope := r.scope(t, "fleetco", storage.Services.Resource())
+	list := func(ctx context.Context) error {
+		_, err := storage.List(ctx, r.routed, scope, storage.Services, storage.ListRequest{Page: 1, PerPage: 20})
+		return err
+	}
+	if err := list(ctx); err != nil {
+		t.Fatal(err)
+	}
+	r.FreezeStandby(t)
+	rctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+	defer cancel()
+	if err := list(rctx); err != nil {
+		t.Errorf("a read with the standby frozen: %v", err)
+	}
+	if _, _, retries := r.reads(t); retries != 1 {
+		t.Errorf("retries on the primary: %d, want 1", retries)
+	}
+	if r.reps.Usable(0) {
+		t.Error("the frozen standby is still usable")
+	}
+	r.ThawStandby(t)
+}

@@ -40,10 +40,10 @@ func (s *Store) WithReplicas(r *Replicas) *Store {
 // read runs body, a read of the client API that writes nothing, on a
 // usable replica when the Store has replicas, and on the primary
 // otherwise (Replicas.read: the fallback and the retry). body must do all
-// its queries on the Store it is given.
-func (s *Store) read(ctx context.Context, body func(*Store) error) error {
+// its queries on the Store and with the context it is given.
+func (s *Store) read(ctx context.Context, body func(context.Context, *Store) error) error {
 	if s.replicas == nil {
-		return body(s)
+		return body(ctx, s)
 	}
 	return s.replicas.read(ctx, s, body)
 }

@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"sync"
 	"syscall"
 	"testing"
@@ -40,8 +41,9 @@ type pair struct {
 	standby *pgserver.Standby
 	// admin connects to the "postgres" database of each.
 	primaryAdmin, standbyAdmin *bun.DB
-	// stopped is set while a test has the standby stopped.
-	stopped bool
+	// stopped is set while a test has the standby stopped, frozen while
+	// its processes are stopped with SIGSTOP.
+	stopped, frozen bool
 }
 
 // pairState is the test binary's pair, started on first use; pairMu lets
@@ -87,6 +89,9 @@ func NewReplicated(t testing.TB) *Replicated {
 	// dropped; the next test may use the pair then.
 	t.Cleanup(func() {
 		defer pairMu.Unlock()
+		if p.frozen {
+			r.signalStandby(t, syscall.SIGCONT)
+		}
 		r.Standby.Close()
 		if p.stopped {
 			if err := p.standby.Start(ctx); err != nil {
@@ -271,4 +276,55 @@ type prefixWriter struct{}
 func (prefixWriter) Write(b []byte) (int, error) {
 	fmt.Fprintf(os.Stderr, "storagetest: %s", b)
 	return len(b), nil
+}
+
+// FreezeStandby stops the standby's processes with SIGSTOP: a server that
+// hangs instead of refusing (connections open, nothing answers) until
+// ThawStandby, or the end of the test.
+func (r *Replicated) FreezeStandby(t testing.TB) {
+	t.Helper()
+	r.signalStandby(t, syscall.SIGSTOP)
+}
+
+// ThawStandby resumes the frozen standby (SIGCONT).
+func (r *Replicated) ThawStandby(t testing.TB) {
+	t.Helper()
+	r.signalStandby(t, syscall.SIGCONT)
+}
+
+// signalStandby sends sig to the standby's postmaster and its children.
+func (r *Replicated) signalStandby(t testing.TB, sig syscall.Signal) {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join(r.pair.dir, "standby", "data", "postmaster.pid"))
+	if err != nil {
+		t.Fatalf("storagetest: %v", err)
+	}
+	first, _, _ := strings.Cut(string(b), "\n")
+	pm, err := strconv.Atoi(strings.TrimSpace(first))
+	if err != nil {
+		t.Fatalf("storagetest: postmaster.pid: %v", err)
+	}
+	pids := []int{pm}
+	stats, _ := filepath.Glob("/proc/[0-9]*/stat")
+	for _, st := range stats {
+		b, err := os.ReadFile(st)
+		if err != nil {
+			continue
+		}
+		// pid (comm) state ppid ...: comm may hold spaces, so read after ")".
+		_, rest, ok := strings.Cut(string(b), ") ")
+		fields := strings.Fields(rest)
+		if !ok || len(fields) < 2 || fields[1] != strconv.Itoa(pm) {
+			continue
+		}
+		if pid, err := strconv.Atoi(filepath.Base(filepath.Dir(st))); err == nil {
+			pids = append(pids, pid)
+		}
+	}
+	for _, pid := range pids {
+		if err := syscall.Kill(pid, sig); err != nil {
+			t.Fatalf("storagetest: signal %d: %v", pid, err)
+		}
+	}
+	r.pair.frozen = sig == syscall.SIGSTOP
 }
