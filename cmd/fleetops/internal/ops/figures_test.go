@@ -265,14 +265,18 @@ func TestSlowSpan(t *testing.T) {
 // difference of the counters scraped at its ends, and the replica's share
 // is of the reads routed in the phase.
 func TestReadRouting(t *testing.T) {
-	start := readRouting{primary: 10, replica: 100, retries: 1}
-	end := readRouting{primary: 10, replica: 5137, retries: 1}
-	if d := end.sub(start); d != (readRouting{0, 5037, 0}) || d.replicaShare() != 1 {
+	start := readRouting{primary: 0, replica: 0, retries: 0}
+	end := readRouting{primary: 0, replica: 4524, retries: 0}
+	if d := end.sub(start); d != (readRouting{0, 4524, 0}) || d.replicaShare() != 1 {
 		t.Errorf("all up: %+v share %v", d, d.replicaShare())
 	}
-	d := readRouting{primary: 4909, replica: 67, retries: 11}
-	if share := d.replicaShare(); share < 0.0134 || share > 0.0135 {
-		t.Errorf("standby stopped: share %v, want 67/4976", share)
+	next := readRouting{primary: 5266, replica: 4535, retries: 7}
+	d := next.sub(end)
+	if d != (readRouting{5266, 11, 7}) {
+		t.Errorf("standby stopped: %+v", d)
+	}
+	if share := d.replicaShare(); share < 0.00208 || share > 0.00209 {
+		t.Errorf("standby stopped: share %v, want 11/5277", share)
 	}
 	if (readRouting{}).replicaShare() != 0 {
 		t.Error("no reads: share is not 0")
