@@ -46,6 +46,10 @@ type Options struct {
 	// metrics; the global providers when nil.
 	TracerProvider trace.TracerProvider
 	MeterProvider  metric.MeterProvider
+	// Target, when set, is the db.fleet.target attribute (AttrTarget) of
+	// the pool's SQL spans and the target label of its pool metrics:
+	// TargetPrimary, or TargetReplica for a read replica's pool.
+	Target string
 }
 
 func (o Options) withDefaults() Options {
@@ -90,6 +94,11 @@ func Open(dsn string, opts Options) *bun.DB {
 	// Statements go to spans unformatted (with their ? placeholders): the
 	// values are tenant data, personal data and token hashes.
 	hookOpts := []bunotel.Option{bunotel.WithDBName(databaseName(dsn)), bunotel.WithFormattedQueries(false)}
+	poolAttrs := []attribute.KeyValue{attribute.String("db.name", databaseName(dsn))}
+	if opts.Target != "" {
+		hookOpts = append(hookOpts, bunotel.WithAttributes(AttrTarget.String(opts.Target)))
+		poolAttrs = append(poolAttrs, attribute.String("target", opts.Target))
+	}
 	if opts.TracerProvider != nil {
 		hookOpts = append(hookOpts, bunotel.WithTracerProvider(opts.TracerProvider))
 	}
@@ -97,7 +106,7 @@ func Open(dsn string, opts Options) *bun.DB {
 		hookOpts = append(hookOpts, bunotel.WithMeterProvider(opts.MeterProvider))
 		// Pool usage: open, in-use and idle connections, waits.
 		otelsql.ReportDBStatsMetrics(sqldb, otelsql.WithMeterProvider(opts.MeterProvider),
-			otelsql.WithAttributes(attribute.String("db.name", databaseName(dsn))))
+			otelsql.WithAttributes(poolAttrs...))
 	}
 	return db.WithQueryHook(bunotel.NewQueryHook(hookOpts...))
 }

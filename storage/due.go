@@ -72,15 +72,28 @@ const dueState = `CASE WHEN "rem".odo_remaining <= 0 OR "rem".engh_remaining <= 
 // its *_left switch is on and the remaining is at most *_left_num. It
 // returns policy.ErrScope for a scope that is not a services scope or that
 // storage did not compile, ErrBadListRequest for a limit below 1, and ErrUnavailable when
-// the database cannot be reached.
+// the database cannot be reached. It may run on a read replica
+// (Store.WithReplicas).
 func (s *Store) DueServices(ctx context.Context, scope policy.Scope, today time.Time, limit int) ([]DueService, error) {
 	if limit < 1 {
 		return nil, fmt.Errorf("%w: limit %d", ErrBadListRequest, limit)
 	}
-	items := make([]DueService, 0, min(limit, 64))
-	q, err := s.scopedSelect(scope, Services.Descriptor, &items)
+	var items []DueService
+	err := s.read(ctx, func(ctx context.Context, rs *Store) error {
+		items = make([]DueService, 0, min(limit, 64))
+		return rs.dueServices(ctx, scope, today, limit, &items)
+	})
 	if err != nil {
 		return nil, err
+	}
+	return items, nil
+}
+
+// dueServices is DueServices on s's database handle.
+func (s *Store) dueServices(ctx context.Context, scope policy.Scope, today time.Time, limit int, items *[]DueService) error {
+	q, err := s.scopedSelect(scope, Services.Descriptor, items)
+	if err != nil {
+		return err
 	}
 	err = q.ColumnExpr("?TableColumns").
 		ColumnExpr(`"o"."name" AS object_name`).
@@ -94,9 +107,6 @@ func (s *Store) DueServices(ctx context.Context, scope policy.Scope, today time.
 		OrderExpr(`"s"."service_id" DESC`).
 		Limit(int64(limit)).
 		Scan(ctx)
-	if err != nil {
-		// Every value of this statement is the server's own.
-		return nil, translateOwn(err)
-	}
-	return items, nil
+	// Every value of this statement is the server's own.
+	return translateOwn(err)
 }

@@ -27,15 +27,17 @@ var unscopedStore = map[string]string{
 	"CreateToken":          "tokens: the CLI",
 	"ListTokens":           "tokens: the CLI",
 	"RevokeToken":          "tokens: the CLI",
+	"WithReplicas":         "routing configuration: no table",
 }
 
 // unscopedFuncs are the exported functions of package storage that take a
 // database handle (*Store, bun.IDB, *bun.DB, bun.Tx) but no policy.Scope,
 // each with the reason it may.
 var unscopedFuncs = map[string]string{
-	"NewStore": "wraps a handle; every query goes through its methods",
-	"Migrator": "schema migrations: no rows",
-	"Migrate":  "schema migrations: no rows",
+	"NewStore":    "wraps a handle; every query goes through its methods",
+	"Migrator":    "schema migrations: no rows",
+	"Migrate":     "schema migrations: no rows",
+	"NewReplicas": "replica health checks: WAL positions, no table",
 }
 
 var scopeType = reflect.TypeFor[policy.Scope]()

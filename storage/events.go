@@ -83,18 +83,22 @@ func orDefault(s, def string) string {
 
 // EventByID returns the event rule with the given id when scope (an events
 // scope) admits it. A rule that does not exist and one outside the scope
-// are both ErrNotFound. It returns policy.ErrScope for a scope of another
+// are both ErrNotFound. It may run on a read replica (Store.WithReplicas).
+// It returns policy.ErrScope for a scope of another
 // resource or one storage did not compile, and ErrUnavailable when the
 // database cannot be reached.
 func (s *Store) EventByID(ctx context.Context, scope policy.Scope, id int64) (Event, error) {
 	var ev Event
-	q, err := s.scopedSelect(scope, Events.Descriptor, &ev)
+	err := s.read(ctx, func(ctx context.Context, rs *Store) error {
+		q, err := rs.scopedSelect(scope, Events.Descriptor, &ev)
+		if err != nil {
+			return err
+		}
+		// id is an int64 the api parsed: a data exception is the server's.
+		return translateOwn(q.Where(Events.col(Events.id.Name)+" = ?", id).Limit(1).Scan(ctx))
+	})
 	if err != nil {
 		return Event{}, err
-	}
-	if err := q.Where(Events.col(Events.id.Name)+" = ?", id).Limit(1).Scan(ctx); err != nil {
-		// id is an int64 the api parsed: a data exception is the server's.
-		return Event{}, translateOwn(err)
 	}
 	return ev, nil
 }

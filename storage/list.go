@@ -50,7 +50,9 @@ type Page[T any] struct {
 // List returns the page of m's rows that scope admits and req selects:
 // WHERE (scope) AND (filters) AND (search) ORDER BY sort, id LIMIT/OFFSET,
 // plus the count of matching rows when the page alone does not tell it
-// (the count query is built only then). It returns policy.ErrScope for a
+// (the count query is built only then). The list of a tenant resource may
+// run on a read replica (Store.WithReplicas); the lists under the
+// management scope run on the primary. It returns policy.ErrScope for a
 // scope of another resource or one storage did not compile,
 // ErrBadListRequest for a request the api should not have made, and
 // ErrUnavailable when the database cannot be reached.
@@ -59,12 +61,27 @@ func List[T any](ctx context.Context, s *Store, scope policy.Scope, m Model[T], 
 		return Page[T]{}, fmt.Errorf("%w: page %d, per page %d", ErrBadListRequest, req.Page, req.PerPage)
 	}
 	d := m.Descriptor
-	return listPage[T](ctx, d, req, func(model any, forCount bool) (*bun.SelectQuery, error) {
-		if forCount {
-			return s.scopedCount(scope, d, model)
-		}
-		return s.scopedSelect(scope, d, model)
+	on := func(ctx context.Context, s *Store) (Page[T], error) {
+		return listPage[T](ctx, d, req, func(model any, forCount bool) (*bun.SelectQuery, error) {
+			if forCount {
+				return s.scopedCount(scope, d, model)
+			}
+			return s.scopedSelect(scope, d, model)
+		})
+	}
+	if descriptorOf(d.resource) != d {
+		// A list under the management scope (accounts, tokens, audit
+		// events): on the primary, so that a manager sees the writes just
+		// made (a revoked token, a new account, its audit event).
+		return on(ctx, s)
+	}
+	var page Page[T]
+	err := s.read(ctx, func(ctx context.Context, rs *Store) error {
+		var err error
+		page, err = on(ctx, rs)
+		return err
 	})
+	return page, err
 }
 
 // listPage is List over the rows that start admits: start begins the

@@ -9,17 +9,43 @@ import (
 	"github.com/fleetapi/fleetapi/tenancy"
 )
 
-// Store is fleetapi's data access over one database handle. Its methods
+// Store is fleetapi's data access over one database handle, the primary,
+// and optionally a set of read replicas (WithReplicas). Its methods
 // return errors passed through Translate, so that callers test them with
 // errors.Is against ErrNotFound, ErrConflict, ErrInvalid and ErrUnavailable.
+//
+// Only the reads of the client API (the lists of the tenant resources,
+// EventByID, DueServices) may run on a replica, through Store.read; every
+// write, every read inside a write transaction, idempotency look-ups,
+// authentication, the management routes' reads and the CLI's run on the
+// primary (entrypoints_test.go enumerates them).
 type Store struct {
 	db bun.IDB
+	// replicas, when not nil, take the reads of the client API.
+	replicas *Replicas
 }
 
 // NewStore returns a Store over db: a *bun.DB, or a bun.Tx to run its
 // methods inside a caller's transaction.
 func NewStore(db bun.IDB) *Store {
 	return &Store{db: db}
+}
+
+// WithReplicas returns a Store over the same primary that sends the reads
+// of the client API to the replica set r (nil: every read on the primary).
+func (s *Store) WithReplicas(r *Replicas) *Store {
+	return &Store{db: s.db, replicas: r}
+}
+
+// read runs body, a read of the client API that writes nothing, on a
+// usable replica when the Store has replicas, and on the primary
+// otherwise (Replicas.read: the fallback and the retry). body must do all
+// its queries on the Store and with the context it is given.
+func (s *Store) read(ctx context.Context, body func(context.Context, *Store) error) error {
+	if s.replicas == nil {
+		return body(ctx, s)
+	}
+	return s.replicas.read(ctx, s, body)
 }
 
 var _ tenancy.TokenStore = (*Store)(nil)

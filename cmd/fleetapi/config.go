@@ -29,8 +29,15 @@ type config struct {
 	// TrustedProxies are the load balancers whose X-Forwarded-For names
 	// the client.
 	TrustedProxies []netip.Prefix
-	// DBMaxConns is the size of the database pool of one replica.
+	// DBMaxConns is the size of the database pool of one replica (and of
+	// its pool to each read replica).
 	DBMaxConns int
+	// ReadURLs are the streaming replicas that take the reads of the
+	// client API (DESIGN §11); ReplicaMaxLag the staleness beyond which one
+	// is skipped; ReplicaCheckInterval the time between health checks.
+	ReadURLs             []string
+	ReplicaMaxLag        time.Duration
+	ReplicaCheckInterval time.Duration
 	// RequestTimeout bounds the work of one request (then 503).
 	RequestTimeout time.Duration
 	// DrainDelay is how long /readyz answers 503 before the listener
@@ -65,6 +72,21 @@ func defaultConfig(getenv func(string) string) (config, error) {
 	c.DrainDelay = envDuration(getenv, "FLEET_DRAIN_DELAY", 0, &errs)
 	c.ShutdownTimeout = envDuration(getenv, "FLEET_SHUTDOWN_TIMEOUT", 15*time.Second, &errs)
 	c.ReadHeaderTimeout = envDuration(getenv, "FLEET_READ_HEADER_TIMEOUT", 5*time.Second, &errs)
+	c.ReplicaMaxLag = envDuration(getenv, "FLEET_REPLICA_MAX_LAG", storage.DefaultReplicaMaxLag, &errs)
+	c.ReplicaCheckInterval = envDuration(getenv, "FLEET_REPLICA_CHECK_INTERVAL", storage.DefaultReplicaCheckInterval, &errs)
+	if c.ReplicaMaxLag == 0 || c.ReplicaCheckInterval == 0 {
+		errs = append(errs, errors.New("FLEET_REPLICA_MAX_LAG and FLEET_REPLICA_CHECK_INTERVAL must be above zero"))
+	}
+	if v := getenv("FLEET_DATABASE_READ_URLS"); v != "" {
+		for _, item := range strings.Split(v, ",") {
+			item = strings.TrimSpace(item)
+			if u, err := url.Parse(item); err != nil || (u.Scheme != "postgres" && u.Scheme != "postgresql") {
+				errs = append(errs, fmt.Errorf("FLEET_DATABASE_READ_URLS: an item is not a postgres:// URL"))
+				continue
+			}
+			c.ReadURLs = append(c.ReadURLs, item)
+		}
+	}
 	if v := getenv("FLEET_TRUSTED_PROXIES"); v != "" {
 		for _, item := range strings.Split(v, ",") {
 			item = strings.TrimSpace(item)
@@ -129,6 +151,16 @@ func (c *config) flags(fs *flag.FlagSet) {
 	fs.DurationVar(&c.RequestTimeout, "request-timeout", c.RequestTimeout, "bound on one request's work, then 503 (FLEET_REQUEST_TIMEOUT)")
 	fs.DurationVar(&c.DrainDelay, "drain-delay", c.DrainDelay, "on shutdown, how long /readyz answers 503 before the listener closes (FLEET_DRAIN_DELAY)")
 	fs.DurationVar(&c.ShutdownTimeout, "shutdown-timeout", c.ShutdownTimeout, "how long in-flight requests may take to finish on shutdown (FLEET_SHUTDOWN_TIMEOUT)")
+	fs.Func("database-read-urls", "comma-separated PostgreSQL URLs of streaming replicas for the client API's reads (FLEET_DATABASE_READ_URLS)", func(v string) error {
+		c.ReadURLs = nil
+		for _, item := range strings.Split(v, ",") {
+			if item = strings.TrimSpace(item); item != "" {
+				c.ReadURLs = append(c.ReadURLs, item)
+			}
+		}
+		return nil
+	})
+	fs.DurationVar(&c.ReplicaMaxLag, "replica-max-lag", c.ReplicaMaxLag, "skip a read replica that lags more than this (FLEET_REPLICA_MAX_LAG)")
 }
 
 // databaseFlag registers --database-url on fs. Its default (from

@@ -52,6 +52,9 @@ func openDatabase(ctx context.Context, cfg config, tel *telemetry.Providers) (*b
 		return nil, fmt.Errorf("database: %w", err)
 	}
 	opts := storage.Options{MaxOpenConns: cfg.DBMaxConns}
+	if len(cfg.ReadURLs) > 0 {
+		opts.Target = storage.TargetPrimary
+	}
 	if tel != nil {
 		opts.TracerProvider = tel.Tracer
 		opts.MeterProvider = tel.Meter
@@ -68,6 +71,44 @@ func openDatabase(ctx context.Context, cfg config, tel *telemetry.Providers) (*b
 		}
 	}
 	return db, nil
+}
+
+// openReplicas opens a pool to each read replica (FLEET_DATABASE_READ_URLS)
+// and starts the replica set's health checker. Nothing is required of a
+// replica at start-up: one that does not answer yet is skipped until it
+// does. The returned function stops the checker and closes the pools.
+func openReplicas(ctx context.Context, cfg config, primary *bun.DB, log *slog.Logger, tel *telemetry.Providers) (*storage.Replicas, func(), error) {
+	dbs := make([]*bun.DB, len(cfg.ReadURLs))
+	for i, u := range cfg.ReadURLs {
+		dbs[i] = storage.Open(u, storage.Options{MaxOpenConns: cfg.DBMaxConns, Target: storage.TargetReplica,
+			TracerProvider: tel.Tracer, MeterProvider: tel.Meter})
+	}
+	closeAll := func() {
+		for _, db := range dbs {
+			db.Close()
+		}
+	}
+	reps, err := storage.NewReplicas(primary, dbs, storage.ReplicaOptions{MaxLag: cfg.ReplicaMaxLag, Interval: cfg.ReplicaCheckInterval,
+		MeterProvider: tel.Meter, Logger: log})
+	if err != nil {
+		closeAll()
+		return nil, nil, err
+	}
+	// The first check before the first request, so that a caught-up
+	// replica takes reads from the start.
+	reps.Check(ctx)
+	runCtx, cancel := context.WithCancel(context.WithoutCancel(ctx))
+	done := make(chan struct{})
+	go func() { defer close(done); reps.Run(runCtx) }()
+	usable := 0
+	for i := range reps.Len() {
+		if reps.Usable(i) {
+			usable++
+		}
+	}
+	log.Info("read replicas", slog.Int("replicas", reps.Len()), slog.Int("usable", usable),
+		slog.Duration("max_lag", cfg.ReplicaMaxLag), slog.Duration("check_interval", cfg.ReplicaCheckInterval))
+	return reps, func() { cancel(); <-done; closeAll() }, nil
 }
 
 // decisionLog opens the decision log destination: stdout, a file, or off.
@@ -213,6 +254,14 @@ func serve(ctx context.Context, cfg config, getenv func(string) string, con cons
 	defer closeLimiter()
 
 	store := storage.NewStore(db)
+	if len(cfg.ReadURLs) > 0 {
+		reps, stopReplicas, err := openReplicas(ctx, cfg, db, log, tel)
+		if err != nil {
+			return err
+		}
+		defer stopReplicas()
+		store = store.WithReplicas(reps)
+	}
 	srv, err := api.New(api.Config{
 		Auth:             &tenancy.Authenticator{Store: store},
 		Policy:           engine,

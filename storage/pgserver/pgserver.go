@@ -31,6 +31,10 @@ type Server struct {
 	// Private is true when the server is a cluster started by Find.
 	Private bool
 	stop    func() error
+	// ctl runs pg_ctl on the cluster (nil when it is not ours to manage);
+	// sock is its socket folder.
+	ctl  *pgctl
+	sock string
 }
 
 // Stop stops a private cluster; it does nothing for other servers.
@@ -60,6 +64,13 @@ func Find(ctx context.Context, databaseURL, dataDir string, log io.Writer) (*Ser
 // pgBinDir finds the directory holding initdb and pg_ctl.
 func pgBinDir() (string, error) {
 	if p, err := exec.LookPath("pg_ctl"); err == nil {
+		// A pg_ctl linked onto PATH names the folder of the installation's
+		// other programs (initdb, pg_basebackup) through its link.
+		if real, err := filepath.EvalSymlinks(p); err == nil {
+			if _, err := os.Stat(filepath.Join(filepath.Dir(real), "initdb")); err == nil {
+				return filepath.Dir(real), nil
+			}
+		}
 		if _, err := exec.LookPath("initdb"); err == nil {
 			return filepath.Dir(p), nil
 		}
@@ -102,40 +113,67 @@ func StartPrivateCluster(ctx context.Context, dataDir string, log io.Writer) (*S
 	if err != nil {
 		return nil, err
 	}
-	cmd := func(name string, args ...string) *exec.Cmd {
-		path := filepath.Join(bin, name)
-		if runAs != "" {
-			return exec.CommandContext(ctx, "runuser", append([]string{"-u", runAs, "--", path}, args...)...)
-		}
-		return exec.CommandContext(ctx, path, args...)
-	}
+	ctl := &pgctl{bin: bin, runAs: runAs, pgdata: pgdata, sock: sock, logFile: filepath.Join(dataDir, "postgres.log")}
+	cmd := func(name string, args ...string) *exec.Cmd { return ctl.command(ctx, name, args...) }
 	if _, err := os.Stat(filepath.Join(pgdata, "PG_VERSION")); err != nil {
 		fmt.Fprintf(log, "initialising a private PostgreSQL cluster in %s\n", pgdata)
 		if out, err := cmd("initdb", "-D", pgdata, "-U", "postgres", "--auth=trust", "--no-sync").CombinedOutput(); err != nil {
 			return nil, fmt.Errorf("initdb: %w: %s", err, out)
 		}
 	}
-	q := url.Values{"host": {filepath.Join(sock, ".s.PGSQL.5432")}, "sslmode": {"disable"}}
-	u := url.URL{Scheme: "postgres", User: url.User("postgres"), Path: "/fleetapi", RawQuery: q.Encode()}
+	u := socketURL(sock)
 	if cmd("pg_ctl", "-D", pgdata, "status").Run() == nil {
 		// Already running (another process of ours started it): share it,
 		// and leave stopping it to its owner.
-		return &Server{URL: u.String(), Private: true}, nil
+		return &Server{URL: u, Private: true}, nil
 	}
 	fmt.Fprintf(log, "starting the private PostgreSQL cluster (socket in %s)\n", sock)
-	logFile := filepath.Join(dataDir, "postgres.log")
-	opts := fmt.Sprintf("-k %s -c listen_addresses='' -c fsync=off", sock)
-	if out, err := cmd("pg_ctl", "-D", pgdata, "-l", logFile, "-o", opts, "-w", "-t", "60", "start").CombinedOutput(); err != nil {
-		return nil, fmt.Errorf("pg_ctl start: %w: %s (see %s)", err, out, logFile)
+	if err := ctl.start(ctx); err != nil {
+		return nil, err
 	}
-	stop := func() error {
-		out, err := cmd("pg_ctl", "-D", pgdata, "-m", "fast", "-w", "stop").CombinedOutput()
-		if err != nil {
-			return fmt.Errorf("pg_ctl stop: %w: %s", err, out)
-		}
-		return nil
+	return &Server{URL: u, Private: true, stop: func() error { return ctl.stop("fast") }, ctl: ctl, sock: sock}, nil
+}
+
+// socketURL is the URL of the fleetapi database on the cluster whose unix
+// socket is in the folder sock.
+func socketURL(sock string) string {
+	q := url.Values{"host": {filepath.Join(sock, ".s.PGSQL.5432")}, "sslmode": {"disable"}}
+	u := url.URL{Scheme: "postgres", User: url.User("postgres"), Path: "/fleetapi", RawQuery: q.Encode()}
+	return u.String()
+}
+
+// pgctl runs the installed PostgreSQL programs on one private cluster, as
+// the user that owns it.
+type pgctl struct {
+	bin, runAs, pgdata, sock, logFile string
+}
+
+// command is the program name of bin with args, run as runAs.
+func (c *pgctl) command(ctx context.Context, name string, args ...string) *exec.Cmd {
+	path := filepath.Join(c.bin, name)
+	if c.runAs != "" {
+		return exec.CommandContext(ctx, "runuser", append([]string{"-u", c.runAs, "--", path}, args...)...)
 	}
-	return &Server{URL: u.String(), Private: true, stop: stop}, nil
+	return exec.CommandContext(ctx, path, args...)
+}
+
+// start starts the cluster on its unix socket only and waits until it
+// accepts connections (a standby: until it is consistent).
+func (c *pgctl) start(ctx context.Context) error {
+	opts := fmt.Sprintf("-k %s -c listen_addresses='' -c fsync=off", c.sock)
+	if out, err := c.command(ctx, "pg_ctl", "-D", c.pgdata, "-l", c.logFile, "-o", opts, "-w", "-t", "60", "start").CombinedOutput(); err != nil {
+		return fmt.Errorf("pg_ctl start: %w: %s (see %s)", err, out, c.logFile)
+	}
+	return nil
+}
+
+// stop stops the cluster with pg_ctl's shutdown mode (fast, immediate).
+func (c *pgctl) stop(mode string) error {
+	out, err := c.command(context.Background(), "pg_ctl", "-D", c.pgdata, "-m", mode, "-w", "stop").CombinedOutput()
+	if err != nil {
+		return fmt.Errorf("pg_ctl stop -m %s: %w: %s", mode, err, out)
+	}
+	return nil
 }
 
 // clusterUser returns the user to run initdb and pg_ctl as ("" for the

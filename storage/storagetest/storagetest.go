@@ -12,6 +12,7 @@ import (
 	"encoding/hex"
 	"fmt"
 	"io/fs"
+	neturl "net/url"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -44,8 +45,14 @@ var (
 // New returns a new migrated database that is dropped when the test ends.
 func New(t testing.TB) *DB {
 	t.Helper()
+	return newDatabase(t, server(t))
+}
+
+// newDatabase creates a migrated database on the server at base, from
+// the server's template, dropped when the test ends.
+func newDatabase(t testing.TB, base string) *DB {
+	t.Helper()
 	ctx := context.Background()
-	base := server(t)
 	tmpl, err := template(t, ctx, base)
 	if err != nil {
 		t.Fatalf("storagetest: template database: %v", err)
@@ -214,6 +221,16 @@ func randomSuffix() string {
 	b := make([]byte, 6)
 	_, _ = rand.Read(b)
 	return fmt.Sprintf("%d_%s", time.Now().Unix(), hex.EncodeToString(b))
+}
+
+// databaseName is the database of url.
+func databaseName(t testing.TB, url string) string {
+	t.Helper()
+	u, err := neturl.Parse(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return strings.TrimPrefix(u.Path, "/")
 }
 
 func mustWithDatabase(t testing.TB, base, name string) string {

@@ -259,3 +259,26 @@ func TestSlowSpan(t *testing.T) {
 		t.Errorf("no bodies: %+v", b)
 	}
 }
+
+// TestReadRouting pins the standby run's routing arithmetic against the
+// figures docs/operations.md records: the reads of a phase are the
+// difference of the counters scraped at its ends, and the replica's share
+// is of the reads routed in the phase.
+func TestReadRouting(t *testing.T) {
+	start := readRouting{primary: 0, replica: 0, retries: 0}
+	end := readRouting{primary: 0, replica: 4524, retries: 0}
+	if d := end.sub(start); d != (readRouting{0, 4524, 0}) || d.replicaShare() != 1 {
+		t.Errorf("all up: %+v share %v", d, d.replicaShare())
+	}
+	next := readRouting{primary: 5266, replica: 4535, retries: 7}
+	d := next.sub(end)
+	if d != (readRouting{5266, 11, 7}) {
+		t.Errorf("standby stopped: %+v", d)
+	}
+	if share := d.replicaShare(); share < 0.00208 || share > 0.00209 {
+		t.Errorf("standby stopped: share %v, want 11/5277", share)
+	}
+	if (readRouting{}).replicaShare() != 0 {
+		t.Error("no reads: share is not 0")
+	}
+}

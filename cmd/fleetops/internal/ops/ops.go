@@ -5,10 +5,11 @@
 //	load      a fixed-concurrency load run with latency percentiles per endpoint; the limiter at work
 //	outage    a private PostgreSQL stopped (or frozen) and restarted under load
 //	flood     bad tokens and malformed requests from one address next to a good client; slow clients
+//	standby   two replicas reading through a streaming standby of a private primary; the standby, then Redis, stopped under load
 //
 // Every run builds ./cmd/fleetapi, creates its own database (the shared
 // server's databases other than fleetapi_ops_* are never touched; the
-// outage run uses a private cluster), talks to loopback addresses only, is
+// outage and standby runs use private clusters), talks to loopback addresses only, is
 // bounded in time and in requests, and removes what it started when it
 // ends or is interrupted.
 package ops
@@ -39,6 +40,7 @@ func Runs() []Run {
 		{"load", "fixed-concurrency load run; latency per endpoint; the limiter at work", loadRun},
 		{"outage", "a private PostgreSQL stopped (or --freeze: frozen) and restarted under load", outageRun},
 		{"flood", "bad tokens and malformed requests from one address next to a good client; slow clients", floodRun},
+		{"standby", "two replicas reading through a streaming standby; the standby, then Redis, stopped under load", standbyRun},
 	}
 }
 

@@ -1,0 +1,148 @@
+package storage_test
+
+import (
+	"go/ast"
+	"go/parser"
+	"go/token"
+	"path/filepath"
+	"reflect"
+	"slices"
+	"sort"
+	"strings"
+	"testing"
+
+	"github.com/fleetapi/fleetapi/storage"
+)
+
+// replicaReads are the entry points that may read a replica (through
+// Store.read), each with the routes that use it: the reads of the client
+// API. Every other entry point runs on the primary.
+var replicaReads = map[string]string{
+	"List":        "GET /services, /reports, /events, /passengers, /objects (a list under the management scope runs on the primary)",
+	"EventByID":   "GET /events/{id}",
+	"DueServices": "GET /services/due",
+}
+
+// primaryOnly are the entry points that run on the primary, each with why:
+// a write, a read inside a write transaction, an idempotency look-up,
+// authentication, or a read whose answer must include the caller's own
+// writes (the management routes, the CLI).
+var primaryOnly = map[string]string{
+	"Ping":                 "readiness of the primary",
+	"AccountByUsername":    "the CLI",
+	"PrincipalByTokenHash": "authentication: a token revoked or created a moment ago",
+	"PrincipalByTokenID":   "the CLI's policy explain",
+	"TouchToken":           "a write",
+	"CreateToken":          "a write (the CLI)",
+	"ListTokens":           "the CLI, after its own writes",
+	"RevokeToken":          "a write (the CLI)",
+	"WithReplicas":         "configuration",
+	"CreatePassenger":      "a write with its idempotency look-up, in one transaction",
+	"CreateAccount":        "a management write",
+	"UpdateAccount":        "a management write",
+	"CreateObject":         "a management write",
+	"CreateManagedToken":   "a management write",
+	"RevokeManagedToken":   "a management write",
+	"ReplaceGrants":        "a management write",
+	"ManageInTx":           "reads inside a management write transaction",
+	"ManagedAccount":       "GET /accounts/{id}: the management routes read what the manager just wrote",
+	"ManagedAccounts":      "the target check of a management write",
+	"ManagedTokenByID":     "GET /tokens/{id}: a token just revoked shows revoked",
+	"GrantedObjects":       "GET /accounts/{id}/objects, after PUT",
+	"ParentDevices":        "the check of PUT /accounts/{id}/objects",
+	"ScopedIDs":            "a test's export (export_test.go)",
+	"ScopeCounts":          "a test's export (count_export_test.go)",
+}
+
+// TestReadRouting enumerates the entry points (every exported method of
+// *Store, and List) and the calls of Store.read in the package's source,
+// and proves that only the entry points of replicaReads call it, each
+// directly, and that every other entry point is on primaryOnly with its
+// reason. The function given to read may not write: no Insert, Update,
+// Delete, transaction or Exec inside it. A new entry point fails here
+// until it is classified; a write path cannot reach a replica without
+// calling read, which this test confines to the three reads.
+func TestReadRouting(t *testing.T) {
+	st := reflect.TypeFor[*storage.Store]()
+	entry := []string{"List"}
+	for i := range st.NumMethod() {
+		entry = append(entry, st.Method(i).Name)
+	}
+	for _, name := range entry {
+		_, r := replicaReads[name]
+		_, p := primaryOnly[name]
+		if r == p {
+			t.Errorf("entry point %s: on replicaReads %v, on primaryOnly %v: classify it in exactly one", name, r, p)
+		}
+	}
+	for name := range primaryOnly {
+		if !slices.Contains(entry, name) {
+			t.Errorf("primaryOnly names %s, which is not an entry point", name)
+		}
+	}
+
+	fset := token.NewFileSet()
+	names, err := filepath.Glob("*.go")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var callers []string
+	for _, name := range names {
+		if strings.HasSuffix(name, "_test.go") {
+			continue
+		}
+		f, err := parser.ParseFile(fset, name, nil, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, decl := range f.Decls {
+			fd, ok := decl.(*ast.FuncDecl)
+			if !ok || fd.Body == nil {
+				continue
+			}
+			ast.Inspect(fd.Body, func(n ast.Node) bool {
+				call, ok := n.(*ast.CallExpr)
+				if !ok {
+					return true
+				}
+				sel, ok := call.Fun.(*ast.SelectorExpr)
+				if !ok || sel.Sel.Name != "read" || len(call.Args) != 2 {
+					return true
+				}
+				if fd.Name.Name == "read" { // Store.read handing over to Replicas.read
+					return true
+				}
+				callers = append(callers, fd.Name.Name)
+				if lit, ok := call.Args[1].(*ast.FuncLit); ok {
+					noWrites(t, fset, fd.Name.Name, lit)
+				} else {
+					t.Errorf("%s: read is given %T, not a function literal this test can check", fd.Name.Name, call.Args[1])
+				}
+				return true
+			})
+		}
+	}
+	sort.Strings(callers)
+	want := make([]string, 0, len(replicaReads))
+	for name := range replicaReads {
+		want = append(want, name)
+	}
+	sort.Strings(want)
+	if !slices.Equal(callers, want) {
+		t.Errorf("functions that call Store.read: %v, want %v", callers, want)
+	}
+}
+
+// noWrites fails when the function literal given to read calls a method
+// that writes or opens a transaction.
+func noWrites(t *testing.T, fset *token.FileSet, caller string, lit *ast.FuncLit) {
+	t.Helper()
+	writes := map[string]bool{"NewInsert": true, "NewUpdate": true, "NewDelete": true, "NewMerge": true, "RunInTx": true,
+		"BeginTx": true, "Begin": true, "ExecContext": true, "Exec": true, "NewCreateTable": true, "NewTruncateTable": true}
+	ast.Inspect(lit.Body, func(n ast.Node) bool {
+		if sel, ok := n.(*ast.SelectorExpr); ok && writes[sel.Sel.Name] {
+			t.Errorf("%s: the read it runs on a replica calls %s (%s)", caller, sel.Sel.Name, fset.Position(sel.Pos()))
+		}
+		return true
+	})
+}
