@@ -39,7 +39,7 @@ type DecisionRecord struct {
 // logDecision writes one JSON line for a Decide call. Lines are written
 // whole under a lock; a write error is dropped (the request is not failed
 // for it).
-func (e *Engine) logDecision(ctx context.Context, in Input, d Decision, elapsed time.Duration, cached bool, evalErr error) {
+func (e *snapshot) logDecision(ctx context.Context, in Input, d Decision, elapsed time.Duration, cached bool, evalErr error) {
 	if e.log == nil {
 		return
 	}
@@ -47,7 +47,7 @@ func (e *Engine) logDecision(ctx context.Context, in Input, d Decision, elapsed 
 }
 
 // newRecord is the decision log record of one decision on in.
-func (e *Engine) newRecord(ctx context.Context, in Input, d Decision, elapsed time.Duration, cached bool, evalErr error) DecisionRecord {
+func (e *snapshot) newRecord(ctx context.Context, in Input, d Decision, elapsed time.Duration, cached bool, evalErr error) DecisionRecord {
 	rec := DecisionRecord{
 		DecisionID:  newDecisionID(),
 		Time:        time.Now().UTC().Format(time.RFC3339Nano),
@@ -74,7 +74,7 @@ func (e *Engine) newRecord(ctx context.Context, in Input, d Decision, elapsed ti
 }
 
 // writeRecord writes rec as one JSON line.
-func (e *Engine) writeRecord(rec DecisionRecord) {
+func (e *snapshot) writeRecord(rec DecisionRecord) {
 	line, err := json.Marshal(rec)
 	if err != nil {
 		return
