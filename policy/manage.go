@@ -236,8 +236,9 @@ func (e *snapshot) logManagement(ctx context.Context, in ManagementInput, d Deci
 	if e.log == nil {
 		return
 	}
-	rec := e.newRecord(ctx, Input{Token: TokenInput{ID: in.Token.ID}, Account: in.Account}, d, elapsed, false, evalErr)
-	rec.Route = ""
+	rec := e.newRecord(ctx, in.Token.ID, in.Account, d, elapsed, evalErr)
+	rec.Path = ManagementDecisionPath
+	rec.Input, rec.Erased = redactedManagementInput(in)
 	rec.Action = in.Action
 	if in.Target != nil {
 		rec.TargetAccountID = in.Target.ID
