@@ -27,14 +27,14 @@ const managerSubtreeRule = `visible(row) if {
 
 // narrowSet turns the policy directory dir (a copy of the embedded set)
 // into another set that decides differently: a manager no longer sees its
-// users' rows (scope), and GET /passengers needs the reports privilege
+// users' rows (scope), and GET /services needs the reports privilege
 // (decision: a subaccount with only event_notifications is denied). The
 // tests of the changed packages go (they pin the embedded behaviour).
 func narrowSet(t testing.TB, dir string) {
 	t.Helper()
 	replaceIn(t, filepath.Join(dir, "fleet/scope/scope.rego"), managerSubtreeRule, "")
 	replaceIn(t, filepath.Join(dir, "fleet/authz/authz.rego"), `"GET /reports": "reports",`, `"GET /reports": "reports",
-	"GET /passengers": "reports",`)
+	"GET /services": "reports",`)
 	for _, f := range []string{"fleet/scope/scope_test.rego", "fleet/authz/authz_test.rego"} {
 		if err := os.Remove(filepath.Join(dir, f)); err != nil {
 			t.Fatal(err)
@@ -67,14 +67,14 @@ func writeFileAtomic(t testing.TB, file string, b []byte) {
 }
 
 // managerView is the services scope of a manager (id 7) and the decision
-// of GET /passengers for a subaccount holding only event_notifications.
+// of GET /services for a subaccount holding only event_notifications.
 func managerView(t *testing.T, ctx context.Context, e *Engine) (string, bool) {
 	t.Helper()
 	s, err := e.Scope(ctx, principal("manager"), "services")
 	if err != nil {
 		t.Fatal(err)
 	}
-	d, err := e.Decide(ctx, principal("subaccount", "event_notifications").at("GET", "/passengers"))
+	d, err := e.Decide(ctx, principal("subaccount", "event_notifications").at("GET", "/services"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -99,7 +99,7 @@ func TestReloadSwapsAndRefuses(t *testing.T) {
 	revA := e.Revision()
 	whereA, allowA := managerView(t, ctx, e)
 	if !allowA {
-		t.Fatal("embedded set denies GET /passengers to a subaccount")
+		t.Fatal("embedded set denies GET /services to a subaccount")
 	}
 	pinned := e.Pin(ctx)
 
