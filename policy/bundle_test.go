@@ -73,18 +73,33 @@ func embeddedRego(t testing.TB) map[string]string {
 // revision, signed with the PEM private key signingKey unless it is "".
 func buildBundle(t testing.TB, files map[string]string, revision, signingKey string) []byte {
 	t.Helper()
+	return writeBundle(t, buildBundleParts(t, files, revision, signingKey))
+}
+
+// buildBundleParts is the bundle of buildBundle before it is written.
+func buildBundleParts(t testing.TB, files map[string]string, revision, signingKey string) bundle.Bundle {
+	t.Helper()
 	b := bundle.Bundle{
 		Manifest: bundle.Manifest{Revision: revision, Roots: &[]string{"fleet"}},
 		Data:     map[string]any{},
 	}
 	for name, src := range files {
-		b.Modules = append(b.Modules, bundle.ModuleFile{URL: "/" + name, Path: "/" + name, Raw: []byte(src)})
+		b.Modules = append(b.Modules, moduleFile(name, src))
 	}
 	if signingKey != "" {
 		if err := b.GenerateSignature(bundle.NewSigningConfig(signingKey, "RS256", ""), DefaultBundleKeyID, false); err != nil {
 			t.Fatal(err)
 		}
 	}
+	return b
+}
+
+func moduleFile(name, src string) bundle.ModuleFile {
+	return bundle.ModuleFile{URL: "/" + name, Path: "/" + name, Raw: []byte(src)}
+}
+
+func writeBundle(t testing.TB, b bundle.Bundle) []byte {
+	t.Helper()
 	var buf bytes.Buffer
 	if err := bundle.Write(&buf, b); err != nil {
 		t.Fatal(err)
