@@ -52,7 +52,7 @@ type policySets struct {
 	a, b map[string][]byte
 }
 
-func newPolicySets(t *testing.T) *policySets {
+func newPolicySets(t testing.TB) *policySets {
 	t.Helper()
 	src := filepath.Join("..", "policy", "rego")
 	dir := t.TempDir()
@@ -95,7 +95,7 @@ func newPolicySets(t *testing.T) *policySets {
 
 // install writes set (a or b) into the directory, file by file with a
 // rename (or a removal).
-func (s *policySets) install(t *testing.T, set map[string][]byte) {
+func (s *policySets) install(t testing.TB, set map[string][]byte) {
 	t.Helper()
 	for f, b := range set {
 		p := filepath.Join(s.dir, f)
@@ -122,7 +122,7 @@ type reloadAPI struct {
 	log     *lockedBuffer
 }
 
-func newReloadAPI(t *testing.T, dir string) *reloadAPI {
+func newReloadAPI(t testing.TB, dir string) *reloadAPI {
 	t.Helper()
 	ctx := context.Background()
 	db := storagetest.New(t)
@@ -353,5 +353,61 @@ func TestReloadMidRequest(t *testing.T) {
 		if o.status != 200 || o.total != totals[rev] {
 			t.Errorf("request %d decided by %s: %d, total %v, want %v (the scope of the other set)", i, rev, o.status, o.total, totals[rev])
 		}
+	}
+}
+
+// BenchmarkListDuringReload measures a manager's GET /services through the
+// real router and database with the policy steady, and while the policy
+// set is swapped back and forth without pause (each reload runs every
+// start-up check); reloads/op says how many swaps the run saw. The
+// difference is the in-flight effect of a reload: the CPU the checks take
+// from the requests (a request never waits for a reload: it reads the
+// snapshot pointer once).
+func BenchmarkListDuringReload(b *testing.B) {
+	for _, reloading := range []bool{false, true} {
+		name := "steady"
+		if reloading {
+			name = "reloading"
+		}
+		b.Run(name, func(b *testing.B) {
+			sets := newPolicySets(b)
+			r := newReloadAPI(b, sets.dir)
+			tok := demoToken(b, "fleetco-all")
+			stop := make(chan struct{})
+			var reloads atomic.Int64
+			var wg sync.WaitGroup
+			if reloading {
+				wg.Go(func() {
+					for i := 0; ; i++ {
+						select {
+						case <-stop:
+							return
+						default:
+						}
+						set := sets.b
+						if i%2 == 1 {
+							set = sets.a
+						}
+						sets.install(b, set)
+						if _, err := r.engine.Reload(context.Background(), "bench"); err == nil {
+							reloads.Add(1)
+						}
+					}
+				})
+			}
+			var seq atomic.Uint64
+			b.ResetTimer()
+			b.RunParallel(func(pb *testing.PB) {
+				for pb.Next() {
+					if o := r.list("manager", tok, seq.Add(1)); o.status != 200 {
+						b.Errorf("status %d %s", o.status, o.code)
+					}
+				}
+			})
+			b.StopTimer()
+			close(stop)
+			wg.Wait()
+			b.ReportMetric(float64(reloads.Load())/float64(b.N), "reloads/op")
+		})
 	}
 }
