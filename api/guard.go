@@ -48,6 +48,11 @@ func (s *Server) guard(next http.Handler) http.Handler {
 		// and a database call that was waiting fails fast with 503.
 		ctx, cancel := context.WithTimeout(r.Context(), s.cfg.RequestTimeout)
 		defer cancel()
+		// One policy revision answers the whole request: its decision here
+		// and its scopes in the handler (DESIGN §10, hot reload).
+		if s.cfg.Policy != nil {
+			ctx = s.cfg.Policy.Pin(ctx)
+		}
 		w.Header().Set("Content-Type", "application/json")
 		w = frameworkHeaderScrubber{w}
 		trace.SpanFromContext(ctx).SetAttributes(attrRequestID.String(requestIDFrom(ctx)))

@@ -17,7 +17,8 @@ func healthz(w http.ResponseWriter, _ *http.Request) {
 }
 
 // readyz answers GET /readyz: 200 when the database answers within a second
-// and the policy is loaded, 503 otherwise.
+// and the policy is loaded, 503 otherwise. The body carries the policy
+// revision in force (policy_revision).
 func (s *Server) readyz(w http.ResponseWriter, r *http.Request) {
 	checks := map[string]string{"policy": "ok", "database": "ok", "server": "ok"}
 	status := http.StatusOK
@@ -43,7 +44,11 @@ func (s *Server) readyz(w http.ResponseWriter, r *http.Request) {
 	if status != http.StatusOK {
 		w.Header().Set("Retry-After", "5")
 	}
-	writeJSON(w, status, map[string]any{"status": map[bool]string{true: "ok", false: "unavailable"}[status == http.StatusOK], "checks": checks})
+	body := map[string]any{"status": map[bool]string{true: "ok", false: "unavailable"}[status == http.StatusOK], "checks": checks}
+	if s.cfg.Policy != nil {
+		body["policy_revision"] = s.cfg.Policy.Revision()
+	}
+	writeJSON(w, status, body)
 }
 
 // OpsHandler serves the operational endpoints outside /api/v2: /healthz,

@@ -55,6 +55,12 @@ type Authenticator interface {
 
 // Policy answers the authorization questions (policy.Engine).
 type Policy interface {
+	// Pin fixes the policy revision of a request: every later answer for
+	// the returned context comes from the revision in force when Pin ran,
+	// so that a hot reload never mixes two sets in one request.
+	Pin(ctx context.Context) context.Context
+	// Revision is the policy revision in force (on /readyz).
+	Revision() string
 	Decide(ctx context.Context, in policy.Input) (policy.Decision, error)
 	Permissions(ctx context.Context, in policy.Input) (map[string]any, error)
 	Scope(ctx context.Context, in policy.Input, resource policy.Resource) (policy.Scope, error)

@@ -78,7 +78,7 @@ func (c *lruCache) len() int {
 }
 
 // countLookup records one cache lookup in fleet.policy.cache.
-func (e *Engine) countLookup(ctx context.Context, kind string, hit bool) {
+func (e *snapshot) countLookup(ctx context.Context, kind string, hit bool) {
 	result := "miss"
 	if hit {
 		result = "hit"

@@ -86,8 +86,8 @@ func TestCacheKeyCoversInput(t *testing.T) {
 		t.Fatalf("Input has %d fields, the test mutates %d: add the new field", got, len(inputMutations))
 	}
 	ctx := context.Background()
-	e := newEngine(t, Options{})
-	fresh := newEngine(t, Options{CacheSize: -1})
+	e := newEngine(t, Options{}).cur.Load()
+	fresh := newEngine(t, Options{CacheSize: -1}).cur.Load()
 	base := chained(principal("subaccount", "reports"))
 	if _, cached, _ := e.decide(ctx, base); cached {
 		t.Fatal("first decision cached")
@@ -126,7 +126,7 @@ func TestCacheKeyCoversInput(t *testing.T) {
 	}
 	k1, _ := e.cacheKey("scope", "services", scopeInput{base.Account})
 	k2, _ := e.cacheKey("scope", "reports", scopeInput{base.Account})
-	other := &Engine{revision: "another"}
+	other := &snapshot{revision: "another"}
 	k3, _ := other.cacheKey("scope", "services", scopeInput{base.Account})
 	if k1 == k2 || k1 == k3 {
 		t.Error("resource or revision missing from the cache key")
@@ -134,7 +134,7 @@ func TestCacheKeyCoversInput(t *testing.T) {
 }
 
 func TestCacheDisabled(t *testing.T) {
-	e := newEngine(t, Options{CacheSize: -1})
+	e := newEngine(t, Options{CacheSize: -1}).cur.Load()
 	for range 2 {
 		if _, cached, _ := e.decide(context.Background(), principal("user")); cached {
 			t.Fatal("cached with the cache off")

@@ -29,7 +29,7 @@ type Decision struct {
 // call in.Request? A denial is a Decision, not an error; the error
 // (ErrUndefined or an evaluation error) means no decision could be made and
 // the request must fail. Every call writes one decision log line.
-func (e *Engine) Decide(ctx context.Context, in Input) (Decision, error) {
+func (e *snapshot) Decide(ctx context.Context, in Input) (Decision, error) {
 	ctx, span := e.tracer.Start(ctx, "policy.decide")
 	defer span.End()
 	start := time.Now()
@@ -55,7 +55,7 @@ func (e *Engine) Decide(ctx context.Context, in Input) (Decision, error) {
 	return d, nil
 }
 
-func (e *Engine) decide(ctx context.Context, in Input) (Decision, bool, error) {
+func (e *snapshot) decide(ctx context.Context, in Input) (Decision, bool, error) {
 	key, err := e.cacheKey("decide", "", in)
 	if err != nil {
 		return Decision{}, false, err

@@ -5,25 +5,59 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"encoding/json"
+	"sort"
 	"time"
 
 	"go.opentelemetry.io/otel/trace"
 )
 
-// DecisionRecord is one line of the decision log (DESIGN §6). It holds the
-// caller's ids and the outcome, never a token secret (Input has none).
+// Decision log paths: the rule each record is the decision of, in OPA's
+// form (the data path without "data.", slash-separated).
+const (
+	DecisionPath           = "fleet/authz/decision"
+	ManagementDecisionPath = "fleet/manage/decision"
+)
+
+// BundleName is the name under which a record's bundles field carries
+// the policy revision: {"fleet": {"revision": ...}}.
+const BundleName = "fleet"
+
+// DecisionRecord is one line of the decision log (DESIGN §6, §10): an OPA
+// decision-log event (the fields of OPA's logs plugin EventV1:
+// decision_id, trace_id, span_id, revision, bundles, path, input, result,
+// erased, timestamp, metrics.timer_rego_query_eval_ns), so that tools
+// that read OPA's decision logs read fleetapi's, plus fleetapi's own
+// fields (route, token_id, account_id, account_type, allow, code, cached,
+// and for a management decision action, target_account_id, reason).
+// The input is the policy input with secrets and personal data removed:
+// it holds ids, types, flags, permissions and privileges, never a token
+// secret or hash, a username, an email or a name (redactedManagementInput
+// erases those fields of a management change and lists them in Erased).
 type DecisionRecord struct {
-	DecisionID  string `json:"decision_id"`
-	Time        string `json:"time"`
-	TraceID     string `json:"trace_id"`
+	DecisionID string `json:"decision_id"`
+	// Timestamp is the time of the decision, RFC 3339 with nanoseconds.
+	Timestamp string `json:"timestamp"`
+	TraceID   string `json:"trace_id"`
+	SpanID    string `json:"span_id,omitempty"`
+	// Path is the decision's rule (DecisionPath, ManagementDecisionPath).
+	Path string `json:"path"`
+	// Revision is the policy revision that decided; Bundles carries it
+	// under BundleName as OPA names a bundle's revision.
+	Revision string                    `json:"revision"`
+	Bundles  map[string]BundleRevision `json:"bundles"`
+	Input    any                       `json:"input"`
+	// Result is the decision document; absent when no decision could be
+	// made (EvalError).
+	Result  *Decision       `json:"result,omitempty"`
+	Erased  []string        `json:"erased,omitempty"`
+	Metrics DecisionMetrics `json:"metrics"`
+
 	Route       string `json:"route"`
 	TokenID     int64  `json:"token_id"`
 	AccountID   int64  `json:"account_id"`
 	AccountType string `json:"account_type"`
 	Allow       bool   `json:"allow"`
 	Code        string `json:"code"`
-	Revision    string `json:"revision"`
-	EvalNS      int64  `json:"eval_ns"`
 	Cached      bool   `json:"cached"`
 	// Action, TargetAccountID and Reason are set for a management decision
 	// (DecideManagement), whose Route is empty: the management action, the
@@ -32,49 +66,101 @@ type DecisionRecord struct {
 	Action          string `json:"action,omitempty"`
 	TargetAccountID int64  `json:"target_account_id,omitempty"`
 	Reason          string `json:"reason,omitempty"`
-	// Error is set when no decision could be made (Code is POLICY_ERROR).
-	Error string `json:"error,omitempty"`
+	// EvalError is set when no decision could be made (Code is
+	// POLICY_ERROR). It is not OPA's "error" field, whose form differs.
+	EvalError string `json:"eval_error,omitempty"`
+}
+
+// BundleRevision is the revision of a bundle in a record's bundles.
+type BundleRevision struct {
+	Revision string `json:"revision"`
+}
+
+// DecisionMetrics are a record's metrics, named as OPA names them.
+type DecisionMetrics struct {
+	// TimerRegoQueryEvalNS is the evaluation time in nanoseconds (a cache
+	// hit included).
+	TimerRegoQueryEvalNS int64 `json:"timer_rego_query_eval_ns"`
 }
 
 // logDecision writes one JSON line for a Decide call. Lines are written
 // whole under a lock; a write error is dropped (the request is not failed
 // for it).
-func (e *Engine) logDecision(ctx context.Context, in Input, d Decision, elapsed time.Duration, cached bool, evalErr error) {
+func (e *snapshot) logDecision(ctx context.Context, in Input, d Decision, elapsed time.Duration, cached bool, evalErr error) {
 	if e.log == nil {
 		return
 	}
-	e.writeRecord(e.newRecord(ctx, in, d, elapsed, cached, evalErr))
+	rec := e.newRecord(ctx, in.Token.ID, in.Account, d, elapsed, evalErr)
+	rec.Path = DecisionPath
+	rec.Route = in.Request.Method + " " + in.Request.Route
+	rec.Input = in
+	rec.Cached = cached
+	e.writeRecord(rec)
 }
 
-// newRecord is the decision log record of one decision on in.
-func (e *Engine) newRecord(ctx context.Context, in Input, d Decision, elapsed time.Duration, cached bool, evalErr error) DecisionRecord {
+// newRecord is the decision log record of one decision of the caller
+// (token, account), without its path, route and input.
+func (e *snapshot) newRecord(ctx context.Context, tokenID int64, account AccountInput, d Decision, elapsed time.Duration, evalErr error) DecisionRecord {
 	rec := DecisionRecord{
 		DecisionID:  newDecisionID(),
-		Time:        time.Now().UTC().Format(time.RFC3339Nano),
-		Route:       in.Request.Method + " " + in.Request.Route,
-		TokenID:     in.Token.ID,
-		AccountID:   in.Account.ID,
-		AccountType: in.Account.Type,
+		Timestamp:   time.Now().UTC().Format(time.RFC3339Nano),
+		Revision:    e.revision,
+		Bundles:     map[string]BundleRevision{BundleName: {Revision: e.revision}},
+		Metrics:     DecisionMetrics{TimerRegoQueryEvalNS: elapsed.Nanoseconds()},
+		TokenID:     tokenID,
+		AccountID:   account.ID,
+		AccountType: account.Type,
 		Allow:       d.Allow,
 		Code:        d.Code,
-		Revision:    e.revision,
-		EvalNS:      elapsed.Nanoseconds(),
-		Cached:      cached,
 	}
 	if d.Allow {
 		rec.Code = "ALLOW"
 	}
 	if sc := trace.SpanContextFromContext(ctx); sc.HasTraceID() {
 		rec.TraceID = sc.TraceID().String()
+		if sc.HasSpanID() {
+			rec.SpanID = sc.SpanID().String()
+		}
 	}
 	if evalErr != nil {
-		rec.Error = evalErr.Error()
+		rec.EvalError = evalErr.Error()
+	} else {
+		result := cloneDecision(d)
+		rec.Result = &result
 	}
 	return rec
 }
 
+// keptChangeFields are the fields of a management change that the
+// decision log keeps: ids, types, flags, dates, permissions, privileges
+// and devices. Any other (username, email, a token's or a device's name,
+// a field added later) is erased.
+var keptChangeFields = map[string]bool{
+	"type": true, "manager_id": true, "active": true, "read_only": true, "privileges": true,
+	"account_expire": true, "expire_date": true, "account_id": true, "permissions": true,
+	"expires_at": true, "rate_limit": true, "imei": true, "token_id": true,
+}
+
+// redactedManagementInput is the management input as the decision log
+// holds it: the change keeps keptChangeFields only; the erased fields are
+// returned as OPA lists them ("/input/change/<field>", sorted).
+func redactedManagementInput(in ManagementInput) (ManagementInput, []string) {
+	var erased []string
+	change := make(map[string]any, len(in.Change))
+	for k, v := range in.Change {
+		if keptChangeFields[k] {
+			change[k] = v
+		} else {
+			erased = append(erased, "/input/change/"+k)
+		}
+	}
+	sort.Strings(erased)
+	in.Change = change
+	return in, erased
+}
+
 // writeRecord writes rec as one JSON line.
-func (e *Engine) writeRecord(rec DecisionRecord) {
+func (e *snapshot) writeRecord(rec DecisionRecord) {
 	line, err := json.Marshal(rec)
 	if err != nil {
 		return

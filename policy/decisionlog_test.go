@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/open-policy-agent/opa/v1/plugins/logs"
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/trace"
 	"go.opentelemetry.io/otel/trace/noop"
@@ -44,25 +45,49 @@ func TestDecisionLog(t *testing.T) {
 	}
 	first := recs[0]
 	want := map[string]any{
-		"trace_id": traceID.String(), "route": "GET /reports", "token_id": float64(42), "account_id": float64(7),
+		"trace_id": traceID.String(), "span_id": trace.SpanID{1}.String(), "route": "GET /reports", "token_id": float64(42), "account_id": float64(7),
 		"account_type": "subaccount", "allow": false, "code": "PRIVILEGE_REQUIRED",
-		"revision": e.Revision(), "cached": false,
+		"revision": e.Revision(), "cached": false, "path": "fleet/authz/decision",
 	}
 	for k, v := range want {
 		if first[k] != v {
 			t.Errorf("%s = %#v, want %#v", k, first[k], v)
 		}
 	}
-	keys := []string{"decision_id", "time", "trace_id", "route", "token_id", "account_id", "account_type",
-		"allow", "code", "revision", "eval_ns", "cached"}
+	keys := []string{"decision_id", "timestamp", "trace_id", "span_id", "path", "revision", "bundles", "input", "result", "metrics",
+		"route", "token_id", "account_id", "account_type", "allow", "code", "cached"}
 	if len(first) != len(keys) {
 		t.Errorf("fields %v, want exactly %v", first, keys)
+	}
+	// OPA's own decision-log event type reads every record.
+	for i, l := range lines {
+		var ev logs.EventV1
+		if err := json.Unmarshal([]byte(l), &ev); err != nil {
+			t.Fatalf("line %d is not an OPA decision-log event: %v", i, err)
+		}
+		if ev.DecisionID != recs[i]["decision_id"] || ev.Path != DecisionPath || ev.TraceID != traceID.String() ||
+			ev.Bundles[BundleName].Revision != e.Revision() || ev.Timestamp.IsZero() || ev.Input == nil || ev.Result == nil {
+			t.Errorf("line %d as EventV1: %+v", i, ev)
+		}
+		if ns, ok := ev.Metrics["timer_rego_query_eval_ns"].(float64); !ok || ns <= 0 {
+			t.Errorf("line %d: metrics %v", i, ev.Metrics)
+		}
+	}
+	var ev logs.EventV1
+	_ = json.Unmarshal([]byte(lines[0]), &ev)
+	res, _ := (*ev.Result).(map[string]any)
+	if res["allow"] != false || res["code"] != "PRIVILEGE_REQUIRED" {
+		t.Errorf("result %v", res)
+	}
+	input, _ := (*ev.Input).(map[string]any)
+	if tok, _ := input["token"].(map[string]any); tok["id"] != float64(42) || input["request"] == nil || input["account"] == nil {
+		t.Errorf("input %v", input)
 	}
 	if !regexp.MustCompile(`^[0-9a-f]{32}$`).MatchString(first["decision_id"].(string)) || first["decision_id"] == recs[1]["decision_id"] {
 		t.Errorf("decision ids %v, %v", first["decision_id"], recs[1]["decision_id"])
 	}
-	if first["eval_ns"].(float64) <= 0 || recs[1]["cached"] != true {
-		t.Errorf("eval_ns %v, second cached %v", first["eval_ns"], recs[1]["cached"])
+	if recs[1]["cached"] != true {
+		t.Errorf("second cached %v", recs[1]["cached"])
 	}
 	if recs[2]["allow"] != true || recs[2]["code"] != "ALLOW" {
 		t.Errorf("allow record: %v", recs[2])

@@ -2,16 +2,21 @@ package policy
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"maps"
+	"net/http"
 	"slices"
 	"sync"
+	"sync/atomic"
 
 	"github.com/open-policy-agent/opa/v1/ast"
 	"github.com/open-policy-agent/opa/v1/rego"
 	"github.com/open-policy-agent/opa/v1/rego/compile"
 	"go.opentelemetry.io/otel"
+	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/metric"
 	"go.opentelemetry.io/otel/trace"
 )
@@ -25,9 +30,14 @@ const DefaultCacheSize = 10000
 
 // Options configure New.
 type Options struct {
-	// Dir is a policy directory that replaces the embedded set
-	// (FLEET_POLICY_DIR); "" uses the embedded policy/rego.
+	// Dir is a policy directory (FLEET_POLICY_DIR) or an OPA bundle file
+	// (FLEET_POLICY_BUNDLE, `opa build` output) that replaces the embedded
+	// set; "" uses the embedded policy/rego.
 	Dir string
+	// BundleVerification, when set, is the key an OPA bundle's signature
+	// must verify against (FLEET_POLICY_BUNDLE_KEY): a bundle without a
+	// valid .signatures.json is refused. It needs Dir to be a bundle file.
+	BundleVerification *BundleVerification
 	// DecisionLog receives one JSON line per Decide; nil turns the log off.
 	DecisionLog io.Writer
 	// TracerProvider makes the policy spans; nil uses the otel global.
@@ -47,13 +57,65 @@ type Options struct {
 	// with it. A scope it rejects is an error wrapping ErrScope.
 	CompileScope func(Scope) (any, error)
 	// MeterProvider receives the cache counter
-	// fleet.policy.cache{kind, result}; nil uses the otel global.
+	// fleet.policy.cache{kind, result}, the decision counter, the reload
+	// counter fleet.policy.reloads{result} and the gauge
+	// fleetapi.policy.revision.info{revision}; nil uses the otel global.
 	MeterProvider metric.MeterProvider
+	// BundleURL is an HTTP(S) URL of an OPA bundle (FLEET_POLICY_BUNDLE)
+	// fetched at start and polled by Watch with its ETag; it excludes Dir.
+	// BundleVerification applies to it as to a bundle file.
+	BundleURL string
+	// HTTPClient fetches BundleURL; http.DefaultClient when nil.
+	HTTPClient *http.Client
+	// Logger receives the outcome of every reload (a refused set with the
+	// reason); nil discards it.
+	Logger *slog.Logger
 }
 
-// Engine holds one compiled, tested policy revision and its prepared
-// queries. It is safe for concurrent use.
+// Engine answers the policy questions from the policy revision in force:
+// a snapshot (one compiled, tested revision, its prepared queries and its
+// answer cache) that Reload and LoadBundle replace atomically. A request
+// pins the snapshot once (Pin) and every later answer for it comes from
+// that one revision, so its decision and its scopes never mix two sets.
+// It is safe for concurrent use.
 type Engine struct {
+	*shared
+	cur atomic.Pointer[snapshot]
+	// reloadMu serialises loads of a new set (Reload, LoadBundle, Watch).
+	reloadMu sync.Mutex
+	// etag is the ETag of the bundle in force at BundleURL; seen is the
+	// fingerprint of Dir (sourceFingerprint) when the set in force, or the
+	// last refused, was read. Both are guarded by reloadMu.
+	etag string
+	seen string
+	// reloads counts the new sets checked, by result (ok, refused).
+	reloads metric.Int64Counter
+}
+
+// shared is what every snapshot of an Engine shares: the configuration,
+// the telemetry and the decision log.
+type shared struct {
+	opts Options
+	// resources are Options.Resources, in their order.
+	resources []Resource
+	compile   func(Scope) (any, error)
+	tracer    trace.Tracer
+	logger    *slog.Logger
+	// lookups counts cache lookups by kind (decide, scope, permissions)
+	// and result (hit, miss).
+	lookups metric.Int64Counter
+	// decisions counts Decide answers by code (ALLOW or the denial code).
+	decisions metric.Int64Counter
+
+	logMu sync.Mutex
+	log   io.Writer
+}
+
+// snapshot is one compiled, tested policy revision: its prepared queries
+// and its answer cache (so a cached answer is of this revision alone). It
+// is never modified once built, but for its cache.
+type snapshot struct {
+	*shared
 	revision string
 	set      *policySet
 	compiler *ast.Compiler
@@ -68,20 +130,8 @@ type Engine struct {
 	manageQ             rego.PreparedEvalQuery
 	manageUnrestrictedQ rego.PreparedEvalQuery
 	manageScopeQ        *compile.Prepared
-	// resources are Options.Resources, in their order.
-	resources []Resource
 
-	cache   *lruCache
-	compile func(Scope) (any, error)
-	tracer  trace.Tracer
-	// lookups counts cache lookups by kind (decide, scope, permissions)
-	// and result (hit, miss).
-	lookups metric.Int64Counter
-	// decisions counts Decide answers by code (ALLOW or the denial code).
-	decisions metric.Int64Counter
-
-	logMu sync.Mutex
-	log   io.Writer
+	cache *lruCache
 }
 
 // New loads the policy set, compiles it, prepares every query once,
@@ -89,15 +139,11 @@ type Engine struct {
 // account type, and runs the set's own Rego tests (a failing test stops
 // it). The structural checks come first, so that a broken rule is named
 // even when the tests that cover it fail too. The error names the step,
-// and for a scope the rule and account type.
+// and for a scope the rule and account type. Reload and LoadBundle check
+// a new set the same way (buildSnapshot).
 func New(ctx context.Context, opts Options) (*Engine, error) {
-	set, err := loadPolicySet(opts.Dir)
-	if err != nil {
-		return nil, err
-	}
-	c := ast.NewCompiler().WithDefaultRegoVersion(ast.RegoV1)
-	if c.Compile(set.modules); c.Failed() {
-		return nil, fmt.Errorf("compile policy: %w", c.Errors)
+	if opts.Dir != "" && opts.BundleURL != "" {
+		return nil, errors.New("policy: a directory or bundle file and a bundle URL: choose one")
 	}
 	tp := opts.TracerProvider
 	if tp == nil {
@@ -107,52 +153,193 @@ func New(ctx context.Context, opts Options) (*Engine, error) {
 	if mp == nil {
 		mp = otel.GetMeterProvider()
 	}
-	lookups, err := mp.Meter(tracerName).Int64Counter("fleet.policy.cache",
+	meter := mp.Meter(tracerName)
+	lookups, err := meter.Int64Counter("fleet.policy.cache",
 		metric.WithDescription("Policy answer cache lookups, by kind (decide, scope, permissions) and result (hit, miss)."))
 	if err != nil {
 		return nil, err
 	}
-	decisions, err := mp.Meter(tracerName).Int64Counter("fleet.policy.decisions",
+	decisions, err := meter.Int64Counter("fleet.policy.decisions",
 		metric.WithDescription("Policy decisions, by code (ALLOW or the denial code)."))
 	if err != nil {
 		return nil, err
 	}
+	reloads, err := meter.Int64Counter("fleet.policy.reloads",
+		metric.WithDescription("New policy sets checked for a hot reload, by result (ok: swapped in, refused: a check failed, the old set serves on)."))
+	if err != nil {
+		return nil, err
+	}
+	logger := opts.Logger
+	if logger == nil {
+		logger = slog.New(slog.DiscardHandler)
+	}
 	e := &Engine{
-		lookups:   lookups,
-		decisions: decisions,
-		revision:  set.revision(),
-		set:       set,
-		compiler:  c,
-		cache:     newLRUCache(opts.CacheSize),
-		compile:   opts.CompileScope,
-		tracer:    tp.Tracer(tracerName),
-		log:       opts.DecisionLog,
-		scopeQ:    map[Resource]*compile.Prepared{},
-		resources: slices.Clone(opts.Resources),
+		shared: &shared{
+			opts:      opts,
+			lookups:   lookups,
+			decisions: decisions,
+			compile:   opts.CompileScope,
+			tracer:    tp.Tracer(tracerName),
+			logger:    logger,
+			log:       opts.DecisionLog,
+			resources: slices.Clone(opts.Resources),
+		},
+		reloads: reloads,
 	}
-	if err := checkScopeRules(set, c, e.resources); err != nil {
+	var set *policySet
+	if opts.BundleURL != "" {
+		var changed bool
+		set, changed, err = e.fetchBundle(ctx)
+		if err == nil && !changed {
+			err = errors.New("policy bundle: the server answered 304 Not Modified to the first request")
+		}
+	} else {
+		if opts.Dir != "" {
+			e.seen, _ = sourceFingerprint(opts.Dir)
+		}
+		set, err = loadPolicySource(opts.Dir, opts.BundleVerification)
+	}
+	if err != nil {
 		return nil, err
 	}
-	if err := e.prepare(ctx); err != nil {
+	s, err := e.buildSnapshot(ctx, set)
+	if err != nil {
 		return nil, err
 	}
-	if err := e.verify(ctx); err != nil {
+	e.cur.Store(s)
+	_, err = meter.Int64ObservableGauge("fleetapi.policy.revision.info",
+		metric.WithDescription("The policy revision in force: 1 for its revision, no other series."),
+		metric.WithInt64Callback(func(_ context.Context, o metric.Int64Observer) error {
+			o.Observe(1, metric.WithAttributes(attribute.String("revision", e.Revision())))
+			return nil
+		}))
+	if err != nil {
 		return nil, err
-	}
-	if e.report, err = runTests(ctx, set, io.Discard); err != nil {
-		return nil, fmt.Errorf("policy tests: %w", err)
 	}
 	return e, nil
 }
 
-// Revision is the hex SHA-256 of the policy files (names and contents, in
-// name order). It names the policy in the decision log and cache keys.
-func (e *Engine) Revision() string { return e.revision }
+// buildSnapshot compiles set and checks it as New does: the scope rules
+// match the resources, every query prepares, every scope rule translates
+// for a principal of every account type, and the set's own tests pass.
+func (e *Engine) buildSnapshot(ctx context.Context, set *policySet) (*snapshot, error) {
+	c := ast.NewCompiler().WithDefaultRegoVersion(ast.RegoV1)
+	if c.Compile(set.modules); c.Failed() {
+		return nil, fmt.Errorf("compile policy: %w", c.Errors)
+	}
+	s := &snapshot{
+		shared:   e.shared,
+		revision: set.revision(),
+		set:      set,
+		compiler: c,
+		cache:    newLRUCache(e.opts.CacheSize),
+		scopeQ:   map[Resource]*compile.Prepared{},
+	}
+	if err := checkScopeRules(set, c, s.resources); err != nil {
+		return nil, err
+	}
+	if err := s.prepare(ctx); err != nil {
+		return nil, err
+	}
+	if err := s.verify(ctx); err != nil {
+		return nil, err
+	}
+	var err error
+	if s.report, err = runTests(ctx, set, io.Discard); err != nil {
+		return nil, fmt.Errorf("policy tests: %w", err)
+	}
+	return s, nil
+}
 
-// TestReport is the result of the policy set's own tests, run by New.
-func (e *Engine) TestReport() TestReport { return e.report }
+// snapshotKey is the context key of a pinned snapshot.
+type snapshotKey struct{}
 
-func (e *Engine) prepare(ctx context.Context) error {
+// Pin returns ctx with the revision now in force pinned: every answer the
+// engine gives for ctx (or a context derived from it) comes from that
+// revision, whatever reload happens meanwhile. A ctx already pinned by
+// this engine is returned as it is.
+func (e *Engine) Pin(ctx context.Context) context.Context {
+	if s, ok := ctx.Value(snapshotKey{}).(*snapshot); ok && s.shared == e.shared {
+		return ctx
+	}
+	return context.WithValue(ctx, snapshotKey{}, e.cur.Load())
+}
+
+// snap returns the snapshot pinned in ctx by this engine, or the one in
+// force.
+func (e *Engine) snap(ctx context.Context) *snapshot {
+	if s, ok := ctx.Value(snapshotKey{}).(*snapshot); ok && s.shared == e.shared {
+		return s
+	}
+	return e.cur.Load()
+}
+
+// Revision returns the revision in force: the hex SHA-256 of the policy
+// files (names and contents, in name order), prefixed with the bundle's
+// manifest revision and "@" for a bundle that has one. It names the policy
+// in the decision log, /readyz, fleetapi_policy_revision_info and the
+// cache keys.
+func (e *Engine) Revision() string { return e.cur.Load().revision }
+
+// PinnedRevision returns the revision pinned in ctx (Pin), or the one in
+// force.
+func (e *Engine) PinnedRevision(ctx context.Context) string { return e.snap(ctx).revision }
+
+// TestReport is the result of the own tests of the policy set in force,
+// run when it was loaded.
+func (e *Engine) TestReport() TestReport { return e.cur.Load().report }
+
+// Decide evaluates data.fleet.authz.decision for in with the revision
+// pinned in ctx (or in force); see snapshot.Decide.
+func (e *Engine) Decide(ctx context.Context, in Input) (Decision, error) {
+	return e.snap(ctx).Decide(ctx, in)
+}
+
+// Permissions evaluates data.fleet.authz.permissions for in with the
+// revision pinned in ctx (or in force); see snapshot.Permissions.
+func (e *Engine) Permissions(ctx context.Context, in Input) (map[string]any, error) {
+	return e.snap(ctx).Permissions(ctx, in)
+}
+
+// Scope compiles the row scope of resource for the account of in with the
+// revision pinned in ctx (or in force); see snapshot.Scope.
+func (e *Engine) Scope(ctx context.Context, in Input, resource Resource) (Scope, error) {
+	return e.snap(ctx).Scope(ctx, in, resource)
+}
+
+// ManagementScope compiles the management scope for the account of in
+// with the revision pinned in ctx (or in force); see
+// snapshot.ManagementScope.
+func (e *Engine) ManagementScope(ctx context.Context, in Input) (Scope, error) {
+	return e.snap(ctx).ManagementScope(ctx, in)
+}
+
+// DecideManagement evaluates data.fleet.manage.decision for in with the
+// revision pinned in ctx (or in force); see snapshot.DecideManagement.
+func (e *Engine) DecideManagement(ctx context.Context, in ManagementInput) (Decision, error) {
+	return e.snap(ctx).DecideManagement(ctx, in)
+}
+
+// Explain evaluates the decision for in with a trace, with the revision
+// pinned in ctx (or in force); see snapshot.Explain.
+func (e *Engine) Explain(ctx context.Context, in Input) (Explanation, error) {
+	return e.snap(ctx).Explain(ctx, in)
+}
+
+// ExplainManagement evaluates the management decision for in with a
+// trace, with the revision pinned in ctx (or in force); see
+// snapshot.ExplainManagement.
+func (e *Engine) ExplainManagement(ctx context.Context, in ManagementInput) (ManagementExplanation, error) {
+	return e.snap(ctx).ExplainManagement(ctx, in)
+}
+
+// NewRowOracle prepares the scope rule of resource of the revision in
+// force for evaluation on known rows; see snapshot.NewRowOracle.
+func (e *Engine) NewRowOracle(ctx context.Context, resource Resource) (*RowOracle, error) {
+	return e.snap(ctx).NewRowOracle(ctx, resource)
+}
+
+func (e *snapshot) prepare(ctx context.Context) error {
 	var err error
 	if e.decideQ, err = e.prepareEval(ctx, "data.fleet.authz.decision"); err != nil {
 		return err
@@ -180,7 +367,7 @@ func (e *Engine) prepare(ctx context.Context) error {
 
 // Resources returns the tenant resources the engine was built with
 // (Options.Resources), in their order.
-func (e *Engine) Resources() []Resource { return slices.Clone(e.resources) }
+func (e *shared) Resources() []Resource { return slices.Clone(e.resources) }
 
 // checkScopeRules checks that the scope rules of the set and the resources
 // are the same names: each resource has a rule data.fleet.scope.<name>,
@@ -246,7 +433,7 @@ func scopeRules(set *policySet) []scopeRule {
 	return out
 }
 
-func (e *Engine) prepareEval(ctx context.Context, query string) (rego.PreparedEvalQuery, error) {
+func (e *snapshot) prepareEval(ctx context.Context, query string) (rego.PreparedEvalQuery, error) {
 	q, err := rego.New(
 		rego.Compiler(e.compiler),
 		rego.ParsedQuery(ast.MustParseBody(query)),

@@ -27,7 +27,7 @@ type Explanation struct {
 // Explain evaluates the decision for in with tracing (bypassing the cache
 // and the decision log) and reports the expressions that failed. It
 // returns ErrUndefined when the policy yields no decision.
-func (e *Engine) Explain(ctx context.Context, in Input) (Explanation, error) {
+func (e *snapshot) Explain(ctx context.Context, in Input) (Explanation, error) {
 	buf := topdown.NewBufferTracer()
 	rs, err := e.decideQ.Eval(ctx, evalInput(in), rego.EvalQueryTracer(buf), rego.EvalRuleIndexing(false))
 	if err != nil {

@@ -27,7 +27,7 @@ type ManagementExplanation struct {
 // tracing, without the decision log, metrics or span of DecideManagement,
 // and reports the expressions that failed. Its decision is exactly
 // DecideManagement's: a malformed one is an error wrapping ErrUndefined.
-func (e *Engine) ExplainManagement(ctx context.Context, in ManagementInput) (ManagementExplanation, error) {
+func (e *snapshot) ExplainManagement(ctx context.Context, in ManagementInput) (ManagementExplanation, error) {
 	input, err := in.value()
 	if err != nil {
 		return ManagementExplanation{}, err

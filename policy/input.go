@@ -169,7 +169,7 @@ func stringsTerm(ss []string) *ast.Term {
 // of question, its extra argument (a resource), the policy revision and
 // the input document the question is evaluated on (doc, as JSON). Any
 // change to any field of doc is another key.
-func (e *Engine) cacheKey(kind, arg string, doc any) (string, error) {
+func (e *snapshot) cacheKey(kind, arg string, doc any) (string, error) {
 	b, err := json.Marshal(doc)
 	if err != nil {
 		return "", err
@@ -177,7 +177,7 @@ func (e *Engine) cacheKey(kind, arg string, doc any) (string, error) {
 	return e.keyOf(kind, arg, b), nil
 }
 
-func (e *Engine) keyOf(kind, arg string, doc []byte) string {
+func (e *snapshot) keyOf(kind, arg string, doc []byte) string {
 	b := make([]byte, 0, len(kind)+len(arg)+len(e.revision)+len(doc)+3)
 	b = append(b, kind...)
 	b = append(b, 0)

@@ -180,7 +180,7 @@ func (in ManagementInput) value() (ast.Object, error) {
 // fail. It is not cached: the input holds per-request facts (the change,
 // the parent's devices, the token's limits) and writes are rare. Every
 // call writes one decision log line with the action.
-func (e *Engine) DecideManagement(ctx context.Context, in ManagementInput) (Decision, error) {
+func (e *snapshot) DecideManagement(ctx context.Context, in ManagementInput) (Decision, error) {
 	ctx, span := e.tracer.Start(ctx, "policy.manage")
 	defer span.End()
 	span.SetAttributes(
@@ -206,7 +206,7 @@ func (e *Engine) DecideManagement(ctx context.Context, in ManagementInput) (Deci
 	return d, nil
 }
 
-func (e *Engine) decideManagement(ctx context.Context, in ManagementInput) (Decision, error) {
+func (e *snapshot) decideManagement(ctx context.Context, in ManagementInput) (Decision, error) {
 	input, err := in.value()
 	if err != nil {
 		return Decision{}, err
@@ -232,12 +232,13 @@ func managementDecisionFrom(rs rego.ResultSet) (Decision, error) {
 }
 
 // logManagement writes the decision log line of a management decision.
-func (e *Engine) logManagement(ctx context.Context, in ManagementInput, d Decision, elapsed time.Duration, evalErr error) {
+func (e *snapshot) logManagement(ctx context.Context, in ManagementInput, d Decision, elapsed time.Duration, evalErr error) {
 	if e.log == nil {
 		return
 	}
-	rec := e.newRecord(ctx, Input{Token: TokenInput{ID: in.Token.ID}, Account: in.Account}, d, elapsed, false, evalErr)
-	rec.Route = ""
+	rec := e.newRecord(ctx, in.Token.ID, in.Account, d, elapsed, evalErr)
+	rec.Path = ManagementDecisionPath
+	rec.Input, rec.Erased = redactedManagementInput(in)
 	rec.Action = in.Action
 	if in.Target != nil {
 		rec.TargetAccountID = in.Target.ID
@@ -252,7 +253,7 @@ func (e *Engine) logManagement(ctx context.Context, in ManagementInput, d Decisi
 // input.accounts unknown and input.account alone known, compiled with
 // Options.CompileScope, cached by the policy revision and the account,
 // fail closed (an error wrapping ErrScope).
-func (e *Engine) ManagementScope(ctx context.Context, in Input) (Scope, error) {
+func (e *snapshot) ManagementScope(ctx context.Context, in Input) (Scope, error) {
 	ctx, span := e.tracer.Start(ctx, "policy.scope")
 	defer span.End()
 	span.SetAttributes(
@@ -269,7 +270,7 @@ func (e *Engine) ManagementScope(ctx context.Context, in Input) (Scope, error) {
 	return s, nil
 }
 
-func (e *Engine) managementScope(ctx context.Context, in scopeInput) (Scope, bool, error) {
+func (e *snapshot) managementScope(ctx context.Context, in scopeInput) (Scope, bool, error) {
 	key, err := e.cacheKey("manage-scope", string(ManagementResource), in)
 	if err != nil {
 		return Scope{}, false, err
@@ -287,14 +288,14 @@ func (e *Engine) managementScope(ctx context.Context, in scopeInput) (Scope, boo
 	return s, false, nil
 }
 
-func (e *Engine) compileManagementScope(ctx context.Context, in scopeInput) (Scope, error) {
+func (e *snapshot) compileManagementScope(ctx context.Context, in scopeInput) (Scope, error) {
 	return e.compileWith(ctx, in, ManagementResource, e.manageScopeQ, e.manageUnrestrictedQ)
 }
 
 // prepareManagement prepares the queries of package fleet.manage. The
 // policy set must define its decision, scope and unrestricted rules, and
 // no tenant resource may take the management scope's name.
-func (e *Engine) prepareManagement(ctx context.Context) error {
+func (e *snapshot) prepareManagement(ctx context.Context) error {
 	for _, r := range e.resources {
 		if r == ManagementResource {
 			return fmt.Errorf("resource %q: the name of the management scope, not a tenant resource", r)
@@ -327,7 +328,7 @@ func (e *Engine) prepareManagement(ctx context.Context) error {
 // management decision is well formed and that the management scope
 // compiles into a Scope that Options.CompileScope accepts, unrestricted
 // for admins only.
-func (e *Engine) verifyManagement(ctx context.Context, accountType string) error {
+func (e *snapshot) verifyManagement(ctx context.Context, accountType string) error {
 	in := samplePrincipal(accountType)
 	mi := ManagementInput{
 		Account: in.Account,

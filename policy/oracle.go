@@ -22,7 +22,7 @@ type RowOracle struct {
 // known rows, or data.fleet.manage.accounts for ManagementResource (whose
 // rows are accounts {id, manager_id, type, grand_manager_id}). It returns
 // ErrUnknownResource for a resource without a rule.
-func (e *Engine) NewRowOracle(ctx context.Context, resource Resource) (*RowOracle, error) {
+func (e *snapshot) NewRowOracle(ctx context.Context, resource Resource) (*RowOracle, error) {
 	rule := "data.fleet.scope." + string(resource)
 	if resource == ManagementResource {
 		rule = "data.fleet.manage.accounts"

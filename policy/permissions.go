@@ -13,7 +13,7 @@ import (
 // in.Request is not read by the embedded policy. The result is the
 // caller's own copy. It returns ErrUndefined when the policy yields no
 // object.
-func (e *Engine) Permissions(ctx context.Context, in Input) (map[string]any, error) {
+func (e *snapshot) Permissions(ctx context.Context, in Input) (map[string]any, error) {
 	ctx, span := e.tracer.Start(ctx, "policy.permissions")
 	defer span.End()
 	span.SetAttributes(attribute.String("fleet.policy.revision", e.revision))

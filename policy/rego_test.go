@@ -134,7 +134,7 @@ func TestInputSchema(t *testing.T) {
 }
 
 // copyPolicy copies the embedded policy set into a temporary directory.
-func copyPolicy(t *testing.T) string {
+func copyPolicy(t testing.TB) string {
 	t.Helper()
 	dir := t.TempDir()
 	err := fs.WalkDir(embedded, "rego", func(name string, d fs.DirEntry, err error) error {
@@ -157,7 +157,7 @@ func copyPolicy(t *testing.T) string {
 	return dir
 }
 
-func appendFile(t *testing.T, name, text string) {
+func appendFile(t testing.TB, name, text string) {
 	t.Helper()
 	f, err := os.OpenFile(name, os.O_APPEND|os.O_WRONLY, 0)
 	if err != nil {

@@ -17,7 +17,7 @@ import (
 // (routesModule), and a policy that listed its own would fail here.
 func TestRegoRoutesAreTheAPIRoutes(t *testing.T) {
 	e := engine(t)
-	rs, err := rego.New(rego.Query("data.fleet.authz.routes"), rego.Compiler(e.compiler)).Eval(context.Background())
+	rs, err := rego.New(rego.Query("data.fleet.authz.routes"), rego.Compiler(e.cur.Load().compiler)).Eval(context.Background())
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -88,7 +88,7 @@ func (s Scope) MarshalJSON() ([]byte, error) {
 // table, a nested field, an unknown operator, a residue that
 // Options.CompileScope rejects, or no restriction for a principal that
 // data.fleet.scope.unrestricted does not mark.
-func (e *Engine) Scope(ctx context.Context, in Input, resource Resource) (Scope, error) {
+func (e *snapshot) Scope(ctx context.Context, in Input, resource Resource) (Scope, error) {
 	ctx, span := e.tracer.Start(ctx, "policy.scope")
 	defer span.End()
 	span.SetAttributes(
@@ -105,7 +105,7 @@ func (e *Engine) Scope(ctx context.Context, in Input, resource Resource) (Scope,
 	return s, nil
 }
 
-func (e *Engine) scope(ctx context.Context, in scopeInput, resource Resource) (Scope, bool, error) {
+func (e *snapshot) scope(ctx context.Context, in scopeInput, resource Resource) (Scope, bool, error) {
 	if _, ok := e.scopeQ[resource]; !ok {
 		return Scope{}, false, fmt.Errorf("%w: %q", ErrUnknownResource, resource)
 	}
@@ -128,14 +128,14 @@ func (e *Engine) scope(ctx context.Context, in scopeInput, resource Resource) (S
 
 // compileScope runs the prepared partial evaluation, checks its result and
 // compiles it with Options.CompileScope.
-func (e *Engine) compileScope(ctx context.Context, in scopeInput, resource Resource) (Scope, error) {
+func (e *snapshot) compileScope(ctx context.Context, in scopeInput, resource Resource) (Scope, error) {
 	return e.compileWith(ctx, in, resource, e.scopeQ[resource], e.unrestrictedQ)
 }
 
 // compileWith compiles the scope rule prepared as prep for resource, with
 // unrestrictedQ marking the principals for whom an empty residue is
 // allowed: the row scopes (compileScope) and the management scope.
-func (e *Engine) compileWith(ctx context.Context, in scopeInput, resource Resource, prep *compile.Prepared, unrestrictedQ rego.PreparedEvalQuery) (Scope, error) {
+func (e *snapshot) compileWith(ctx context.Context, in scopeInput, resource Resource, prep *compile.Prepared, unrestrictedQ rego.PreparedEvalQuery) (Scope, error) {
 	input := in.value()
 	filters, err := prep.Compile(ctx, rego.EvalParsedInput(input))
 	if err != nil {

@@ -31,7 +31,7 @@ func accountTypes() []string { return []string{"admin", "manager", "user", "suba
 // compiles into a Scope that Options.CompileScope accepts, and that only admins get
 // an unrestricted one; and the same of the management decision and scope
 // (verifyManagement).
-func (e *Engine) verify(ctx context.Context) error {
+func (e *snapshot) verify(ctx context.Context) error {
 	for _, t := range accountTypes() {
 		in := samplePrincipal(t)
 		rs, err := e.decideQ.Eval(ctx, evalInput(in))

@@ -19,9 +19,17 @@ type config struct {
 	DatabaseURL string
 	Addr        string
 	PolicyDir   string
-	DecisionLog string
-	RedisURL    string
-	MetricsAddr string
+	// PolicyBundle is an OPA bundle file or HTTP(S) URL; PolicyBundleKey
+	// the PEM public key its signature must verify against.
+	PolicyBundle    string
+	PolicyBundleKey string
+	// PolicyWatch is the polling interval of a policy directory or bundle
+	// file (0: not watched); PolicyBundlePoll that of a bundle URL.
+	PolicyWatch      time.Duration
+	PolicyBundlePoll time.Duration
+	DecisionLog      string
+	RedisURL         string
+	MetricsAddr      string
 	// RateLimit is a token's default budget per minute; AuthFailureLimit a
 	// client address's budget of failed authentications per minute.
 	RateLimit        int
@@ -57,12 +65,14 @@ type config struct {
 // defaultConfig reads the FLEET_* variables, with DESIGN §7's defaults.
 func defaultConfig(getenv func(string) string) (config, error) {
 	c := config{
-		DatabaseURL: getenv("FLEET_DATABASE_URL"),
-		Addr:        orDefault(getenv("FLEET_ADDR"), "127.0.0.1:8080"),
-		PolicyDir:   getenv("FLEET_POLICY_DIR"),
-		DecisionLog: orDefault(getenv("FLEET_DECISION_LOG"), "off"),
-		RedisURL:    getenv("FLEET_REDIS_URL"),
-		MetricsAddr: getenv("FLEET_METRICS_ADDR"),
+		DatabaseURL:     getenv("FLEET_DATABASE_URL"),
+		Addr:            orDefault(getenv("FLEET_ADDR"), "127.0.0.1:8080"),
+		PolicyDir:       getenv("FLEET_POLICY_DIR"),
+		PolicyBundle:    getenv("FLEET_POLICY_BUNDLE"),
+		PolicyBundleKey: getenv("FLEET_POLICY_BUNDLE_KEY"),
+		DecisionLog:     orDefault(getenv("FLEET_DECISION_LOG"), "off"),
+		RedisURL:        getenv("FLEET_REDIS_URL"),
+		MetricsAddr:     getenv("FLEET_METRICS_ADDR"),
 	}
 	var errs []error
 	c.RateLimit = envInt(getenv, "FLEET_RATE_LIMIT", api.DefaultRateLimit, &errs)
@@ -87,6 +97,8 @@ func defaultConfig(getenv func(string) string) (config, error) {
 			c.ReadURLs = append(c.ReadURLs, item)
 		}
 	}
+	c.PolicyWatch = envDuration(getenv, "FLEET_POLICY_WATCH", 2*time.Second, &errs)
+	c.PolicyBundlePoll = envDuration(getenv, "FLEET_POLICY_BUNDLE_POLL", 60*time.Second, &errs)
 	if v := getenv("FLEET_TRUSTED_PROXIES"); v != "" {
 		for _, item := range strings.Split(v, ",") {
 			item = strings.TrimSpace(item)
@@ -142,6 +154,10 @@ func (c *config) flags(fs *flag.FlagSet) {
 	c.databaseFlag(fs)
 	fs.StringVar(&c.Addr, "addr", c.Addr, "listen address (FLEET_ADDR)")
 	fs.StringVar(&c.PolicyDir, "policy-dir", c.PolicyDir, "load the Rego policy set from this directory instead of the embedded one (FLEET_POLICY_DIR)")
+	fs.StringVar(&c.PolicyBundle, "policy-bundle", c.PolicyBundle, "load the policy from this OPA bundle file or HTTP(S) URL (FLEET_POLICY_BUNDLE)")
+	fs.StringVar(&c.PolicyBundleKey, "policy-bundle-key", c.PolicyBundleKey, "PEM public key that policy bundles must be signed with (FLEET_POLICY_BUNDLE_KEY)")
+	fs.DurationVar(&c.PolicyWatch, "policy-watch", c.PolicyWatch, "poll the policy directory or bundle file for changes this often; 0: off (FLEET_POLICY_WATCH)")
+	fs.DurationVar(&c.PolicyBundlePoll, "policy-bundle-poll", c.PolicyBundlePoll, "poll a policy bundle URL this often (FLEET_POLICY_BUNDLE_POLL)")
 	fs.StringVar(&c.DecisionLog, "decision-log", c.DecisionLog, "decision log: stdout, a file path, or off (FLEET_DECISION_LOG)")
 	fs.IntVar(&c.RateLimit, "rate-limit", c.RateLimit, "default per-token requests per minute (FLEET_RATE_LIMIT)")
 	fs.StringVar(&c.RedisURL, "redis-url", c.RedisURL, "Redis URL for rate limits shared by every replica (FLEET_REDIS_URL)")

@@ -27,7 +27,9 @@ func runServe(ctx context.Context, args []string, getenv func(string) string, co
 migrations are applied first unless --no-migrate. The server refuses to start
 while its database holds an active demo token (one whose secret is published in
 the demo data) unless --allow-demo-tokens. The JSON log goes to standard output,
-with the decision log when FLEET_DECISION_LOG=stdout.`)
+with the decision log when FLEET_DECISION_LOG=stdout. SIGHUP reloads the policy
+(as does a change of the watched directory or bundle); a set that fails its
+checks is refused and the one in force keeps serving.`)
 	cfg, err := defaultConfig(getenv)
 	if err != nil {
 		return err
@@ -235,17 +237,24 @@ func serve(ctx context.Context, cfg config, getenv func(string) string, con cons
 		return err
 	}
 	defer closeLog()
-	engine, err := policy.New(ctx, policy.Options{
-		Dir:            cfg.PolicyDir,
-		DecisionLog:    dlog,
-		TracerProvider: tel.Tracer,
-		MeterProvider:  tel.Meter,
-		Resources:      storage.Resources(),
-		CompileScope:   storage.CompileScope,
-	})
+	popts, err := cfg.policySource()
 	if err != nil {
 		return fmt.Errorf("policy: %w", err)
 	}
+	popts.DecisionLog = dlog
+	popts.TracerProvider = tel.Tracer
+	popts.MeterProvider = tel.Meter
+	popts.Resources = storage.Resources()
+	popts.CompileScope = storage.CompileScope
+	popts.Logger = log
+	engine, err := policy.New(ctx, popts)
+	if err != nil {
+		return fmt.Errorf("policy: %w", err)
+	}
+	// Hot reload (DESIGN §10): SIGHUP, the watched directory or bundle
+	// file, the polled bundle URL.
+	stopReload := startPolicyReload(ctx, engine, cfg, log)
+	defer stopReload()
 
 	limiter, closeLimiter, err := newLimiter(cfg, log, tel)
 	if err != nil {

@@ -1,0 +1,143 @@
+package policy
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"testing"
+)
+
+// bundleServer serves one bundle at a time with an ETag, answering
+// If-None-Match with 304, as a bundle server (or an object store) does.
+type bundleServer struct {
+	mu       sync.Mutex
+	body     []byte
+	etag     string
+	requests int
+	notMod   int
+}
+
+func (s *bundleServer) set(body []byte, etag string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.body, s.etag = body, etag
+}
+
+func (s *bundleServer) counts() (requests, notModified int) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.requests, s.notMod
+}
+
+func (s *bundleServer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.requests++
+	if r.Header.Get("If-None-Match") == s.etag {
+		s.notMod++
+		w.WriteHeader(http.StatusNotModified)
+		return
+	}
+	w.Header().Set("ETag", s.etag)
+	w.Header().Set("Content-Type", "application/gzip")
+	_, _ = w.Write(s.body)
+}
+
+// TestBundleURL: a bundle URL is fetched at start; a poll answered 304
+// reloads nothing; a new ETag and revision is loaded; with a verification
+// key, an unsigned, a tampered and a wrongly signed bundle are refused
+// (the old set serving on, each refused once: its ETag is remembered),
+// and a start from a refused bundle fails.
+func TestBundleURL(t *testing.T) {
+	ctx := context.Background()
+	keys := newTestKeys(t)
+	wrong := newTestKeys(t)
+	verify, err := LoadBundleVerification(keys.publicPEM)
+	if err != nil {
+		t.Fatal(err)
+	}
+	files := embeddedRego(t)
+	srv := &bundleServer{}
+	srv.set(buildBundle(t, files, "r1", keys.private), `"e1"`)
+	ts := httptest.NewServer(srv)
+	defer ts.Close()
+
+	e := newEngine(t, Options{BundleURL: ts.URL + "/bundles/fleet.tar.gz", BundleVerification: verify, HTTPClient: ts.Client()})
+	rev1 := e.Revision()
+	if !strings.HasPrefix(rev1, "r1@") {
+		t.Fatalf("revision %s", rev1)
+	}
+	res, err := e.Reload(ctx, "poll")
+	if req, nm := srv.counts(); err != nil || res.Changed || req != 2 || nm != 1 {
+		t.Fatalf("304 poll: %+v %v (requests %d, 304s %d)", res, err, req, nm)
+	}
+
+	narrowed := embeddedRego(t)
+	narrowed["fleet/authz/authz.rego"] = strings.Replace(narrowed["fleet/authz/authz.rego"], `"GET /reports": "reports",`, `"GET /reports": "reports",
+	"GET /services": "reports",`, 1)
+	delete(narrowed, "fleet/authz/authz_test.rego")
+	srv.set(buildBundle(t, narrowed, "r2", keys.private), `"e2"`)
+	res, err = e.Reload(ctx, "poll")
+	if err != nil || !res.Changed || !strings.HasPrefix(e.Revision(), "r2@") {
+		t.Fatalf("new ETag: %+v %v", res, err)
+	}
+	rev2 := e.Revision()
+	if d, _ := e.Decide(ctx, principal("subaccount", "event_notifications").at("GET", "/services")); d.Allow {
+		t.Error("the new bundle's decision is not in force")
+	}
+
+	// Tampered: a module changed after signing, the signature kept.
+	tampered := retamper(t, files, "r3", keys.private)
+	for i, c := range []struct {
+		name, want string
+		body       []byte
+	}{
+		{"unsigned", "bundle missing .signatures.json", buildBundle(t, files, "r3", "")},
+		{"tampered", "digest mismatch", tampered},
+		{"wrong key", "verification", buildBundle(t, files, "r3", wrong.private)},
+	} {
+		srv.set(c.body, fmt.Sprintf(`"bad%d"`, i))
+		_, err := e.Reload(ctx, "poll")
+		if err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%s bundle: %v, want a refusal mentioning %q", c.name, err, c.want)
+		}
+		if e.Revision() != rev2 {
+			t.Errorf("%s bundle: revision %s, want %s kept", c.name, e.Revision(), rev2)
+		}
+		// The refused bundle is not fetched and refused again.
+		if _, err := e.Reload(ctx, "poll"); err != nil {
+			t.Errorf("%s bundle refused twice: %v", c.name, err)
+		}
+		// A start from it fails.
+		if _, err := New(ctx, Options{BundleURL: ts.URL, BundleVerification: verify, HTTPClient: ts.Client(), Resources: testResources}); err == nil {
+			t.Errorf("%s bundle: New succeeded", c.name)
+		}
+	}
+	srv.set(nil, `"gone"`)
+	ts.Config.Handler = http.NotFoundHandler()
+	if _, err := e.Reload(ctx, "poll"); err == nil || !strings.Contains(err.Error(), "404") || e.Revision() != rev2 {
+		t.Errorf("404: %v, revision %s", err, e.Revision())
+	}
+}
+
+// retamper builds a bundle signed over files, then changes one module's
+// content (the signature of the original kept).
+func retamper(t *testing.T, files map[string]string, revision, key string) []byte {
+	t.Helper()
+	changed := map[string]string{}
+	for k, v := range files {
+		changed[k] = v
+	}
+	signedOver := buildBundleParts(t, files, revision, key)
+	signedOver.Modules = nil
+	for name, src := range changed {
+		if name == "fleet/scope/scope.rego" {
+			src += "\nservices if input.account.type == \"user\"\n"
+		}
+		signedOver.Modules = append(signedOver.Modules, moduleFile(name, src))
+	}
+	return writeBundle(t, signedOver)
+}

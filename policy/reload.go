@@ -1,0 +1,231 @@
+package policy
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"log/slog"
+	"net/http"
+	"os"
+	"path"
+	"strings"
+	"time"
+
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/metric"
+)
+
+// ReloadResult is the outcome of a Reload that did not fail.
+type ReloadResult struct {
+	// Previous and Revision are the revisions before and after; they are
+	// equal when the source had not changed.
+	Previous string
+	Revision string
+	// Changed reports whether a new set was swapped in.
+	Changed bool
+	// Duration is the time taken to load, check and swap the set.
+	Duration time.Duration
+}
+
+// Reload reads the engine's policy source again (Options.Dir, a bundle
+// file, or Options.BundleURL with the ETag of the bundle in force), checks
+// the set exactly as New does (buildSnapshot: compile, scope rules and
+// resources, every scope rule translated for every account type, the
+// set's own tests) and swaps it in atomically. Requests that pinned the
+// old revision (Pin) finish on it; the next ones take the new one. A set
+// that fails any check is refused: the error says why, it is logged with
+// the trigger (e.g. "SIGHUP", "watch"), counted in
+// fleet.policy.reloads{result="refused"}, and the old set keeps serving.
+// A source that has not changed (same revision, or 304 Not Modified)
+// swaps nothing. The embedded set never changes.
+func (e *Engine) Reload(ctx context.Context, trigger string) (ReloadResult, error) {
+	e.reloadMu.Lock()
+	defer e.reloadMu.Unlock()
+	start := time.Now()
+	prev := e.Revision()
+	var set *policySet
+	var err error
+	if e.opts.BundleURL != "" {
+		var changed bool
+		set, changed, err = e.fetchBundle(ctx)
+		if err == nil && !changed {
+			return ReloadResult{Previous: prev, Revision: prev}, nil
+		}
+	} else {
+		// The fingerprint is taken before the read: a change during the
+		// read is seen again by Watch.
+		e.seen, _ = sourceFingerprint(e.opts.Dir)
+		set, err = loadPolicySource(e.opts.Dir, e.opts.BundleVerification)
+	}
+	if err != nil {
+		return ReloadResult{Previous: prev, Revision: prev}, e.refuse(ctx, trigger, "", err)
+	}
+	rev := set.revision()
+	if rev == prev {
+		return ReloadResult{Previous: prev, Revision: prev}, nil
+	}
+	s, err := e.buildSnapshot(ctx, set)
+	if err != nil {
+		return ReloadResult{Previous: prev, Revision: prev}, e.refuse(ctx, trigger, rev, err)
+	}
+	e.cur.Store(s)
+	res := ReloadResult{Previous: prev, Revision: rev, Changed: true, Duration: time.Since(start)}
+	e.reloads.Add(ctx, 1, metric.WithAttributes(attribute.String("result", "ok")))
+	e.logger.LogAttrs(ctx, slog.LevelInfo, "policy reloaded",
+		slog.String("trigger", trigger), slog.String("source", e.sourceName()),
+		slog.String("previous_revision", prev), slog.String("policy_revision", rev),
+		slog.Duration("duration", res.Duration))
+	return res, nil
+}
+
+// refuse counts and logs a refused set and returns the error that says why.
+func (e *Engine) refuse(ctx context.Context, trigger, rev string, err error) error {
+	err = fmt.Errorf("policy reload refused (%s kept): %w", e.Revision(), err)
+	e.reloads.Add(ctx, 1, metric.WithAttributes(attribute.String("result", "refused")))
+	e.logger.LogAttrs(ctx, slog.LevelError, "policy reload refused",
+		slog.String("trigger", trigger), slog.String("source", e.sourceName()),
+		slog.String("refused_revision", rev), slog.String("policy_revision", e.Revision()),
+		slog.String("error", err.Error()))
+	return err
+}
+
+// sourceName names the engine's policy source in logs.
+func (e *Engine) sourceName() string {
+	if e.opts.BundleURL != "" {
+		return e.opts.BundleURL
+	}
+	return dirName(e.opts.Dir)
+}
+
+// fetchBundle fetches Options.BundleURL, sending the ETag of the bundle in
+// force as If-None-Match: 304 Not Modified is (nil, false, nil); 200 is
+// the bundle, read and verified (loadPolicyBundle), and its ETag is kept
+// even if the bundle is then refused, so that a refused bundle is not
+// fetched and refused again at every poll. Any other status is an error.
+func (e *Engine) fetchBundle(ctx context.Context) (*policySet, bool, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, e.opts.BundleURL, nil)
+	if err != nil {
+		return nil, false, fmt.Errorf("policy bundle: %w", err)
+	}
+	if e.etag != "" {
+		req.Header.Set("If-None-Match", e.etag)
+	}
+	client := e.opts.HTTPClient
+	if client == nil {
+		client = http.DefaultClient
+	}
+	resp, err := client.Do(req)
+	if err != nil {
+		return nil, false, fmt.Errorf("policy bundle: %w", err)
+	}
+	defer resp.Body.Close()
+	switch resp.StatusCode {
+	case http.StatusNotModified:
+		return nil, false, nil
+	case http.StatusOK:
+	default:
+		return nil, false, fmt.Errorf("policy bundle %s: HTTP status %s", e.opts.BundleURL, resp.Status)
+	}
+	body, err := io.ReadAll(io.LimitReader(resp.Body, MaxBundleSize+1))
+	if err != nil {
+		return nil, false, fmt.Errorf("policy bundle %s: %w", e.opts.BundleURL, err)
+	}
+	if len(body) > MaxBundleSize {
+		return nil, false, fmt.Errorf("policy bundle %s: larger than %d bytes", e.opts.BundleURL, MaxBundleSize)
+	}
+	e.etag = resp.Header.Get("ETag")
+	set, err := loadPolicyBundle(bytes.NewReader(body), e.opts.BundleURL, e.opts.BundleVerification)
+	return set, true, err
+}
+
+// Watch reloads the policy when its source changes, until ctx ends. A
+// directory or a bundle file is polled every interval: the names and
+// contents of its files are hashed (no parsing), and a new hash that holds
+// for one more interval (a deployment copying several files is not loaded
+// half-way) calls Reload (trigger "watch"). A bundle URL is fetched every interval with
+// the ETag of the bundle in force (trigger "poll"). A refused set is
+// logged once per change. The embedded set is not watched. An interval
+// of 0 or less returns at once.
+func (e *Engine) Watch(ctx context.Context, interval time.Duration) {
+	if interval <= 0 || (e.opts.Dir == "" && e.opts.BundleURL == "") {
+		return
+	}
+	ticker := time.NewTicker(interval)
+	defer ticker.Stop()
+	pending := ""
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-ticker.C:
+		}
+		if e.opts.BundleURL != "" {
+			if _, err := e.Reload(ctx, "poll"); err != nil && !errors.Is(err, context.Canceled) {
+				e.logger.LogAttrs(ctx, slog.LevelWarn, "policy bundle poll", slog.String("error", err.Error()))
+			}
+			continue
+		}
+		fp, err := sourceFingerprint(e.opts.Dir)
+		if err != nil || fp == e.lastSeen() {
+			pending = ""
+			continue
+		}
+		if fp != pending {
+			// Changed since the last poll: wait until it holds still for
+			// one interval, so that a deployment copying several files is
+			// not loaded half-way.
+			pending = fp
+			continue
+		}
+		pending = ""
+		_, _ = e.Reload(ctx, "watch")
+	}
+}
+
+// lastSeen is the fingerprint of the source when the set in force, or
+// the last one refused, was read.
+func (e *Engine) lastSeen() string {
+	e.reloadMu.Lock()
+	defer e.reloadMu.Unlock()
+	return e.seen
+}
+
+// sourceFingerprint hashes the files of a policy directory (names and
+// contents, dot files skipped as the loader skips them) or a bundle file.
+func sourceFingerprint(src string) (string, error) {
+	st, err := os.Stat(src)
+	if err != nil {
+		return "", err
+	}
+	h := sha256.New()
+	if !st.IsDir() {
+		b, err := os.ReadFile(src)
+		if err != nil {
+			return "", err
+		}
+		h.Write(b)
+		return hex.EncodeToString(h.Sum(nil)), nil
+	}
+	fsys := os.DirFS(src)
+	err = fs.WalkDir(fsys, ".", func(name string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if d.IsDir() || !d.Type().IsRegular() || strings.HasPrefix(path.Base(name), ".") {
+			return nil
+		}
+		b, err := fs.ReadFile(fsys, name)
+		if err != nil {
+			return err
+		}
+		fmt.Fprintf(h, "%s\x00%d\x00", name, len(b))
+		h.Write(b)
+		return nil
+	})
+	return hex.EncodeToString(h.Sum(nil)), err
+}
