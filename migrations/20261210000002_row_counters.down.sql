@@ -20,5 +20,4 @@ DROP TRIGGER IF EXISTS passengers_count_update ON passengers;
 DROP TRIGGER IF EXISTS passengers_count_delete ON passengers;
 DROP TRIGGER IF EXISTS passengers_count_truncate ON passengers;
 DROP FUNCTION IF EXISTS count_rows();
-DROP TABLE IF EXISTS device_row_counts;
 DROP TABLE IF EXISTS account_row_counts;

@@ -7,63 +7,44 @@ import (
 )
 
 // countedTables are the tenant tables whose rows the triggers of migration
-// 20261210000002_row_counters count, per account in account_row_counts
-// and, for the tables with an imei column, per account and device key in
-// device_row_counts (TestCountedTablesMatchTriggers).
+// 20261210000002_row_counters count per account in account_row_counts
+// (TestCountedTotalsNeedEveryTrigger).
 var countedTables = map[string]bool{"services": true, "reports": true, "events": true, "objects": true, "passengers": true}
 
-// The counter tables seen as scoped tables: the same translator renders a
-// row scope against them. Their whitelist holds only the scope columns
-// that are functions of a counter's key: account_id and the virtual
-// manager_id (both of the key's account), and, per device key,
-// granted_to. The device key is the row's imei as an array (ARRAY[imei]
-// for a scalar imei), so granted_to is the array form for every resource:
-// ARRAY[imei] <@ the granted devices holds exactly when imei is granted,
-// which is what the scalar form asks. Any other column (imei itself, a
-// data column) is not in the whitelist, and a scope naming it has no
-// counter form: its lists count rows.
-var (
-	accountCounters = &Descriptor{
-		table: "account_row_counts", alias: "counter",
-		scope: map[string]columnKind{"account_id": kindInt, "manager_id": kindManager},
-	}
-	deviceCounters = &Descriptor{
-		table: "device_row_counts", alias: "counter",
-		scope: map[string]columnKind{"account_id": kindInt, "manager_id": kindManager, "granted_to": kindGrantedArray},
-	}
-)
+// accountCounters is the counter table seen as a scoped table, so that the
+// same translator renders a row scope against it. Its whitelist holds only
+// the scope columns that are functions of a counter's account: account_id
+// and the virtual manager_id. Any other column (granted_to, the
+// subaccounts' device grants; imei; a data column) is not in it, and a
+// scope naming one has no counter form: its lists count rows.
+var accountCounters = &Descriptor{
+	table: "account_row_counts", alias: "counter",
+	scope: map[string]columnKind{"account_id": kindInt, "manager_id": kindManager},
+}
 
-// counterSQL is a compiled scope rendered against a counter table: the
-// sum of the counters it selects is the number of rows of the resource
-// that the scope admits, because every condition it holds is a function
-// of the counter's key (account, or account and device key), evaluated
-// the same for the key as for each of the key's rows.
+// counterSQL is a compiled scope rendered against the counters: the sum
+// of the counters it selects is the number of rows of the resource that
+// the scope admits, because every condition it holds is a function of the
+// counter's account, true for the account exactly when it is true for each
+// of the account's rows.
 type counterSQL struct {
-	table    *Descriptor
 	resource string
 	where    sqlFragment
 }
 
-// compileCounters renders a scope of d against the counter tables: the
-// per-account counters when it can (fewer rows to sum), the per-device
-// ones when the scope names granted_to. It returns nil, and lists count
-// rows, for a table without counters and for a scope that names a column
-// the counters do not have (fail closed: never a total of another scope).
+// compileCounters renders a scope of d against the counters. It returns
+// nil, and lists count rows, for a table without counters and for a scope
+// that names a column the counters do not have (fail closed: never the
+// total of another scope).
 func compileCounters(d *Descriptor, unrestricted, none bool, where *policy.Condition) *counterSQL {
 	if d.scopedBy != "" || !countedTables[d.table] {
 		return nil
 	}
-	tables := []*Descriptor{accountCounters}
-	if _, ok := d.scope["granted_to"]; ok {
-		tables = append(tables, deviceCounters)
+	sql, args, err := translateScope(accountCounters, unrestricted, none, where, true)
+	if err != nil {
+		return nil
 	}
-	for _, t := range tables {
-		sql, args, err := translateScope(t, unrestricted, none, where, true)
-		if err == nil {
-			return &counterSQL{table: t, resource: d.table, where: sqlFragment{sql: sql, args: args}}
-		}
-	}
-	return nil
+	return &counterSQL{resource: d.table, where: sqlFragment{sql: sql, args: args}}
 }
 
 // countedTotal returns the number of d's rows that scope admits, from the
@@ -75,7 +56,7 @@ func (s *Store) countedTotal(ctx context.Context, scope policy.Scope, d *Descrip
 		return 0, false, nil
 	}
 	var total int64
-	t := c.counter.table
+	t := accountCounters
 	args := append([]any{c.counter.resource}, c.counter.where.args...)
 	err = s.db.NewSelect().
 		TableExpr(`"`+t.table+`" AS "`+t.alias+`"`).

@@ -57,8 +57,10 @@ func countPrincipals(w *world, r *rand.Rand) []policy.Input {
 // totalsMismatch compares, for every principal and resource, the total
 // from the counters with the rows the same scope admits, counted; it
 // returns the mismatches (described) and how many non-zero totals agreed.
-// A scope of a counted table without a counter form is a mismatch too:
-// every scope of the embedded policy has one, so lists would count rows.
+// A scope of a counted table without a counter form is a mismatch too
+// (lists would count rows), except a subaccount's: the embedded policy
+// scopes subaccounts through device grants (granted_to), which the
+// counters do not have, on every resource but passengers.
 func totalsMismatch(ctx context.Context, s *storage.Store, e *policy.Engine, principals []policy.Input) (bad []string, agreed int, err error) {
 	counted := storage.CountedTables()
 	for _, in := range principals {
@@ -72,7 +74,7 @@ func totalsMismatch(ctx context.Context, s *storage.Store, e *policy.Engine, pri
 				return nil, 0, fmt.Errorf("totals of %s for %s: %w", resource, principalString(in), err)
 			}
 			switch {
-			case !ok && slices.Contains(counted, string(resource)):
+			case !ok && slices.Contains(counted, string(resource)) && in.Account.Type != string(tenancy.Subaccount):
 				bad = append(bad, fmt.Sprintf("%s for %s: no counter form", resource, principalString(in)))
 			case ok && total != rows:
 				bad = append(bad, fmt.Sprintf("%s for %s: counters %d, rows %d", resource, principalString(in), total, rows))
@@ -297,9 +299,14 @@ func TestCountedTotalsIsolation(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
-				total, ok, _, err := s.CountedTotal(ctx, scope)
-				if err != nil || !ok {
-					t.Fatalf("%s for %s: ok %v, %v", resource, principalString(in), ok, err)
+				// the total a list shows: the counters', or counted rows for
+				// a scope without a counter form
+				total, ok, rows, err := s.CountedTotal(ctx, scope)
+				if err != nil {
+					t.Fatalf("%s for %s: %v", resource, principalString(in), err)
+				}
+				if !ok {
+					total = rows
 				}
 				out[fmt.Sprintf("%d/%s", i, resource)] = total
 			}
@@ -364,7 +371,7 @@ func TestCountedTotalsNeedEveryTrigger(t *testing.T) {
 		},
 		"events": {
 			"insert":   `INSERT INTO events (account_id, name, imei) SELECT account_id, name || ' dup', imei FROM events`,
-			"update":   `UPDATE events SET imei = '{}'`,
+			"update":   `UPDATE events SET account_id = (SELECT min(id) FROM accounts) WHERE account_id <> (SELECT min(id) FROM accounts)`,
 			"delete":   `DELETE FROM events WHERE event_id % 2 = 0`,
 			"truncate": `TRUNCATE events`,
 		},
