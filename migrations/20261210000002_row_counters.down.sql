@@ -1,4 +1,7 @@
 -- Reverts 20261210000002_row_counters.up.sql: lists count rows again.
+DROP INDEX IF EXISTS services_name_account_id_idx;
+DROP INDEX IF EXISTS services_account_id_idx;
+CREATE INDEX services_account_id_idx ON services (account_id, service_id);
 DROP TRIGGER IF EXISTS services_count_insert ON services;
 DROP TRIGGER IF EXISTS services_count_update ON services;
 DROP TRIGGER IF EXISTS services_count_delete ON services;
