@@ -52,9 +52,5 @@ func (s *Store) CountedTotal(ctx context.Context, scope policy.Scope) (counted i
 
 // CountedTables returns the tables whose rows the counters count.
 func CountedTables() []string {
-	out := make([]string, 0, len(countedTables))
-	for t := range countedTables {
-		out = append(out, t)
-	}
-	return out
+	return sortedCountedTables()
 }

@@ -2,6 +2,9 @@ package storage
 
 import (
 	"context"
+	"slices"
+
+	"github.com/uptrace/bun"
 
 	"github.com/fleetapi/fleetapi/policy"
 )
@@ -67,4 +70,49 @@ func (s *Store) countedTotal(ctx context.Context, scope policy.Scope, d *Descrip
 		return 0, false, Translate(err)
 	}
 	return total, true, nil
+}
+
+// SuspendRowCounting disables the counting INSERT triggers of the counted
+// tables inside tx, for a bulk load (synth.Generate) that holds those
+// tables exclusively until it commits; ResumeRowCounting must follow in
+// the same transaction. Counting the loaded rows once at the end is one
+// grouped scan per table, where the triggers would upsert every account
+// of every COPY chunk. Only the counting triggers are touched: other
+// triggers and the foreign keys stay in force. ALTER TABLE is
+// transactional, so a load that fails leaves the triggers as they were.
+func SuspendRowCounting(ctx context.Context, tx bun.Tx) error {
+	for _, t := range sortedCountedTables() {
+		if _, err := tx.ExecContext(ctx, `ALTER TABLE `+t+` DISABLE TRIGGER `+t+`_count_insert`); err != nil {
+			return Translate(err)
+		}
+	}
+	return nil
+}
+
+// ResumeRowCounting enables the triggers SuspendRowCounting disabled and
+// recounts every counted table's rows per account, in stripe 0 (as the
+// migration's backfill does).
+func ResumeRowCounting(ctx context.Context, tx bun.Tx) error {
+	if _, err := tx.ExecContext(ctx, `DELETE FROM account_row_counts`); err != nil {
+		return Translate(err)
+	}
+	for _, t := range sortedCountedTables() {
+		if _, err := tx.ExecContext(ctx, `ALTER TABLE `+t+` ENABLE TRIGGER `+t+`_count_insert`); err != nil {
+			return Translate(err)
+		}
+		if _, err := tx.ExecContext(ctx, `INSERT INTO account_row_counts (resource, account_id, slot, n)
+			SELECT ?, account_id, 0, count(*) FROM `+t+` GROUP BY account_id`, t); err != nil {
+			return Translate(err)
+		}
+	}
+	return nil
+}
+
+func sortedCountedTables() []string {
+	out := make([]string, 0, len(countedTables))
+	for t := range countedTables {
+		out = append(out, t)
+	}
+	slices.Sort(out)
+	return out
 }
