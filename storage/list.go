@@ -49,10 +49,12 @@ type Page[T any] struct {
 
 // List returns the page of m's rows that scope admits and req selects:
 // WHERE (scope) AND (filters) AND (search) ORDER BY sort, id LIMIT/OFFSET,
-// plus the count of matching rows when the page alone does not tell it
-// (the count query is built only then). The list of a tenant resource may
-// run on a read replica (Store.WithReplicas); the lists under the
-// management scope run on the primary. It returns policy.ErrScope for a
+// plus the total of matching rows when the page alone does not tell it:
+// without filters and search from the row counters when the scope has a
+// counter form (compileCounters), otherwise by counting the rows (the
+// count query is built only then). The list of a tenant resource may run
+// on a read replica (Store.WithReplicas); the lists under the management
+// scope run on the primary. It returns policy.ErrScope for a
 // scope of another resource or one storage did not compile,
 // ErrBadListRequest for a request the api should not have made, and
 // ErrUnavailable when the database cannot be reached.
@@ -67,6 +69,8 @@ func List[T any](ctx context.Context, s *Store, scope policy.Scope, m Model[T], 
 				return s.scopedCount(scope, d, model)
 			}
 			return s.scopedSelect(scope, d, model)
+		}, func(ctx context.Context) (int64, bool, error) {
+			return s.countedTotal(ctx, scope, d)
 		})
 	}
 	if descriptorOf(d.resource) != d {
@@ -87,8 +91,10 @@ func List[T any](ctx context.Context, s *Store, scope policy.Scope, m Model[T], 
 // listPage is List over the rows that start admits: start begins the
 // SELECT of the page (forCount false) or of the count (true) with the
 // rows' restriction, and listPage adds the filters, search, order and
-// paging of req.
-func listPage[T any](ctx context.Context, d *Descriptor, req ListRequest, start func(model any, forCount bool) (*bun.SelectQuery, error)) (Page[T], error) {
+// paging of req. counted, when not nil, is asked first for the total of a
+// request without filters and search: it returns the total and true, or
+// false when the rows must be counted.
+func listPage[T any](ctx context.Context, d *Descriptor, req ListRequest, start func(model any, forCount bool) (*bun.SelectQuery, error), counted func(context.Context) (int64, bool, error)) (Page[T], error) {
 	items := make([]T, 0, req.PerPage)
 	q, err := start(&items, false)
 	if err != nil {
@@ -122,6 +128,15 @@ func listPage[T any](ctx context.Context, d *Descriptor, req ListRequest, start 
 	}
 	if len(items) == 0 && req.Page == 1 {
 		return Page[T]{Items: items, Total: 0}, nil
+	}
+	if counted != nil && len(req.Filters) == 0 && req.Search == "" {
+		total, ok, err := counted(ctx)
+		if err != nil {
+			return Page[T]{}, err
+		}
+		if ok {
+			return Page[T]{Items: items, Total: total}, nil
+		}
 	}
 	count, err := start((*T)(nil), true)
 	if err != nil {

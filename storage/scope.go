@@ -42,6 +42,9 @@ type compiledScope struct {
 	d     *Descriptor
 	page  sqlFragment
 	count sqlFragment
+	// counter is the scope rendered against the row counters
+	// (compileCounters); nil when it has no counter form.
+	counter *counterSQL
 }
 
 // sqlFragment is a WHERE fragment with "?" placeholders and its arguments.
@@ -85,6 +88,7 @@ func CompileScope(scope policy.Scope) (any, error) {
 	if c.count.sql, c.count.args, err = translateScope(d, scope.Unrestricted(), scope.None(), where, true); err != nil {
 		return nil, err
 	}
+	c.counter = compileCounters(d, scope.Unrestricted(), scope.None(), where)
 	return c, nil
 }
 

@@ -11,6 +11,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"slices"
 	"time"
 
 	"github.com/uptrace/bun"
@@ -181,6 +182,9 @@ func Generate(ctx context.Context, db *bun.DB, cfg Config) (Result, error) {
 			fmt.Fprintf(cfg.Progress, "%-14s %9d rows  %6.1fs\n", tc.Table, tc.Rows, tc.Elapsed.Seconds())
 		}
 	}
+	if err := storage.ResumeRowCounting(ctx, tx); err != nil {
+		return res, fmt.Errorf("generate: row counters: %w", err)
+	}
 	if err := resetSequences(ctx, tx); err != nil {
 		return res, err
 	}
@@ -193,7 +197,9 @@ func Generate(ctx context.Context, db *bun.DB, cfg Config) (Result, error) {
 	res.Load = time.Since(start)
 
 	start = time.Now()
-	for _, t := range generatedTables {
+	// The row counters (migration 20261210000002), recounted at the end of
+	// the load.
+	for _, t := range append(slices.Clone(generatedTables), "account_row_counts") {
 		if _, err := conn.ExecContext(ctx, "VACUUM (ANALYZE) "+t); err != nil {
 			return res, fmt.Errorf("vacuum %s: %w", t, storage.Translate(err))
 		}
@@ -233,6 +239,10 @@ func prepareGenerate(ctx context.Context, tx bun.Tx, force bool) error {
 	}
 	if _, err := tx.ExecContext(ctx, "TRUNCATE "+joinTables()+" RESTART IDENTITY"); err != nil {
 		return fmt.Errorf("generate: truncate: %w", storage.Translate(err))
+	}
+	// The loaded rows are counted once at the end (storage.ResumeRowCounting).
+	if err := storage.SuspendRowCounting(ctx, tx); err != nil {
+		return fmt.Errorf("generate: row counters: %w", err)
 	}
 	return nil
 }

@@ -183,7 +183,8 @@ func TestRunSmall(t *testing.T) {
 	explain, table := filepath.Join(dir, "explain.md"), filepath.Join(dir, "table.md")
 	var out bytes.Buffer
 	args := []string{"--url", ts.URL, "--database-url", db.URL, "--tokens", tokens, "--duration", "150ms", "--warmup", "50ms",
-		"--concurrency", "2", "--pool", "4", "--explain", explain, "--markdown", table, "--server-pid", "0", "--rls"}
+		"--concurrency", "2", "--pool", "4", "--explain", explain, "--markdown", table, "--server-pid", "0", "--rls",
+		"--scenarios", strings.Join(append(append(scenarioNames(), mixedNames()...), "admin_list"), ",")}
 	if err := Run(ctx, args, func(string) string { return "" }, &out); err != nil {
 		t.Fatalf("run: %v\n%s", err, out.String())
 	}
@@ -193,7 +194,7 @@ func TestRunSmall(t *testing.T) {
 	}
 	md, _ := os.ReadFile(table)
 	plans, _ := os.ReadFile(explain)
-	for _, name := range append(scenarioNames(), mixedNames()...) {
+	for _, name := range append(append(scenarioNames(), mixedNames()...), "admin_list") {
 		row := ""
 		for _, l := range strings.Split(string(md), "\n") {
 			if strings.HasPrefix(l, "| "+name+" |") {

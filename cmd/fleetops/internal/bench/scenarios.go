@@ -102,6 +102,9 @@ func (h *harness) scenario(ctx context.Context, name string) (scenario, error) {
 		return h.listScenario(ctx, name, "subaccount", "")
 	case "admin_search":
 		return h.listScenario(ctx, name, "admin", "search="+url.QueryEscape(h.cfg.AdminSearch))
+	case "admin_list":
+		// the admin's unfiltered page 1: its total is every service
+		return h.listScenario(ctx, name, "admin", "")
 	case "user_search":
 		return h.listScenario(ctx, name, "user", "search="+url.QueryEscape(h.cfg.UserSearch))
 	case "event_by_id":

@@ -1,0 +1,26 @@
+-- Reverts 20261210000002_row_counters.up.sql: lists count rows again.
+DROP INDEX IF EXISTS services_name_account_id_idx;
+DROP INDEX IF EXISTS services_account_id_idx;
+CREATE INDEX services_account_id_idx ON services (account_id, service_id);
+DROP TRIGGER IF EXISTS services_count_insert ON services;
+DROP TRIGGER IF EXISTS services_count_update ON services;
+DROP TRIGGER IF EXISTS services_count_delete ON services;
+DROP TRIGGER IF EXISTS services_count_truncate ON services;
+DROP TRIGGER IF EXISTS reports_count_insert ON reports;
+DROP TRIGGER IF EXISTS reports_count_update ON reports;
+DROP TRIGGER IF EXISTS reports_count_delete ON reports;
+DROP TRIGGER IF EXISTS reports_count_truncate ON reports;
+DROP TRIGGER IF EXISTS events_count_insert ON events;
+DROP TRIGGER IF EXISTS events_count_update ON events;
+DROP TRIGGER IF EXISTS events_count_delete ON events;
+DROP TRIGGER IF EXISTS events_count_truncate ON events;
+DROP TRIGGER IF EXISTS objects_count_insert ON objects;
+DROP TRIGGER IF EXISTS objects_count_update ON objects;
+DROP TRIGGER IF EXISTS objects_count_delete ON objects;
+DROP TRIGGER IF EXISTS objects_count_truncate ON objects;
+DROP TRIGGER IF EXISTS passengers_count_insert ON passengers;
+DROP TRIGGER IF EXISTS passengers_count_update ON passengers;
+DROP TRIGGER IF EXISTS passengers_count_delete ON passengers;
+DROP TRIGGER IF EXISTS passengers_count_truncate ON passengers;
+DROP FUNCTION IF EXISTS count_rows();
+DROP TABLE IF EXISTS account_row_counts;

@@ -1,0 +1,118 @@
+package storage
+
+import (
+	"context"
+	"slices"
+
+	"github.com/uptrace/bun"
+
+	"github.com/fleetapi/fleetapi/policy"
+)
+
+// countedTables are the tenant tables whose rows the triggers of migration
+// 20261210000002_row_counters count per account in account_row_counts
+// (TestCountedTotalsNeedEveryTrigger).
+var countedTables = map[string]bool{"services": true, "reports": true, "events": true, "objects": true, "passengers": true}
+
+// accountCounters is the counter table seen as a scoped table, so that the
+// same translator renders a row scope against it. Its whitelist holds only
+// the scope columns that are functions of a counter's account: account_id
+// and the virtual manager_id. Any other column (granted_to, the
+// subaccounts' device grants; imei; a data column) is not in it, and a
+// scope naming one has no counter form: its lists count rows.
+var accountCounters = &Descriptor{
+	table: "account_row_counts", alias: "counter",
+	scope: map[string]columnKind{"account_id": kindInt, "manager_id": kindManager},
+}
+
+// counterSQL is a compiled scope rendered against the counters: the sum
+// of the counters it selects is the number of rows of the resource that
+// the scope admits, because every condition it holds is a function of the
+// counter's account, true for the account exactly when it is true for each
+// of the account's rows.
+type counterSQL struct {
+	resource string
+	where    sqlFragment
+}
+
+// compileCounters renders a scope of d against the counters. It returns
+// nil, and lists count rows, for a table without counters and for a scope
+// that names a column the counters do not have (fail closed: never the
+// total of another scope).
+func compileCounters(d *Descriptor, unrestricted, none bool, where *policy.Condition) *counterSQL {
+	if d.scopedBy != "" || !countedTables[d.table] {
+		return nil
+	}
+	sql, args, err := translateScope(accountCounters, unrestricted, none, where, true)
+	if err != nil {
+		return nil
+	}
+	return &counterSQL{resource: d.table, where: sqlFragment{sql: sql, args: args}}
+}
+
+// countedTotal returns the number of d's rows that scope admits, from the
+// counters, and whether the scope has a counter form (otherwise the caller
+// counts rows).
+func (s *Store) countedTotal(ctx context.Context, scope policy.Scope, d *Descriptor) (int64, bool, error) {
+	c, err := compiledFor(scope, d.scopeOwner())
+	if err != nil || c.counter == nil || d.scopedBy != "" {
+		return 0, false, nil
+	}
+	var total int64
+	t := accountCounters
+	args := append([]any{c.counter.resource}, c.counter.where.args...)
+	err = s.db.NewSelect().
+		TableExpr(`"`+t.table+`" AS "`+t.alias+`"`).
+		ColumnExpr(`COALESCE(sum(`+t.col("n")+`), 0)`).
+		Where(t.col("resource")+` = ? AND (`+c.counter.where.sql+`)`, args...).
+		Scan(ctx, &total)
+	if err != nil {
+		return 0, false, Translate(err)
+	}
+	return total, true, nil
+}
+
+// SuspendRowCounting disables the counting INSERT triggers of the counted
+// tables inside tx, for a bulk load (synth.Generate) that holds those
+// tables exclusively until it commits; ResumeRowCounting must follow in
+// the same transaction. Counting the loaded rows once at the end is one
+// grouped scan per table, where the triggers would upsert every account
+// of every COPY chunk. Only the counting triggers are touched: other
+// triggers and the foreign keys stay in force. ALTER TABLE is
+// transactional, so a load that fails leaves the triggers as they were.
+func SuspendRowCounting(ctx context.Context, tx bun.Tx) error {
+	for _, t := range sortedCountedTables() {
+		if _, err := tx.ExecContext(ctx, `ALTER TABLE `+t+` DISABLE TRIGGER `+t+`_count_insert`); err != nil {
+			return Translate(err)
+		}
+	}
+	return nil
+}
+
+// ResumeRowCounting enables the triggers SuspendRowCounting disabled and
+// recounts every counted table's rows per account, in stripe 0 (as the
+// migration's backfill does).
+func ResumeRowCounting(ctx context.Context, tx bun.Tx) error {
+	if _, err := tx.ExecContext(ctx, `DELETE FROM account_row_counts`); err != nil {
+		return Translate(err)
+	}
+	for _, t := range sortedCountedTables() {
+		if _, err := tx.ExecContext(ctx, `ALTER TABLE `+t+` ENABLE TRIGGER `+t+`_count_insert`); err != nil {
+			return Translate(err)
+		}
+		if _, err := tx.ExecContext(ctx, `INSERT INTO account_row_counts (resource, account_id, slot, n)
+			SELECT ?, account_id, 0, count(*) FROM `+t+` GROUP BY account_id`, t); err != nil {
+			return Translate(err)
+		}
+	}
+	return nil
+}
+
+func sortedCountedTables() []string {
+	out := make([]string, 0, len(countedTables))
+	for t := range countedTables {
+		out = append(out, t)
+	}
+	slices.Sort(out)
+	return out
+}
