@@ -184,7 +184,7 @@ func TestRunSmall(t *testing.T) {
 	var out bytes.Buffer
 	args := []string{"--url", ts.URL, "--database-url", db.URL, "--tokens", tokens, "--duration", "150ms", "--warmup", "50ms",
 		"--concurrency", "2", "--pool", "4", "--explain", explain, "--markdown", table, "--server-pid", "0", "--rls",
-		"--scenarios", strings.Join(append(append(scenarioNames(), mixedNames()...), "admin_list"), ",")}
+		"--scenarios", strings.Join(append(append(append(scenarioNames(), mixedNames()...), "admin_list"), rlsNames()...), ",")}
 	if err := Run(ctx, args, func(string) string { return "" }, &out); err != nil {
 		t.Fatalf("run: %v\n%s", err, out.String())
 	}
