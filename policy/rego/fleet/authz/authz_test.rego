@@ -110,6 +110,36 @@ test_privilege_held if {
 	authz.decision.allow with input as inp
 }
 
+# Admins, managers and users hold every privilege: each privileged route is
+# allowed for them, whatever privileges are stored on the account, and /me
+# lists both privileges.
+test_every_privilege_for_admin_manager_user if {
+	every t in ["admin", "manager", "user"] {
+		every r, _ in authz.route_privilege {
+			[method, route] := split(r, " ")
+			inp := object.union(with_account({"type": t, "privileges": []}), {"request": {"method": method, "route": route}})
+			authz.decision == {"allow": true} with input as inp
+		}
+		p := authz.permissions with input as with_account({"type": t, "privileges": []})
+		p.privileges == ["event_notifications", "reports"]
+	}
+}
+
+# A subaccount holding exactly one privilege may use the routes of that
+# privilege and is refused those of the other.
+test_privilege_exactly_one if {
+	every held in ["reports", "event_notifications"] {
+		every r, needed in authz.route_privilege {
+			[method, route] := split(r, " ")
+			d := authz.decision with input as object.union(sub([held]), {"request": {"method": method, "route": route}})
+			want := needed == held
+			d.allow == want
+		}
+		p := authz.permissions with input as sub([held])
+		p.privileges == [held]
+	}
+}
+
 test_token_beats_privilege if {
 	inp := object.union(sub([]), {
 		"request": {"method": "GET", "route": "/reports"},
