@@ -23,6 +23,7 @@ func policyGroup() group {
 			{"test", "run the Rego tests of a policy set (the embedded one without DIR) with coverage"},
 			{"check", "compile a policy set, run its tests, verify every scope rule translates to SQL"},
 			{"explain", "show the decision for a token calling a route, or making a management change, and the conditions that failed"},
+			{"diff", "compare two policy sets: the decisions and rows NEW grants or takes away (exit 3 when it widens access)"},
 		},
 	}
 }
@@ -52,6 +53,8 @@ func runPolicy(ctx context.Context, args []string, getenv func(string) string, c
 			return err
 		}
 		return policy.Check(ctx, policy.Options{Dir: cmd.fs.Arg(0), Resources: storage.Resources(), CompileScope: storage.CompileScope}, con.out)
+	case "diff":
+		return runPolicyDiff(ctx, args, con)
 	}
 	return runExplain(ctx, args, getenv, con)
 }
