@@ -25,9 +25,14 @@ const DefaultCacheSize = 10000
 
 // Options configure New.
 type Options struct {
-	// Dir is a policy directory that replaces the embedded set
-	// (FLEET_POLICY_DIR); "" uses the embedded policy/rego.
+	// Dir is a policy directory (FLEET_POLICY_DIR) or an OPA bundle file
+	// (FLEET_POLICY_BUNDLE, `opa build` output) that replaces the embedded
+	// set; "" uses the embedded policy/rego.
 	Dir string
+	// BundleVerification, when set, is the key an OPA bundle's signature
+	// must verify against (FLEET_POLICY_BUNDLE_KEY): a bundle without a
+	// valid .signatures.json is refused. It needs Dir to be a bundle file.
+	BundleVerification *BundleVerification
 	// DecisionLog receives one JSON line per Decide; nil turns the log off.
 	DecisionLog io.Writer
 	// TracerProvider makes the policy spans; nil uses the otel global.
@@ -91,7 +96,7 @@ type Engine struct {
 // even when the tests that cover it fail too. The error names the step,
 // and for a scope the rule and account type.
 func New(ctx context.Context, opts Options) (*Engine, error) {
-	set, err := loadPolicySet(opts.Dir)
+	set, err := loadPolicySource(opts.Dir, opts.BundleVerification)
 	if err != nil {
 		return nil, err
 	}

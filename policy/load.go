@@ -4,10 +4,13 @@ import (
 	"crypto/sha256"
 	"embed"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"io/fs"
+	"maps"
 	"os"
 	"path"
+	"slices"
 	"sort"
 	"strings"
 
@@ -24,34 +27,62 @@ type policySet struct {
 	// modules are the parsed .rego files; tests are the *_test.rego ones.
 	modules map[string]*ast.Module
 	tests   map[string]*ast.Module
+	// bundleRevision is the manifest revision of the OPA bundle the set
+	// was read from ("" for a directory, or a bundle without one).
+	bundleRevision string
 }
 
 // loadPolicySet reads dir, or the embedded set when dir is "", parses its
 // Rego modules as Rego v1 and adds the generated module of the API routes
-// (routesModule).
+// (routesModule). dir may also name an OPA bundle file (loadPolicySource
+// without signature verification).
 func loadPolicySet(dir string) (*policySet, error) {
-	var fsys fs.FS
-	if dir == "" {
+	return loadPolicySource(dir, nil)
+}
+
+// loadPolicySource reads a policy set from path: "" is the embedded set, a
+// directory is read file by file, and a regular file is an OPA bundle
+// (`opa build` output, .tar.gz) read with OPA's bundle package
+// (loadPolicyBundle). verify, when not nil, is the key a bundle's
+// .signatures.json must verify against; it applies to bundles only, and a
+// directory or the embedded set with a key is an error (they carry no
+// signature).
+func loadPolicySource(path string, verify *BundleVerification) (*policySet, error) {
+	if path == "" {
+		if verify != nil {
+			return nil, errors.New("load policy: a bundle verification key needs a bundle file, not the embedded policy")
+		}
 		sub, err := fs.Sub(embedded, "rego")
 		if err != nil {
 			return nil, err
 		}
-		fsys = sub
-	} else {
-		st, err := os.Stat(dir)
+		return loadPolicyFS(sub, "")
+	}
+	st, err := os.Stat(path)
+	if err != nil {
+		return nil, fmt.Errorf("policy source: %w", err)
+	}
+	switch {
+	case st.IsDir():
+		if verify != nil {
+			return nil, fmt.Errorf("load policy %s: a bundle verification key needs a bundle file, not a directory", path)
+		}
+		return loadPolicyFS(os.DirFS(path), path)
+	case st.Mode().IsRegular():
+		f, err := os.Open(path)
 		if err != nil {
-			return nil, fmt.Errorf("policy directory: %w", err)
+			return nil, fmt.Errorf("policy bundle: %w", err)
 		}
-		if !st.IsDir() {
-			return nil, fmt.Errorf("policy directory %s: not a directory", dir)
-		}
-		fsys = os.DirFS(dir)
+		defer f.Close()
+		return loadPolicyBundle(f, path, verify)
+	default:
+		return nil, fmt.Errorf("policy source %s: neither a directory nor a bundle file", path)
 	}
-	set := &policySet{
-		files:   map[string][]byte{},
-		modules: map[string]*ast.Module{},
-		tests:   map[string]*ast.Module{},
-	}
+}
+
+// loadPolicyFS reads the policy files of fsys (dir names it in errors).
+func loadPolicyFS(fsys fs.FS, dir string) (*policySet, error) {
+	set := newPolicySet()
 	err := fs.WalkDir(fsys, ".", func(name string, d fs.DirEntry, err error) error {
 		if err != nil {
 			return err
@@ -63,39 +94,76 @@ func loadPolicySet(dir string) (*policySet, error) {
 		if err != nil {
 			return err
 		}
-		set.files[name] = src
-		if path.Ext(name) != ".rego" {
-			return nil
-		}
-		mod, err := ast.ParseModuleWithOpts(name, string(src), ast.ParserOptions{
-			RegoVersion:       ast.RegoV1,
-			ProcessAnnotation: true,
-		})
-		if err != nil {
-			return err
-		}
-		if strings.HasSuffix(name, "_test.rego") {
-			set.tests[name] = mod
-		} else {
-			set.modules[name] = mod
-		}
-		return nil
+		return set.addFile(name, src)
 	})
 	if err != nil {
 		return nil, fmt.Errorf("load policy: %w", err)
 	}
-	if len(set.modules) == 0 {
-		return nil, fmt.Errorf("load policy: no .rego modules in %q", dirName(dir))
-	}
-	if err := set.addRoutesModule(); err != nil {
-		return nil, err
-	}
-	return set, nil
+	return set.finish(dirName(dir))
 }
 
-// revision is the hex SHA-256 over every file of the set, names and
-// contents, in name order.
+func newPolicySet() *policySet {
+	return &policySet{
+		files:   map[string][]byte{},
+		modules: map[string]*ast.Module{},
+		tests:   map[string]*ast.Module{},
+	}
+}
+
+// addFile records the file name of the set and, for a .rego file, parses
+// it as Rego v1 among the modules or the tests.
+func (s *policySet) addFile(name string, src []byte) error {
+	s.files[name] = src
+	if path.Ext(name) != ".rego" {
+		return nil
+	}
+	mod, err := ast.ParseModuleWithOpts(name, string(src), ast.ParserOptions{
+		RegoVersion:       ast.RegoV1,
+		ProcessAnnotation: true,
+	})
+	if err != nil {
+		return err
+	}
+	if strings.HasSuffix(name, "_test.rego") {
+		s.tests[name] = mod
+	} else {
+		s.modules[name] = mod
+	}
+	return nil
+}
+
+// finish checks that the set has modules and none of its own in package
+// fleet.api (the generated routes' package), then adds the routes module.
+func (s *policySet) finish(source string) (*policySet, error) {
+	if len(s.modules) == 0 {
+		return nil, fmt.Errorf("load policy: no .rego modules in %q", source)
+	}
+	apiPkg := ast.MustParseRef("data.fleet.api")
+	for _, name := range slices.Sorted(maps.Keys(s.modules)) {
+		if s.modules[name].Package.Path.Equal(apiPkg) {
+			return nil, fmt.Errorf("load policy %s: module %s declares package fleet.api, which fleetapi generates (data.fleet.api.routes from its routes): remove it from the set", source, name)
+		}
+	}
+	if err := s.addRoutesModule(); err != nil {
+		return nil, err
+	}
+	return s, nil
+}
+
+// revision names the set: the hex SHA-256 over every file of the set,
+// names and contents, in name order (filesHash), prefixed with the
+// bundle's manifest revision and "@" for a bundle that has one.
 func (s *policySet) revision() string {
+	sum := s.filesHash()
+	if s.bundleRevision != "" {
+		return s.bundleRevision + "@" + sum
+	}
+	return sum
+}
+
+// filesHash is the hex SHA-256 over every file of the set, names and
+// contents, in name order.
+func (s *policySet) filesHash() string {
 	names := make([]string, 0, len(s.files))
 	for n := range s.files {
 		names = append(names, n)
