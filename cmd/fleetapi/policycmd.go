@@ -35,15 +35,35 @@ func runPolicy(ctx context.Context, args []string, getenv func(string) string, c
 	}
 	switch action {
 	case "test":
-		cmd := newCommand("policy test", "[DIR]", "Run the Rego tests of the policy set in DIR, or of the embedded set, with coverage.")
+		cmd := newCommand("policy test", "[--mutate [--workers N] [--json]] [DIR]", `Run the Rego tests of the policy set in DIR, or of the embedded set, with coverage.
+
+With --mutate, apply single-point mutations to the set's policy modules
+(negated comparisons, deleted body expressions, string literals and
+references swapped for others of their kind, added or removed not, rule
+bodies made always true or false), run the set's own tests against each
+mutant and report the mutation score and every surviving mutant with its
+place. A mutant is killed when a test fails; one that no longer compiles is
+counted apart, not as a kill. A survivor that cannot be told apart from the
+set (an equivalent mutant) is marked in its module with a comment
+"# mutation: equivalent <id> <why>". The command fails when an unmarked
+mutant survives, so CI can run it.`)
+		mutate := cmd.fs.Bool("mutate", false, "run the mutation tests instead of the tests with coverage")
+		workers := cmd.fs.Int("workers", 0, "mutants run in parallel (default GOMAXPROCS)")
+		asJSON := cmd.fs.Bool("json", false, "with --mutate: write the report of every mutant as JSON")
 		if err := cmd.parse(args, con); err != nil {
 			return err
 		}
 		if err := cmd.args(0, 1); err != nil {
 			return err
 		}
-		_, err := policy.RunTests(ctx, cmd.fs.Arg(0), con.out)
-		return err
+		if !*mutate {
+			if cmd.set("workers") || cmd.set("json") {
+				return usagef(cmd.name, "policy test: --workers and --json go with --mutate")
+			}
+			_, err := policy.RunTests(ctx, cmd.fs.Arg(0), con.out)
+			return err
+		}
+		return runMutate(ctx, cmd.fs.Arg(0), *workers, *asJSON, con)
 	case "check":
 		cmd := newCommand("policy check", "DIR", "Compile the policy set in DIR, run its tests and verify that every scope rule translates to SQL: what `serve` checks before it uses FLEET_POLICY_DIR.")
 		if err := cmd.parse(args, con); err != nil {
@@ -57,6 +77,27 @@ func runPolicy(ctx context.Context, args []string, getenv func(string) string, c
 		return runPolicyDiff(ctx, args, con)
 	}
 	return runExplain(ctx, args, getenv, con)
+}
+
+// runMutate runs policy test --mutate: the report goes to stdout (as JSON
+// with asJSON, the summary then to stderr), progress to stderr.
+func runMutate(ctx context.Context, dir string, workers int, asJSON bool, con console) error {
+	w := con.out
+	if asJSON {
+		w = con.log
+	}
+	rep, err := policy.Mutate(ctx, dir, policy.MutateOptions{Workers: workers, Progress: con.log}, w)
+	if asJSON && rep.Mutants != nil {
+		enc := json.NewEncoder(con.out)
+		enc.SetIndent("", "  ")
+		if jerr := enc.Encode(rep); jerr != nil && err == nil {
+			err = jerr
+		}
+	}
+	if err != nil {
+		return fmt.Errorf("policy test --mutate: %w", err)
+	}
+	return nil
 }
 
 func runExplain(ctx context.Context, args []string, getenv func(string) string, con console) error {
