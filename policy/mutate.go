@@ -85,6 +85,10 @@ type MutateOptions struct {
 	// Progress, when set, receives a line per finished mutant count now
 	// and then.
 	Progress io.Writer
+	// Files, when not empty, limits the mutations to these policy modules
+	// (paths relative to the set, as the report names them); the set's
+	// tests all still run against each mutant.
+	Files []string
 }
 
 // equivalentMarker is an equivalence marker, a comment in the module
@@ -110,7 +114,12 @@ func Mutate(ctx context.Context, dir string, opts MutateOptions, w io.Writer) (M
 	if _, err := runTests(ctx, set, io.Discard); err != nil {
 		return MutationReport{}, fmt.Errorf("the unmutated set: %w", err)
 	}
-	equivalents, err := equivalentMarkers(set)
+	for _, f := range opts.Files {
+		if _, ok := set.modules[f]; !ok || f == routesModuleName {
+			return MutationReport{}, fmt.Errorf("no policy module %q in %s", f, dirName(dir))
+		}
+	}
+	equivalents, err := equivalentMarkers(set, opts.Files)
 	if err != nil {
 		return MutationReport{}, err
 	}
@@ -124,7 +133,7 @@ func Mutate(ctx context.Context, dir string, opts MutateOptions, w io.Writer) (M
 	}
 	var jobs []job
 	for _, name := range slices.Sorted(maps.Keys(set.modules)) {
-		if name == routesModuleName {
+		if name == routesModuleName || len(opts.Files) > 0 && !slices.Contains(opts.Files, name) {
 			continue
 		}
 		orig := set.modules[name]
@@ -341,9 +350,12 @@ func (r MutationReport) write(w io.Writer) {
 
 // equivalentMarkers reads the equivalence markers of the set's policy
 // modules: mutant id → justification.
-func equivalentMarkers(set *policySet) (map[string]string, error) {
+func equivalentMarkers(set *policySet, files []string) (map[string]string, error) {
 	out := map[string]string{}
 	for name, mod := range set.modules {
+		if len(files) > 0 && !slices.Contains(files, name) {
+			continue
+		}
 		for _, c := range mod.Comments {
 			text := "#" + string(c.Text)
 			if !strings.Contains(text, "mutation:") {
@@ -389,8 +401,7 @@ func walkRules(mod *ast.Module, visit func(node any, rule *ast.Rule, expr *ast.E
 	var rule *ast.Rule
 	var expr *ast.Expr
 	skip := map[*ast.Term]bool{}
-	var vis *ast.GenericVisitor
-	vis = ast.NewGenericVisitor(func(x any) bool {
+	vis := ast.NewGenericVisitor(func(x any) bool {
 		switch x := x.(type) {
 		case *ast.Expr:
 			expr = x
@@ -409,7 +420,6 @@ func walkRules(mod *ast.Module, visit func(node any, rule *ast.Rule, expr *ast.E
 					skip[k] = true
 				}
 			}
-		case ast.Body, *ast.Every:
 		}
 		visit(x, rule, expr)
 		if t, ok := x.(*ast.Term); ok {
@@ -496,9 +506,15 @@ func sitesOf(node any, rule *ast.Rule, expr *ast.Expr, kinds, refs map[string][]
 				}})
 			}
 		}
-		switch x.Terms.(type) {
+		switch t := x.Terms.(type) {
 		case *ast.Term, []*ast.Term:
-			if !x.IsAssignment() && !x.IsEquality() {
+			// the body `true` of a rule written without one (x := v) is
+			// not source: its negation is body-false's mutant
+			implicit := false
+			if tt, ok := t.(*ast.Term); ok {
+				implicit = tt.Equal(ast.BooleanTerm(true)) && rule != nil && len(rule.Body) == 1 && rule.Body[0] == x
+			}
+			if !implicit && !x.IsAssignment() && !x.IsEquality() {
 				mut := "not added"
 				if x.Negated {
 					mut = "not removed"

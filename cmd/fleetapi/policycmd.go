@@ -50,6 +50,7 @@ mutant survives, so CI can run it.`)
 		mutate := cmd.fs.Bool("mutate", false, "run the mutation tests instead of the tests with coverage")
 		workers := cmd.fs.Int("workers", 0, "mutants run in parallel (default GOMAXPROCS)")
 		asJSON := cmd.fs.Bool("json", false, "with --mutate: write the report of every mutant as JSON")
+		files := cmd.fs.String("files", "", "with --mutate: mutate only these policy modules, comma-separated, as the report names them (fleet/authz/authz.rego)")
 		if err := cmd.parse(args, con); err != nil {
 			return err
 		}
@@ -57,13 +58,17 @@ mutant survives, so CI can run it.`)
 			return err
 		}
 		if !*mutate {
-			if cmd.set("workers") || cmd.set("json") {
-				return usagef(cmd.name, "policy test: --workers and --json go with --mutate")
+			if cmd.set("workers") || cmd.set("json") || cmd.set("files") {
+				return usagef(cmd.name, "policy test: --workers, --json and --files go with --mutate")
 			}
 			_, err := policy.RunTests(ctx, cmd.fs.Arg(0), con.out)
 			return err
 		}
-		return runMutate(ctx, cmd.fs.Arg(0), *workers, *asJSON, con)
+		var only []string
+		if *files != "" {
+			only = strings.Split(*files, ",")
+		}
+		return runMutate(ctx, cmd.fs.Arg(0), policy.MutateOptions{Workers: *workers, Files: only, Progress: con.log}, *asJSON, con)
 	case "check":
 		cmd := newCommand("policy check", "DIR", "Compile the policy set in DIR, run its tests and verify that every scope rule translates to SQL: what `serve` checks before it uses FLEET_POLICY_DIR.")
 		if err := cmd.parse(args, con); err != nil {
@@ -81,12 +86,12 @@ mutant survives, so CI can run it.`)
 
 // runMutate runs policy test --mutate: the report goes to stdout (as JSON
 // with asJSON, the summary then to stderr), progress to stderr.
-func runMutate(ctx context.Context, dir string, workers int, asJSON bool, con console) error {
+func runMutate(ctx context.Context, dir string, opts policy.MutateOptions, asJSON bool, con console) error {
 	w := con.out
 	if asJSON {
 		w = con.log
 	}
-	rep, err := policy.Mutate(ctx, dir, policy.MutateOptions{Workers: workers, Progress: con.log}, w)
+	rep, err := policy.Mutate(ctx, dir, opts, w)
 	if asJSON && rep.Mutants != nil {
 		enc := json.NewEncoder(con.out)
 		enc.SetIndent("", "  ")

@@ -407,11 +407,11 @@ func diffRows(ctx context.Context, oldE, newE *policy.Engine, store *storage.Sto
 		a := accounts[i]
 		in := policy.NewInput(a.principal, "", "", now)
 		for _, r := range resources {
-			os, err := diffScope(ctx, oldE, in, r)
+			oldScope, err := diffScope(ctx, oldE, in, r)
 			if err != nil {
 				return fmt.Errorf("policy diff: OLD scope of %s for account %d: %w", r, a.principal.Account.ID, err)
 			}
-			ns, err := diffScope(ctx, newE, in, r)
+			newScope, err := diffScope(ctx, newE, in, r)
 			if err != nil {
 				return fmt.Errorf("policy diff: NEW scope of %s for account %d: %w", r, a.principal.Account.ID, err)
 			}
@@ -420,12 +420,12 @@ func diffRows(ctx context.Context, oldE, newE *policy.Engine, store *storage.Sto
 				ch.Username = a.principal.Account.Username
 			}
 			if store != nil {
-				added, removed, err := store.DiffScopes(ctx, os, ns)
+				added, removed, err := store.DiffScopes(ctx, oldScope, newScope)
 				if err != nil {
 					return fmt.Errorf("policy diff: rows of %s for account %d: %w", r, a.principal.Account.ID, err)
 				}
 				ch.Added, ch.Removed = idDelta(added), idDelta(removed)
-			} else if ch.Added, ch.Removed, err = syntheticDelta(ctx, oracles[r], in, os, ns); err != nil {
+			} else if ch.Added, ch.Removed, err = syntheticDelta(ctx, oracles[r], in, oldScope, newScope); err != nil {
 				return fmt.Errorf("policy diff: rows of %s for %s: %w", r, a.label, err)
 			}
 			if ch.Added.Count == 0 && ch.Removed.Count == 0 {
@@ -477,20 +477,20 @@ func idDelta(d storage.RowDelta) rowDelta {
 // synthetic rows of its resource, each row decided by the sets' own rules
 // (policy.RowOracle). Two scopes with the same condition admit the same
 // rows: the grid is not evaluated then.
-func syntheticDelta(ctx context.Context, oracles [2]*policy.RowOracle, in policy.Input, os, ns policy.Scope) (rowDelta, rowDelta, error) {
+func syntheticDelta(ctx context.Context, oracles [2]*policy.RowOracle, in policy.Input, oldScope, newScope policy.Scope) (rowDelta, rowDelta, error) {
 	added, removed := rowDelta{Examples: []any{}}, rowDelta{Examples: []any{}}
-	oj, err := json.Marshal(os)
+	oj, err := json.Marshal(oldScope)
 	if err != nil {
 		return added, removed, err
 	}
-	nj, err := json.Marshal(ns)
+	nj, err := json.Marshal(newScope)
 	if err != nil {
 		return added, removed, err
 	}
 	if string(oj) == string(nj) {
 		return added, removed, nil
 	}
-	for _, row := range policy.SyntheticRows(os.Resource()) {
+	for _, row := range policy.SyntheticRows(oldScope.Resource()) {
 		o, err := oracles[0].Admits(ctx, in, row)
 		if err != nil {
 			return added, removed, err

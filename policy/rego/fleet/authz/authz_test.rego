@@ -216,6 +216,10 @@ sub_reports_allowed(r) := false if {
 test_permissions_unknown_type if {
 	p := authz.permissions with input as object.remove(with_account({"type": "reseller"}), ["token"])
 	p.privileges == []
+
+	# privileges stored on an account of an unknown type count for nothing
+	q := authz.permissions with input as with_account({"type": "reseller", "privileges": ["reports"]})
+	q.privileges == []
 	p.token == []
 	every _, allowed in p.routes {
 		allowed == false
@@ -350,7 +354,8 @@ test_chain_missing_fails_closed if {
 }
 
 test_chain_malformed_fails_closed if {
-	every chain in ["x", {"id": 3}, ["x"], [{"type": "manager", "active": true, "expired": false}]] {
+	# an object whose values look like accounts is not a chain either
+	every chain in ["x", {"id": 3}, {"m": manager}, ["x"], [{"type": "manager", "active": true, "expired": false}]] {
 		authz.decision.code == "ACCOUNT_INACTIVE" with input as user_under(chain)
 	}
 }
