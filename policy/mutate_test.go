@@ -89,6 +89,11 @@ func TestMutateFindsPrivilegeSwaps(t *testing.T) {
 		}
 	}
 
+	// --files limits the mutations to named modules
+	if _, err := Mutate(ctx, weak, MutateOptions{Files: []string{"fleet/authz/authz.rego"}}, io.Discard); err == nil || !strings.Contains(err.Error(), "no policy module") {
+		t.Fatalf("a module the set lacks: %v", err)
+	}
+
 	full := scopeSet(t, func(src string) string { return src })
 	rep, err = Mutate(ctx, full, MutateOptions{}, io.Discard)
 	if err != nil || rep.Survived != 0 || rep.Killed == 0 || rep.Score != 100 {

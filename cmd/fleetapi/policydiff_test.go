@@ -563,3 +563,19 @@ func TestPolicyDiffBundles(t *testing.T) {
 		t.Fatalf("junk bundle: exit %d %s", code, errOut.String())
 	}
 }
+
+// TestPolicyTestMutateFlags: the mutation flags go with --mutate (usage
+// error otherwise), and --files names policy modules of the set.
+func TestPolicyTestMutateFlags(t *testing.T) {
+	for _, args := range [][]string{{"--workers", "2"}, {"--json"}, {"--files", "fleet/authz/authz.rego"}} {
+		var out, errOut syncBuffer
+		if code := mainWith(context.Background(), append([]string{"policy", "test"}, args...), envOf(nil), &out, &errOut); code != exitUsage {
+			t.Fatalf("%v without --mutate: exit %d", args, code)
+		}
+	}
+	var out, errOut syncBuffer
+	code := mainWith(context.Background(), []string{"policy", "test", "--mutate", "--files", "fleet/nope.rego"}, envOf(nil), &out, &errOut)
+	if code != exitFailure || !strings.Contains(errOut.String(), `no policy module "fleet/nope.rego"`) {
+		t.Fatalf("exit %d: %s", code, errOut.String())
+	}
+}
