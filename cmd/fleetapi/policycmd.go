@@ -35,7 +35,7 @@ func runPolicy(ctx context.Context, args []string, getenv func(string) string, c
 	}
 	switch action {
 	case "test":
-		cmd := newCommand("policy test", "[--mutate [--workers N] [--json]] [DIR]", `Run the Rego tests of the policy set in DIR, or of the embedded set, with coverage.
+		cmd := newCommand("policy test", "[--mutate [--workers N] [--files F,...] [--json]] [DIR]", `Run the Rego tests of the policy set in DIR, or of the embedded set, with coverage.
 
 With --mutate, apply single-point mutations to the set's policy modules
 (negated comparisons, deleted body expressions, string literals and
