@@ -461,6 +461,15 @@ func mutationSites(mod *ast.Module, kinds map[string][]string, refs map[string][
 	return out
 }
 
+// ruleText is the first source line of a rule (an else branch's text runs
+// to the end of the chain).
+func ruleText(r *ast.Rule) string {
+	if r.Location != nil && len(r.Location.Text) > 0 {
+		return strings.Join(strings.Fields(firstLine(string(r.Location.Text))), " ")
+	}
+	return fmt.Sprint(r.Head)
+}
+
 func text(loc *ast.Location, fallback any) string {
 	if loc != nil && len(loc.Text) > 0 {
 		return strings.Join(strings.Fields(string(loc.Text)), " ")
@@ -476,16 +485,16 @@ func sitesOf(node any, rule *ast.Rule, expr *ast.Expr, kinds, refs map[string][]
 			return expr.Location.Row, text(expr.Location, expr)
 		}
 		if loc != nil {
-			return loc.Row, text(rule.Location, rule.Head)
+			return loc.Row, ruleText(rule)
 		}
-		return rule.Location.Row, text(rule.Location, rule.Head)
+		return rule.Location.Row, ruleText(rule)
 	}
 	switch x := node.(type) {
 	case *ast.Rule:
 		if x.Default {
 			return nil
 		}
-		line, orig := x.Location.Row, firstLine(text(x.Location, x.Head))
+		line, orig := x.Location.Row, ruleText(x)
 		if !(len(x.Body) == 1 && x.Body[0].Equal(ast.NewExpr(ast.BooleanTerm(true)))) {
 			out = append(out, site{kind: MutBodyTrue, line: line, original: orig, mutation: "body → true", apply: func(n any) { n.(*ast.Rule).Body = ast.NewBody(ast.NewExpr(ast.BooleanTerm(true))) }})
 		}
