@@ -45,11 +45,14 @@ func usagef(command, format string, args ...any) error {
 // exitCode is the exit status for the error run returned.
 func exitCode(err error) int {
 	var ue *usageError
+	var se *statusError
 	switch {
 	case err == nil, errors.Is(err, errHelp):
 		return exitOK
 	case errors.As(err, &ue):
 		return exitUsage
+	case errors.As(err, &se):
+		return se.code
 	}
 	return exitFailure
 }
@@ -171,3 +174,13 @@ func isHelp(arg string) bool {
 	}
 	return false
 }
+
+// statusError ends the program with an exit status of its own, other
+// than exitFailure and exitUsage: policy diff's exitWidens.
+type statusError struct {
+	code int
+	err  error
+}
+
+func (e *statusError) Error() string { return e.err.Error() }
+func (e *statusError) Unwrap() error { return e.err }

@@ -51,7 +51,7 @@ commands:
   import FILE                load a tenant data file (DESIGN §8)
   generate [--preset large]  load a synthetic data set with COPY, print load-test tokens
   token create|list|revoke   manage API tokens
-  policy test|check|explain  run, validate and explain the Rego policy
+  policy test|check|explain|diff  run, validate, explain and compare Rego policy sets
   openapi                    print the OpenAPI document
   version                    print the version, commit, Go version and policy revision
 

@@ -23,6 +23,7 @@ func policyGroup() group {
 			{"test", "run the Rego tests of a policy set (the embedded one without DIR) with coverage"},
 			{"check", "compile a policy set, run its tests, verify every scope rule translates to SQL"},
 			{"explain", "show the decision for a token calling a route, or making a management change, and the conditions that failed"},
+			{"diff", "compare two policy sets: the decisions and rows NEW grants or takes away (exit 3 when it widens access)"},
 		},
 	}
 }
@@ -34,15 +35,40 @@ func runPolicy(ctx context.Context, args []string, getenv func(string) string, c
 	}
 	switch action {
 	case "test":
-		cmd := newCommand("policy test", "[DIR]", "Run the Rego tests of the policy set in DIR, or of the embedded set, with coverage.")
+		cmd := newCommand("policy test", "[--mutate [--workers N] [--files F,...] [--json]] [DIR]", `Run the Rego tests of the policy set in DIR, or of the embedded set, with coverage.
+
+With --mutate, apply single-point mutations to the set's policy modules
+(negated comparisons, deleted body expressions, string literals and
+references swapped for others of their kind, added or removed not, rule
+bodies made always true or false), run the set's own tests against each
+mutant and report the mutation score and every surviving mutant with its
+place. A mutant is killed when a test fails; one that no longer compiles is
+counted apart, not as a kill. A survivor that cannot be told apart from the
+set (an equivalent mutant) is marked in its module with a comment
+"# mutation: equivalent <id> <why>". The command fails when an unmarked
+mutant survives, so CI can run it.`)
+		mutate := cmd.fs.Bool("mutate", false, "run the mutation tests instead of the tests with coverage")
+		workers := cmd.fs.Int("workers", 0, "mutants run in parallel (default GOMAXPROCS)")
+		asJSON := cmd.fs.Bool("json", false, "with --mutate: write the report of every mutant as JSON")
+		files := cmd.fs.String("files", "", "with --mutate: mutate only these policy modules, comma-separated, as the report names them (fleet/authz/authz.rego)")
 		if err := cmd.parse(args, con); err != nil {
 			return err
 		}
 		if err := cmd.args(0, 1); err != nil {
 			return err
 		}
-		_, err := policy.RunTests(ctx, cmd.fs.Arg(0), con.out)
-		return err
+		if !*mutate {
+			if cmd.set("workers") || cmd.set("json") || cmd.set("files") {
+				return usagef(cmd.name, "policy test: --workers, --json and --files go with --mutate")
+			}
+			_, err := policy.RunTests(ctx, cmd.fs.Arg(0), con.out)
+			return err
+		}
+		var only []string
+		if *files != "" {
+			only = strings.Split(*files, ",")
+		}
+		return runMutate(ctx, cmd.fs.Arg(0), policy.MutateOptions{Workers: *workers, Files: only, Progress: con.log}, *asJSON, con)
 	case "check":
 		cmd := newCommand("policy check", "DIR", "Compile the policy set in DIR, run its tests and verify that every scope rule translates to SQL: what `serve` checks before it uses FLEET_POLICY_DIR.")
 		if err := cmd.parse(args, con); err != nil {
@@ -52,8 +78,31 @@ func runPolicy(ctx context.Context, args []string, getenv func(string) string, c
 			return err
 		}
 		return policy.Check(ctx, policy.Options{Dir: cmd.fs.Arg(0), Resources: storage.Resources(), CompileScope: storage.CompileScope}, con.out)
+	case "diff":
+		return runPolicyDiff(ctx, args, con)
 	}
 	return runExplain(ctx, args, getenv, con)
+}
+
+// runMutate runs policy test --mutate: the report goes to stdout (as JSON
+// with asJSON, the summary then to stderr), progress to stderr.
+func runMutate(ctx context.Context, dir string, opts policy.MutateOptions, asJSON bool, con console) error {
+	w := con.out
+	if asJSON {
+		w = con.log
+	}
+	rep, err := policy.Mutate(ctx, dir, opts, w)
+	if asJSON && rep.Mutants != nil {
+		enc := json.NewEncoder(con.out)
+		enc.SetIndent("", "  ")
+		if jerr := enc.Encode(rep); jerr != nil && err == nil {
+			err = jerr
+		}
+	}
+	if err != nil {
+		return fmt.Errorf("policy test --mutate: %w", err)
+	}
+	return nil
 }
 
 func runExplain(ctx context.Context, args []string, getenv func(string) string, con console) error {

@@ -52,6 +52,17 @@ open_routes := {"GET /me"}
 
 route_key := sprintf("%s %s", [input.request.method, input.request.route])
 
+# Equivalent mutants of `policy test --mutate` (docs/policy.md §11.2): the
+# guards `some _ in blocked`, `some _ in read_only_above` and
+# `missing_privilege` below restate what the branch's value already needs
+# (blocked[0], read_only_above[0], missing_privilege): without them the
+# value is undefined when the list is empty or no privilege is missing, and
+# Rego then goes on to the next else, exactly as when the guard fails.
+# mutation: equivalent 2b6d1828a6d7 delete `some _ in blocked` (inactive managing account): blocked[0] in the value needs it
+# mutation: equivalent ac0dd3e74b07 delete `some _ in blocked` (unknown managing type): blocked[0] in the value needs it
+# mutation: equivalent 84fa5982e943 body → true (expired managing account): blocked[0].id in the value needs `some _ in blocked`
+# mutation: equivalent 1cccca9be3c3 body → true (PRIVILEGE_REQUIRED): missing_privilege in the value needs the guard
+# mutation: equivalent 4542bfa9c860 delete `some _ in read_only_above`: read_only_above[0] in the value needs it
 decision := deny("ACCOUNT_INACTIVE", "the account is inactive", own) if {
 	not input.account.active == true
 } else := deny(

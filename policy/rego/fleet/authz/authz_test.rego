@@ -110,6 +110,36 @@ test_privilege_held if {
 	authz.decision.allow with input as inp
 }
 
+# Admins, managers and users hold every privilege: each privileged route is
+# allowed for them, whatever privileges are stored on the account, and /me
+# lists both privileges.
+test_every_privilege_for_admin_manager_user if {
+	every t in ["admin", "manager", "user"] {
+		every r, _ in authz.route_privilege {
+			[method, route] := split(r, " ")
+			inp := object.union(with_account({"type": t, "privileges": []}), {"request": {"method": method, "route": route}})
+			authz.decision == {"allow": true} with input as inp
+		}
+		p := authz.permissions with input as with_account({"type": t, "privileges": []})
+		p.privileges == ["event_notifications", "reports"]
+	}
+}
+
+# A subaccount holding exactly one privilege may use the routes of that
+# privilege and is refused those of the other.
+test_privilege_exactly_one if {
+	every held in ["reports", "event_notifications"] {
+		every r, needed in authz.route_privilege {
+			[method, route] := split(r, " ")
+			d := authz.decision with input as object.union(sub([held]), {"request": {"method": method, "route": route}})
+			want := needed == held
+			d.allow == want
+		}
+		p := authz.permissions with input as sub([held])
+		p.privileges == [held]
+	}
+}
+
 test_token_beats_privilege if {
 	inp := object.union(sub([]), {
 		"request": {"method": "GET", "route": "/reports"},
@@ -186,6 +216,10 @@ sub_reports_allowed(r) := false if {
 test_permissions_unknown_type if {
 	p := authz.permissions with input as object.remove(with_account({"type": "reseller"}), ["token"])
 	p.privileges == []
+
+	# privileges stored on an account of an unknown type count for nothing
+	q := authz.permissions with input as with_account({"type": "reseller", "privileges": ["reports"]})
+	q.privileges == []
 	p.token == []
 	every _, allowed in p.routes {
 		allowed == false
@@ -320,7 +354,8 @@ test_chain_missing_fails_closed if {
 }
 
 test_chain_malformed_fails_closed if {
-	every chain in ["x", {"id": 3}, ["x"], [{"type": "manager", "active": true, "expired": false}]] {
+	# an object whose values look like accounts is not a chain either
+	every chain in ["x", {"id": 3}, {"m": manager}, ["x"], [{"type": "manager", "active": true, "expired": false}]] {
 		authz.decision.code == "ACCOUNT_INACTIVE" with input as user_under(chain)
 	}
 }

@@ -61,6 +61,20 @@ test_subaccount_needs_privilege if {
 	admits("services", acct, row(3, 1, 7))
 }
 
+# A subaccount holding exactly one privilege sees the granted rows of that
+# privilege's resource and none of the other's.
+test_subaccount_exactly_one_privilege if {
+	only_reports := account("subaccount", ["reports"])
+	admits("reports", only_reports, row(3, 1, 7))
+	not admits("events", only_reports, row(3, 1, 7))
+	admits("services", only_reports, row(3, 1, 7))
+
+	only_events := account("subaccount", ["event_notifications"])
+	admits("events", only_events, row(3, 1, 7))
+	not admits("reports", only_events, row(3, 1, 7))
+	admits("services", only_events, row(3, 1, 7))
+}
+
 test_subaccount_objects_granted_without_privilege if {
 	acct := account("subaccount", [])
 	admits("objects", acct, row(3, 1, 7))
