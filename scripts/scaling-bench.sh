@@ -1,0 +1,79 @@
+#!/usr/bin/env bash
+# The measurements of docs/scaling.md, "Where one primary stops": for each
+# data size, generate the synthetic data set (COPY throughput), serve it, and
+# run the harness (read scenarios and passenger creates, API and floor).
+#
+#   scripts/scaling-bench.sh                 # small, medium and large
+#   SIZES="small medium" DURATION=10s scripts/scaling-bench.sh
+#
+# Results land in $OUT (default /tmp/fleet-scaling): SIZE-generate.log (rows
+# and seconds per table), SIZE.md (the harness table), SIZE.load (load
+# average before and after), SIZE-tenants.txt (services per top-level
+# tenant). The databases fleetapi_scale_SIZE on
+# 127.0.0.1:5432 are dropped afterwards unless KEEP=1.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+SIZES=${SIZES:-"small medium large"}
+OUT=${OUT:-/tmp/fleet-scaling}
+DURATION=${DURATION:-5s}
+WARMUP=${WARMUP:-1s}
+CONCURRENCY=${CONCURRENCY:-16}
+PORT=${PORT:-18191}
+mkdir -p "$OUT"
+go build -o "$OUT/fleetapi" ./cmd/fleetapi
+go build -o "$OUT/fleetops" ./cmd/fleetops
+
+for size in $SIZES; do
+  case $size in
+  small) gen=(--preset small) ;;
+  # a tenth of large: the same shape (50 managers), a tenth of every table
+  medium) gen=(--preset large --users 1000 --subaccounts 200 --devices 20000 --services 100000
+    --reports 10000 --events 10000 --passengers 10000) ;;
+  large) gen=(--preset large) ;;
+  *) echo "unknown size $size" >&2; exit 2 ;;
+  esac
+  DB="postgres://postgres@127.0.0.1:5432/fleetapi_scale_${size}?sslmode=disable"
+  echo "== $size: generate" >&2
+  { echo "before generate: $(cat /proc/loadavg)"; } > "$OUT/$size.load"
+  "$OUT/fleetapi" generate "${gen[@]}" --today 2026-11-22 --force --database-url "$DB" \
+    --tokens "$OUT/$size-tokens.jsonl" 2> "$OUT/$size-generate.log"
+  echo "after generate: $(cat /proc/loadavg)" >> "$OUT/$size.load"
+  FLEET_DATABASE_URL="$DB" FLEET_ADDR="127.0.0.1:$PORT" FLEET_DECISION_LOG=off \
+    "$OUT/fleetapi" serve > "$OUT/$size-server.log" 2>&1 &
+  server=$!
+  trap 'kill $server 2>/dev/null || true' EXIT
+  for _ in $(seq 1 60); do
+    curl -fs "http://127.0.0.1:$PORT/readyz" > /dev/null && break
+    sleep 1
+  done
+  echo "== $size: bench" >&2
+  echo "before bench: $(cat /proc/loadavg)" >> "$OUT/$size.load"
+  "$OUT/fleetops" bench --url "http://127.0.0.1:$PORT" --database-url "$DB" \
+    --tokens "$OUT/$size-tokens.jsonl" --concurrency "$CONCURRENCY" --duration "$DURATION" --warmup "$WARMUP" \
+    --server-pid "$server" --markdown "$OUT/$size.md" > "$OUT/$size.txt" 2>&1
+  echo "after bench: $(cat /proc/loadavg)" >> "$OUT/$size.load"
+  # Tenant sizes for the distribution plan: services per top-level tenant
+  # (the root of each account tree), the largest first.
+  psql -h 127.0.0.1 -U postgres -d "fleetapi_scale_${size}" -qAt -F ' ' > "$OUT/$size-tenants.txt" <<'SQL'
+WITH RECURSIVE tree AS (
+  -- a tenant's root: an account that is not an admin and whose manager is
+  -- none or an admin
+  SELECT a.id, a.id AS root FROM accounts a LEFT JOIN accounts m ON m.id = a.manager_id
+  WHERE a.type <> 'admin' AND (m.id IS NULL OR m.type = 'admin')
+  UNION ALL
+  SELECT a.id, t.root FROM accounts a JOIN tree t ON a.manager_id = t.id)
+, per_root AS (
+  SELECT t.root, count(s.service_id) AS services
+  FROM tree t LEFT JOIN services s ON s.account_id = t.id GROUP BY t.root)
+SELECT 'tenants', count(*), 'total_services', sum(services),
+       'largest', max(services), 'largest_share', round(100.0 * max(services) / nullif(sum(services), 0), 1),
+       'median', percentile_disc(0.5) WITHIN GROUP (ORDER BY services)
+FROM per_root WHERE services > 0;
+SQL
+  kill "$server"; wait "$server" 2>/dev/null || true
+  trap - EXIT
+  if [ "${KEEP:-}" != 1 ]; then
+    psql -h 127.0.0.1 -U postgres -d postgres -qc "DROP DATABASE IF EXISTS fleetapi_scale_${size} WITH (FORCE)"
+  fi
+done
+echo "results in $OUT" >&2
