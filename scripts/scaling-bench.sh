@@ -5,6 +5,9 @@
 #
 #   scripts/scaling-bench.sh                 # small, medium and large
 #   SIZES="small medium" DURATION=10s scripts/scaling-bench.sh
+#   PGBOUNCER=1 SIZES=medium scripts/scaling-bench.sh   # the server through
+#       a transaction-pooling PgBouncer (default_pool_size 8 for its 16
+#       connections); adds SIZE-pgbouncer.stats: PgBouncer's CPU and counts
 #
 # Results land in $OUT (default /tmp/fleet-scaling): SIZE-generate.log (rows
 # and seconds per table), SIZE.md (the harness table), SIZE.load (load
@@ -20,6 +23,7 @@ WARMUP=${WARMUP:-1s}
 CONCURRENCY=${CONCURRENCY:-16}
 PORT=${PORT:-18191}
 mkdir -p "$OUT"
+tag=""; [ "${PGBOUNCER:-}" != 1 ] || tag="-pgbouncer"
 go build -o "$OUT/fleetapi" ./cmd/fleetapi
 go build -o "$OUT/fleetops" ./cmd/fleetops
 
@@ -34,12 +38,39 @@ for size in $SIZES; do
   esac
   DB="postgres://postgres@127.0.0.1:5432/fleetapi_scale_${size}?sslmode=disable"
   echo "== $size: generate" >&2
-  { echo "before generate: $(cat /proc/loadavg)"; } > "$OUT/$size.load"
+  { echo "before generate: $(cat /proc/loadavg)"; } > "$OUT/$size$tag.load"
   "$OUT/fleetapi" generate "${gen[@]}" --today 2026-11-22 --force --database-url "$DB" \
     --tokens "$OUT/$size-tokens.jsonl" 2> "$OUT/$size-generate.log"
-  echo "after generate: $(cat /proc/loadavg)" >> "$OUT/$size.load"
-  FLEET_DATABASE_URL="$DB" FLEET_ADDR="127.0.0.1:$PORT" FLEET_DECISION_LOG=off \
-    "$OUT/fleetapi" serve > "$OUT/$size-server.log" 2>&1 &
+  echo "after generate: $(cat /proc/loadavg)" >> "$OUT/$size$tag.load"
+  SERVE_DB="$DB"
+  if [ "${PGBOUNCER:-}" = 1 ]; then
+    # pgbouncer refuses root: run it as postgres, from a folder it can read
+    pb="$OUT/pgbouncer"; mkdir -p "$pb"; chmod 755 "$pb"
+    printf '"postgres" ""\n' > "$pb/userlist.txt"
+    cat > "$pb/pgbouncer.ini" <<INI
+[databases]
+* = host=127.0.0.1 port=5432
+[pgbouncer]
+listen_addr = 127.0.0.1
+listen_port = ${PGBOUNCER_PORT:-16432}
+unix_socket_dir =
+auth_type = trust
+auth_file = $pb/userlist.txt
+admin_users = postgres
+pool_mode = transaction
+default_pool_size = 8
+max_client_conn = 200
+ignore_startup_parameters = extra_float_digits
+INI
+    chmod 644 "$pb"/*
+    as=(); [ "$(id -u)" != 0 ] || as=(runuser -u postgres --)
+    "${as[@]}" pgbouncer "$pb/pgbouncer.ini" > "$pb/pgbouncer.log" 2>&1 &
+    sleep 1
+    bouncer=$(pgrep -n -f "pgbouncer $pb/pgbouncer.ini")
+    SERVE_DB="postgres://postgres@127.0.0.1:${PGBOUNCER_PORT:-16432}/fleetapi_scale_${size}?sslmode=disable"
+  fi
+  FLEET_DATABASE_URL="$SERVE_DB" FLEET_ADDR="127.0.0.1:$PORT" FLEET_DECISION_LOG=off \
+    "$OUT/fleetapi" serve > "$OUT/$size$tag-server.log" 2>&1 &
   server=$!
   trap 'kill $server 2>/dev/null || true' EXIT
   for _ in $(seq 1 60); do
@@ -47,11 +78,19 @@ for size in $SIZES; do
     sleep 1
   done
   echo "== $size: bench" >&2
-  echo "before bench: $(cat /proc/loadavg)" >> "$OUT/$size.load"
+  echo "before bench: $(cat /proc/loadavg)" >> "$OUT/$size$tag.load"
   "$OUT/fleetops" bench --url "http://127.0.0.1:$PORT" --database-url "$DB" \
     --tokens "$OUT/$size-tokens.jsonl" --concurrency "$CONCURRENCY" --duration "$DURATION" --warmup "$WARMUP" \
-    --server-pid "$server" --markdown "$OUT/$size.md" > "$OUT/$size.txt" 2>&1
-  echo "after bench: $(cat /proc/loadavg)" >> "$OUT/$size.load"
+    --server-pid "$server" --markdown "$OUT/$size$tag.md" > "$OUT/$size$tag.txt" 2>&1
+  echo "after bench: $(cat /proc/loadavg)" >> "$OUT/$size$tag.load"
+  if [ "${PGBOUNCER:-}" = 1 ]; then
+    {
+      # utime + stime of the pgbouncer process, in clock ticks
+      echo "pgbouncer cpu_ticks $(awk '{print $14 + $15}' "/proc/$bouncer/stat") ticks_per_s $(getconf CLK_TCK)"
+      psql -h 127.0.0.1 -p "${PGBOUNCER_PORT:-16432}" -U postgres -d pgbouncer -c "SHOW STATS" -c "SHOW POOLS"
+    } > "$OUT/$size-pgbouncer.stats"
+    kill "$bouncer"
+  fi
   # Tenant sizes for the distribution plan: services per top-level tenant
   # (the root of each account tree), the largest first.
   psql -h 127.0.0.1 -U postgres -d "fleetapi_scale_${size}" -qAt -F ' ' > "$OUT/$size-tenants.txt" <<'SQL'
