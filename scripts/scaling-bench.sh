@@ -63,10 +63,11 @@ max_client_conn = 200
 ignore_startup_parameters = extra_float_digits
 INI
     chmod 644 "$pb"/*
-    as=(); [ "$(id -u)" != 0 ] || as=(runuser -u postgres --)
-    "${as[@]}" pgbouncer "$pb/pgbouncer.ini" > "$pb/pgbouncer.log" 2>&1 &
+    as=(); [ "$(id -u)" != 0 ] || as=(-u postgres)
+    pgbouncer "${as[@]}" "$pb/pgbouncer.ini" > "$pb/pgbouncer.log" 2>&1 &
+    bouncer=$!
     sleep 1
-    bouncer=$(pgrep -n -f "pgbouncer $pb/pgbouncer.ini")
+    t0=$(awk '{print $14 + $15}' "/proc/$bouncer/stat")
     SERVE_DB="postgres://postgres@127.0.0.1:${PGBOUNCER_PORT:-16432}/fleetapi_scale_${size}?sslmode=disable"
   fi
   FLEET_DATABASE_URL="$SERVE_DB" FLEET_ADDR="127.0.0.1:$PORT" FLEET_DECISION_LOG=off \
@@ -85,8 +86,8 @@ INI
   echo "after bench: $(cat /proc/loadavg)" >> "$OUT/$size$tag.load"
   if [ "${PGBOUNCER:-}" = 1 ]; then
     {
-      # utime + stime of the pgbouncer process, in clock ticks
-      echo "pgbouncer cpu_ticks $(awk '{print $14 + $15}' "/proc/$bouncer/stat") ticks_per_s $(getconf CLK_TCK)"
+      # utime + stime of the pgbouncer process while it served, in clock ticks
+      echo "pgbouncer cpu_ticks $(( $(awk '{print $14 + $15}' "/proc/$bouncer/stat") - t0 )) ticks_per_s $(getconf CLK_TCK)"
       psql -h 127.0.0.1 -p "${PGBOUNCER_PORT:-16432}" -U postgres -d pgbouncer -c "SHOW STATS" -c "SHOW POOLS"
     } > "$OUT/$size-pgbouncer.stats"
     kill "$bouncer"
