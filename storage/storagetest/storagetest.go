@@ -86,12 +86,15 @@ func PgBouncerOf(t testing.TB) *PgBouncer {
 	return pooler(t, server(t))
 }
 
-// pooler starts, once per test process, the PgBouncer of PgBouncer mode.
-// In that mode a PgBouncer that does not start fails the test: the suite
-// never falls back to direct connections unseen.
+// pooler starts, once per test process, the PgBouncer of PgBouncer mode,
+// in front of the test server; for databases on another server (base is
+// not the test server: a private primary of a replication test) it
+// returns nil and those are reached directly. In that mode a PgBouncer
+// that does not start fails the test: the suite never falls back to
+// direct connections unseen.
 func pooler(t testing.TB, base string) *PgBouncer {
 	t.Helper()
-	if !PgBouncerMode() {
+	if !PgBouncerMode() || base != server(t) {
 		return nil
 	}
 	bouncerOnce.Do(func() {
