@@ -32,14 +32,22 @@ import (
 // DB is a fresh database for one test.
 type DB struct {
 	*bun.DB
-	// URL connects to this database.
+	// URL connects to this database: through the test process's
+	// PgBouncer in PgBouncer mode (PgBouncerEnv), else directly.
 	URL string
+	// DirectURL connects to this database directly on PostgreSQL, for
+	// what a transaction pooler does not carry (LISTEN, session locks).
+	DirectURL string
 }
 
 var (
 	serverOnce sync.Once
 	serverURL  string
 	serverErr  error
+
+	bouncerOnce sync.Once
+	bouncer     *PgBouncer
+	bouncerErr  error
 )
 
 // New returns a new migrated database that is dropped when the test ends.
@@ -63,7 +71,11 @@ func newDatabase(t testing.TB, base string) *DB {
 	if _, err := admin.ExecContext(ctx, fmt.Sprintf("CREATE DATABASE %s TEMPLATE %s", name, tmpl)); err != nil {
 		t.Fatalf("storagetest: create database: %v", err)
 	}
-	url := mustWithDatabase(t, base, name)
+	direct := mustWithDatabase(t, base, name)
+	url := direct
+	if b := pooler(t, base); b != nil {
+		url = b.URL(name)
+	}
 	db := storage.Open(url, storage.Options{MaxOpenConns: 8})
 	t.Cleanup(func() {
 		db.Close()
@@ -71,7 +83,34 @@ func newDatabase(t testing.TB, base string) *DB {
 		defer a.Close()
 		_, _ = a.ExecContext(context.Background(), "DROP DATABASE IF EXISTS "+name+" WITH (FORCE)")
 	})
-	return &DB{DB: db, URL: url}
+	return &DB{DB: db, URL: url, DirectURL: direct}
+}
+
+// PgBouncerOf returns the PgBouncer of the test process in PgBouncer mode
+// (PgBouncerEnv), nil otherwise.
+func PgBouncerOf(t testing.TB) *PgBouncer {
+	t.Helper()
+	return pooler(t, server(t))
+}
+
+// pooler starts, once per test process, the PgBouncer of PgBouncer mode,
+// in front of the test server; for databases on another server (base is
+// not the test server: a private primary of a replication test) it
+// returns nil and those are reached directly. In that mode a PgBouncer
+// that does not start fails the test: the suite never falls back to
+// direct connections unseen.
+func pooler(t testing.TB, base string) *PgBouncer {
+	t.Helper()
+	if !PgBouncerMode() || base != server(t) {
+		return nil
+	}
+	bouncerOnce.Do(func() {
+		bouncer, bouncerErr = StartPgBouncer(base, PgBouncerOptions{})
+	})
+	if bouncerErr != nil {
+		t.Fatalf("storagetest: %s=1 but PgBouncer did not start: %v", PgBouncerEnv, bouncerErr)
+	}
+	return bouncer
 }
 
 // ServerURL returns the URL of the test server's "postgres" database, for
