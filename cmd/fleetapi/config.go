@@ -18,14 +18,7 @@ import (
 // config is the configuration of the server commands (DESIGN §7).
 type config struct {
 	DatabaseURL string
-	// ListenURL is where the authentication cache's listener connects
-	// (LISTEN needs the primary itself, not a transaction pooler); the
-	// database URL when empty.
-	ListenURL string
-	// AuthCacheSize bounds the authentication cache (principals); 0 turns
-	// it off.
-	AuthCacheSize int
-	Addr          string
+	Addr        string
 	PolicyDir   string
 	DecisionLog string
 	RedisURL    string
@@ -53,6 +46,13 @@ type config struct {
 	// AllowDemoTokens lets serve start while demo tokens work in its
 	// database (dev sets it; serve has --allow-demo-tokens).
 	AllowDemoTokens bool
+	// ListenURL is where the authentication cache's listener connects
+	// (LISTEN needs the primary itself, not a transaction pooler); the
+	// database URL when empty.
+	ListenURL string
+	// AuthCacheSize bounds the authentication cache (principals); 0 turns
+	// it off.
+	AuthCacheSize int
 }
 
 // defaultConfig reads the FLEET_* variables, with DESIGN §7's defaults.
