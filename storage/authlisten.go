@@ -83,7 +83,10 @@ func (o AuthListenerOptions) withDefaults() AuthListenerOptions {
 // silent past a ping. Then the cache is distrusted (bypassed and emptied)
 // and the listener reconnects with backoff.
 type AuthListener struct {
+	// db sends the listener's own notifications (pings, Sync); conf is
+	// the connection configuration of each LISTEN session.
 	db    *bun.DB
+	conf  pgdriver.Config
 	cache *tenancy.PrincipalCache
 	opts  AuthListenerOptions
 
@@ -109,6 +112,7 @@ func NewAuthListener(dsn string, cache *tenancy.PrincipalCache, opts AuthListene
 	sqldb.SetMaxOpenConns(2)
 	return &AuthListener{
 		db:      bun.NewDB(sqldb, pgdialect.New()),
+		conf:    *connector.Config(),
 		cache:   cache,
 		opts:    opts,
 		waiters: map[string]chan struct{}{},
@@ -149,11 +153,26 @@ func (l *AuthListener) Run(ctx context.Context) error {
 // session connects, LISTENs, synchronises and applies notifications until
 // the connection fails; synced reports whether it got that far.
 func (l *AuthListener) session(ctx context.Context) (synced bool, err error) {
-	ln := pgdriver.NewListener(l.db)
+	// pgdriver's Listener reconnects by itself, inside the receive that met
+	// the error, before returning it: the cache would stay trusted while it
+	// dials and notifications are lost. Its connector here dials once; the
+	// reconnection fails at once and the loss is seen at once.
+	conf := l.conf
+	dial := conf.Dialer
+	var dialed atomic.Bool
+	conf.Dialer = func(ctx context.Context, network, addr string) (net.Conn, error) {
+		if dialed.Swap(true) {
+			return nil, errors.New("auth cache listener: session over")
+		}
+		return dial(ctx, network, addr)
+	}
+	sdb := bun.NewDB(sql.OpenDB(pgdriver.NewConnector(pgdriver.WithConfig(&conf))), pgdialect.New())
+	ln := pgdriver.NewListener(sdb)
 	stop := context.AfterFunc(ctx, func() { _ = ln.Close() })
 	defer func() {
 		stop()
 		_ = ln.Close()
+		_ = sdb.Close()
 	}()
 	lctx, cancel := context.WithTimeout(ctx, l.opts.PingTimeout+5*time.Second)
 	err = ln.Listen(lctx, AuthChannel)
