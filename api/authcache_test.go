@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -65,6 +66,10 @@ func newCachedReplica(t *testing.T, db *storagetest.DB, opts replicaOptions) *ca
 	r.listener = storage.NewAuthListener(db.URL, r.cache, storage.AuthListenerOptions{
 		ApplicationName: r.name,
 		MinBackoff:      10 * time.Millisecond,
+		// The tests do not test the ping: a loaded machine must not make it
+		// time out and distrust the cache in the middle of a case.
+		PingTimeout: 15 * time.Second,
+		Logger:      slog.New(slog.NewTextHandler(testLog{t}, nil)),
 		OnState: func(connected bool) {
 			r.states <- connected
 			if !connected && r.hold != nil {
@@ -112,7 +117,7 @@ func (r *cachedReplica) waitState(want bool) {
 		if got != want {
 			r.t.Fatalf("%s: listener state %v, want %v", r.name, got, want)
 		}
-	case <-time.After(20 * time.Second):
+	case <-time.After(60 * time.Second):
 		r.t.Fatalf("%s: listener never reported state %v", r.name, want)
 	}
 }
@@ -121,11 +126,20 @@ func (r *cachedReplica) waitState(want bool) {
 // committed before it has been applied to the replica's cache.
 func (r *cachedReplica) sync() {
 	r.t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 	if err := r.listener.Sync(ctx); err != nil {
 		r.t.Fatalf("%s: sync: %v", r.name, err)
 	}
+}
+
+// testLog writes the listener's log lines to the test's log.
+type testLog struct{ t *testing.T }
+
+func (l testLog) Write(p []byte) (int, error) {
+	l.t.Helper()
+	l.t.Log(strings.TrimSpace(string(p)))
+	return len(p), nil
 }
 
 type answer struct {
@@ -269,6 +283,7 @@ func (w world) exec(t *testing.T, db *storagetest.DB, sql string) {
 // sent after the revocation committed, which PostgreSQL delivers after
 // the revocation's own).
 func TestAuthCacheRevocationAcrossReplicas(t *testing.T) {
+	t.Parallel()
 	db := storagetest.New(t)
 	a := newCachedReplica(t, db, replicaOptions{})
 	b := newCachedReplica(t, db, replicaOptions{})
@@ -319,6 +334,7 @@ func TestAuthCacheRevocationAcrossReplicas(t *testing.T) {
 // meanwhile is refused, nothing enters the cache until the listener has
 // reconnected, and the reconnection starts from an empty cache.
 func TestAuthCacheListenerLost(t *testing.T) {
+	t.Parallel()
 	db := storagetest.New(t)
 	hold := make(chan struct{})
 	a := newCachedReplica(t, db, replicaOptions{})
@@ -370,6 +386,7 @@ func TestAuthCacheListenerLost(t *testing.T) {
 // it; expiry by time needs no notification and is judged on the cached
 // principal.
 func TestAuthCacheInvalidation(t *testing.T) {
+	t.Parallel()
 	db := storagetest.New(t)
 	r := newCachedReplica(t, db, replicaOptions{maxAge: 1000 * time.Hour})
 	today := time.Now().UTC().Format(time.DateOnly)
@@ -498,6 +515,7 @@ func wantReadOnly(want bool) func(*testing.T, answer) {
 // refused as unknown works as soon as it exists (no negative caching),
 // and the cache never holds more principals than its size.
 func TestAuthCacheBound(t *testing.T) {
+	t.Parallel()
 	db := storagetest.New(t)
 	const size = 3
 	r := newCachedReplica(t, db, replicaOptions{cacheSize: size})
