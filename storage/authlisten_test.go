@@ -158,3 +158,45 @@ func BenchmarkInvalidationDelivery(b *testing.B) {
 	b.ReportMetric(float64(windows[len(windows)/2].Microseconds()), "µs-p50-commit-to-drop")
 	b.ReportMetric(float64(windows[len(windows)*99/100].Microseconds()), "µs-p99-commit-to-drop")
 }
+
+// TestAuthListenerPartition: a listener connection that goes silent
+// without closing (a network partition: no FIN, no RST, no error) is
+// noticed by the ping, and the cache is distrusted and emptied. (How soon
+// is the ping interval plus its timeout; not asserted: no clock in tests.)
+func TestAuthListenerPartition(t *testing.T) {
+	db := storagetest.New(t)
+	proxy := storagetest.NewProxy(t, db.URL)
+	cache := tenancy.NewPrincipalCache(0, 0)
+	states := make(chan bool, 16)
+	l := storage.NewAuthListener(proxy.URL, cache, storage.AuthListenerOptions{
+		PingInterval: 200 * time.Millisecond, PingTimeout: time.Second, MinBackoff: time.Hour,
+		OnState: func(c bool) { states <- c },
+	})
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { defer close(done); _ = l.Run(ctx) }()
+	t.Cleanup(func() { cancel(); <-done; l.Close() })
+	wait := func(want bool) {
+		t.Helper()
+		select {
+		case got := <-states:
+			if got != want {
+				t.Fatalf("listener state %v, want %v", got, want)
+			}
+		case <-time.After(60 * time.Second):
+			t.Fatalf("listener never reported state %v", want)
+		}
+	}
+	wait(true)
+	h, _ := tenancy.HashToken("flt_" + strings.Repeat("a", 32))
+	if !cache.Add(h, tenancy.Principal{Token: tenancy.Token{ID: 1}, Account: tenancy.Account{ID: 1}}, cache.Epoch(), time.Now()) {
+		t.Fatal("not stored in a trusted cache")
+	}
+	if n := proxy.StallAll(); n == 0 {
+		t.Fatal("no connection through the proxy")
+	}
+	wait(false)
+	if s := cache.Stats(); s.Trusted || s.Entries != 0 {
+		t.Fatalf("after the partition: %+v, want an untrusted, empty cache", s)
+	}
+}
