@@ -27,6 +27,10 @@ import (
 // of: payload "token:<id>", "account:<id>" or "all".
 const AuthChannel = "fleet_auth"
 
+// startPingEvery is how often a new listener connection sends its
+// start-up ping again until one comes back.
+const startPingEvery = 100 * time.Millisecond
+
 // syncPrefix starts the payloads the listener sends itself: a sync
 // barrier, a start-up check, a health ping.
 const syncPrefix = "sync:"
@@ -181,19 +185,32 @@ func (l *AuthListener) session(ctx context.Context) (synced bool, err error) {
 		return false, fmt.Errorf("listen: %w", err)
 	}
 	// LISTEN is only written; it is in force once a notification sent
-	// after it comes back. Until then the cache stays untrusted.
-	pending, err := l.ping(ctx)
-	if err != nil {
+	// after it comes back. Until then the cache stays untrusted, and the
+	// start-up ping is sent again every startPingEvery: one sent before the
+	// server ran the LISTEN (a warm connection can beat a new one) is
+	// never delivered. pending holds the nonces awaited, deadline when the
+	// first of them was sent plus PingTimeout.
+	pending := map[string]bool{}
+	send := func() error {
+		nonce, err := l.ping(ctx)
+		if err == nil {
+			pending[nonce] = true
+		}
+		return err
+	}
+	if err := send(); err != nil {
 		return false, err
 	}
 	deadline := time.Now().Add(l.opts.PingTimeout)
 	for {
-		wait := time.Until(deadline)
-		if pending == "" {
-			wait = l.opts.PingInterval
-		}
-		if wait <= 0 {
-			return synced, errors.New("auth cache listener: ping timed out")
+		wait := l.opts.PingInterval
+		if len(pending) > 0 {
+			if wait = time.Until(deadline); wait <= 0 {
+				return synced, errors.New("auth cache listener: ping timed out")
+			}
+			if !synced {
+				wait = min(wait, startPingEvery)
+			}
 		}
 		_, payload, err := ln.ReceiveTimeout(ctx, wait)
 		if err != nil {
@@ -201,16 +218,18 @@ func (l *AuthListener) session(ctx context.Context) (synced bool, err error) {
 			if !errors.As(err, &ne) || !ne.Timeout() {
 				return synced, fmt.Errorf("receive: %w", err)
 			}
-			if pending == "" { // silent for PingInterval: check the connection
-				if pending, err = l.ping(ctx); err != nil {
+			if len(pending) == 0 { // silent for PingInterval: check the connection
+				deadline = time.Now().Add(l.opts.PingTimeout)
+			}
+			if len(pending) == 0 || !synced {
+				if err := send(); err != nil {
 					return synced, err
 				}
-				deadline = time.Now().Add(l.opts.PingTimeout)
 			}
 			continue
 		}
-		if pending != "" && payload == syncPrefix+pending {
-			pending = ""
+		if nonce, ok := strings.CutPrefix(payload, syncPrefix); ok && pending[nonce] {
+			clear(pending)
 			if !synced {
 				synced = true
 				l.cache.Trust()
