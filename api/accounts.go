@@ -383,6 +383,7 @@ func (s *Server) patchAccount(c fuego.ContextWithBody[AccountPatchInput]) (*Enve
 	if err != nil {
 		return nil, writeError(err, "the change conflicts with an existing account", "email")
 	}
+	s.authChanged(ctx)
 	return &Envelope[storage.Account]{Data: updated}, nil
 }
 

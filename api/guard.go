@@ -127,7 +127,8 @@ func (s *Server) authenticate(ctx context.Context, r *http.Request) (tenancy.Pri
 	if len(values) == 1 {
 		header = values[0]
 	}
-	p, err := s.cfg.Auth.Authenticate(ctx, header)
+	p, outcome, err := s.cfg.Auth.AuthenticateCached(ctx, header)
+	span.SetAttributes(attrAuthCache.String(string(outcome)))
 	if err != nil {
 		// A rejected credential is the client's error and leaves the
 		// status unset, like the server span's; a lookup that failed

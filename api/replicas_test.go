@@ -115,7 +115,7 @@ func (r *replicaAPI) reads(t *testing.T) (primary, replica, retries int64) {
 
 // answer sends GET path with token to h and returns the status and the
 // body without its request id.
-func answer(t *testing.T, h http.Handler, path, token string) (int, string) {
+func replicaAnswer(t *testing.T, h http.Handler, path, token string) (int, string) {
 	t.Helper()
 	req := httptest.NewRequest(http.MethodGet, path, nil)
 	req.Header.Set("Authorization", "Bearer "+token)
@@ -171,8 +171,8 @@ func TestReplicaAnswersEqualPrimary(t *testing.T) {
 	byStatus := map[int]int{}
 	for _, tok := range demodata.Tokens() {
 		for _, path := range paths {
-			ps, pb := answer(t, onPrimary, path, tok.Secret)
-			rs, rb := answer(t, onReplica, path, tok.Secret)
+			ps, pb := replicaAnswer(t, onPrimary, path, tok.Secret)
+			rs, rb := replicaAnswer(t, onReplica, path, tok.Secret)
 			if ps != rs || pb != rb {
 				t.Errorf("%s GET %s: primary %d %s\nreplica %d %s", tok.Name, path, ps, pb, rs, rb)
 			}
@@ -247,7 +247,7 @@ func TestReplicaStandbyStopUnderLoad(t *testing.T) {
 
 	r.StartStandby(t)
 	waitUsable(t, r.reps, true)
-	if code, body := answer(t, h, paths[0], token); code != http.StatusOK {
+	if code, body := replicaAnswer(t, h, paths[0], token); code != http.StatusOK {
 		t.Fatalf("after the restart: %d %s", code, body)
 	}
 	if _, after, _ := r.reads(t); after != beforeRestart+1 {
@@ -296,7 +296,7 @@ func TestReplicaSpans(t *testing.T) {
 	check := func(wantTarget string) {
 		t.Helper()
 		rec.Reset()
-		if code, body := answer(t, h, "/api/v2/services", demoToken(t, "acme-all")); code != http.StatusOK {
+		if code, body := replicaAnswer(t, h, "/api/v2/services", demoToken(t, "acme-all")); code != http.StatusOK {
 			t.Fatalf("%d %s", code, body)
 		}
 		var server sdktrace.ReadOnlySpan

@@ -46,11 +46,13 @@ var (
 	attrRequestID   = attribute.Key("fleet.request.id")
 	attrResultCount = attribute.Key("fleet.result.count")
 	attrDecision    = attribute.Key("fleet.decision.code")
+	attrAuthCache   = attribute.Key("fleet.auth.cache")
 )
 
-// Authenticator verifies the Authorization header (tenancy.Authenticator).
+// Authenticator verifies the Authorization header (tenancy.Authenticator)
+// and says whether the principal came from its cache.
 type Authenticator interface {
-	Authenticate(ctx context.Context, header string) (tenancy.Principal, error)
+	AuthenticateCached(ctx context.Context, header string) (tenancy.Principal, tenancy.CacheOutcome, error)
 }
 
 // Policy answers the authorization questions (policy.Engine).
@@ -105,6 +107,13 @@ type Config struct {
 	// RequestTimeout bounds the work of one request (10 s when 0); a
 	// request that runs out of time answers 503.
 	RequestTimeout time.Duration
+	// AuthSync, when not nil, returns once the replica's authentication
+	// cache holds nothing older than the changes committed before the call
+	// (storage.AuthListener.Sync). A management write that changes what a
+	// principal is made of (a token revoked, an account updated) calls it
+	// before answering, so that the replica that made the change refuses
+	// the old principal on the caller's next request.
+	AuthSync func(context.Context) error
 	// TrustedProxies are the load balancers whose X-Forwarded-For is
 	// believed when it names the client; empty trusts no header.
 	TrustedProxies []netip.Prefix

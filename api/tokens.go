@@ -247,6 +247,7 @@ func (s *Server) deleteToken(c fuego.ContextNoBody) (any, error) {
 		}
 		return nil, err
 	}
+	s.authChanged(ctx)
 	c.Response().Header().Del("Content-Type")
 	return nil, nil
 }

@@ -32,6 +32,10 @@ type TokenStore interface {
 // Authenticator turns an Authorization header into a Principal.
 type Authenticator struct {
 	Store TokenStore
+	// Cache, when not nil, holds the principals of recent tokens so that
+	// authenticating them needs no database round trip while the cache is
+	// trusted (see PrincipalCache).
+	Cache *PrincipalCache
 	// Now returns the current time; time.Now when nil.
 	Now func() time.Time
 }
@@ -42,30 +46,63 @@ type Authenticator struct {
 // The account's state (inactive, expired) is not judged here: that is the
 // policy's decision.
 func (a *Authenticator) Authenticate(ctx context.Context, header string) (Principal, error) {
+	p, _, err := a.AuthenticateCached(ctx, header)
+	return p, err
+}
+
+// AuthenticateCached is Authenticate that also says whether the principal
+// came from the cache (CacheHit), from the database after a CacheMiss, or
+// from the database because there is no trusted cache (CacheBypass). A
+// header that is missing or malformed is refused before any lookup
+// (CacheBypass).
+func (a *Authenticator) AuthenticateCached(ctx context.Context, header string) (Principal, CacheOutcome, error) {
 	if header == "" {
-		return Principal{}, ErrNoCredentials
+		return Principal{}, CacheBypass, ErrNoCredentials
 	}
 	secret, err := TokenFromHeader(header) // checks the format, once
 	if err != nil {
-		return Principal{}, ErrInvalidToken
+		return Principal{}, CacheBypass, ErrInvalidToken
 	}
-	p, found, err := a.Store.PrincipalByTokenHash(ctx, hashOf(secret))
-	if err != nil {
-		return Principal{}, err
-	}
-	if !found || p.Token.RevokedAt != nil {
-		return Principal{}, ErrInvalidToken
-	}
+	hash := hashOf(secret)
 	now := a.now()
-	if p.Token.ExpiresAt != nil && !now.Before(*p.Token.ExpiresAt) {
-		return Principal{}, ErrTokenExpired
+	outcome := CacheBypass
+	var principal Principal
+	if a.Cache != nil {
+		principal, outcome = a.Cache.Get(hash, now)
 	}
-	if p.Token.LastUsedAt == nil || now.Sub(*p.Token.LastUsedAt) >= TouchInterval {
-		if err := a.Store.TouchToken(ctx, p.Token.ID, now); err != nil {
-			return Principal{}, err
+	if outcome != CacheHit {
+		var epoch uint64
+		if a.Cache != nil {
+			epoch = a.Cache.Epoch() // before the lookup: see PrincipalCache.Add
+		}
+		found := false
+		principal, found, err = a.Store.PrincipalByTokenHash(ctx, hash)
+		if err != nil {
+			return Principal{}, outcome, err
+		}
+		// Unknown and revoked tokens are never cached: a token created
+		// later is looked up afresh, and unknown hashes take no place.
+		if !found || principal.Token.RevokedAt != nil {
+			return Principal{}, outcome, ErrInvalidToken
+		}
+		if a.Cache != nil {
+			a.Cache.Add(hash, principal, epoch, now)
 		}
 	}
-	return p, nil
+	// Expiry by time is judged on every request, cached or not: no
+	// notification marks the moment a token expires.
+	if principal.Token.ExpiresAt != nil && !now.Before(*principal.Token.ExpiresAt) {
+		return Principal{}, outcome, ErrTokenExpired
+	}
+	if principal.Token.LastUsedAt == nil || now.Sub(*principal.Token.LastUsedAt) >= TouchInterval {
+		if err := a.Store.TouchToken(ctx, principal.Token.ID, now); err != nil {
+			return Principal{}, outcome, err
+		}
+		if a.Cache != nil {
+			a.Cache.Touched(hash, now)
+		}
+	}
+	return principal, outcome, nil
 }
 
 func (a *Authenticator) now() time.Time {

@@ -12,6 +12,7 @@ import (
 
 	"github.com/fleetapi/fleetapi/api"
 	"github.com/fleetapi/fleetapi/storage"
+	"github.com/fleetapi/fleetapi/tenancy"
 )
 
 // config is the configuration of the server commands (DESIGN §7).
@@ -60,12 +61,20 @@ type config struct {
 	// AllowDemoTokens lets serve start while demo tokens work in its
 	// database (dev sets it; serve has --allow-demo-tokens).
 	AllowDemoTokens bool
+	// ListenURL is where the authentication cache's listener connects
+	// (LISTEN needs the primary itself, not a transaction pooler); the
+	// database URL when empty.
+	ListenURL string
+	// AuthCacheSize bounds the authentication cache (principals); 0 turns
+	// it off.
+	AuthCacheSize int
 }
 
 // defaultConfig reads the FLEET_* variables, with DESIGN §7's defaults.
 func defaultConfig(getenv func(string) string) (config, error) {
 	c := config{
 		DatabaseURL:     getenv("FLEET_DATABASE_URL"),
+		ListenURL:       getenv("FLEET_DATABASE_LISTEN_URL"),
 		Addr:            orDefault(getenv("FLEET_ADDR"), "127.0.0.1:8080"),
 		PolicyDir:       getenv("FLEET_POLICY_DIR"),
 		PolicyBundle:    getenv("FLEET_POLICY_BUNDLE"),
@@ -78,6 +87,7 @@ func defaultConfig(getenv func(string) string) (config, error) {
 	c.RateLimit = envInt(getenv, "FLEET_RATE_LIMIT", api.DefaultRateLimit, &errs)
 	c.AuthFailureLimit = envInt(getenv, "FLEET_AUTH_FAILURE_LIMIT", api.DefaultAuthFailureLimit, &errs)
 	c.DBMaxConns = envInt(getenv, "FLEET_DB_MAX_CONNS", 16, &errs)
+	c.AuthCacheSize = envCount(getenv, "FLEET_AUTH_CACHE_SIZE", tenancy.DefaultCacheSize, &errs)
 	c.RequestTimeout = envDuration(getenv, "FLEET_REQUEST_TIMEOUT", 10*time.Second, &errs)
 	c.DrainDelay = envDuration(getenv, "FLEET_DRAIN_DELAY", 0, &errs)
 	c.ShutdownTimeout = envDuration(getenv, "FLEET_SHUTDOWN_TIMEOUT", 15*time.Second, &errs)
@@ -132,6 +142,20 @@ func envInt(getenv func(string) string, name string, def int, errs *[]error) int
 	return n
 }
 
+// envCount reads a non-negative integer variable, or def when it is unset.
+func envCount(getenv func(string) string, name string, def int, errs *[]error) int {
+	v := getenv(name)
+	if v == "" {
+		return def
+	}
+	n, err := strconv.Atoi(v)
+	if err != nil || n < 0 {
+		*errs = append(*errs, fmt.Errorf("%s=%q: want 0 or a positive integer", name, v))
+		return def
+	}
+	return n
+}
+
 // envDuration reads a non-negative duration variable, or def when unset.
 func envDuration(getenv func(string) string, name string, def time.Duration, errs *[]error) time.Duration {
 	v := getenv(name)
@@ -149,9 +173,14 @@ func envDuration(getenv func(string) string, name string, def time.Duration, err
 // databaseURL is the configured database, or DESIGN §7's default.
 func (c config) databaseURL() string { return orDefault(c.DatabaseURL, storage.DefaultURL) }
 
+// listenURL is where the authentication cache's listener connects: the
+// configured listen URL, or the database's.
+func (c config) listenURL() string { return orDefault(c.ListenURL, c.databaseURL()) }
+
 // flags registers the server flags on fs, defaulting to c's values.
 func (c *config) flags(fs *flag.FlagSet) {
 	c.databaseFlag(fs)
+	fs.Var(databaseURLValue{&c.ListenURL}, "database-listen-url", "PostgreSQL URL of the primary itself for the authentication cache's LISTEN connection, when the database URL goes through a transaction pooler (FLEET_DATABASE_LISTEN_URL; else the database URL)")
 	fs.StringVar(&c.Addr, "addr", c.Addr, "listen address (FLEET_ADDR)")
 	fs.StringVar(&c.PolicyDir, "policy-dir", c.PolicyDir, "load the Rego policy set from this directory instead of the embedded one (FLEET_POLICY_DIR)")
 	fs.StringVar(&c.PolicyBundle, "policy-bundle", c.PolicyBundle, "load the policy from this OPA bundle file or HTTP(S) URL (FLEET_POLICY_BUNDLE)")
@@ -163,6 +192,7 @@ func (c *config) flags(fs *flag.FlagSet) {
 	fs.StringVar(&c.RedisURL, "redis-url", c.RedisURL, "Redis URL for rate limits shared by every replica (FLEET_REDIS_URL)")
 	fs.StringVar(&c.MetricsAddr, "metrics-addr", c.MetricsAddr, "serve /metrics, /healthz and /readyz on this address instead of the API's (FLEET_METRICS_ADDR)")
 	fs.IntVar(&c.AuthFailureLimit, "auth-failure-limit", c.AuthFailureLimit, "failed authentications per minute per client address (FLEET_AUTH_FAILURE_LIMIT)")
+	fs.IntVar(&c.AuthCacheSize, "auth-cache-size", c.AuthCacheSize, "authenticated principals kept in memory, invalidated through LISTEN/NOTIFY; 0 turns the cache off (FLEET_AUTH_CACHE_SIZE)")
 	fs.IntVar(&c.DBMaxConns, "db-max-conns", c.DBMaxConns, "database connections per replica (FLEET_DB_MAX_CONNS)")
 	fs.DurationVar(&c.RequestTimeout, "request-timeout", c.RequestTimeout, "bound on one request's work, then 503 (FLEET_REQUEST_TIMEOUT)")
 	fs.DurationVar(&c.DrainDelay, "drain-delay", c.DrainDelay, "on shutdown, how long /readyz answers 503 before the listener closes (FLEET_DRAIN_DELAY)")

@@ -73,6 +73,7 @@ account that is not in the demo data.`)
 		return err
 	}
 	cfg.AllowDemoTokens = true
+	cfg.ListenURL = "" // the auth cache listens on dev's own database
 	return serve(ctx, cfg, getenv, con, func(addr string) {
 		printDemoTokens(con.out, addr, name)
 	})

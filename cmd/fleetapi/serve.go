@@ -271,8 +271,15 @@ func serve(ctx context.Context, cfg config, getenv func(string) string, con cons
 		defer stopReplicas()
 		store = store.WithReplicas(reps)
 	}
+	auth := &tenancy.Authenticator{Store: store}
+	authSync, stopAuthCache, err := startAuthCache(ctx, cfg, auth, log, tel)
+	if err != nil {
+		return err
+	}
+	defer stopAuthCache()
 	srv, err := api.New(api.Config{
-		Auth:             &tenancy.Authenticator{Store: store},
+		Auth:             auth,
+		AuthSync:         authSync,
 		Policy:           engine,
 		Store:            store,
 		TracerProvider:   tel.Tracer,

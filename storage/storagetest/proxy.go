@@ -1,7 +1,6 @@
 package storagetest
 
 import (
-	"io"
 	"net"
 	"net/url"
 	"strings"
@@ -40,6 +39,7 @@ type Proxy struct {
 	mu            sync.Mutex
 	conns         map[net.Conn]net.Conn // client side -> server side
 	armed         map[net.Conn]func() bool
+	stalled       map[net.Conn]bool
 }
 
 // NewProxy starts a proxy in front of the database at dbURL (a TCP host or
@@ -50,7 +50,7 @@ func NewProxy(t testing.TB, dbURL string) *Proxy {
 	if err != nil {
 		t.Fatalf("storagetest: proxy: %v", err)
 	}
-	p := &Proxy{network: "tcp", addr: u.Host, conns: map[net.Conn]net.Conn{}, armed: map[net.Conn]func() bool{}}
+	p := &Proxy{network: "tcp", addr: u.Host, conns: map[net.Conn]net.Conn{}, armed: map[net.Conn]func() bool{}, stalled: map[net.Conn]bool{}}
 	q := u.Query()
 	if h := q.Get("host"); strings.HasPrefix(h, "/") {
 		p.network, p.addr = "unix", h
@@ -95,11 +95,12 @@ func (p *Proxy) accept() {
 func (p *Proxy) relay(client, server net.Conn) {
 	done := make(chan struct{}, 2)
 	go func() { p.forward(server, client); done <- struct{}{} }()
-	go func() { _, _ = io.Copy(client, server); done <- struct{}{} }()
+	go func() { p.back(client, server); done <- struct{}{} }()
 	<-done
 	p.mu.Lock()
 	delete(p.conns, client)
 	delete(p.armed, client)
+	delete(p.stalled, client)
 	p.mu.Unlock()
 	_ = client.Close()
 	_ = server.Close()
@@ -119,6 +120,9 @@ func (p *Proxy) forward(server, client net.Conn) {
 			p.mu.Unlock()
 			if action != nil && !action() {
 				return
+			}
+			if p.isStalled(client) {
+				continue
 			}
 			if _, werr := server.Write(buf[:n]); werr != nil {
 				return
@@ -153,6 +157,41 @@ func (p *Proxy) OnNextSend(fn func()) int {
 	defer p.mu.Unlock()
 	for client := range p.conns {
 		p.armed[client] = func() bool { fn(); return true }
+	}
+	return len(p.conns)
+}
+
+// back copies what the server sends to the client, unless the connection
+// is stalled.
+func (p *Proxy) back(client, server net.Conn) {
+	buf := make([]byte, 32<<10)
+	for {
+		n, err := server.Read(buf)
+		if n > 0 && !p.isStalled(client) {
+			if _, werr := client.Write(buf[:n]); werr != nil {
+				return
+			}
+		}
+		if err != nil {
+			return
+		}
+	}
+}
+
+func (p *Proxy) isStalled(client net.Conn) bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.stalled[client]
+}
+
+// StallAll makes every open connection silent without closing it, as a
+// network partition does: from now on what either side sends is dropped,
+// and neither side learns it. It returns how many it stalled.
+func (p *Proxy) StallAll() int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for client := range p.conns {
+		p.stalled[client] = true
 	}
 	return len(p.conns)
 }
