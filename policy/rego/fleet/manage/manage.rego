@@ -165,6 +165,17 @@ grand_manager_id := g if {
 	g := input.target.chain[1].id
 } else := null
 
+# Equivalent mutants of `policy test --mutate` (docs/policy.md §11.2): the
+# guards `some _ in immutable`, `some _ in not_held`, `some _ in not_owned`
+# and `not permissions_within` restate what their branch's value already
+# needs (immutable[0], not_held[0], not_owned[0], uncovered[0]; uncovered
+# is always defined and permissions_within is count(uncovered) == 0):
+# without them the value is undefined when the list is empty, and Rego then
+# goes on to the next else, exactly as when the guard fails.
+# mutation: equivalent 03ef84bb7c21 body → true (immutable_field): immutable[0] in the value needs `some _ in immutable`
+# mutation: equivalent d999536ceeef body → true (privilege_not_held): not_held[0] in the value needs `some _ in not_held`
+# mutation: equivalent c1c1380524fb body → true (device_not_owned): not_owned[0] in the value needs `some _ in not_owned`
+# mutation: equivalent 91d835e72fbb delete `not permissions_within` (exceeds_token permissions): uncovered[0] in the value needs it
 decision := deny("unknown_action", "the management action is not known", {"action": action}) if {
 	# object.get, not input.action: the operand of `in` is evaluated
 	# outside the `not`, so a missing action would make this undefined
@@ -252,6 +263,16 @@ create_at_top if {
 # may_create: the caller may create an account of change.type under
 # input.target (DESIGN §9, strictly downward). change.manager_id must name
 # the target.
+#
+# Equivalent mutants: may_create is read only in the not_below_caller
+# branch of decision. Every rule below that has under_target needs a target
+# with a numeric id, so create_at_top is false there and the outside_scope
+# branch has already denied the request unless in_scope holds, and both
+# in_scope rules need usable (through unrestricted or manages). Their
+# `usable` states the rule on its own; deleting it cannot change a decision.
+# mutation: equivalent c99bced0ab8d delete `usable` (manager creates a user under itself): in_scope, checked first, needs usable
+# mutation: equivalent 822fcf46a2d6 delete `usable` (manager creates a subaccount under its user): in_scope, checked first, needs usable
+# mutation: equivalent 30ec424e5169 delete `usable` (user creates a subaccount under itself): in_scope, checked first, needs usable
 may_create if {
 	unrestricted
 	input.change.type in {"manager", "user"}
@@ -292,6 +313,14 @@ may_create if {
 }
 
 # under_target: the new account's manager_id is the target.
+#
+# Equivalent mutants: under_target is read only by may_create in the
+# not_below_caller branch, which a request reaches either at the top
+# (input.target is null, so input.target.id is undefined and the equality
+# fails anyway) or with in_scope, whose target_known already requires both
+# input.target.id and input.target.manager_id to be numbers.
+# mutation: equivalent 8acb6c434e90 delete `is_number(input.target.id)`: target_known (in_scope, checked first) requires it, and a null target has no id
+# mutation: equivalent 4059f495ad59 is_number(input.target.id) → is_number(input.target.manager_id): target_known requires both, and a null target has neither
 under_target if {
 	is_number(input.target.id)
 	input.change.manager_id == input.target.id
@@ -343,6 +372,11 @@ held := all_privileges if {
 # not_held are the privileges an account.create or account.update asks to
 # set that the caller does not hold (or that do not exist), sorted. A
 # privilege list that is not a list of strings counts as not held.
+#
+# Equivalent mutant: decision reads not_held only as `some _ in not_held`
+# and not_held[0], which are undefined alike for [] and for an undefined
+# not_held; the final `else := []` only makes the rule total for readers.
+# mutation: equivalent 62f2dbce1866 `else := []` → never: an undefined not_held and [] are read alike (`some _ in`, [0])
 not_held := sort([p |
 	some p in object.get(input.change, "privileges", [])
 	not p in held
@@ -356,6 +390,10 @@ not_held := sort([p |
 # not_owned are the devices of a grants.replace that the target's parent
 # does not own, sorted; a device list that is not a list counts as not
 # owned.
+#
+# Equivalent mutant: as for not_held, decision reads not_owned only as
+# `some _ in not_owned` and not_owned[0].
+# mutation: equivalent 3d796be28cb7 `else := []` → never: an undefined not_owned and [] are read alike (`some _ in`, [0])
 not_owned := sort([d |
 	input.action == "grants.replace"
 	some d in input.change.imei
@@ -372,6 +410,10 @@ uncovered := sort([p | some p in input.change.permissions; not covered(p)]) if {
 	is_array(input.change.permissions)
 } else := ["(not a list)"]
 
+# Equivalent mutant: the exceeds_token branch that reads `not
+# permissions_within` also needs uncovered[0] (see decision), so a
+# permissions_within that never holds leaves every decision as it is.
+# mutation: equivalent 7dacaa2641c6 body → false: the branch's value uncovered[0] is undefined exactly when permissions_within holds
 permissions_within if count(uncovered) == 0
 
 # covered(p): "*" covers every permission, "METHOD *" every route of that
@@ -388,6 +430,14 @@ covered(p) if {
 
 # expiry_within: the new token expires no later than the creating one
 # (null: never).
+#
+# Equivalent mutants: time.parse_rfc3339_ns of a value that is not a string
+# is a builtin error, which makes the expression undefined (fleetapi, like
+# `opa test` and `opa eval`, evaluates without strict builtin errors), so
+# the rule fails as it does on the guard. The guards keep the rule failing
+# closed, rather than raising an error, under strict builtin errors.
+# mutation: equivalent 7dc5f698b245 delete `is_string(input.change.expires_at)`: time.parse_rfc3339_ns of a non-string is undefined (non-strict builtin errors)
+# mutation: equivalent 625f2f0218b1 delete `is_string(input.token.expires_at)`: time.parse_rfc3339_ns of a non-string is undefined (non-strict builtin errors)
 expiry_within if input.token.expires_at == null
 
 expiry_within if {

@@ -3,8 +3,11 @@ package fleet.manage_test
 import data.fleet.manage
 
 # The tree of the tests: two tenants under no manager, an admin, a user at
-# the top, and odd shapes (a manager under a manager, a subaccount under a
-# manager). up lists the accounts above, nearest first.
+# the top, a user directly under the admin, and odd shapes the API does not
+# create but the scope must still answer for (a manager under a manager, a
+# subaccount under a manager, a user under a user and its subaccount, a
+# subaccount under a subaccount and its own). up lists the accounts above,
+# nearest first.
 tree := {
 	1: {"type": "admin", "manager_id": 0, "up": []},
 	2: {"type": "manager", "manager_id": 0, "up": []},
@@ -20,6 +23,11 @@ tree := {
 	14: {"type": "manager", "manager_id": 2, "up": [2]},
 	15: {"type": "user", "manager_id": 14, "up": [14, 2]},
 	16: {"type": "subaccount", "manager_id": 2, "up": [2]},
+	17: {"type": "user", "manager_id": 1, "up": [1]},
+	18: {"type": "user", "manager_id": 3, "up": [3, 2]},
+	19: {"type": "subaccount", "manager_id": 18, "up": [18, 3, 2]},
+	20: {"type": "subaccount", "manager_id": 5, "up": [5, 3, 2]},
+	21: {"type": "subaccount", "manager_id": 20, "up": [20, 5, 3, 2]},
 }
 
 chain(id) := [{"id": c, "type": tree[c].type, "active": true, "expired": false, "read_only": false} | some c in tree[id].up]
@@ -95,17 +103,17 @@ test_scope_manager if {
 }
 
 test_scope_user if {
+	# itself and its subaccounts; not a user placed under it (18), that
+	# user's subaccount (19), nor a subaccount of its subaccount (20)
 	managed_ids(caller(3)) == {3, 5}
 	managed_ids(caller(12)) == {12, 13}
+	managed_ids(caller(17)) == {17}
 }
 
 test_scope_subaccount if {
+	# itself only, even with accounts placed under it (20) and under those (21)
 	managed_ids(caller(5)) == {5}
-}
-
-test_scope_user_not_a_non_subaccount_below if {
-	# a user does not manage a user placed under it
-	not managed(caller(3), 99) with tree as object.union(tree, {99: {"type": "user", "manager_id": 3, "up": [3, 2]}})
+	managed_ids(caller(20)) == {20}
 }
 
 test_scope_unusable_caller_manages_nothing if {
@@ -148,6 +156,34 @@ test_outside_scope_malformed_target if {
 	denied(d, "outside_scope")
 }
 
+# malformed_targets are a target the caller manages, by the caller's own id
+# (user 3 on itself) or by its manager_id (manager 2 on its user 3), with
+# one fact missing or of the wrong type.
+malformed_targets := [
+	[3, {"id": 3, "manager_id": null, "type": "user"}],
+	[3, {"id": 3, "manager_id": "2", "type": "user"}],
+	[3, {"id": 3, "manager_id": 2, "type": null}],
+	[3, {"id": 3, "manager_id": 2}],
+	[2, {"id": "3", "manager_id": 2, "type": "user"}],
+	[2, {"id": null, "manager_id": 2, "type": "user"}],
+	[2, {"manager_id": 2, "type": "user"}],
+]
+
+test_outside_scope_malformed_target_fails_closed if {
+	# a well-formed target in the same place is managed
+	decide(caller(3), "token.revoke", 3, {}).allow
+	decide(caller(2), "token.revoke", 3, {}).allow
+
+	# id, manager_id and type are each checked, whatever else matches
+	every m in malformed_targets {
+		d := manage.decision with input as {
+			"account": caller(m[0]), "token": token, "action": "token.revoke",
+			"target": object.union(m[1], {"chain": chain(3)}), "change": {},
+		}
+		denied(d, "outside_scope")
+	}
+}
+
 # --- not_below_caller ---
 
 create(c, type, under) := decide(c, "account.create", under, {"type": type, "manager_id": manager_of(under), "username": "n"})
@@ -161,10 +197,19 @@ test_admin_creates_managers_and_users if {
 	create(caller(1), "user", null).allow
 	create(caller(1), "user", 2).allow
 	create(caller(1), "manager", 2).allow
+	create(caller(1), "user", 14).allow
 	denied(create(caller(1), "subaccount", 3), "not_below_caller")
 	denied(create(caller(1), "subaccount", null), "not_below_caller")
 	denied(create(caller(1), "user", 3), "not_below_caller")
 	denied(create(caller(1), "user", 1), "not_below_caller")
+
+	# under a manager, only managers and users
+	denied(create(caller(1), "subaccount", 2), "not_below_caller")
+	denied(create(caller(1), "admin", 2), "not_below_caller")
+
+	# no subaccount even under a user directly under the admin
+	denied(create(caller(1), "subaccount", 17), "not_below_caller")
+	denied(create(caller(1), "user", 17), "not_below_caller")
 }
 
 test_manager_creates_users_and_their_subaccounts if {
@@ -199,12 +244,58 @@ test_nobody_creates_an_admin if {
 	}
 }
 
+# allowed_creates are the creations DESIGN §9 allows, as [caller, type,
+# the account it is created under (null: at the top)].
+allowed_creates := [
+	[1, "manager", null],
+	[1, "user", null],
+	[1, "manager", 2],
+	[1, "user", 2],
+	[2, "user", 2],
+	[2, "subaccount", 3],
+	[3, "subaccount", 3],
+	[12, "subaccount", 12],
+]
+
+test_allowed_creates if {
+	every c in allowed_creates {
+		create(caller(c[0]), c[1], c[2]).allow
+	}
+}
+
 test_create_manager_id_must_name_the_target if {
-	denied(decide(caller(2), "account.create", 2, {"type": "user", "manager_id": 3}), "not_below_caller")
-	denied(decide(caller(1), "account.create", null, {"type": "user", "manager_id": 2}), "not_below_caller")
-	denied(decide(caller(2), "account.create", 2, {"type": "user"}), "not_below_caller")
-	d := create(caller(3), "user", 3)
-	d.details.type == "user"
+	# manager_id must be the target's id (0 at the top) for every creation
+	# that is otherwise allowed: another account, 0 under an account, a
+	# number as a string, null or nothing are refused
+	every c in allowed_creates {
+		others := [m | some m in [0, 2, 3, 9, 12, null, "0", "2", "3"]; m != manager_of(c[2])]
+		count(others) == 8
+		every m in others {
+			denied(decide(caller(c[0]), "account.create", c[2], {"type": c[1], "manager_id": m, "username": "n"}), "not_below_caller")
+		}
+		denied(decide(caller(c[0]), "account.create", c[2], {"type": c[1], "username": "n"}), "not_below_caller")
+	}
+}
+
+test_create_denial_details if {
+	# details.type is the type asked for, not the caller's
+	d := create(caller(3), "manager", 3)
+	d.details == {"reason": "not_below_caller", "type": "manager"}
+	create(caller(2), "subaccount", 2).details.type == "subaccount"
+	e := decide(caller(3), "account.create", 3, {"manager_id": 3})
+	e.details == {"reason": "not_below_caller", "type": null}
+}
+
+test_manager_creates_subaccounts_only_under_its_own_users if {
+	# the target's own facts are checked, not only its place in the
+	# management scope: the manager itself presented as a user of another
+	# manager (in scope by its id) is not one of its users
+	forged := {"id": 2, "type": "user", "manager_id": 9, "chain": chain(10)}
+	d := manage.decision with input as {
+		"account": caller(2), "token": token, "action": "account.create",
+		"target": forged, "change": {"type": "subaccount", "manager_id": 2, "username": "n"},
+	}
+	denied(d, "not_below_caller")
 }
 
 test_create_by_unusable_caller if {
@@ -224,9 +315,15 @@ test_objects_not_for_subaccounts if {
 	d := decide(caller(3), "object.create", 5, {"imei": "A1"})
 	denied(d, "wrong_target_type")
 	d.details.target_type == "subaccount"
+	denied(decide(caller(1), "object.create", 16, {"imei": "A1"}), "wrong_target_type")
+
+	# devices are registered for admins, managers and users
 	decide(caller(3), "object.create", 3, {"imei": "A1"}).allow
 	decide(caller(2), "object.create", 4, {"imei": "A1"}).allow
 	decide(caller(1), "object.create", 1, {"imei": "A1"}).allow
+	decide(caller(2), "object.create", 2, {"imei": "A1"}).allow
+	decide(caller(2), "object.create", 14, {"imei": "A1"}).allow
+	decide(caller(1), "object.create", 9, {"imei": "A1"}).allow
 }
 
 # --- immutable_field ---
@@ -285,6 +382,20 @@ test_privileges_subset if {
 	denied(d, "privilege_not_held")
 	d.details.privilege == "admin"
 	denied(decide(caller(3), "account.update", 5, {"privileges": "reports"}), "privilege_not_held")
+	e := decide(caller(3), "account.create", 3, object.union(create_sub, {"privileges": "reports"}))
+	denied(e, "privilege_not_held")
+	e.details.privilege == "(not a list)"
+}
+
+test_admin_manager_user_hold_both_privileges if {
+	# whatever their own privilege list says (the API stores none for them)
+	every c in [1, 2, 3] {
+		every own in [[], ["reports"], ["event_notifications"]] {
+			manage.held == ["event_notifications", "reports"] with input as {"account": caller_with(c, own)}
+			decide(caller_with(c, own), "account.update", 5, {"privileges": ["reports", "event_notifications"]}).allow
+		}
+	}
+	decide(caller_with(2, []), "account.create", 3, {"type": "subaccount", "manager_id": 3, "username": "n", "privileges": ["event_notifications"]}).allow
 }
 
 test_subaccount_holds_only_its_own if {
@@ -388,6 +499,19 @@ test_token_rate_limit if {
 	denied(mint(["*"], "2026-06-01T00:00:00Z", "100"), "exceeds_token")
 }
 
+test_token_rate_limit_creator_malformed if {
+	# a creating token's limit that is not a number covers nothing (a string
+	# sorts above every number in Rego)
+	every limit in ["100", true, {}] {
+		d := manage.decision with input as {
+			"account": caller(3), "token": object.union(token, {"rate_limit": limit}), "action": "token.create",
+			"target": target(3), "change": {"permissions": ["*"], "expires_at": token.expires_at, "rate_limit": 1},
+		}
+		denied(d, "exceeds_token")
+		d.details.field == "rate_limit"
+	}
+}
+
 test_token_rate_limit_creator_unlimited if {
 	d := manage.decision with input as {
 		"account": caller(3), "token": object.union(token, {"rate_limit": null}), "action": "token.create",
@@ -410,6 +534,58 @@ test_revoke_in_scope if {
 		decide(caller(c), "token.revoke", c, {}).allow
 	}
 	decide(caller(2), "token.revoke", 5, {}).allow
+}
+
+# --- each reason belongs to its actions ---
+
+# baseline are, per action, a caller, a target and a change that are
+# allowed.
+baseline := {
+	"account.create": [3, 3, {"type": "subaccount", "manager_id": 3, "username": "n"}],
+	"account.update": [3, 5, {"email": "s@example.com"}],
+	"grants.replace": [3, 5, {"imei": []}],
+	"object.create": [3, 3, {"imei": "A1", "name": "van"}],
+	"token.create": [3, 5, {"permissions": ["GET /services"], "expires_at": token.expires_at, "rate_limit": 1}],
+	"token.revoke": [3, 5, {}],
+}
+
+# decide_with is the decision on action act's baseline with extra fields in
+# its change and no device of the parent on its target.
+decide_with(act, extra) := d if {
+	b := baseline[act]
+	d := manage.decision with input as {
+		"account": caller(b[0]), "token": token, "action": act,
+		"target": object.union(target(b[1]), {"owned_imei": []}),
+		"change": object.union(b[2], extra),
+	}
+}
+
+account_writes := {"account.create", "account.update"}
+
+test_baselines_allowed if {
+	every act in manage.actions {
+		decide_with(act, {}).allow
+	}
+	count(baseline) == count(manage.actions)
+}
+
+test_privileges_only_for_account_writes if {
+	# privileges in the change of another action are not granted by it
+	every act in account_writes {
+		denied(decide_with(act, {"privileges": ["bogus"]}), "privilege_not_held")
+		denied(decide_with(act, {"privileges": "reports"}), "privilege_not_held")
+	}
+	every act in manage.actions - account_writes {
+		decide_with(act, {"privileges": ["bogus"]}).allow
+	}
+}
+
+test_devices_only_for_grants if {
+	# a device list in the change of another action grants nothing
+	denied(decide_with("grants.replace", {"imei": ["X"]}), "device_not_owned")
+	every act in manage.actions - {"grants.replace"} {
+		object.get(decide_with(act, {"imei": ["X"]}), ["details", "reason"], null) != "device_not_owned"
+	}
 }
 
 # --- precedence ---
