@@ -228,7 +228,11 @@ func TestManagementInputSchema(t *testing.T) {
 	grants.Action = ActionGrantsReplace
 	grants.Target = &TargetInput{ID: 5, Type: "subaccount", ManagerID: 3, OwnedIMEI: []string{"A"}}
 	grants.Change = map[string]any{"imei": []string{"A", "B"}}
-	for i, in := range []ManagementInput{create, top, grants} {
+	object := NewManagementInput(p, today, 1200)
+	object.Action = ActionObjectCreate
+	object.Target = NewTargetInput(p.Account, p.Ancestors, today)
+	object.Change = map[string]any{"imei": "356938035643809", "name": "Truck 7", "account_id": int64(3)}
+	for i, in := range []ManagementInput{create, top, grants, object} {
 		v, err := in.value()
 		if err != nil {
 			t.Fatal(err)
