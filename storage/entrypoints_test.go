@@ -28,16 +28,20 @@ var unscopedStore = map[string]string{
 	"ListTokens":           "tokens: the CLI",
 	"RevokeToken":          "tokens: the CLI",
 	"WithReplicas":         "routing configuration: no table",
+	"ActivePrincipals":     "tokens and accounts: policy diff's callers (a trusted CLI job), before any scope exists",
+	"AccountPrincipals":    "accounts: policy diff's accounts (a trusted CLI job), whose scopes it then compiles",
 }
 
 // unscopedFuncs are the exported functions of package storage that take a
 // database handle (*Store, bun.IDB, *bun.DB, bun.Tx) but no policy.Scope,
 // each with the reason it may.
 var unscopedFuncs = map[string]string{
-	"NewStore":    "wraps a handle; every query goes through its methods",
-	"Migrator":    "schema migrations: no rows",
-	"Migrate":     "schema migrations: no rows",
-	"NewReplicas": "replica health checks: WAL positions, no table",
+	"NewStore":           "wraps a handle; every query goes through its methods",
+	"Migrator":           "schema migrations: no rows",
+	"Migrate":            "schema migrations: no rows",
+	"NewReplicas":        "replica health checks: WAL positions, no table",
+	"SuspendRowCounting": "generate's bulk load (a trusted job): disables the counting triggers in its own transaction",
+	"ResumeRowCounting":  "generate's bulk load (a trusted job): recounts every account's rows, as the migration's backfill does",
 }
 
 var scopeType = reflect.TypeFor[policy.Scope]()
