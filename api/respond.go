@@ -24,7 +24,7 @@ func encodeJSON(w io.Writer, v any) error {
 
 // writeJSON writes v as the JSON response body with the given status.
 func writeJSON(w http.ResponseWriter, status int, v any) {
-	w.Header().Set("Content-Type", "application/json")
+	w.Header()["Content-Type"] = valueJSON
 	w.WriteHeader(status)
 	_ = encodeJSON(w, v)
 }
