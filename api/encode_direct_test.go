@@ -42,7 +42,53 @@ func TestAppendJSONMatchesEncoder(t *testing.T) {
 			}
 		})
 	}
-	if _, ok, _ := (&Envelope[storage.Event]{}).appendJSON(nil); ok {
-		t.Fatal("an event envelope took the list path")
+	if _, ok, _ := (&Envelope[storage.Report]{}).appendJSON(nil); ok {
+		t.Fatal("a report envelope took the hand-written path")
+	}
+}
+
+// TestAppendEventMatchesEncoder: the hand-written event envelope (GET
+// /events/{id}) is byte for byte what json.Encoder writes, for every
+// string the encoder treats specially: each byte from 0 to 255 alone,
+// invalid UTF-8, U+2028 and U+2029, HTML characters (escaped inside the
+// lists and day_time, which go through json.Marshal, kept elsewhere),
+// multi-byte runes, nil and empty lists and objects, a nested day_time,
+// negative and large numbers, and meta with and without paging.
+func TestAppendEventMatchesEncoder(t *testing.T) {
+	var strs []string
+	for c := 0; c < 256; c++ {
+		strs = append(strs, string([]byte{byte(c)}), "a"+string([]byte{byte(c)})+"z")
+	}
+	strs = append(strs, "", "\u2028", "x\u2029y", "\xff\xfe", "\xe2\x80", "é中😀", `<a href="x">&amp;</a>`, `back\slash`, "\ufffd")
+	base := exampleEvent()
+	events := []storage.Event{base, {}, {WeekDays: storage.StringList{}, DayTime: storage.JSONObject{}, IMEI: storage.StringList{}}}
+	for i, s := range strs {
+		ev := base
+		ev.EventID, ev.EmailTemplateID, ev.SMSTemplateID = int64(i)-3, -1<<63, 1<<63-1
+		ev.Type, ev.Name, ev.CheckedValue, ev.RouteTrigger, ev.ZoneTrigger = s, s+s, s, s, s
+		ev.NotifyEmailAddress, ev.NotifySMSNumber, ev.CmdGateway, ev.CmdType, ev.CmdString = s, s, s, s, s
+		ev.WeekDays, ev.IMEI, ev.Routes, ev.Zones = storage.StringList{s}, storage.StringList{s, s}, nil, storage.StringList{}
+		ev.DayTime = storage.JSONObject{"from": s, s: []any{1.5, s, map[string]any{"k": s}}}
+		ev.Active, ev.NotifySMS, ev.CmdSend = i%2 == 0, i%3 == 0, true
+		events = append(events, ev)
+	}
+	metas := []Meta{{}, {RequestID: "req-1"}, {RequestID: "<&>\u2028", Paging: &Paging{Page: 2, PerPage: 12, Total: 30, Pages: 3}}}
+	for i, ev := range events {
+		for _, success := range []bool{true, false} {
+			env := &Envelope[storage.Event]{Success: success, Data: ev, Meta: metas[i%len(metas)]}
+			got, ok, err := env.appendJSON(nil)
+			if err != nil || !ok {
+				t.Fatalf("event %d: appendJSON: %v, %v", i, ok, err)
+			}
+			var want bytes.Buffer
+			enc := json.NewEncoder(&want)
+			enc.SetEscapeHTML(false)
+			if err := enc.Encode(env); err != nil {
+				t.Fatal(err)
+			}
+			if !bytes.Equal(got, want.Bytes()) {
+				t.Fatalf("event %d:\ngot  %s\nwant %s", i, got, want.Bytes())
+			}
+		}
 	}
 }

@@ -53,7 +53,7 @@ func (s *Server) guard(next http.Handler) http.Handler {
 		if s.cfg.Policy != nil {
 			ctx = s.cfg.Policy.Pin(ctx)
 		}
-		w.Header().Set("Content-Type", "application/json")
+		w.Header()["Content-Type"] = valueJSON
 		w = frameworkHeaderScrubber{w}
 		trace.SpanFromContext(ctx).SetAttributes(attrRequestID.String(requestIDFrom(ctx)))
 		ip := s.clientIP(r)

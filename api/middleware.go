@@ -39,11 +39,31 @@ func validRequestID(id string) bool {
 	return true
 }
 
+// newRequestID returns 16 random bytes in hex, in one allocation (the
+// string).
 func newRequestID() string {
-	b := make([]byte, 16)
-	_, _ = rand.Read(b)
-	return hex.EncodeToString(b)
+	var b [16]byte
+	var x [32]byte
+	_, _ = rand.Read(b[:])
+	hex.Encode(x[:], b[:])
+	return string(x[:])
 }
+
+// setHeader sets a header whose name is already in canonical form, without
+// canonicalising it again: one allocation (the value's slice) instead of
+// Header.Set's lookup of the canonical form.
+func setHeader(h http.Header, canonicalKey, value string) {
+	h[canonicalKey] = []string{value}
+}
+
+// The values of the headers every response carries, shared by every
+// response: net/http only reads them, and a handler that sets one again
+// replaces the slice, never writes into it.
+var (
+	valueNosniff = []string{"nosniff"}
+	valueNoStore = []string{"no-store"}
+	valueJSON    = []string{"application/json"}
+)
 
 // withRequestID gives every request an id (the client's X-Request-Id when it
 // is well formed, a random one otherwise) and echoes it in the response.
@@ -53,7 +73,7 @@ func withRequestID(next http.Handler) http.Handler {
 		if !validRequestID(id) {
 			id = newRequestID()
 		}
-		w.Header().Set("X-Request-Id", id)
+		setHeader(w.Header(), "X-Request-Id", id)
 		next.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), requestIDKey{}, id)))
 	})
 }
@@ -85,8 +105,8 @@ func (s *Server) withRecovery(next http.Handler) http.Handler {
 func withResponseHeaders(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		h := w.Header()
-		h.Set("X-Content-Type-Options", "nosniff")
-		h.Set("Cache-Control", "no-store")
+		h["X-Content-Type-Options"] = valueNosniff
+		h["Cache-Control"] = valueNoStore
 		next.ServeHTTP(w, r)
 	})
 }

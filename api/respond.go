@@ -24,7 +24,7 @@ func encodeJSON(w io.Writer, v any) error {
 
 // writeJSON writes v as the JSON response body with the given status.
 func writeJSON(w http.ResponseWriter, status int, v any) {
-	w.Header().Set("Content-Type", "application/json")
+	w.Header()["Content-Type"] = valueJSON
 	w.WriteHeader(status)
 	_ = encodeJSON(w, v)
 }
@@ -80,7 +80,7 @@ func (s *Server) sendJSON(w http.ResponseWriter, r *http.Request, ans any) error
 		span.SetAttributes(attrResultCount.Int(n))
 		trace.SpanFromContext(r.Context()).SetAttributes(attrResultCount.Int(n))
 	}
-	err := encodeBody(w, ans)
+	err := s.encodeBody(w, ans)
 	if err != nil {
 		span.SetStatus(codes.Error, "encode")
 		span.RecordError(err)
@@ -88,19 +88,30 @@ func (s *Server) sendJSON(w http.ResponseWriter, r *http.Request, ans any) error
 	return err
 }
 
-// encodeBody writes a success body: lists of service records by hand
-// (encode_direct.go), everything else through encodeJSON.
-func encodeBody(w io.Writer, ans any) error {
+// encodeBody writes a success body: lists of service records and single
+// event rules by hand (encode_direct.go), in a buffer the server reuses,
+// everything else through encodeJSON.
+func (s *Server) encodeBody(w io.Writer, ans any) error {
 	if d, ok := ans.(interface {
 		appendJSON([]byte) ([]byte, bool, error)
 	}); ok {
-		b, done, err := d.appendJSON(nil)
+		bp := s.bodies.Get().(*[]byte)
+		b, done, err := d.appendJSON((*bp)[:0])
+		if done && err == nil {
+			_, err = w.Write(b)
+		}
+		// Keep buffers of ordinary responses for the next one; a large
+		// page's is left to the collector.
+		if cap(b) <= maxPooledBody {
+			*bp = b
+			s.bodies.Put(bp)
+		}
 		if done {
-			if err == nil {
-				_, err = w.Write(b)
-			}
 			return err
 		}
 	}
 	return encodeJSON(w, ans)
 }
+
+// maxPooledBody is the largest response buffer kept for reuse.
+const maxPooledBody = 64 << 10

@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"net/http"
 	"net/netip"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -128,6 +129,9 @@ type Server struct {
 	handler http.Handler
 	limiter ratelimit.Limiter
 	metrics *metrics
+	// bodies are the buffers the hand-written encodings write into
+	// (encodeBody), reused from one response to the next.
+	bodies sync.Pool
 	// openapi is the published OpenAPI document (openapi_doc.go).
 	openapi []byte
 	// draining is set when shutdown begins: /readyz answers 503 so that a
@@ -173,6 +177,7 @@ func New(cfg Config) (*Server, error) {
 		return nil, err
 	}
 	s := &Server{cfg: cfg, log: cfg.Logger, tracer: cfg.TracerProvider.Tracer(TracerName), limiter: cfg.Limiter, metrics: m}
+	s.bodies.New = func() any { return new([]byte) }
 	s.fuego = fuego.NewServer(
 		fuego.WithoutStartupMessages(),
 		fuego.WithLoggingMiddleware(fuego.LoggingConfig{DisableRequest: true, DisableResponse: true}),

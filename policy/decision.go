@@ -50,7 +50,11 @@ func (e *snapshot) Decide(ctx context.Context, in Input) (Decision, error) {
 		code = "ALLOW"
 	}
 	span.SetAttributes(attribute.String("fleet.decision.code", code))
-	e.decisions.Add(ctx, 1, metric.WithAttributes(attribute.String("code", code)))
+	if code == "ALLOW" {
+		e.decisions.Add(ctx, 1, allowOption)
+	} else {
+		e.decisions.Add(ctx, 1, metric.WithAttributes(attribute.String("code", code)))
+	}
 	e.logDecision(ctx, in, d, elapsed, cached, nil)
 	return d, nil
 }
@@ -112,3 +116,7 @@ func single(rs rego.ResultSet) any {
 	}
 	return rs[0].Expressions[0].Value
 }
+
+// allowOption is the attribute set of an allowing decision in
+// fleet.policy.decisions, built once (most decisions allow).
+var allowOption = metric.WithAttributeSet(attribute.NewSet(attribute.String("code", "ALLOW")))
