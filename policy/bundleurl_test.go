@@ -3,11 +3,14 @@ package policy
 import (
 	"context"
 	"fmt"
+	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
+	"time"
 )
 
 // bundleServer serves one bundle at a time with an ETag, answering
@@ -140,4 +143,63 @@ func retamper(t *testing.T, files map[string]string, revision, key string) []byt
 		signedOver.Modules = append(signedOver.Modules, moduleFile(name, src))
 	}
 	return writeBundle(t, signedOver)
+}
+
+// TestBundlePollLogsOnce: a bundle URL polled by Watch logs each outcome
+// once — a refused (tampered) bundle one "policy reload refused" line and
+// no second line repeating its error, a failed fetch one "policy bundle
+// poll" line that is not counted as a refusal. Before the fix, Watch
+// logged every refusal a second time as "policy bundle poll".
+func TestBundlePollLogsOnce(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	keys := newTestKeys(t)
+	verify, err := LoadBundleVerification(keys.publicPEM)
+	if err != nil {
+		t.Fatal(err)
+	}
+	files := embeddedRego(t)
+	srv := &bundleServer{}
+	srv.set(buildBundle(t, files, "r1", keys.private), `"e1"`)
+	var notFound atomic.Bool
+	ts := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if notFound.Load() {
+			http.NotFound(w, r)
+			return
+		}
+		srv.ServeHTTP(w, r)
+	}))
+	defer ts.Close()
+	var logs syncBuffer
+	e := newEngine(t, Options{BundleURL: ts.URL + "/fleet.tar.gz", BundleVerification: verify, HTTPClient: ts.Client(),
+		Logger: slog.New(slog.NewJSONHandler(&logs, nil))})
+	rev := e.Revision()
+	done := make(chan struct{})
+	go func() { e.Watch(ctx, 5*time.Millisecond); close(done) }()
+
+	srv.set(retamper(t, files, "r2", keys.private), `"e2"`)
+	waitFor(t, "the tampered bundle to be refused", func() bool {
+		return strings.Contains(logs.String(), `"msg":"policy reload refused"`)
+	}, &logs)
+	notFound.Store(true)
+	waitFor(t, "the failed fetch to be logged", func() bool {
+		return strings.Contains(logs.String(), `"msg":"policy bundle poll"`)
+	}, &logs)
+	cancel()
+	<-done
+	out := logs.String()
+	if n := strings.Count(out, "digest mismatch"); n != 1 {
+		t.Errorf("the tampered bundle's error is logged %d times, want once:\n%s", n, out)
+	}
+	if n := strings.Count(out, `"msg":"policy reload refused"`); n != 1 {
+		t.Errorf("%d refusals logged, want 1 (a failed fetch is not a refusal):\n%s", n, out)
+	}
+	for _, line := range strings.Split(out, "\n") {
+		if strings.Contains(line, `"msg":"policy bundle poll"`) && !strings.Contains(line, "404") {
+			t.Errorf("a poll line without the failed fetch's status: %s", line)
+		}
+	}
+	if e.Revision() != rev {
+		t.Errorf("revision %s, want %s kept", e.Revision(), rev)
+	}
 }

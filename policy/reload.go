@@ -5,7 +5,6 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
-	"errors"
 	"fmt"
 	"io"
 	"io/fs"
@@ -41,7 +40,10 @@ type ReloadResult struct {
 // that fails any check is refused: the error says why, it is logged with
 // the trigger (e.g. "SIGHUP", "watch"), counted in
 // fleet.policy.reloads{result="refused"}, and the old set keeps serving.
-// A source that has not changed (same revision, or 304 Not Modified)
+// A bundle URL that answers no bundle (a network error, a status other
+// than 200 or 304) is not a refusal: it is logged as "policy bundle poll",
+// counted with result="error", and retried at the next poll. Every
+// outcome is logged once. A source that has not changed (same revision, or 304 Not Modified)
 // swaps nothing. The embedded set never changes.
 func (e *Engine) Reload(ctx context.Context, trigger string) (ReloadResult, error) {
 	e.reloadMu.Lock()
@@ -53,6 +55,18 @@ func (e *Engine) Reload(ctx context.Context, trigger string) (ReloadResult, erro
 	if e.opts.BundleURL != "" {
 		var changed bool
 		set, changed, err = e.fetchBundle(ctx)
+		if err != nil && !changed {
+			if ctx.Err() != nil {
+				return ReloadResult{Previous: prev, Revision: prev}, err // shutting down
+			}
+			// No bundle was received (network error, another status):
+			// nothing to refuse; logged once here, retried at the next poll.
+			e.reloads.Add(ctx, 1, metric.WithAttributes(attribute.String("result", "error")))
+			e.logger.LogAttrs(ctx, slog.LevelWarn, "policy bundle poll",
+				slog.String("trigger", trigger), slog.String("source", e.sourceName()),
+				slog.String("policy_revision", prev), slog.String("error", err.Error()))
+			return ReloadResult{Previous: prev, Revision: prev}, err
+		}
 		if err == nil && !changed {
 			return ReloadResult{Previous: prev, Revision: prev}, nil
 		}
@@ -165,9 +179,8 @@ func (e *Engine) Watch(ctx context.Context, interval time.Duration) {
 		case <-ticker.C:
 		}
 		if e.opts.BundleURL != "" {
-			if _, err := e.Reload(ctx, "poll"); err != nil && !errors.Is(err, context.Canceled) {
-				e.logger.LogAttrs(ctx, slog.LevelWarn, "policy bundle poll", slog.String("error", err.Error()))
-			}
+			// Reload logs every outcome once (a refusal, a failed fetch).
+			_, _ = e.Reload(ctx, "poll")
 			continue
 		}
 		fp, err := sourceFingerprint(e.opts.Dir)
