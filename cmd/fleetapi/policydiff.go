@@ -149,6 +149,11 @@ also when NEW only narrows access; 1 on failure; 2 for a usage mistake.`)
 	if err := cmd.args(2, 2); err != nil {
 		return err
 	}
+	if cmd.set("database-url") && strings.TrimSpace(dbURL) == "" {
+		// An unset shell variable must not turn a database run into a
+		// synthetic one without a word.
+		return usagef(cmd.name, "%s: --database-url is empty (leave the flag out to compare synthetic principals)", cmd.name)
+	}
 	oldPath, newPath := cmd.fs.Arg(0), cmd.fs.Arg(1)
 	oldE, err := diffEngine(ctx, "OLD", oldPath)
 	if err != nil {

@@ -503,6 +503,14 @@ func TestPolicyDiffRefusesBrokenSet(t *testing.T) {
 	if code := mainWith(context.Background(), []string{"policy", "diff", good}, envOf(nil), &out, &errOut); code != exitUsage {
 		t.Fatalf("one argument: exit %d", code)
 	}
+	// An empty --database-url (an unset shell variable) is a usage
+	// mistake, not a quiet switch to synthetic principals.
+	for _, empty := range []string{"", " "} {
+		errOut = syncBuffer{}
+		if code := mainWith(context.Background(), []string{"policy", "diff", "--database-url", empty, good, good}, envOf(nil), &out, &errOut); code != exitUsage || !strings.Contains(errOut.String(), "--database-url is empty") {
+			t.Fatalf("--database-url %q: exit %d:\n%s", empty, code, errOut.String())
+		}
+	}
 }
 
 // bundleOf writes the .rego files of the policy set dir as an OPA bundle
