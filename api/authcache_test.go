@@ -63,7 +63,10 @@ func newCachedReplica(t *testing.T, db *storagetest.DB, opts replicaOptions) *ca
 	}
 	r.cache = tenancy.NewPrincipalCache(opts.cacheSize, opts.maxAge)
 	lctx, cancel := context.WithCancel(ctx)
-	r.listener = storage.NewAuthListener(db.URL, r.cache, storage.AuthListenerOptions{
+	// LISTEN needs a session of its own: directly on PostgreSQL, never
+	// through the test's transaction pooler (as FLEET_DATABASE_LISTEN_URL
+	// in production).
+	r.listener = storage.NewAuthListener(db.DirectURL, r.cache, storage.AuthListenerOptions{
 		ApplicationName: r.name,
 		MinBackoff:      10 * time.Millisecond,
 		// The tests do not test the ping: a loaded machine must not make it

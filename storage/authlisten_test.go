@@ -63,7 +63,7 @@ func authBench(b *testing.B, cached bool) (*tenancy.Authenticator, string) {
 	a := &tenancy.Authenticator{Store: store}
 	if cached {
 		a.Cache = tenancy.NewPrincipalCache(0, 0)
-		l := storage.NewAuthListener(db.URL, a.Cache, storage.AuthListenerOptions{})
+		l := storage.NewAuthListener(db.DirectURL, a.Cache, storage.AuthListenerOptions{})
 		lctx, cancel := context.WithCancel(ctx)
 		done := make(chan struct{})
 		go func() { defer close(done); _ = l.Run(lctx) }()
@@ -118,7 +118,7 @@ func BenchmarkInvalidationDelivery(b *testing.B) {
 	store := storage.NewStore(db.DB)
 	mustLoad(b, db, `{"accounts": [{"username": "m", "type": "manager"}, {"username": "u", "type": "user", "manager": "m"}]}`)
 	cache := tenancy.NewPrincipalCache(0, 0)
-	l := storage.NewAuthListener(db.URL, cache, storage.AuthListenerOptions{})
+	l := storage.NewAuthListener(db.DirectURL, cache, storage.AuthListenerOptions{})
 	lctx, cancel := context.WithCancel(ctx)
 	done := make(chan struct{})
 	go func() { defer close(done); _ = l.Run(lctx) }()
@@ -167,7 +167,7 @@ func BenchmarkInvalidationDelivery(b *testing.B) {
 // is the ping interval plus its timeout; not asserted: no clock in tests.)
 func TestAuthListenerPartition(t *testing.T) {
 	db := storagetest.New(t)
-	proxy := storagetest.NewProxy(t, db.URL)
+	proxy := storagetest.NewProxy(t, db.DirectURL)
 	cache := tenancy.NewPrincipalCache(0, 0)
 	states := make(chan bool, 16)
 	l := storage.NewAuthListener(proxy.URL, cache, storage.AuthListenerOptions{
