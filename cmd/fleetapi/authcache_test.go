@@ -2,7 +2,6 @@ package main
 
 import (
 	"net/http"
-	"regexp"
 	"strconv"
 	"strings"
 	"testing"
@@ -37,19 +36,6 @@ func metricValue(t *testing.T, addr, name string, labels ...string) float64 {
 	return -1
 }
 
-// waitLogMatch waits for a log line matching re (the listener connects in the
-// background) and fails after 30 s.
-func waitLogMatch(t *testing.T, logs *syncBuffer, re string) {
-	t.Helper()
-	rx := regexp.MustCompile(re)
-	for deadline := time.Now().Add(30 * time.Second); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
-		if rx.MatchString(logs.String()) {
-			return
-		}
-	}
-	t.Fatalf("no log line %q in:\n%s", re, logs.String())
-}
-
 // TestServeAuthCache: serve wires the authentication cache: on by
 // default (its listener connects and known tokens are served from it),
 // off with FLEET_AUTH_CACHE_SIZE=0, and with a listener URL that cannot
@@ -81,7 +67,7 @@ func TestServeAuthCache(t *testing.T) {
 
 	t.Run("default_on", func(t *testing.T) {
 		addr, logs := startServe(t, with())
-		waitLogMatch(t, logs, `"msg":"auth cache listener connected"`)
+		waitLog(t, logs, `"msg":"auth cache listener connected"`)
 		call(t, addr)
 		if v := metricValue(t, addr, "fleet_auth_listener_connected"); v != 1 {
 			t.Errorf("fleet_auth_listener_connected %v, want 1", v)
@@ -92,7 +78,7 @@ func TestServeAuthCache(t *testing.T) {
 	})
 	t.Run("off", func(t *testing.T) {
 		addr, logs := startServe(t, with("FLEET_AUTH_CACHE_SIZE", "0"))
-		waitLogMatch(t, logs, `"msg":"auth cache off"`)
+		waitLog(t, logs, `"msg":"auth cache off"`)
 		call(t, addr)
 		if v := metricValue(t, addr, "fleet_auth_listener_connected"); v != -1 {
 			t.Errorf("fleet_auth_listener_connected %v with the cache off, want no series", v)
@@ -100,7 +86,7 @@ func TestServeAuthCache(t *testing.T) {
 	})
 	t.Run("listener_unreachable", func(t *testing.T) {
 		addr, logs := startServe(t, with("FLEET_DATABASE_LISTEN_URL", "postgres://postgres@127.0.0.1:1/none?sslmode=disable"))
-		waitLogMatch(t, logs, `auth cache listener disconnected`)
+		waitLog(t, logs, `auth cache listener disconnected`)
 		call(t, addr)
 		if v := metricValue(t, addr, "fleet_auth_listener_connected"); v != 0 {
 			t.Errorf("fleet_auth_listener_connected %v, want 0", v)
