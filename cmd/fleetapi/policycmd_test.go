@@ -12,32 +12,8 @@ import (
 	"github.com/fleetapi/fleetapi/storage/storagetest"
 )
 
-// copyDir copies the policy set to a temporary folder.
-func copyDir(t *testing.T, src string) string {
-	t.Helper()
-	dst := t.TempDir()
-	err := filepath.Walk(src, func(p string, info os.FileInfo, err error) error {
-		if err != nil {
-			return err
-		}
-		rel, _ := filepath.Rel(src, p)
-		if info.IsDir() {
-			return os.MkdirAll(filepath.Join(dst, rel), 0o755)
-		}
-		b, err := os.ReadFile(p)
-		if err != nil {
-			return err
-		}
-		return os.WriteFile(filepath.Join(dst, rel), b, 0o644)
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return dst
-}
-
 func TestPolicyCheckNamesBrokenRule(t *testing.T) {
-	dir := copyDir(t, "../../policy/rego")
+	dir := copyRego(t)
 	if out := runOK(t, nil, "policy", "check", dir); !strings.Contains(out, "ok") {
 		t.Fatalf("check of the intact copy: %s", out)
 	}

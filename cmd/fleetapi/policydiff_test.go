@@ -202,7 +202,7 @@ func dropRegoTest(t *testing.T, dir, file, name string) {
 // reportsWithoutPrivilege is the policy set that lets subaccounts use GET
 // /reports and see their granted reports without the reports privilege.
 func reportsWithoutPrivilege(t *testing.T) string {
-	dir := copyDir(t, "../../policy/rego")
+	dir := copyRego(t)
 	editPolicy(t, dir, "fleet/authz/authz.rego", "\t\"GET /reports\": \"reports\",\n", "")
 	editPolicy(t, dir, "fleet/scope/scope.rego", "reports if {\n\tholds(\"reports\")\n\tgranted(input.reports)\n}", "reports if granted(input.reports)")
 	dropRegoTest(t, dir, "fleet/authz/authz_test.rego", "test_privilege_beats_read_only")
@@ -236,7 +236,7 @@ func diffDatabase(t *testing.T) (*storagetest.DB, diffWorld) {
 // The JSON document has the documented shape.
 func TestPolicyDiffPrivilegeWidening(t *testing.T) {
 	db, w := diffDatabase(t)
-	old, wide := copyDir(t, "../../policy/rego"), reportsWithoutPrivilege(t)
+	old, wide := copyRego(t), reportsWithoutPrivilege(t)
 
 	var wantTokens []int64
 	for _, tok := range w.tokens {
@@ -372,7 +372,7 @@ func checkDiffJSONShape(t *testing.T, raw map[string]any) {
 // management scope changes.
 func TestPolicyDiffSiblingsWidening(t *testing.T) {
 	db, w := diffDatabase(t)
-	old, wide := copyDir(t, "../../policy/rego"), copyDir(t, "../../policy/rego")
+	old, wide := copyRego(t), copyRego(t)
 	editPolicy(t, wide, "fleet/scope/scope.rego", "# granted(row):", `visible(row) if {
 	usable
 	input.account.type == "user"
@@ -424,7 +424,7 @@ func TestPolicyDiffSiblingsWidening(t *testing.T) {
 // and without, show no changes and exit 0.
 func TestPolicyDiffIdentical(t *testing.T) {
 	db, _ := diffDatabase(t)
-	a, b := copyDir(t, "../../policy/rego"), copyDir(t, "../../policy/rego")
+	a, b := copyRego(t), copyRego(t)
 	for _, args := range [][]string{{"--database-url", db.URL, a, b}, {a, b}} {
 		code, rep, _ := diffJSON(t, args...)
 		if code != 0 || rep.Widens || len(rep.Decisions) != 0 || len(rep.Rows) != 0 || rep.Compared.Decisions == 0 || rep.Compared.Accounts == 0 {
@@ -447,7 +447,7 @@ func TestPolicyDiffIdentical(t *testing.T) {
 // /reports": 3) = 42 decisions; and their granted report rows (of their
 // parent 7, granted to them, 9) open. Exit 3.
 func TestPolicyDiffSynthetic(t *testing.T) {
-	old, wide := copyDir(t, "../../policy/rego"), reportsWithoutPrivilege(t)
+	old, wide := copyRego(t), reportsWithoutPrivilege(t)
 	code, rep, _ := diffJSON(t, old, wide)
 	if code != exitWidens || rep.Mode != "synthetic" || len(rep.Decisions) != 1 {
 		t.Fatalf("exit %d %s %+v", code, rep.Mode, rep.Decisions)
@@ -485,10 +485,10 @@ func TestPolicyDiffSynthetic(t *testing.T) {
 // not compile, is an error naming the set and the reason (exit 1), not a
 // diff; a missing argument is a usage error (exit 2).
 func TestPolicyDiffRefusesBrokenSet(t *testing.T) {
-	good := copyDir(t, "../../policy/rego")
-	failing := copyDir(t, "../../policy/rego")
+	good := copyRego(t)
+	failing := copyRego(t)
 	editPolicy(t, failing, "fleet/authz/authz.rego", "\t\"GET /reports\": \"reports\",\n", "")
-	broken := copyDir(t, "../../policy/rego")
+	broken := copyRego(t)
 	editPolicy(t, broken, "fleet/scope/scope.rego", "services if unrestricted", "services if unrestricted(")
 	for _, c := range []struct {
 		dir, want string
@@ -548,7 +548,7 @@ func bundleOf(t *testing.T, dir, revision string) string {
 // bundle is refused (exit 1).
 func TestPolicyDiffBundles(t *testing.T) {
 	db, _ := diffDatabase(t)
-	old, wide := copyDir(t, "../../policy/rego"), reportsWithoutPrivilege(t)
+	old, wide := copyRego(t), reportsWithoutPrivilege(t)
 	oldB, wideB := bundleOf(t, old, "r1"), bundleOf(t, wide, "r2")
 	code, fromDirs, _ := diffJSON(t, "--database-url", db.URL, old, wide)
 	if code != exitWidens {

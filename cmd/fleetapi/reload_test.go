@@ -26,23 +26,8 @@ import (
 // directory and returns it.
 func copyRego(t *testing.T) string {
 	t.Helper()
-	src := filepath.Join("..", "..", "policy", "rego")
 	dst := t.TempDir()
-	err := filepath.WalkDir(src, func(p string, d os.DirEntry, err error) error {
-		if err != nil {
-			return err
-		}
-		rel, _ := filepath.Rel(src, p)
-		if d.IsDir() {
-			return os.MkdirAll(filepath.Join(dst, rel), 0o755)
-		}
-		b, err := os.ReadFile(p)
-		if err != nil {
-			return err
-		}
-		return os.WriteFile(filepath.Join(dst, rel), b, 0o644)
-	})
-	if err != nil {
+	if err := os.CopyFS(dst, os.DirFS(filepath.Join("..", "..", "policy", "rego"))); err != nil {
 		t.Fatal(err)
 	}
 	return dst
