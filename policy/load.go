@@ -82,24 +82,66 @@ func loadPolicySource(path string, verify *BundleVerification) (*policySet, erro
 
 // loadPolicyFS reads the policy files of fsys (dir names it in errors).
 func loadPolicyFS(fsys fs.FS, dir string) (*policySet, error) {
+	files, err := readPolicyFiles(fsys)
+	if err != nil {
+		return nil, fmt.Errorf("load policy: %w", err)
+	}
+	return parsePolicyFiles(files, dir)
+}
+
+// parsePolicyFiles parses files (readPolicyFiles) into a policy set, in
+// name order (dir names the source in errors).
+func parsePolicyFiles(files map[string][]byte, dir string) (*policySet, error) {
 	set := newPolicySet()
+	for _, name := range slices.Sorted(maps.Keys(files)) {
+		if err := set.addFile(name, files[name]); err != nil {
+			return nil, fmt.Errorf("load policy: %w", err)
+		}
+	}
+	return set.finish(dirName(dir))
+}
+
+// readPolicyFiles reads every file of a policy set from fsys, by its
+// slash-separated path: every regular file under the root, except hidden
+// ones. A file or directory whose name starts with "." is not part of the
+// set, nor is anything below such a directory (an editor's swap file, a
+// `.backup/` copy, `.git/`, a deployment's temporary file): it is not
+// compiled, not tested and does not count towards the revision. Symbolic
+// links below the root are not followed. This is the one definition of
+// what a policy directory holds: loading, checking, testing, diffing and
+// watching it all read it through here.
+func readPolicyFiles(fsys fs.FS) (map[string][]byte, error) {
+	files := map[string][]byte{}
 	err := fs.WalkDir(fsys, ".", func(name string, d fs.DirEntry, err error) error {
 		if err != nil {
 			return err
 		}
-		if d.IsDir() || !d.Type().IsRegular() || strings.HasPrefix(path.Base(name), ".") {
+		if name != "." && hiddenName(name) {
+			if d.IsDir() {
+				return fs.SkipDir
+			}
+			return nil
+		}
+		if d.IsDir() || !d.Type().IsRegular() {
 			return nil
 		}
 		src, err := fs.ReadFile(fsys, name)
 		if err != nil {
 			return err
 		}
-		return set.addFile(name, src)
+		files[name] = src
+		return nil
 	})
 	if err != nil {
-		return nil, fmt.Errorf("load policy: %w", err)
+		return nil, err
 	}
-	return set.finish(dirName(dir))
+	return files, nil
+}
+
+// hiddenName reports whether the last element of the slash-separated name
+// is hidden (starts with ".").
+func hiddenName(name string) bool {
+	return strings.HasPrefix(path.Base(name), ".")
 }
 
 func newPolicySet() *policySet {

@@ -7,12 +7,9 @@ import (
 	"encoding/hex"
 	"fmt"
 	"io"
-	"io/fs"
 	"log/slog"
 	"net/http"
 	"os"
-	"path"
-	"strings"
 	"time"
 
 	"go.opentelemetry.io/otel/attribute"
@@ -208,37 +205,25 @@ func (e *Engine) lastSeen() string {
 	return e.seen
 }
 
-// sourceFingerprint hashes the files of a policy directory (names and
-// contents, dot files skipped as the loader skips them) or a bundle file.
+// sourceFingerprint hashes the files of a policy directory as the loader
+// reads them (readPolicyFiles: hidden files and directories skipped), names
+// and contents, or a bundle file.
 func sourceFingerprint(src string) (string, error) {
 	st, err := os.Stat(src)
 	if err != nil {
 		return "", err
 	}
-	h := sha256.New()
 	if !st.IsDir() {
 		b, err := os.ReadFile(src)
 		if err != nil {
 			return "", err
 		}
-		h.Write(b)
-		return hex.EncodeToString(h.Sum(nil)), nil
+		sum := sha256.Sum256(b)
+		return hex.EncodeToString(sum[:]), nil
 	}
-	fsys := os.DirFS(src)
-	err = fs.WalkDir(fsys, ".", func(name string, d fs.DirEntry, err error) error {
-		if err != nil {
-			return err
-		}
-		if d.IsDir() || !d.Type().IsRegular() || strings.HasPrefix(path.Base(name), ".") {
-			return nil
-		}
-		b, err := fs.ReadFile(fsys, name)
-		if err != nil {
-			return err
-		}
-		fmt.Fprintf(h, "%s\x00%d\x00", name, len(b))
-		h.Write(b)
-		return nil
-	})
-	return hex.EncodeToString(h.Sum(nil)), err
+	files, err := readPolicyFiles(os.DirFS(src))
+	if err != nil {
+		return "", err
+	}
+	return (&policySet{files: files}).filesHash(), nil
 }

@@ -123,3 +123,34 @@ func TestPolicyExplainManagement(t *testing.T) {
 		})
 	}
 }
+
+// TestPolicyCommandsIgnoreHiddenFiles (issue 19 item 13): policy test,
+// check and diff read a directory as serve does: a `.backup/` copy and a
+// broken module in a hidden directory are not part of the set.
+func TestPolicyCommandsIgnoreHiddenFiles(t *testing.T) {
+	clean := copyRego(t)
+	dir := copyRego(t)
+	for name, src := range map[string]string{
+		".backup/fleet/authz/extra.rego": "package fleet.authz\n\ndecision := {\"allow\": true}\n",
+		"fleet/.old/broken.rego":         "package fleet.scope\n\nthis is not rego {\n",
+	} {
+		file := filepath.Join(dir, filepath.FromSlash(name))
+		if err := os.MkdirAll(filepath.Dir(file), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(file, []byte(src), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if out := runOK(t, nil, "policy", "test", dir); !strings.Contains(out, "coverage 100.00% overall") || strings.Contains(out, ".backup") {
+		t.Errorf("policy test:\n%s", out)
+	}
+	if out := runOK(t, nil, "policy", "check", dir); !strings.HasSuffix(out, "ok\n") {
+		t.Errorf("policy check:\n%s", out)
+	}
+	out := runOK(t, nil, "policy", "diff", clean, dir)
+	rev := regexp.MustCompile(`(?m)^(?:OLD|NEW) \S+ \(revision (\w+)\)`).FindAllStringSubmatch(out, -1)
+	if len(rev) != 2 || rev[0][1] != rev[1][1] {
+		t.Errorf("policy diff of a clean copy and one with hidden files: want the same revision:\n%s", out)
+	}
+}
