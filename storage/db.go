@@ -132,13 +132,58 @@ func EnsureDatabase(ctx context.Context, dsn string) error {
 		return nil
 	}
 	if _, err := db.ExecContext(ctx, "CREATE DATABASE "+quoteIdent(name)); err != nil {
-		// A concurrent creator may have won the race.
-		if pgErr, ok := err.(pgdriver.Error); ok && pgErr.Field('C') == "42P04" {
+		// A sibling (another replica starting at the same time) may have
+		// created it between the check and the CREATE: PostgreSQL then
+		// answers duplicate_database (42P04) or, when both CREATEs ran at
+		// once, a unique violation on pg_database. Either way, or on any
+		// other error, the database now existing is success.
+		var again bool
+		if qerr := db.NewRaw("SELECT EXISTS (SELECT 1 FROM pg_database WHERE datname = ?)", name).Scan(ctx, &again); qerr == nil && again {
 			return nil
 		}
 		return fmt.Errorf("create database %s: %w", name, Translate(err))
 	}
 	return nil
+}
+
+// migrationLockKey is the key of the transaction-level advisory lock that
+// serialises the migrations of concurrent starts (WithMigrationLock).
+const migrationLockKey int64 = 0x666c65657431 // "fleet1"
+
+// migrationLockPoll is how often a start waiting for the migration lock
+// tries it again.
+const migrationLockPoll = 100 * time.Millisecond
+
+// WithMigrationLock runs fn while holding the migration lock of db's
+// database, waiting for it as long as ctx allows: concurrent starts (N
+// replicas of fleetapi serve, a migrate job) take turns instead of failing
+// on bun's lock row ("migrations table is already locked"). The lock is a
+// transaction-level advisory lock held by a transaction of its own, open
+// while fn runs on db's other connections (db needs at least two): it is
+// released when the transaction ends, also when the process dies, and it
+// works through a transaction pooler, which keeps an open transaction on
+// one server connection.
+func WithMigrationLock(ctx context.Context, db *bun.DB, fn func(ctx context.Context) error) error {
+	tx, err := db.BeginTx(ctx, nil)
+	if err != nil {
+		return Translate(err)
+	}
+	defer tx.Rollback() //nolint:errcheck // ending the transaction releases the lock
+	for {
+		var got bool
+		if err := tx.NewRaw("SELECT pg_try_advisory_xact_lock(?)", migrationLockKey).Scan(ctx, &got); err != nil {
+			return fmt.Errorf("migration lock: %w", Translate(err))
+		}
+		if got {
+			break
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("migration lock: waiting for another start's migrations: %w", ctx.Err())
+		case <-time.After(migrationLockPoll):
+		}
+	}
+	return fn(ctx)
 }
 
 // Migrator returns bun's migrator over the embedded migrations.
@@ -150,23 +195,50 @@ func Migrator(db *bun.DB) (*migrate.Migrator, error) {
 	return migrate.NewMigrator(db, m, migrate.WithMarkAppliedOnSuccess(true)), nil
 }
 
-// Migrate applies every pending migration under the migrator's lock.
+// Migrate applies every pending migration, under the migration lock
+// (WithMigrationLock: concurrent starts wait for each other; the first
+// migrates, the others find nothing to do) and under bun's lock row (which
+// a start of an older version takes alone).
 func Migrate(ctx context.Context, db *bun.DB) error {
 	m, err := Migrator(db)
 	if err != nil {
 		return err
 	}
-	if err := m.Init(ctx); err != nil {
-		return Translate(err)
+	return WithMigrationLock(ctx, db, func(ctx context.Context) error {
+		if err := m.Init(ctx); err != nil {
+			return Translate(err)
+		}
+		if err := lockRow(ctx, m); err != nil {
+			return fmt.Errorf("migrate: %w (another process holds bun's lock row in bun_migration_locks; if none is running, a crashed one left it: delete the row)", Translate(err))
+		}
+		defer m.Unlock(ctx) //nolint:errcheck // the lock row is removed with best effort
+		if _, err := m.Migrate(ctx); err != nil {
+			return fmt.Errorf("migrate: %w", Translate(err))
+		}
+		return nil
+	})
+}
+
+// migrationRowWait bounds how long Migrate waits for bun's lock row, which
+// only a start of a version before the migration lock (or a crashed
+// migration) holds while Migrate holds the migration lock.
+const migrationRowWait = 30 * time.Second
+
+// lockRow takes bun's lock row, waiting up to migrationRowWait while
+// another process holds it.
+func lockRow(ctx context.Context, m *migrate.Migrator) error {
+	deadline := time.Now().Add(migrationRowWait)
+	for {
+		err := m.Lock(ctx)
+		if err == nil || !strings.Contains(err.Error(), "already locked") || time.Now().After(deadline) {
+			return err
+		}
+		select {
+		case <-ctx.Done():
+			return err
+		case <-time.After(migrationLockPoll):
+		}
 	}
-	if err := m.Lock(ctx); err != nil {
-		return Translate(err)
-	}
-	defer m.Unlock(ctx) //nolint:errcheck // the lock row is removed with best effort
-	if _, err := m.Migrate(ctx); err != nil {
-		return fmt.Errorf("migrate: %w", Translate(err))
-	}
-	return nil
 }
 
 // WithDatabase returns dsn with its database name replaced by name.

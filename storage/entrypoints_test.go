@@ -39,6 +39,7 @@ var unscopedFuncs = map[string]string{
 	"NewStore":           "wraps a handle; every query goes through its methods",
 	"Migrator":           "schema migrations: no rows",
 	"Migrate":            "schema migrations: no rows",
+	"WithMigrationLock":  "schema migrations: an advisory lock, no rows",
 	"NewReplicas":        "replica health checks: WAL positions, no table",
 	"SuspendRowCounting": "generate's bulk load (a trusted job): disables the counting triggers in its own transaction",
 	"ResumeRowCounting":  "generate's bulk load (a trusted job): recounts every account's rows, as the migration's backfill does",

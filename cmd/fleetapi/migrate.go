@@ -15,7 +15,7 @@ import (
 	"github.com/fleetapi/fleetapi/storage"
 )
 
-const migrateDoc = `Schema migrations (bun's migrator, under its lock):
+const migrateDoc = `Schema migrations (bun's migrator; concurrent runs and starts wait for each other):
   up      apply the pending migrations (the default)
   down    roll back the last group of migrations: this drops what they made,
           data included. Without --confirm it only says what it would drop.
@@ -64,7 +64,10 @@ func runMigrate(ctx context.Context, args []string, getenv func(string) string, 
 	if err != nil {
 		return err
 	}
-	if err := m.Init(ctx); err != nil {
+	// bun's tables are created under the migration lock: a concurrent
+	// start creating them at the same moment would make one of the two
+	// CREATE TABLE IF NOT EXISTS fail.
+	if err := storage.WithMigrationLock(ctx, db, m.Init); err != nil {
 		return fmt.Errorf("database: %w", storage.Translate(err))
 	}
 	switch action {
@@ -116,16 +119,18 @@ func migrateDown(ctx context.Context, db *bun.DB, m *migrate.Migrator, dbName st
 	if !confirm {
 		return usagef("migrate", "migrate down: nothing was changed; run it again with --confirm to drop the above")
 	}
-	if err := m.Lock(ctx); err != nil {
-		return storage.Translate(err)
-	}
-	defer m.Unlock(ctx) //nolint:errcheck // the lock row is removed with best effort
-	done, err := m.Rollback(ctx)
-	if err != nil {
-		return storage.Translate(err)
-	}
-	fmt.Fprintf(con.out, "rolled back group %d: %s\n", done.ID, done.Migrations)
-	return nil
+	return storage.WithMigrationLock(ctx, db, func(ctx context.Context) error {
+		if err := m.Lock(ctx); err != nil {
+			return storage.Translate(err)
+		}
+		defer m.Unlock(ctx) //nolint:errcheck // the lock row is removed with best effort
+		done, err := m.Rollback(ctx)
+		if err != nil {
+			return storage.Translate(err)
+		}
+		fmt.Fprintf(con.out, "rolled back group %d: %s\n", done.ID, done.Migrations)
+		return nil
+	})
 }
 
 var dropTableRe = regexp.MustCompile(`(?is)DROP\s+TABLE\s+(?:IF\s+EXISTS\s+)?([^;]+);`)

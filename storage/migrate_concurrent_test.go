@@ -1,0 +1,87 @@
+package storage_test
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"sync"
+	"testing"
+
+	"github.com/fleetapi/fleetapi/storage"
+	"github.com/fleetapi/fleetapi/storage/storagetest"
+)
+
+// TestConcurrentStarts is what N replicas starting at once against an
+// empty database (round 0) or one that does not exist yet do (fleetapi serve: EnsureDatabase,
+// then Migrate): every one of them succeeds, whichever creates the
+// database and whichever migrates it, and the schema is applied once.
+// Issue 19 item 11: on 3a7d212 the losers failed with "migrations table is
+// already locked" or on CREATE DATABASE.
+func TestConcurrentStarts(t *testing.T) {
+	const starts = 6
+	ctx := context.Background()
+	server := storagetest.ServerURL(t)
+	for round := range 3 {
+		var b [6]byte
+		_, _ = rand.Read(b[:])
+		name := "fleetapi_test_starts_" + hex.EncodeToString(b[:])
+		dsn, err := storage.WithDatabase(server, name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() {
+			a := storage.Open(server, storage.Options{MaxOpenConns: 1})
+			defer a.Close()
+			_, _ = a.ExecContext(context.Background(), "DROP DATABASE IF EXISTS "+name+" WITH (FORCE)")
+		})
+		if round == 0 { // the database exists: only the migrations race
+			if err := storage.EnsureDatabase(ctx, dsn); err != nil {
+				t.Fatal(err)
+			}
+		}
+		var wg sync.WaitGroup
+		errs := make([]error, starts)
+		start := make(chan struct{})
+		for i := range starts {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				<-start
+				if err := storage.EnsureDatabase(ctx, dsn); err != nil {
+					errs[i] = err
+					return
+				}
+				db := storage.Open(dsn, storage.Options{MaxOpenConns: 2})
+				defer db.Close()
+				errs[i] = storage.Migrate(ctx, db)
+			}()
+		}
+		close(start)
+		wg.Wait()
+		for i, err := range errs {
+			if err != nil {
+				t.Errorf("round %d, start %d of %d: %v", round, i, starts, err)
+			}
+		}
+		db := storage.Open(dsn, storage.Options{MaxOpenConns: 1})
+		m, err := storage.Migrator(db)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ms, err := m.MigrationsWithStatus(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if un := ms.Unapplied(); len(un) != 0 {
+			t.Errorf("round %d: unapplied migrations after the starts: %v", round, un)
+		}
+		var groups int
+		if err := db.NewRaw("SELECT count(DISTINCT group_id) FROM bun_migrations").Scan(ctx, &groups); err != nil {
+			t.Fatal(err)
+		}
+		if groups != 1 {
+			t.Errorf("round %d: migrations applied in %d groups, want 1 (one start migrates, the others find nothing to do)", round, groups)
+		}
+		db.Close()
+	}
+}
