@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"sort"
 	"strings"
 	"time"
@@ -16,6 +17,15 @@ import (
 
 // ErrTestsFailed is returned when a policy set's own Rego tests fail.
 var ErrTestsFailed = errors.New("policy tests failed")
+
+// ErrCoverage is returned by TestReport.RequireCoverage when the coverage
+// of the policy modules is below the minimum asked for.
+var ErrCoverage = errors.New("policy coverage below the minimum")
+
+// DefaultMinCoverage is the coverage, in percent of the policy modules'
+// lines, that `fleetapi policy test` requires unless told otherwise
+// (--min-coverage): every line of the embedded set is reached by a test.
+const DefaultMinCoverage = 100.0
 
 // TestReport is the outcome of a policy set's *_test.rego tests.
 type TestReport struct {
@@ -108,6 +118,26 @@ func runTests(ctx context.Context, set *policySet, w io.Writer) (TestReport, err
 			report.Failed+report.Passed, strings.Join(names, ", "))
 	}
 	return report, nil
+}
+
+// RequireCoverage returns an error wrapping ErrCoverage, with the overall
+// figure and the lines no test reached, when the report's coverage is
+// below minPercent (0–100); nil otherwise. The coverage is compared as it
+// is printed, to two decimals (a set reported at 99.74 % meets a minimum of
+// 99.74), except that a set with any line not covered is below 100.
+func (r TestReport) RequireCoverage(minPercent float64) error {
+	shown := math.Round(r.Coverage*100) / 100
+	if len(r.NotCovered) > 0 {
+		shown = min(shown, 99.99)
+	}
+	if shown >= minPercent {
+		return nil
+	}
+	notCovered := ""
+	if len(r.NotCovered) > 0 {
+		notCovered = "; not covered: " + strings.Join(r.NotCovered, ", ")
+	}
+	return fmt.Errorf("%w: %.2f%% < %.2f%%%s", ErrCoverage, shown, minPercent, notCovered)
 }
 
 // coverage fills the per-file and overall coverage of the policy modules.

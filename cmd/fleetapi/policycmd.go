@@ -35,7 +35,10 @@ func runPolicy(ctx context.Context, args []string, getenv func(string) string, c
 	}
 	switch action {
 	case "test":
-		cmd := newCommand("policy test", "[--mutate [--workers N] [--files F,...] [--json]] [DIR]", `Run the Rego tests of the policy set in DIR, or of the embedded set, with coverage.
+		cmd := newCommand("policy test", "[--min-coverage P | --mutate [--workers N] [--files F,...] [--json]] [DIR]", `Run the Rego tests of the policy set in DIR, or of the embedded set, with coverage.
+The command fails when a test fails or when the line coverage of the
+policy modules is below --min-coverage percent (default 100: every line
+of the set is reached by a test).
 
 With --mutate, apply single-point mutations to the set's policy modules
 (negated comparisons, deleted body expressions, string literals and
@@ -51,6 +54,7 @@ mutant survives, so CI can run it.`)
 		workers := cmd.fs.Int("workers", 0, "mutants run in parallel (default GOMAXPROCS)")
 		asJSON := cmd.fs.Bool("json", false, "with --mutate: write the report of every mutant as JSON")
 		files := cmd.fs.String("files", "", "with --mutate: mutate only these policy modules, comma-separated, as the report names them (fleet/authz/authz.rego)")
+		minCoverage := cmd.fs.Float64("min-coverage", policy.DefaultMinCoverage, "fail when the line coverage of the policy modules is below this percentage (0-100)")
 		if err := cmd.parse(args, con); err != nil {
 			return err
 		}
@@ -61,8 +65,17 @@ mutant survives, so CI can run it.`)
 			if cmd.set("workers") || cmd.set("json") || cmd.set("files") {
 				return usagef(cmd.name, "policy test: --workers, --json and --files go with --mutate")
 			}
-			_, err := policy.RunTests(ctx, cmd.fs.Arg(0), con.out)
-			return err
+			if !(*minCoverage >= 0 && *minCoverage <= 100) {
+				return usagef(cmd.name, "policy test: --min-coverage %v: want a percentage from 0 to 100", *minCoverage)
+			}
+			rep, err := policy.RunTests(ctx, cmd.fs.Arg(0), con.out)
+			if err != nil {
+				return err
+			}
+			return rep.RequireCoverage(*minCoverage)
+		}
+		if cmd.set("min-coverage") {
+			return usagef(cmd.name, "policy test: --min-coverage goes without --mutate")
 		}
 		var only []string
 		if *files != "" {
