@@ -101,7 +101,14 @@ func errorFor(err error) *Error {
 		return apiErr
 	}
 	var tooLarge *http.MaxBytesError
+	var secret *storage.SecretValueError
 	switch {
+	case errors.As(err, &secret):
+		// A value of the request is the secret of an existing token or its
+		// stored hash: the audit trail would hold it (DESIGN §9). The
+		// field is named, the value never repeated.
+		return newError(CodeValidationFailed, "the request is not valid", map[string]any{"fields": map[string]any{
+			secret.Field: "holds a token secret or a token hash; choose another value"}})
 	case errors.As(err, &tooLarge):
 		return newError(CodePayloadTooLarge, "the request body is larger than 64 KiB", map[string]any{"limit_bytes": tooLarge.Limit})
 	case errors.Is(err, tenancy.ErrNoCredentials):

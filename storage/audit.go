@@ -3,6 +3,8 @@ package storage
 import (
 	"bytes"
 	"context"
+	"encoding/base64"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -96,43 +98,58 @@ func sameJSON(a, b any) (bool, error) {
 	return bytes.Equal(ja, jb), nil
 }
 
-// ErrSecretInAudit is returned for an audit event whose changes name or
-// hold something that looks like a secret or a hash: the audit trail never
-// stores one (DESIGN §9).
+// ErrSecretInAudit is returned for an audit event whose changes name a
+// secret-like field, hold binary data, or hold a value that is a token
+// secret or a stored token hash: the audit trail never stores one (DESIGN
+// §9). A client's value that is one is reported as a *SecretValueError.
 var ErrSecretInAudit = errors.New("audit: a secret or hash in the changes")
+
+// SecretValueError is the ErrSecretInAudit of a value the client sent
+// (a name, an e-mail, ...) that holds the secret of an existing token or
+// the stored hash of one: Field names the request field. The API answers
+// it 400, naming the field and never the value.
+type SecretValueError struct{ Field string }
+
+func (e *SecretValueError) Error() string {
+	return fmt.Sprintf("%v: field %q holds a token secret or a stored token hash", ErrSecretInAudit, e.Field)
+}
+
+// Is makes errors.Is(err, ErrSecretInAudit) true.
+func (e *SecretValueError) Is(target error) bool { return target == ErrSecretInAudit }
 
 // secretField matches the names of fields that hold secrets or hashes.
 var secretField = regexp.MustCompile(`(?i)secret|hash|password|passwd|credential|private|api_?key`)
 
-// hexDigest matches the hex forms of the common digests (MD5, SHA-1,
-// SHA-256, SHA-512); base64Digest the base64 form of a 32- or 64-byte
-// digest; cryptHash the modular crypt format (bcrypt, argon2, ...).
-var (
-	hexDigest    = regexp.MustCompile(`(?i)^(?:\\x)?(?:[0-9a-f]{32}|[0-9a-f]{40}|[0-9a-f]{64}|[0-9a-f]{128})$`)
-	base64Digest = regexp.MustCompile(`^(?:[A-Za-z0-9+/_-]{43}=|[A-Za-z0-9+/_-]{86}==)$`)
-	tokenLike    = regexp.MustCompile(regexp.QuoteMeta(tenancy.TokenPrefix) + `[0-9A-Za-z]{32}`)
-	cryptHash    = regexp.MustCompile(`^\$[a-z0-9-]{1,20}\$`)
-)
+// hexHash matches the hex form of a SHA-256 digest (a token hash as
+// PostgreSQL prints bytea, with or without \x); the base64 forms are
+// decoded by base64Hash.
+var hexHash = regexp.MustCompile(`(?i)^(?:\\x)?[0-9a-f]{64}$`)
 
-// checkNoSecrets refuses changes that name a secret-like field or hold a
-// value that looks like a token or a digest, at any depth: binary values
-// ([]byte, arrays of bytes such as tenancy.TokenHash) included.
-func checkNoSecrets(c Changes) error {
+// checkNoSecrets refuses changes that name a secret-like field or hold
+// binary data at any depth (both are the server's own mistakes), and
+// collects every candidate token hash the string values hold (secretValue):
+// the caller then checks them against the tokens table, so that only what
+// actually is a token secret or a stored hash is refused, and a username
+// that is a dash-less UUID, a 40-hex device serial or an e-mail holding
+// "flt_" are stored as they are (issue 19 item 8).
+func checkNoSecrets(c Changes) (candidates map[string][][]byte, err error) {
+	candidates = map[string][][]byte{}
 	for field, ch := range c {
 		if secretField.MatchString(field) {
-			return fmt.Errorf("%w: field %q", ErrSecretInAudit, field)
+			return nil, fmt.Errorf("%w: field %q", ErrSecretInAudit, field)
 		}
 		for _, v := range []any{ch.Before, ch.After} {
-			if err := secretValue(field, reflect.ValueOf(v), 0); err != nil {
-				return err
+			if err := secretValue(field, reflect.ValueOf(v), 0, candidates); err != nil {
+				return nil, err
 			}
 		}
 	}
-	return nil
+	return candidates, nil
 }
 
-// secretValue walks v and refuses a secret-like string or any binary value.
-func secretValue(field string, v reflect.Value, depth int) error {
+// secretValue walks v, refuses binary values and adds the candidate hashes
+// of its strings (tokenCandidates) to candidates[field].
+func secretValue(field string, v reflect.Value, depth int, candidates map[string][][]byte) error {
 	if depth > 16 {
 		return fmt.Errorf("audit: field %q: value nested deeper than 16", field)
 	}
@@ -147,15 +164,13 @@ func secretValue(field string, v reflect.Value, depth int) error {
 	}
 	switch v.Kind() {
 	case reflect.String:
-		if looksSecret(v.String()) {
-			return fmt.Errorf("%w: field %q holds a value that looks like a token or a hash", ErrSecretInAudit, field)
-		}
+		candidates[field] = append(candidates[field], tokenCandidates(v.String())...)
 	case reflect.Slice, reflect.Array:
 		if v.Type().Elem().Kind() == reflect.Uint8 {
 			return fmt.Errorf("%w: field %q holds binary data", ErrSecretInAudit, field)
 		}
 		for i := range v.Len() {
-			if err := secretValue(field, v.Index(i), depth+1); err != nil {
+			if err := secretValue(field, v.Index(i), depth+1, candidates); err != nil {
 				return err
 			}
 		}
@@ -166,7 +181,7 @@ func secretValue(field string, v reflect.Value, depth int) error {
 			if secretField.MatchString(k) {
 				return fmt.Errorf("%w: field %q.%q", ErrSecretInAudit, field, k)
 			}
-			if err := secretValue(field, iter.Value(), depth+1); err != nil {
+			if err := secretValue(field, iter.Value(), depth+1, candidates); err != nil {
 				return err
 			}
 		}
@@ -176,7 +191,7 @@ func secretValue(field string, v reflect.Value, depth int) error {
 		}
 		for i := range v.NumField() {
 			if v.Type().Field(i).IsExported() {
-				if err := secretValue(field, v.Field(i), depth+1); err != nil {
+				if err := secretValue(field, v.Field(i), depth+1, candidates); err != nil {
 					return err
 				}
 			}
@@ -185,15 +200,60 @@ func secretValue(field string, v reflect.Value, depth int) error {
 	return nil
 }
 
-// looksSecret reports whether s looks like an API token (the format of
-// DESIGN §3 anywhere in it) or a digest (hex, padded base64, crypt).
-// Unpadded base64 is not refused: it cannot be told from a long name.
-func looksSecret(s string) bool {
+// tokenCandidates returns the token hashes s could reveal: the hash of
+// every token-format secret in it (DESIGN §3: "flt_" and 32 base62
+// characters, anywhere in the text), and s itself decoded when, whole, it
+// has the form of a SHA-256 digest (64 hex digits, or 32 bytes in base64,
+// padded or not, standard or URL alphabet). A value that has none of these
+// forms cannot be a token secret or a stored hash.
+func tokenCandidates(s string) [][]byte {
+	var out [][]byte
+	for i := 0; ; {
+		j := strings.Index(s[i:], tenancy.TokenPrefix)
+		if j < 0 {
+			break
+		}
+		start := i + j
+		if end := start + len(tenancy.TokenPrefix) + 32; end <= len(s) && tenancy.ValidTokenFormat(s[start:end]) {
+			h, _ := tenancy.HashToken(s[start:end])
+			out = append(out, h[:])
+		}
+		i = start + 1
+	}
 	t := strings.TrimSpace(s)
-	// A digest in hex has letters (all digits: 1 in 3 million for MD5);
-	// a long run of digits is a device id or a number.
-	hex := hexDigest.MatchString(t) && strings.ContainsAny(strings.ToLower(strings.TrimPrefix(t, `\x`)), "abcdef")
-	return tokenLike.MatchString(t) || hex || base64Digest.MatchString(t) || cryptHash.MatchString(t)
+	if hexHash.MatchString(t) {
+		if b, err := hex.DecodeString(strings.TrimPrefix(strings.TrimPrefix(t, `\x`), `\X`)); err == nil {
+			out = append(out, b)
+		}
+	}
+	for _, enc := range []*base64.Encoding{base64.StdEncoding, base64.URLEncoding, base64.RawStdEncoding, base64.RawURLEncoding} {
+		if b, err := enc.DecodeString(t); err == nil && len(b) == 32 {
+			out = append(out, b)
+		}
+	}
+	return out
+}
+
+// storedSecrets returns the fields among candidates (checkNoSecrets) one of
+// whose hashes is the hash of a token in db, sorted: the values that are a
+// token's secret or its stored hash.
+func storedSecrets(ctx context.Context, db bun.IDB, candidates map[string][][]byte) ([]string, error) {
+	var fields []string
+	for field, hashes := range candidates {
+		if len(hashes) == 0 {
+			continue
+		}
+		var found bool
+		if err := db.NewRaw("SELECT EXISTS (SELECT 1 FROM tokens WHERE hash = ANY(?))", pgdialect.Array(hashes)).
+			Scan(ctx, &found); err != nil {
+			return nil, err
+		}
+		if found {
+			fields = append(fields, field)
+		}
+	}
+	sort.Strings(fields)
+	return fields, nil
 }
 
 // writeAuditEvent stores ev inside the caller's transaction db: the one
@@ -211,14 +271,22 @@ func writeAuditEvent(ctx context.Context, db bun.IDB, ev *AuditEvent) error {
 		return fmt.Errorf("audit: %s without actor or target (actor %d, target account %d, target %d)",
 			ev.Action, ev.ActorAccountID, ev.TargetAccountID, ev.TargetID)
 	}
-	if err := checkNoSecrets(ev.Changes); err != nil {
+	candidates, err := checkNoSecrets(ev.Changes)
+	if err != nil {
 		return err
+	}
+	fields, err := storedSecrets(ctx, db, candidates)
+	if err != nil {
+		return err
+	}
+	if len(fields) > 0 {
+		return &SecretValueError{Field: fields[0]}
 	}
 	if ev.Changes == nil {
 		ev.Changes = Changes{}
 	}
 	ev.ID = 0
-	_, err := db.NewInsert().Model(ev).Returning("*").Exec(ctx)
+	_, err = db.NewInsert().Model(ev).Returning("*").Exec(ctx)
 	return err
 }
 

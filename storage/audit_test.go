@@ -2,6 +2,8 @@ package storage_test
 
 import (
 	"context"
+	"encoding/base64"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"reflect"
@@ -46,16 +48,21 @@ func TestDiffExactChanges(t *testing.T) {
 
 // TestAuditRefusesSecretsAndHashes enumerates the shapes of a secret or a
 // hash, as a field name or a value at any depth, and proves that none is
-// stored, while the values the management API really audits are.
+// stored, while the values the management API really audits are, and so
+// are values that merely look like a digest or a token (issue 19 item 8):
+// only the secret of a stored token, or the stored hash of one in any
+// common encoding, is refused as a value.
 func TestAuditRefusesSecretsAndHashes(t *testing.T) {
 	s, db := newStore(t)
 	ctx := context.Background()
 	importJSON(t, db, demodata.File())
-	secret, err := tenancy.NewTokenSecret()
+	secret := demodata.Tokens()[0].Secret // stored
+	hash, _ := tenancy.HashToken(secret)
+	fresh, err := tenancy.NewTokenSecret() // never stored: not a token's secret
 	if err != nil {
 		t.Fatal(err)
 	}
-	hash, _ := tenancy.HashToken(secret)
+	freshHash, _ := tenancy.HashToken(fresh)
 	refused := map[string]storage.Changes{
 		"field secret":          {"secret": {After: "x"}},
 		"field Secret":          {"Secret": {After: "x"}},
@@ -64,21 +71,17 @@ func TestAuditRefusesSecretsAndHashes(t *testing.T) {
 		"field password":        {"password": {After: "x"}},
 		"field api_key":         {"api_key": {After: "x"}},
 		"token value":           {"name": {After: secret}},
-		"token in text":         {"name": {After: "my token is " + secret}},
+		"token in text":         {"name": {After: "my token is " + secret + "!"}},
+		"token glued to text":   {"email": {After: "a" + secret + "b@x.example"}},
 		"token as before":       {"name": {Before: secret, After: "x"}},
 		"token in list":         {"permissions": {After: []string{"GET /me", secret}}},
 		"token in map":          {"x": {After: map[string]any{"y": secret}}},
 		"secret key in map":     {"x": {After: map[string]any{"secret": "v"}}},
-		"sha-256 hex":           {"name": {After: strings.Repeat("ab", 32)}},
-		"sha-256 hex bytea":     {"name": {After: `\x` + strings.Repeat("0f", 32)}},
-		"sha-1 hex":             {"name": {After: strings.Repeat("a1", 20)}},
-		"md5 hex":               {"name": {After: strings.Repeat("c3", 16)}},
-		"sha-512 hex":           {"name": {After: strings.Repeat("9e", 64)}},
-		"sha-256 base64":        {"name": {After: "n4bQgYhMfWWaL+qgxVrQFaO/TxsrC4Is0V1sFbDwCgg="}},
-		"sha-256 base64url":     {"name": {After: "n4bQgYhMfWWaL-qgxVrQFaO_TxsrC4Is0V1sFbDwCgg="}},
-		"sha-512 base64":        {"name": {After: strings.Repeat("A", 86) + "=="}},
-		"bcrypt":                {"name": {After: "$2a$10$N9qo8uLOickgx2ZMRZoMyeIjZAgcfl7p92ldGxad68LJZdL17lhWy"}},
-		"argon2":                {"name": {After: "$argon2id$v=19$m=65536,t=3,p=4$c2FsdA$aGFzaA"}},
+		"stored hash hex":       {"name": {After: hex.EncodeToString(hash[:])}},
+		"stored hash HEX":       {"name": {After: strings.ToUpper(hex.EncodeToString(hash[:]))}},
+		"stored hash bytea":     {"name": {After: `\x` + hex.EncodeToString(hash[:])}},
+		"stored hash base64":    {"name": {After: base64.StdEncoding.EncodeToString(hash[:])}},
+		"stored hash base64url": {"name": {After: base64.RawURLEncoding.EncodeToString(hash[:])}},
 		"bytes":                 {"name": {After: []byte("abc")}},
 		"token hash array":      {"name": {After: hash}},
 		"token hash in a slice": {"name": {After: []any{"a", hash[:]}}},
@@ -93,6 +96,12 @@ func TestAuditRefusesSecretsAndHashes(t *testing.T) {
 		if err := storage.WriteAuditEvent(ctx, db.DB, ev); !errors.Is(err, storage.ErrSecretInAudit) {
 			t.Errorf("%s: err = %v, want ErrSecretInAudit", name, err)
 		}
+	}
+	var sv *storage.SecretValueError
+	if err := storage.WriteAuditEvent(ctx, db.DB, &storage.AuditEvent{ActorAccountID: acme.ID, ActorTokenID: 1,
+		Action: policy.ActionAccountUpdate, TargetAccountID: acme.ID, TargetID: acme.ID,
+		Changes: storage.Changes{"email": {After: "x" + secret}}}); !errors.As(err, &sv) || sv.Field != "email" {
+		t.Errorf("a stored secret in email: err = %v, want a SecretValueError naming email", err)
 	}
 	if n := count(t, db, "SELECT count(*) FROM audit_events"); n != 0 {
 		t.Fatalf("%d audit rows stored after refusals", n)
@@ -109,6 +118,14 @@ func TestAuditRefusesSecretsAndHashes(t *testing.T) {
 		"active":            {Before: true, After: false},
 		"name":              {After: strings.Repeat("1", 32)}, // digits only: an IMEI-like name, not a digest
 		"notes":             {After: "flt_ops@acme.example " + strings.Repeat("a", 43)},
+		"uuid":              {After: "3f2504e04f8911d39a0c0305e82c3301"},         // a dash-less UUID (MD5-sized hex)
+		"serial":            {After: "a94a8fe5ccb19ba61c4c0873d391e987982fbbd3"}, // a 40-hex device serial (SHA-1-sized)
+		"flt_email":         {After: "flt_0123456789abcdefghijABCDEFGHIJ@acme.example"},
+		"fresh token":       {After: fresh},                                          // token-shaped, but no token's secret
+		"other sha-256":     {After: hex.EncodeToString(freshHash[:])},               // a digest, but no stored token's
+		"sha-512 hex":       {After: strings.Repeat("9e", 64)},                       // no token hash has this length
+		"sha-256 base64":    {After: "n4bQgYhMfWWaL+qgxVrQFaO/TxsrC4Is0V1sFbDwCgg="}, // not a stored hash
+		"bcrypt":            {After: "$2a$10$N9qo8uLOickgx2ZMRZoMyeIjZAgcfl7p92ldGxad68LJZdL17lhWy"},
 	}
 	ev := &storage.AuditEvent{ActorAccountID: acme.ID, ActorTokenID: 1, Action: policy.ActionAccountUpdate,
 		TargetAccountID: acme.ID, TargetID: acme.ID, Changes: allowed}
