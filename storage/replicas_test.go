@@ -392,3 +392,74 @@ func TestReplicaHangs(t *testing.T) {
 	}
 	r.ThawStandby(t)
 }
+
+// TestManagementReadsWithStandbyPaused is the behavioural half of
+// TestReadRouting for the management reads (issue 25 item 2): with the
+// standby's replay paused, an account changed and a token revoked on the
+// primary are read back changed through a Store that has the replica set,
+// and no read is counted on the replica. The standby itself still holds
+// the old values (checked), so a ManagedAccount or ManagedTokenByID routed
+// to it would answer them and fail here.
+func TestManagementReadsWithStandbyPaused(t *testing.T) {
+	ctx := context.Background()
+	r := newReplicated(t, time.Hour)
+	acme := principalOf(t, r.primary, "acme")
+	_, tok, err := r.primary.CreateToken(ctx, storage.NewToken{Username: "acme", Name: "paused-revoke", Permissions: []string{"*"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r.CatchUp(t)
+	r.reps.Check(ctx)
+	if !r.reps.Usable(0) {
+		t.Fatal("the caught-up standby is not usable")
+	}
+	mscope, err := r.engine.ManagementScope(ctx, policy.NewInput(acme, "GET", "/accounts", demoToday))
+	if err != nil {
+		t.Fatal(err)
+	}
+	r.PauseReplay(t)
+	const email = "changed-while-paused@example.com"
+	if _, err := r.DB.NewRaw("UPDATE accounts SET email = ? WHERE id = ?", email, acme.Account.ID).Exec(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := r.primary.RevokeToken(ctx, tok.ID); err != nil {
+		t.Fatal(err)
+	}
+	// The standby is stale: what a replica read would answer.
+	var standbyEmail string
+	var standbyRevoked bool
+	if err := r.Standby.NewRaw("SELECT email FROM accounts WHERE id = ?", acme.Account.ID).Scan(ctx, &standbyEmail); err != nil {
+		t.Fatal(err)
+	}
+	if err := r.Standby.NewRaw("SELECT revoked_at IS NOT NULL FROM tokens WHERE id = ?", tok.ID).Scan(ctx, &standbyRevoked); err != nil {
+		t.Fatal(err)
+	}
+	if standbyEmail == email || standbyRevoked {
+		t.Fatalf("the paused standby already has the change (email %q, revoked %v): the test proves nothing", standbyEmail, standbyRevoked)
+	}
+	p0, r0, _ := r.reads(t)
+	for range 4 { // more than one turn of the replica chooser
+		a, _, err := r.routed.ManagedAccount(ctx, mscope, acme.Account.ID)
+		if err != nil {
+			t.Fatalf("ManagedAccount: %v", err)
+		}
+		if a.Email != email {
+			t.Errorf("ManagedAccount answers email %q, want %q: it read the paused standby", a.Email, email)
+		}
+		mt, err := r.routed.ManagedTokenByID(ctx, mscope, tok.ID)
+		if err != nil {
+			t.Fatalf("ManagedTokenByID: %v", err)
+		}
+		if mt.RevokedAt == nil {
+			t.Error("ManagedTokenByID answers the revoked token unrevoked: it read the paused standby")
+		}
+		ids, err := r.routed.ManagedAccounts(ctx, mscope, acme.Account.ID)
+		if err != nil || len(ids) != 1 {
+			t.Errorf("ManagedAccounts: %v, %v", ids, err)
+		}
+	}
+	if p1, r1, _ := r.reads(t); r1 != r0 || p1 != p0 {
+		t.Errorf("management reads counted as routed reads: primary +%d, replica +%d; want +0, +0 (they never go through the chooser)", p1-p0, r1-r0)
+	}
+	r.ResumeReplay(t)
+}

@@ -59,13 +59,22 @@ var primaryOnly = map[string]string{
 }
 
 // TestReadRouting enumerates the entry points (every exported method of
-// *Store, and List) and the calls of Store.read in the package's source,
-// and proves that only the entry points of replicaReads call it, each
-// directly, and that every other entry point is on primaryOnly with its
-// reason. The function given to read may not write: no Insert, Update,
-// Delete, transaction or Exec inside it. A new entry point fails here
-// until it is classified; a write path cannot reach a replica without
-// calling read, which this test confines to the three reads.
+// *Store, and List) and every path to a replica in the package's source,
+// and proves that only the entry points of replicaReads reach one, each
+// through Store.read, and that every other entry point is on primaryOnly
+// with its reason. The paths to a replica are the replica chooser and the
+// replica handles: Replicas.read (which picks a replica and runs the read
+// on it), Replicas.pick and Replicas.dbs, and the Store's replicas field
+// that leads to them. Matched syntactically on every selector, whatever
+// the call's arity or whether it is called at all (a method value counts):
+// only Store.read may use Store.replicas to reach Replicas.read (and
+// WithReplicas to set it), only methods of *Replicas may touch pick and
+// dbs, and Store.read may be used only by the replica reads. The function
+// given to read may not write: no Insert, Update, Delete, transaction or
+// Exec inside it. A new entry point fails here until it is classified; a
+// write path or a management read cannot reach a replica without one of
+// these selectors, which this test confines (issue 25 item 2: a
+// ManagedAccount calling s.replicas.read directly fails here).
 func TestReadRouting(t *testing.T) {
 	st := reflect.TypeFor[*storage.Store]()
 	entry := []string{"List"}
@@ -104,23 +113,53 @@ func TestReadRouting(t *testing.T) {
 			if !ok || fd.Body == nil {
 				continue
 			}
+			fn := funcName(fd)
+			// Calls of Store.read with their function literal, to check
+			// that it writes nothing.
+			calls := map[*ast.SelectorExpr]*ast.CallExpr{}
 			ast.Inspect(fd.Body, func(n ast.Node) bool {
-				call, ok := n.(*ast.CallExpr)
+				if call, ok := n.(*ast.CallExpr); ok {
+					if sel, ok := call.Fun.(*ast.SelectorExpr); ok {
+						calls[sel] = call
+					}
+				}
+				return true
+			})
+			ast.Inspect(fd.Body, func(n ast.Node) bool {
+				sel, ok := n.(*ast.SelectorExpr)
 				if !ok {
 					return true
 				}
-				sel, ok := call.Fun.(*ast.SelectorExpr)
-				if !ok || sel.Sel.Name != "read" || len(call.Args) != 2 {
-					return true
-				}
-				if fd.Name.Name == "read" { // Store.read handing over to Replicas.read
-					return true
-				}
-				callers = append(callers, fd.Name.Name)
-				if lit, ok := call.Args[1].(*ast.FuncLit); ok {
-					noWrites(t, fset, fd.Name.Name, lit)
-				} else {
-					t.Errorf("%s: read is given %T, not a function literal this test can check", fd.Name.Name, call.Args[1])
+				at := fset.Position(sel.Pos())
+				switch sel.Sel.Name {
+				case "replicas":
+					if fn != "Store.read" && fn != "Store.WithReplicas" {
+						t.Errorf("%s uses Store.replicas (%s): only Store.read may reach the replica set", fn, at)
+					}
+				case "pick", "dbs":
+					if !strings.HasPrefix(fn, "Replicas.") {
+						t.Errorf("%s uses Replicas.%s (%s): only the replica set's own methods may choose or hold a replica", fn, sel.Sel.Name, at)
+					}
+				case "read":
+					if x, ok := sel.X.(*ast.SelectorExpr); ok && x.Sel.Name == "replicas" {
+						// Store.read handing over to Replicas.read; any other
+						// user of Store.replicas is reported above.
+						return true
+					}
+					if strings.HasPrefix(fn, "Replicas.") {
+						return true // the replica set's own methods
+					}
+					callers = append(callers, fd.Name.Name)
+					call, ok := calls[sel]
+					if !ok {
+						t.Errorf("%s: uses Store.read without calling it (%s): a method value this test cannot follow", fn, at)
+						return true
+					}
+					if lit, ok := call.Args[len(call.Args)-1].(*ast.FuncLit); ok {
+						noWrites(t, fset, fn, lit)
+					} else {
+						t.Errorf("%s: read is given %T, not a function literal this test can check", fn, call.Args[len(call.Args)-1])
+					}
 				}
 				return true
 			})
@@ -135,6 +174,21 @@ func TestReadRouting(t *testing.T) {
 	if !slices.Equal(callers, want) {
 		t.Errorf("functions that call Store.read: %v, want %v", callers, want)
 	}
+}
+
+// funcName is a function's name, or Type.Method for a method.
+func funcName(fd *ast.FuncDecl) string {
+	if fd.Recv == nil || len(fd.Recv.List) == 0 {
+		return fd.Name.Name
+	}
+	typ := fd.Recv.List[0].Type
+	if star, ok := typ.(*ast.StarExpr); ok {
+		typ = star.X
+	}
+	if id, ok := typ.(*ast.Ident); ok {
+		return id.Name + "." + fd.Name.Name
+	}
+	return fd.Name.Name
 }
 
 // noWrites fails when the function literal given to read calls a method
