@@ -24,10 +24,6 @@ const DefaultBundleKeyID = "default"
 // BundleVerification.Algorithm is empty (as for `opa build`).
 const DefaultBundleAlgorithm = "RS256"
 
-// MaxBundleSize bounds the size of a bundle file, and of each file inside
-// a bundle, that fleetapi reads (a policy set is kilobytes).
-const MaxBundleSize = 64 << 20
-
 // BundleVerification is the public key that an OPA bundle's
 // .signatures.json must verify against (FLEET_POLICY_BUNDLE_KEY), as
 // `opa build --verification-key` takes it. A bundle without signatures,
@@ -79,17 +75,25 @@ func (v *BundleVerification) config() (*bundle.VerificationConfig, error) {
 }
 
 // loadPolicyBundle reads an OPA bundle (a gzipped tarball, `opa build`
-// output) from r with OPA's bundle reader, which checks its signature and
-// every file's signed hash when verify is set (a bundle without
-// .signatures.json is then refused). Without verify a signature is not
-// checked. name names the bundle in errors. The set is the bundle's Rego
-// files, parsed as a directory's are; its revision carries the manifest's
-// revision. A bundle that carries data documents, Wasm modules or plans is
-// refused: fleetapi's policy reads its input only, so a data document
-// would silently be missing from every decision.
+// output) from r. The archive is read by readBundleArchive first, within
+// MaxBundleSize, MaxBundleFileSize and MaxBundleFiles, before OPA sees any
+// of it; then OPA's bundle reader takes the members from memory
+// (memLoader) and, when verify is set, checks the signature (the JWT of
+// .signatures.json, before any file is read) and every file's signed hash
+// (before the file is parsed), so a bundle without .signatures.json is
+// refused. Without verify a signature is not checked. name names the
+// bundle in errors. The set is the bundle's Rego files, parsed as a
+// directory's are; its revision carries the manifest's revision. A bundle
+// that carries data documents, Wasm modules or plans is refused:
+// fleetapi's policy reads its input only, so a data document would
+// silently be missing from every decision.
 func loadPolicyBundle(r io.Reader, name string, verify *BundleVerification) (*policySet, error) {
-	reader := bundle.NewReader(io.LimitReader(r, MaxBundleSize+1)).
-		WithSizeLimitBytes(MaxBundleSize).
+	members, err := readBundleArchive(r, name)
+	if err != nil {
+		return nil, err
+	}
+	reader := bundle.NewCustomReader(&memLoader{members: members}).
+		WithSizeLimitBytes(MaxBundleFileSize).
 		WithRegoVersion(ast.RegoV1).
 		WithProcessAnnotations(true)
 	if verify != nil {

@@ -214,12 +214,20 @@ func sourceFingerprint(src string) (string, error) {
 		return "", err
 	}
 	if !st.IsDir() {
-		b, err := os.ReadFile(src)
+		// Streamed, and no further than a bundle may be read: a huge
+		// file costs neither memory nor more than MaxBundleSize of reading
+		// (it is refused when loaded).
+		f, err := os.Open(src)
 		if err != nil {
 			return "", err
 		}
-		sum := sha256.Sum256(b)
-		return hex.EncodeToString(sum[:]), nil
+		defer f.Close()
+		h := sha256.New()
+		fmt.Fprintf(h, "%d\x00", st.Size())
+		if _, err := io.Copy(h, io.LimitReader(f, MaxBundleSize+1)); err != nil {
+			return "", err
+		}
+		return hex.EncodeToString(h.Sum(nil)), nil
 	}
 	files, err := readPolicyFiles(os.DirFS(src))
 	if err != nil {
