@@ -175,16 +175,24 @@ func listParams(d *storage.Descriptor) []fuego.RouteOption {
 		paramSchema(q, paramPage, func(s *openapi3.Schema) { s.WithFormat("int32").WithMin(1).WithMax(maxPage) }),
 		fuego.OptionQueryInt(paramPerPage, "Items per page.", fuego.ParamDefault(defaultPerPage)),
 		paramSchema(q, paramPerPage, func(s *openapi3.Schema) { s.WithFormat("int32").WithMin(1).WithMax(maxPerPage) }),
-		fuego.OptionQuery(paramSearch, "Case-insensitive substring match over "+strings.Join(d.SearchFields(), " and ")+
-			"; surrounding whitespace is trimmed and the rest must be 2 to 100 characters; "+
-			"%, _ and \\ match themselves. Applied after the caller's scope and the filters."),
-		paramSchema(q, paramSearch, func(s *openapi3.Schema) { s.WithMinLength(minSearch).WithMaxLength(maxSearch) }),
+	}
+	if len(d.SearchFields()) > 0 {
+		// Declared only where parseListRequest takes it: a resource without
+		// searched fields refuses search as an unknown parameter (issue 19
+		// item 16).
+		opts = append(opts,
+			fuego.OptionQuery(paramSearch, "Case-insensitive substring match over "+strings.Join(d.SearchFields(), " and ")+
+				"; surrounding whitespace is trimmed and the rest must be 2 to 100 characters; "+
+				"%, _ and \\ match themselves. Applied after the caller's scope and the filters."),
+			paramSchema(q, paramSearch, func(s *openapi3.Schema) { s.WithMinLength(minSearch).WithMaxLength(maxSearch) }))
+	}
+	opts = append(opts,
 		fuego.OptionQuery(paramOrder, "Sort direction.", fuego.ParamDefault("asc")),
 		paramSchema(q, paramOrder, func(s *openapi3.Schema) { s.WithEnum("asc", "desc") }),
 		fuego.OptionQuery(paramSort, "Field used for ordering; "+d.ID().Name+" breaks ties, so pages are stable.",
 			fuego.ParamDefault(d.ID().Name)),
 		paramSchema(q, paramSort, func(s *openapi3.Schema) { s.WithEnum(sorts...) }),
-	}
+	)
 	for _, f := range d.Fields() {
 		if f.Filter {
 			opts = append(opts, filterParam(f)...)
@@ -216,7 +224,8 @@ func filterParam(f storage.Field) []fuego.RouteOption {
 	case storage.KindObject:
 		desc = fmt.Sprintf("Matches rows whose %s equals this JSON object (for example {\"from\":\"08:00\"}).", f.Name)
 		return []fuego.RouteOption{fuego.OptionQuery(f.Name, desc),
-			paramSchema(q, f.Name, func(s *openapi3.Schema) { s.WithMinLength(2) })}
+			paramSchema(q, f.Name, func(s *openapi3.Schema) { s.WithMinLength(2) }),
+			paramExample(q, f.Name, `{"from":"08:00"}`)}
 	case storage.KindDate:
 		desc = fmt.Sprintf("Exact-match filter on %s (YYYY-MM-DD, 0001-01-01 to 9999-12-31).", f.Name)
 		return []fuego.RouteOption{fuego.OptionQuery(f.Name, desc),
