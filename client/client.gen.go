@@ -2314,9 +2314,6 @@ type GetAuditEventsParams struct {
 	// PerPage Items per page.
 	PerPage *int32 `form:"per_page,omitempty" json:"per_page,omitempty"`
 
-	// Search Case-insensitive substring match over ; surrounding whitespace is trimmed and the rest must be 2 to 100 characters; %, _ and \ match themselves. Applied after the caller's scope and the filters.
-	Search *string `form:"search,omitempty" json:"search,omitempty"`
-
 	// Order Sort direction.
 	Order *GetAuditEventsParamsOrder `form:"order,omitempty" json:"order,omitempty"`
 
@@ -4637,18 +4634,6 @@ func NewGetAuditEventsRequest(server string, params *GetAuditEventsParams) (*htt
 		if params.PerPage != nil {
 
 			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "per_page", *params.PerPage, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "integer", Format: "int32"}); err != nil {
-				return nil, err
-			} else {
-				for _, qp := range strings.Split(queryFrag, "&") {
-					rawQueryFragments = append(rawQueryFragments, qp)
-				}
-			}
-
-		}
-
-		if params.Search != nil {
-
-			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "search", *params.Search, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
 				return nil, err
 			} else {
 				for _, qp := range strings.Split(queryFrag, "&") {
