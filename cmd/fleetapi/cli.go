@@ -87,10 +87,12 @@ func (c *command) usage(w io.Writer) {
 	}
 }
 
-// parse parses args. On -h or --help it writes the usage to con.out and
-// returns errHelp; a flag error is a usageError.
+// parse parses args. Flags may come before, between or after the
+// positional arguments (`policy diff OLD NEW --json`), as in every
+// command; after "--" everything is positional. On -h or --help it writes
+// the usage to con.out and returns errHelp; a flag error is a usageError.
 func (c *command) parse(args []string, con console) error {
-	err := c.fs.Parse(args)
+	err := c.fs.Parse(flagsFirst(c.fs, args))
 	switch {
 	case errors.Is(err, flag.ErrHelp):
 		c.usage(con.out)
@@ -99,6 +101,43 @@ func (c *command) parse(args []string, con console) error {
 		return &usageError{command: c.name, err: fmt.Errorf("%s: %w", c.name, err)}
 	}
 	return nil
+}
+
+// flagsFirst reorders args so that the standard flag package, which stops
+// at the first positional argument, sees every flag: the flags (each with
+// its value, when it takes one as the next argument), then "--", then the
+// positional arguments in their order. "-" alone is positional; an unknown
+// flag is left for Parse to report.
+func flagsFirst(fs *flag.FlagSet, args []string) []string {
+	var flags, positional []string
+	for i := 0; i < len(args); i++ {
+		a := args[i]
+		if a == "--" {
+			positional = append(positional, args[i+1:]...)
+			break
+		}
+		if len(a) < 2 || a[0] != '-' {
+			positional = append(positional, a)
+			continue
+		}
+		flags = append(flags, a)
+		name := strings.TrimLeft(a, "-")
+		if strings.Contains(name, "=") {
+			continue
+		}
+		f := fs.Lookup(name)
+		if f == nil {
+			continue
+		}
+		if b, ok := f.Value.(interface{ IsBoolFlag() bool }); ok && b.IsBoolFlag() {
+			continue
+		}
+		if i+1 < len(args) {
+			flags = append(flags, args[i+1])
+			i++
+		}
+	}
+	return append(append(flags, "--"), positional...)
 }
 
 // args checks the number of positional arguments left after the flags.

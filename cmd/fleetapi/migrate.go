@@ -29,23 +29,21 @@ func runMigrate(ctx context.Context, args []string, getenv func(string) string, 
 		return err
 	}
 	confirm := cmd.fs.Bool("confirm", false, "with down: really roll back (drop the tables and data the group made)")
-	// The action may come before or after the flags.
-	action := "up"
-	if len(args) > 0 && !strings.HasPrefix(args[0], "-") {
-		action, args = args[0], args[1:]
-	}
-	if action == "help" {
+	if len(args) > 0 && args[0] == "help" {
 		cmd.usage(con.out)
 		return errHelp
 	}
+	// The action may come before or after the flags (parse); a second
+	// argument is unexpected, not an unknown action.
 	if err := cmd.parse(args, con); err != nil {
 		return err
 	}
-	if cmd.fs.NArg() > 0 {
+	if err := cmd.args(0, 1); err != nil {
+		return err
+	}
+	action := "up"
+	if cmd.fs.NArg() == 1 {
 		action = cmd.fs.Arg(0)
-		if err := cmd.args(0, 1); err != nil {
-			return err
-		}
 	}
 	switch action {
 	case "up", "down", "status":

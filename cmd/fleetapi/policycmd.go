@@ -92,7 +92,7 @@ mutant survives, so CI can run it.`)
 		}
 		return policy.Check(ctx, policy.Options{Dir: cmd.fs.Arg(0), Resources: storage.Resources(), CompileScope: storage.CompileScope}, con.out)
 	case "diff":
-		return runPolicyDiff(ctx, args, con)
+		return runPolicyDiff(ctx, args, getenv, con)
 	}
 	return runExplain(ctx, args, getenv, con)
 }

@@ -119,14 +119,15 @@ type diffAccount struct {
 	label     string
 }
 
-func runPolicyDiff(ctx context.Context, args []string, con console) error {
+func runPolicyDiff(ctx context.Context, args []string, getenv func(string) string, con console) error {
 	cmd := newCommand("policy diff", "[--database-url U] [--json] OLD NEW",
 		`Compare the policy set NEW with OLD (directories, or bundle files where the
 policy loader takes them) before deploying it. Both sets are checked as serve
 checks them (compile, their own tests, every scope translatable to SQL); a set
 that fails is an error (exit 1).
 
-With --database-url, every token that can authenticate is asked every route
+With --database-url (or FLEET_DATABASE_URL, which backs it as for every
+command; set it empty for a synthetic run), every token that can authenticate is asked every route
 under both sets, and every account's row scope of every resource (and its
 management scope over accounts) is compared in SQL: the rows NEW admits and OLD
 does not, and the reverse, with counts and up to 5 example ids. Without it,
@@ -139,9 +140,9 @@ grid of synthetic rows.
 Exit status 3 when NEW grants anything OLD did not (a decision denied by OLD
 and allowed by NEW, or a row admitted by NEW and not by OLD); 0 otherwise,
 also when NEW only narrows access; 1 on failure; 2 for a usage mistake.`)
-	var dbURL string
+	dbURL := strings.TrimSpace(getenv("FLEET_DATABASE_URL"))
 	var asJSON bool
-	cmd.fs.StringVar(&dbURL, "database-url", "", "compare on the tokens, accounts and rows of this database (read only)")
+	cmd.fs.StringVar(&dbURL, "database-url", dbURL, "compare on the tokens, accounts and rows of this database, read only (FLEET_DATABASE_URL; synthetic principals when neither is set)")
 	cmd.fs.BoolVar(&asJSON, "json", false, "write the report as one JSON document")
 	if err := cmd.parse(args, con); err != nil {
 		return err

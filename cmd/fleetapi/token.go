@@ -9,7 +9,6 @@ import (
 	"time"
 
 	"github.com/fleetapi/fleetapi/storage"
-	"github.com/fleetapi/fleetapi/tenancy"
 )
 
 // stringList is a repeatable string flag.
@@ -45,11 +44,13 @@ func runToken(ctx context.Context, args []string, getenv func(string) string, co
 }
 
 func runTokenCreate(ctx context.Context, args []string, getenv func(string) string, con console) error {
-	cmd := newCommand("token create", "--account USER --permission P [--permission P...] [flags]",
+	cmd := newCommand("token create", "--account USER [--permission P...] [flags]",
 		`Create a token for an account and print its secret on standard output (only the
 SHA-256 hash is stored: the secret is shown this once). A permission is "*",
 "METHOD *" or "METHOD /route" with a route template of the API, such as
-"GET /services" or "GET /events/{id}"; one that matches no route is refused.`)
+"GET /services" or "GET /events/{id}"; one that matches no route is refused.
+Without --permission the token reads only /me, as POST /tokens with
+"permissions": [] (one validation for both).`)
 	cfg, err := databaseCommand(cmd, getenv)
 	if err != nil {
 		return err
@@ -74,25 +75,22 @@ SHA-256 hash is stored: the secret is shown this once). A permission is "*",
 	switch {
 	case account == "":
 		return usagef(cmd.name, "token create: --account is required")
-	case len(perms) == 0:
-		return usagef(cmd.name, "token create: at least one --permission is required")
 	case expires < 0:
 		return usagef(cmd.name, "token create: --expires must not be negative")
-	case rateLimit < 0:
-		return usagef(cmd.name, "token create: --rate-limit must not be negative")
 	}
-	for _, p := range perms {
-		if err := tenancy.ValidatePermission(p); err != nil {
-			return usagef(cmd.name, "token create: %v", err)
-		}
-	}
-	db := storage.Open(cfg.databaseURL(), storage.Options{MaxOpenConns: 2})
-	defer db.Close()
-	nt := storage.NewToken{Username: account, Name: name, Permissions: perms, RateLimit: rateLimit}
+	nt := storage.NewToken{Username: account, Name: name, Permissions: append([]string{}, perms...), RateLimit: rateLimit}
 	if expires > 0 {
 		at := time.Now().Add(expires).UTC()
 		nt.ExpiresAt = &at
 	}
+	// The one validation of a new token, POST /tokens's (storage.ValidateNewToken):
+	// no --permission is the empty list, a token that reads only /me, as
+	// "permissions": [] is through the API.
+	if err := storage.ValidateNewToken(nt.Permissions, nt.ExpiresAt, nt.RateLimit, time.Now()); err != nil {
+		return usagef(cmd.name, "token create: %s", strings.TrimPrefix(err.Error(), storage.ErrInvalid.Error()+": "))
+	}
+	db := storage.Open(cfg.databaseURL(), storage.Options{MaxOpenConns: 2})
+	defer db.Close()
 	secret, tok, err := storage.NewStore(db).CreateToken(ctx, nt)
 	if err != nil {
 		return fmt.Errorf("token create: %w", err)
