@@ -142,7 +142,7 @@ and allowed by NEW, or a row admitted by NEW and not by OLD); 0 otherwise,
 also when NEW only narrows access; 1 on failure; 2 for a usage mistake.`)
 	dbURL := strings.TrimSpace(getenv("FLEET_DATABASE_URL"))
 	var asJSON bool
-	cmd.fs.StringVar(&dbURL, "database-url", dbURL, "compare on the tokens, accounts and rows of this database, read only (FLEET_DATABASE_URL; synthetic principals when neither is set)")
+	cmd.fs.Var(databaseURLValue{&dbURL}, "database-url", "compare on the tokens, accounts and rows of this database, read only (FLEET_DATABASE_URL; synthetic principals when neither is set)")
 	cmd.fs.BoolVar(&asJSON, "json", false, "write the report as one JSON document")
 	if err := cmd.parse(args, con); err != nil {
 		return err
