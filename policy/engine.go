@@ -11,6 +11,7 @@ import (
 	"slices"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/open-policy-agent/opa/v1/ast"
 	"github.com/open-policy-agent/opa/v1/rego"
@@ -67,6 +68,12 @@ type Options struct {
 	BundleURL string
 	// HTTPClient fetches BundleURL; http.DefaultClient when nil.
 	HTTPClient *http.Client
+	// DirSettle is how long Dir (a directory or bundle file) must hold
+	// still, unchanged in names and contents, before a set is loaded from
+	// it, at start and on every reload whatever its trigger (loadStable):
+	// 0 means DefaultDirSettle, a negative value no wait (the files are
+	// still read until two reads agree).
+	DirSettle time.Duration
 	// Logger receives the outcome of every reload (a refused set with the
 	// reason); nil discards it.
 	Logger *slog.Logger
@@ -193,11 +200,10 @@ func New(ctx context.Context, opts Options) (*Engine, error) {
 		if err == nil && !changed {
 			err = errors.New("policy bundle: the server answered 304 Not Modified to the first request")
 		}
+	} else if opts.Dir != "" {
+		set, e.seen, err = e.loadStable(ctx)
 	} else {
-		if opts.Dir != "" {
-			e.seen, _ = sourceFingerprint(opts.Dir)
-		}
-		set, err = loadPolicySource(opts.Dir, opts.BundleVerification)
+		set, err = loadPolicySource("", opts.BundleVerification)
 	}
 	if err != nil {
 		return nil, err

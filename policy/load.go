@@ -11,7 +11,6 @@ import (
 	"os"
 	"path"
 	"slices"
-	"sort"
 	"strings"
 
 	"github.com/open-policy-agent/opa/v1/ast"
@@ -67,7 +66,7 @@ func loadPolicySource(path string, verify *BundleVerification) (*policySet, erro
 		if verify != nil {
 			return nil, fmt.Errorf("load policy %s: a bundle verification key needs a bundle file, not a directory", path)
 		}
-		return loadPolicyFS(os.DirFS(path), path)
+		return loadPolicyDir(path)
 	case st.Mode().IsRegular():
 		f, err := os.Open(path)
 		if err != nil {
@@ -206,15 +205,16 @@ func (s *policySet) revision() string {
 // filesHash is the hex SHA-256 over every file of the set, names and
 // contents, in name order.
 func (s *policySet) filesHash() string {
-	names := make([]string, 0, len(s.files))
-	for n := range s.files {
-		names = append(names, n)
-	}
-	sort.Strings(names)
+	return filesHash(s.files)
+}
+
+// filesHash is the hex SHA-256 over files, names and contents, in name
+// order.
+func filesHash(files map[string][]byte) string {
 	h := sha256.New()
-	for _, n := range names {
-		fmt.Fprintf(h, "%s\x00%d\x00", n, len(s.files[n]))
-		h.Write(s.files[n])
+	for _, n := range slices.Sorted(maps.Keys(files)) {
+		fmt.Fprintf(h, "%s\x00%d\x00", n, len(files[n]))
+		h.Write(files[n])
 	}
 	return hex.EncodeToString(h.Sum(nil))
 }

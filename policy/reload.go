@@ -67,11 +67,15 @@ func (e *Engine) Reload(ctx context.Context, trigger string) (ReloadResult, erro
 		if err == nil && !changed {
 			return ReloadResult{Previous: prev, Revision: prev}, nil
 		}
+	} else if e.opts.Dir != "" {
+		// Only a source that held still is loaded (loadStable); seen is
+		// what was read, so a refused set is not retried until it changes.
+		set, e.seen, err = e.loadStable(ctx)
+		if err != nil && ctx.Err() != nil {
+			return ReloadResult{Previous: prev, Revision: prev}, err // shutting down
+		}
 	} else {
-		// The fingerprint is taken before the read: a change during the
-		// read is seen again by Watch.
-		e.seen, _ = sourceFingerprint(e.opts.Dir)
-		set, err = loadPolicySource(e.opts.Dir, e.opts.BundleVerification)
+		set, err = loadPolicySource("", nil)
 	}
 	if err != nil {
 		return ReloadResult{Previous: prev, Revision: prev}, e.refuse(ctx, trigger, "", err)
@@ -156,19 +160,19 @@ func (e *Engine) fetchBundle(ctx context.Context) (*policySet, bool, error) {
 
 // Watch reloads the policy when its source changes, until ctx ends. A
 // directory or a bundle file is polled every interval: the names and
-// contents of its files are hashed (no parsing), and a new hash that holds
-// for one more interval (a deployment copying several files is not loaded
-// half-way) calls Reload (trigger "watch"). A bundle URL is fetched every interval with
-// the ETag of the bundle in force (trigger "poll"). A refused set is
-// logged once per change. The embedded set is not watched. An interval
-// of 0 or less returns at once.
+// contents of its files are hashed (no parsing), and a hash other than that
+// of the set last read calls Reload (trigger "watch"), which loads the
+// source only once it has held still (loadStable, the rule of every
+// trigger: a deployment copying several files is not loaded half-way). A
+// bundle URL is fetched every interval with the ETag of the bundle in force
+// (trigger "poll"). A refused set is logged once per change. The embedded
+// set is not watched. An interval of 0 or less returns at once.
 func (e *Engine) Watch(ctx context.Context, interval time.Duration) {
 	if interval <= 0 || (e.opts.Dir == "" && e.opts.BundleURL == "") {
 		return
 	}
 	ticker := time.NewTicker(interval)
 	defer ticker.Stop()
-	pending := ""
 	for {
 		select {
 		case <-ctx.Done():
@@ -182,17 +186,8 @@ func (e *Engine) Watch(ctx context.Context, interval time.Duration) {
 		}
 		fp, err := sourceFingerprint(e.opts.Dir)
 		if err != nil || fp == e.lastSeen() {
-			pending = ""
 			continue
 		}
-		if fp != pending {
-			// Changed since the last poll: wait until it holds still for
-			// one interval, so that a deployment copying several files is
-			// not loaded half-way.
-			pending = fp
-			continue
-		}
-		pending = ""
 		_, _ = e.Reload(ctx, "watch")
 	}
 }
@@ -233,5 +228,5 @@ func sourceFingerprint(src string) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	return (&policySet{files: files}).filesHash(), nil
+	return filesHash(files), nil
 }

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/fleetapi/fleetapi/api"
+	"github.com/fleetapi/fleetapi/policy"
 	"github.com/fleetapi/fleetapi/storage"
 	"github.com/fleetapi/fleetapi/tenancy"
 )
@@ -28,9 +29,12 @@ type config struct {
 	// file (0: not watched); PolicyBundlePoll that of a bundle URL.
 	PolicyWatch      time.Duration
 	PolicyBundlePoll time.Duration
-	DecisionLog      string
-	RedisURL         string
-	MetricsAddr      string
+	// PolicySettle is how long a policy directory or bundle file must hold
+	// still before a set is loaded from it (0: two reads in a row agree).
+	PolicySettle time.Duration
+	DecisionLog  string
+	RedisURL     string
+	MetricsAddr  string
 	// RateLimit is a token's default budget per minute; AuthFailureLimit a
 	// client address's budget of failed authentications per minute.
 	RateLimit        int
@@ -109,6 +113,7 @@ func defaultConfig(getenv func(string) string) (config, error) {
 	}
 	c.PolicyWatch = envDuration(getenv, "FLEET_POLICY_WATCH", 2*time.Second, &errs)
 	c.PolicyBundlePoll = envDuration(getenv, "FLEET_POLICY_BUNDLE_POLL", 60*time.Second, &errs)
+	c.PolicySettle = envDuration(getenv, "FLEET_POLICY_SETTLE", policy.DefaultDirSettle, &errs)
 	if v := getenv("FLEET_TRUSTED_PROXIES"); v != "" {
 		for _, item := range strings.Split(v, ",") {
 			item = strings.TrimSpace(item)
@@ -186,6 +191,7 @@ func (c *config) flags(fs *flag.FlagSet) {
 	fs.StringVar(&c.PolicyBundle, "policy-bundle", c.PolicyBundle, "load the policy from this OPA bundle file or HTTP(S) URL (FLEET_POLICY_BUNDLE)")
 	fs.StringVar(&c.PolicyBundleKey, "policy-bundle-key", c.PolicyBundleKey, "PEM public key that policy bundles must be signed with (FLEET_POLICY_BUNDLE_KEY)")
 	fs.DurationVar(&c.PolicyWatch, "policy-watch", c.PolicyWatch, "poll the policy directory or bundle file for changes this often; 0: off (FLEET_POLICY_WATCH)")
+	fs.DurationVar(&c.PolicySettle, "policy-settle", c.PolicySettle, "a policy directory or bundle file must hold still this long before it is loaded, at start and on every reload; 0: two reads in a row must agree (FLEET_POLICY_SETTLE)")
 	fs.DurationVar(&c.PolicyBundlePoll, "policy-bundle-poll", c.PolicyBundlePoll, "poll a policy bundle URL this often (FLEET_POLICY_BUNDLE_POLL)")
 	fs.StringVar(&c.DecisionLog, "decision-log", c.DecisionLog, "decision log: stdout, a file path, or off (FLEET_DECISION_LOG)")
 	fs.IntVar(&c.RateLimit, "rate-limit", c.RateLimit, "default per-token requests per minute (FLEET_RATE_LIMIT)")

@@ -17,7 +17,10 @@ import (
 // FLEET_POLICY_DIR, or FLEET_POLICY_BUNDLE (a bundle file or an HTTP(S)
 // URL), verified with FLEET_POLICY_BUNDLE_KEY when set.
 func (c config) policySource() (policy.Options, error) {
-	var o policy.Options
+	o := policy.Options{DirSettle: c.PolicySettle}
+	if o.DirSettle <= 0 {
+		o.DirSettle = -1 // no wait: policy.Options reads 0 as the default
+	}
 	switch {
 	case c.PolicyDir != "" && c.PolicyBundle != "":
 		return o, errors.New("FLEET_POLICY_DIR and FLEET_POLICY_BUNDLE are both set: choose one")
