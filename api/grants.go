@@ -26,7 +26,7 @@ func (s *Server) registerGrants(g *fuego.Server) {
 			fuego.OptionOperationID("get_account_objects"), fuego.OptionTags("Account"),
 			fuego.OptionSummary("Paged list of the devices granted to a subaccount"),
 			fuego.OptionDescription("The devices granted to a subaccount in the caller's management scope (a subaccount may read its own); " +
-				"an account outside the scope is 404, an account that is not a subaccount 400 VALIDATION_FAILED. " +
+				"an account outside the scope is 404, an account that is not a subaccount 400 INVALID_PARAMETER (parameter id). " +
 				"Needs the token permission GET /accounts/{id}/objects."),
 			respondsPage(objectSchema(), []storage.Object{exampleObject()}),
 		}, pathID("id", "Id of the subaccount.", exampleManagedAccount().ID))...)
@@ -38,7 +38,7 @@ func (s *Server) registerGrants(g *fuego.Server) {
 		fuego.OptionDescription("Replaces the grants of a subaccount in the caller's management scope with the listed devices, each owned by " +
 			"the subaccount's parent: any other device, unknown or another account's, is 403 MANAGEMENT_DENIED (device_not_owned), " +
 			"the same answer for both. A subaccount cannot grant itself devices (own_account). An account that is not a subaccount " +
-			"is 400 VALIDATION_FAILED. Answers the granted devices, ordered by id. A PUT is idempotent by itself: no Idempotency-Key. " +
+			"is 400 INVALID_PARAMETER (parameter id), before the management decision. Answers the granted devices, ordered by id. A PUT is idempotent by itself: no Idempotency-Key. " +
 			"Needs the token permission PUT /accounts/{id}/objects and write access."),
 		takesBody(grantsInputSchema(), exampleGrantsInput()),
 		respondsList(objectSchema(), []storage.Object{exampleObject()}),
@@ -85,14 +85,15 @@ func grantsFrom(in GrantsInput, faults textFaults) ([]string, error) {
 }
 
 // subaccountTarget loads the account id in the caller's management scope
-// (404 outside) and requires a subaccount (400 VALIDATION_FAILED).
+// (404 outside) and requires a subaccount: another account type is 400
+// INVALID_PARAMETER naming the path parameter id (it is no body field).
 func (s *Server) subaccountTarget(ctx context.Context, m manager, id int64) (*policy.TargetInput, error) {
 	a, target, err := s.target(ctx, m, id)
 	if err != nil {
 		return nil, err
 	}
 	if a.Type != tenancy.Subaccount {
-		return nil, validation{"id": "devices are granted to subaccounts only; account " + fmt.Sprint(id) + " is a " + string(a.Type)}.err("the account")
+		return nil, invalidParam("id", "devices are granted to subaccounts only; account "+fmt.Sprint(id)+" is a "+string(a.Type))
 	}
 	return target, nil
 }

@@ -97,10 +97,16 @@ func TestGrantsRules(t *testing.T) {
 		denial(t, put("acme-night-all", night, body), 403, "MANAGEMENT_DENIED", "own_account")
 		denial(t, put("globex-day-all", day, body), 403, "MANAGEMENT_DENIED", "own_account")
 	}
-	// Grants are for subaccounts: any other type is 400, read or write.
+	// Grants are for subaccounts: any other type is 400 INVALID_PARAMETER
+	// naming the path parameter id (no body field), read or write; the
+	// docs say so (docs/management.md, issue 19 item 23).
 	for _, c := range []struct{ token, target string }{{"acme-all", "acme"}, {"fleetco-all", "fleetco"}, {"fleetco-all", "globex"}, {"admin-all", "admin"}, {"admin-all", "northwind"}} {
-		denial(t, put(c.token, a.accountID(t, c.target), `{"imei":[]}`), 400, "VALIDATION_FAILED", "")
-		denial(t, a.get(path(a.accountID(t, c.target)), demoToken(t, c.token)), 400, "VALIDATION_FAILED", "")
+		for _, r := range []response{put(c.token, a.accountID(t, c.target), `{"imei":[]}`), a.get(path(a.accountID(t, c.target)), demoToken(t, c.token))} {
+			denial(t, r, 400, "INVALID_PARAMETER", "")
+			if d := r.body["error"].(map[string]any)["details"].(map[string]any); d["parameter"] != "id" || !strings.Contains(d["reason"].(string), "subaccounts only") {
+				t.Fatalf("details %v, want the path parameter id", d)
+			}
+		}
 	}
 	// Outside the management scope, or missing: 404, read or write.
 	for _, c := range []struct {

@@ -53,7 +53,7 @@ func (e *snapshot) Decide(ctx context.Context, in Input) (Decision, error) {
 	if code == "ALLOW" {
 		e.decisions.Add(ctx, 1, allowOption)
 	} else {
-		e.decisions.Add(ctx, 1, metric.WithAttributes(attribute.String("code", code)))
+		e.decisions.Add(ctx, 1, metric.WithAttributes(attribute.String("code", code), attribute.String("action", ActionRoute)))
 	}
 	e.logDecision(ctx, in, d, elapsed, cached, nil)
 	return d, nil
@@ -117,6 +117,11 @@ func single(rs rego.ResultSet) any {
 	return rs[0].Expressions[0].Value
 }
 
-// allowOption is the attribute set of an allowing decision in
+// ActionRoute is the action label of a route decision (data.fleet.authz)
+// in fleet.policy.decisions; a management decision carries its action
+// (account.create, ...). Every series has both labels, code and action.
+const ActionRoute = "route"
+
+// allowOption is the attribute set of an allowing route decision in
 // fleet.policy.decisions, built once (most decisions allow).
-var allowOption = metric.WithAttributeSet(attribute.NewSet(attribute.String("code", "ALLOW")))
+var allowOption = metric.WithAttributeSet(attribute.NewSet(attribute.String("code", "ALLOW"), attribute.String("action", ActionRoute)))

@@ -167,7 +167,7 @@ func New(ctx context.Context, opts Options) (*Engine, error) {
 		return nil, err
 	}
 	decisions, err := meter.Int64Counter("fleet.policy.decisions",
-		metric.WithDescription("Policy decisions, by code (ALLOW or the denial code)."))
+		metric.WithDescription("Policy decisions, by code (ALLOW or the denial code) and action (route for a route decision, else the management action)."))
 	if err != nil {
 		return nil, err
 	}
