@@ -3516,14 +3516,14 @@ type ClientInterface interface {
 
 	// GetAccountObjects Paged list of the devices granted to a subaccount
 	//
-	// The devices granted to a subaccount in the caller's management scope (a subaccount may read its own); an account outside the scope is 404, an account that is not a subaccount 400 VALIDATION_FAILED. Needs the token permission GET /accounts/{id}/objects.
+	// The devices granted to a subaccount in the caller's management scope (a subaccount may read its own); an account outside the scope is 404, an account that is not a subaccount 400 INVALID_PARAMETER (parameter id). Needs the token permission GET /accounts/{id}/objects.
 	//
 	// Corresponds with GET /accounts/{id}/objects (the `GetAccountObjects` operationId).
 	GetAccountObjects(ctx context.Context, id int64, params *GetAccountObjectsParams, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// ReplaceAccountObjectsWithBody Replace the devices granted to a subaccount
 	//
-	// Replaces the grants of a subaccount in the caller's management scope with the listed devices, each owned by the subaccount's parent: any other device, unknown or another account's, is 403 MANAGEMENT_DENIED (device_not_owned), the same answer for both. A subaccount cannot grant itself devices (own_account). An account that is not a subaccount is 400 VALIDATION_FAILED. Answers the granted devices, ordered by id. A PUT is idempotent by itself: no Idempotency-Key. Needs the token permission PUT /accounts/{id}/objects and write access.
+	// Replaces the grants of a subaccount in the caller's management scope with the listed devices, each owned by the subaccount's parent: any other device, unknown or another account's, is 403 MANAGEMENT_DENIED (device_not_owned), the same answer for both. A subaccount cannot grant itself devices (own_account). An account that is not a subaccount is 400 INVALID_PARAMETER (parameter id), before the management decision. Answers the granted devices, ordered by id. A PUT is idempotent by itself: no Idempotency-Key. Needs the token permission PUT /accounts/{id}/objects and write access.
 	//
 	// Takes any type of body and a specified content type.
 	//
@@ -3532,7 +3532,7 @@ type ClientInterface interface {
 
 	// ReplaceAccountObjects Replace the devices granted to a subaccount
 	//
-	// Replaces the grants of a subaccount in the caller's management scope with the listed devices, each owned by the subaccount's parent: any other device, unknown or another account's, is 403 MANAGEMENT_DENIED (device_not_owned), the same answer for both. A subaccount cannot grant itself devices (own_account). An account that is not a subaccount is 400 VALIDATION_FAILED. Answers the granted devices, ordered by id. A PUT is idempotent by itself: no Idempotency-Key. Needs the token permission PUT /accounts/{id}/objects and write access.
+	// Replaces the grants of a subaccount in the caller's management scope with the listed devices, each owned by the subaccount's parent: any other device, unknown or another account's, is 403 MANAGEMENT_DENIED (device_not_owned), the same answer for both. A subaccount cannot grant itself devices (own_account). An account that is not a subaccount is 400 INVALID_PARAMETER (parameter id), before the management decision. Answers the granted devices, ordered by id. A PUT is idempotent by itself: no Idempotency-Key. Needs the token permission PUT /accounts/{id}/objects and write access.
 	//
 	// Takes a body of the `application/json` content type.
 	//
@@ -3776,7 +3776,7 @@ func (c *Client) UpdateAccount(ctx context.Context, id int64, body UpdateAccount
 
 // GetAccountObjects Paged list of the devices granted to a subaccount
 //
-// The devices granted to a subaccount in the caller's management scope (a subaccount may read its own); an account outside the scope is 404, an account that is not a subaccount 400 VALIDATION_FAILED. Needs the token permission GET /accounts/{id}/objects.
+// The devices granted to a subaccount in the caller's management scope (a subaccount may read its own); an account outside the scope is 404, an account that is not a subaccount 400 INVALID_PARAMETER (parameter id). Needs the token permission GET /accounts/{id}/objects.
 //
 // Corresponds with GET /accounts/{id}/objects (the `GetAccountObjects` operationId).
 func (c *Client) GetAccountObjects(ctx context.Context, id int64, params *GetAccountObjectsParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
@@ -3793,7 +3793,7 @@ func (c *Client) GetAccountObjects(ctx context.Context, id int64, params *GetAcc
 
 // ReplaceAccountObjectsWithBody Replace the devices granted to a subaccount
 //
-// Replaces the grants of a subaccount in the caller's management scope with the listed devices, each owned by the subaccount's parent: any other device, unknown or another account's, is 403 MANAGEMENT_DENIED (device_not_owned), the same answer for both. A subaccount cannot grant itself devices (own_account). An account that is not a subaccount is 400 VALIDATION_FAILED. Answers the granted devices, ordered by id. A PUT is idempotent by itself: no Idempotency-Key. Needs the token permission PUT /accounts/{id}/objects and write access.
+// Replaces the grants of a subaccount in the caller's management scope with the listed devices, each owned by the subaccount's parent: any other device, unknown or another account's, is 403 MANAGEMENT_DENIED (device_not_owned), the same answer for both. A subaccount cannot grant itself devices (own_account). An account that is not a subaccount is 400 INVALID_PARAMETER (parameter id), before the management decision. Answers the granted devices, ordered by id. A PUT is idempotent by itself: no Idempotency-Key. Needs the token permission PUT /accounts/{id}/objects and write access.
 //
 // Takes any type of body and a specified content type.
 //
@@ -3812,7 +3812,7 @@ func (c *Client) ReplaceAccountObjectsWithBody(ctx context.Context, id int64, co
 
 // ReplaceAccountObjects Replace the devices granted to a subaccount
 //
-// Replaces the grants of a subaccount in the caller's management scope with the listed devices, each owned by the subaccount's parent: any other device, unknown or another account's, is 403 MANAGEMENT_DENIED (device_not_owned), the same answer for both. A subaccount cannot grant itself devices (own_account). An account that is not a subaccount is 400 VALIDATION_FAILED. Answers the granted devices, ordered by id. A PUT is idempotent by itself: no Idempotency-Key. Needs the token permission PUT /accounts/{id}/objects and write access.
+// Replaces the grants of a subaccount in the caller's management scope with the listed devices, each owned by the subaccount's parent: any other device, unknown or another account's, is 403 MANAGEMENT_DENIED (device_not_owned), the same answer for both. A subaccount cannot grant itself devices (own_account). An account that is not a subaccount is 400 INVALID_PARAMETER (parameter id), before the management decision. Answers the granted devices, ordered by id. A PUT is idempotent by itself: no Idempotency-Key. Needs the token permission PUT /accounts/{id}/objects and write access.
 //
 // Takes a body of the `application/json` content type.
 //
@@ -6370,7 +6370,7 @@ type ClientWithResponsesInterface interface {
 
 	// GetAccountObjectsWithResponse Paged list of the devices granted to a subaccount
 	//
-	// The devices granted to a subaccount in the caller's management scope (a subaccount may read its own); an account outside the scope is 404, an account that is not a subaccount 400 VALIDATION_FAILED. Needs the token permission GET /accounts/{id}/objects.
+	// The devices granted to a subaccount in the caller's management scope (a subaccount may read its own); an account outside the scope is 404, an account that is not a subaccount 400 INVALID_PARAMETER (parameter id). Needs the token permission GET /accounts/{id}/objects.
 	//
 	// Returns a wrapper object for the known response body format(s).
 	//
@@ -6379,7 +6379,7 @@ type ClientWithResponsesInterface interface {
 
 	// ReplaceAccountObjectsWithBodyWithResponse Replace the devices granted to a subaccount
 	//
-	// Replaces the grants of a subaccount in the caller's management scope with the listed devices, each owned by the subaccount's parent: any other device, unknown or another account's, is 403 MANAGEMENT_DENIED (device_not_owned), the same answer for both. A subaccount cannot grant itself devices (own_account). An account that is not a subaccount is 400 VALIDATION_FAILED. Answers the granted devices, ordered by id. A PUT is idempotent by itself: no Idempotency-Key. Needs the token permission PUT /accounts/{id}/objects and write access.
+	// Replaces the grants of a subaccount in the caller's management scope with the listed devices, each owned by the subaccount's parent: any other device, unknown or another account's, is 403 MANAGEMENT_DENIED (device_not_owned), the same answer for both. A subaccount cannot grant itself devices (own_account). An account that is not a subaccount is 400 INVALID_PARAMETER (parameter id), before the management decision. Answers the granted devices, ordered by id. A PUT is idempotent by itself: no Idempotency-Key. Needs the token permission PUT /accounts/{id}/objects and write access.
 	//
 	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 	//
@@ -6388,7 +6388,7 @@ type ClientWithResponsesInterface interface {
 
 	// ReplaceAccountObjectsWithResponse Replace the devices granted to a subaccount
 	//
-	// Replaces the grants of a subaccount in the caller's management scope with the listed devices, each owned by the subaccount's parent: any other device, unknown or another account's, is 403 MANAGEMENT_DENIED (device_not_owned), the same answer for both. A subaccount cannot grant itself devices (own_account). An account that is not a subaccount is 400 VALIDATION_FAILED. Answers the granted devices, ordered by id. A PUT is idempotent by itself: no Idempotency-Key. Needs the token permission PUT /accounts/{id}/objects and write access.
+	// Replaces the grants of a subaccount in the caller's management scope with the listed devices, each owned by the subaccount's parent: any other device, unknown or another account's, is 403 MANAGEMENT_DENIED (device_not_owned), the same answer for both. A subaccount cannot grant itself devices (own_account). An account that is not a subaccount is 400 INVALID_PARAMETER (parameter id), before the management decision. Answers the granted devices, ordered by id. A PUT is idempotent by itself: no Idempotency-Key. Needs the token permission PUT /accounts/{id}/objects and write access.
 	//
 	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 	//
@@ -9828,7 +9828,7 @@ func (c *ClientWithResponses) UpdateAccountWithResponse(ctx context.Context, id 
 
 // GetAccountObjectsWithResponse Paged list of the devices granted to a subaccount
 //
-// The devices granted to a subaccount in the caller's management scope (a subaccount may read its own); an account outside the scope is 404, an account that is not a subaccount 400 VALIDATION_FAILED. Needs the token permission GET /accounts/{id}/objects.
+// The devices granted to a subaccount in the caller's management scope (a subaccount may read its own); an account outside the scope is 404, an account that is not a subaccount 400 INVALID_PARAMETER (parameter id). Needs the token permission GET /accounts/{id}/objects.
 //
 // Returns a wrapper object for the known response body format(s).
 //
@@ -9843,7 +9843,7 @@ func (c *ClientWithResponses) GetAccountObjectsWithResponse(ctx context.Context,
 
 // ReplaceAccountObjectsWithBodyWithResponse Replace the devices granted to a subaccount
 //
-// Replaces the grants of a subaccount in the caller's management scope with the listed devices, each owned by the subaccount's parent: any other device, unknown or another account's, is 403 MANAGEMENT_DENIED (device_not_owned), the same answer for both. A subaccount cannot grant itself devices (own_account). An account that is not a subaccount is 400 VALIDATION_FAILED. Answers the granted devices, ordered by id. A PUT is idempotent by itself: no Idempotency-Key. Needs the token permission PUT /accounts/{id}/objects and write access.
+// Replaces the grants of a subaccount in the caller's management scope with the listed devices, each owned by the subaccount's parent: any other device, unknown or another account's, is 403 MANAGEMENT_DENIED (device_not_owned), the same answer for both. A subaccount cannot grant itself devices (own_account). An account that is not a subaccount is 400 INVALID_PARAMETER (parameter id), before the management decision. Answers the granted devices, ordered by id. A PUT is idempotent by itself: no Idempotency-Key. Needs the token permission PUT /accounts/{id}/objects and write access.
 //
 // Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 //
@@ -9858,7 +9858,7 @@ func (c *ClientWithResponses) ReplaceAccountObjectsWithBodyWithResponse(ctx cont
 
 // ReplaceAccountObjectsWithResponse Replace the devices granted to a subaccount
 //
-// Replaces the grants of a subaccount in the caller's management scope with the listed devices, each owned by the subaccount's parent: any other device, unknown or another account's, is 403 MANAGEMENT_DENIED (device_not_owned), the same answer for both. A subaccount cannot grant itself devices (own_account). An account that is not a subaccount is 400 VALIDATION_FAILED. Answers the granted devices, ordered by id. A PUT is idempotent by itself: no Idempotency-Key. Needs the token permission PUT /accounts/{id}/objects and write access.
+// Replaces the grants of a subaccount in the caller's management scope with the listed devices, each owned by the subaccount's parent: any other device, unknown or another account's, is 403 MANAGEMENT_DENIED (device_not_owned), the same answer for both. A subaccount cannot grant itself devices (own_account). An account that is not a subaccount is 400 INVALID_PARAMETER (parameter id), before the management decision. Answers the granted devices, ordered by id. A PUT is idempotent by itself: no Idempotency-Key. Needs the token permission PUT /accounts/{id}/objects and write access.
 //
 // Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 //
