@@ -413,3 +413,72 @@ test_token_beats_inherited_read_only if {
 	inp := object.union(sub_under([read_only_acct(user)]), {"token": {"permissions": ["GET *"]}})
 	authz.decision.code == "TOKEN_PERMISSION_DENIED" with input as post(inp)
 }
+
+# A permission names one route exactly: never a prefix of others
+# (GET /services does not cover GET /services/due), nor a suffix, nor a
+# method alone.
+test_token_permission_exact_not_prefix if {
+	cases := [
+		[["GET /services"], "GET", "/services/due", false],
+		[["GET /services"], "GET", "/services", true],
+		[["GET /services/due"], "GET", "/services", false],
+		[["GET /services/due"], "GET", "/services/due", true],
+		[["GET /events"], "GET", "/events/{id}", false],
+		[["GET /"], "GET", "/services", false],
+		[["GET"], "GET", "/services", false],
+		[["GET /services/"], "GET", "/services/due", false],
+	]
+	every c in cases {
+		inp := object.union(with_request(c[1], c[2]), {"token": {"permissions": c[0]}})
+		d := authz.decision with input as inp
+		d.allow == c[3]
+	}
+	p := authz.permissions with input as object.union(base, {"token": {"permissions": ["GET /services"]}})
+	p.routes["GET /services"] == true
+	p.routes["GET /services/due"] == false
+}
+
+# Read-only blocks every method but GET, not only POST: the account's own
+# read-only and the one inherited from an account above.
+test_read_only_every_write_method if {
+	every method in ["POST", "PUT", "PATCH", "DELETE"] {
+		own := authz.decision with input as object.union(with_account({"read_only": true}), {"request": {"method": method, "route": "/x"}})
+		own == {"allow": false, "code": "READ_ONLY_ACCOUNT", "message": "the account is read-only", "details": {"account_id": 7}}
+		above := authz.decision with input as object.union(user_under([read_only_acct(manager), admin]), {"request": {"method": method, "route": "/x"}})
+		above == {
+			"allow": false, "code": "READ_ONLY_ACCOUNT",
+			"message": "a managing account is read-only", "details": {"account_id": 3},
+		}
+		authz.decision.allow with input as with_request(method, "/x")
+	}
+}
+
+# Every entry of the chain needs a numeric id, not only one of them: a
+# chain with a known manager and an entry without an id fails closed.
+test_chain_every_entry_needs_an_id if {
+	cases := [
+		[manager, object.remove(admin, ["id"])],
+		[object.remove(manager, ["id"]), admin],
+		[manager, object.union(admin, {"id": "1"})],
+		[manager, null],
+	]
+	every chain in cases {
+		d := authz.decision with input as user_under(chain)
+		d == {
+			"allow": false, "code": "ACCOUNT_INACTIVE",
+			"message": "the managing accounts are not known", "details": {"account_id": 7},
+		}
+	}
+}
+
+# expired must be exactly false and active exactly true: null, a string or
+# a number count against the caller, like a missing fact.
+test_account_state_must_be_boolean if {
+	every v in [null, "false", 0] {
+		authz.decision.code == "ACCOUNT_EXPIRED" with input as with_account({"expired": v})
+	}
+	authz.decision.code == "ACCOUNT_EXPIRED" with input as json.remove(base, ["account/expired"])
+	every v in [null, "true", 1] {
+		authz.decision.code == "ACCOUNT_INACTIVE" with input as with_account({"active": v})
+	}
+}

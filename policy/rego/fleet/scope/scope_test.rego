@@ -105,3 +105,28 @@ test_unusable_sees_nothing if {
 		}
 	}
 }
+
+# expired must be exactly false (and active exactly true): an account
+# without expired, or with null, a string or a number there, sees nothing,
+# as an expired one does.
+test_state_must_be_boolean_sees_nothing if {
+	cases := [
+		object.remove(account("manager", []), ["expired"]),
+		object.remove(account("admin", []), ["expired"]),
+		object.remove(account("subaccount", ["reports", "event_notifications"]), ["expired"]),
+		object.union(account("user", []), {"expired": null}),
+		object.union(account("admin", []), {"expired": "false"}),
+		object.union(account("manager", []), {"expired": 0}),
+		object.remove(account("user", []), ["active"]),
+		object.union(account("admin", []), {"active": null}),
+		object.union(account("manager", []), {"active": "true"}),
+		object.union(account("subaccount", ["reports"]), {"active": 1}),
+	]
+	every acct in cases {
+		not scope.unrestricted with input as {"account": acct}
+		every res in resources {
+			not admits(res, acct, row(7, 7, 7))
+			not admits(res, acct, row(3, 7, 7))
+		}
+	}
+}
