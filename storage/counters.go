@@ -9,10 +9,13 @@ import (
 	"github.com/fleetapi/fleetapi/policy"
 )
 
-// countedTables are the tenant tables whose rows the triggers of migration
-// 20261210000002_row_counters count per account in account_row_counts
-// (TestCountedTotalsNeedEveryTrigger).
-var countedTables = map[string]bool{"services": true, "reports": true, "events": true, "objects": true, "passengers": true}
+// The row counters (docs/architecture.md, "Counters"): a resource declared
+// with the option counted (declare) has its rows counted per account in
+// account_row_counts by statement-level triggers running count_rows(),
+// which its migration installs with SELECT count_table('<table>')
+// (migrations 20261210000002_row_counters and 20261226000001_count_table).
+// TestCountedTablesAreTheDeclared checks that the tables carrying those
+// triggers are exactly the counted descriptors'.
 
 // accountCounters is the counter table seen as a scoped table, so that the
 // same translator renders a row scope against it. Its whitelist holds only
@@ -40,7 +43,7 @@ type counterSQL struct {
 // that names a column the counters do not have (fail closed: never the
 // total of another scope).
 func compileCounters(d *Descriptor, unrestricted, none bool, where *policy.Condition) *counterSQL {
-	if d.scopedBy != "" || !countedTables[d.table] {
+	if d.scopedBy != "" || !d.counted {
 		return nil
 	}
 	sql, args, err := translateScope(accountCounters, unrestricted, none, where, true)
@@ -81,7 +84,7 @@ func (s *Store) countedTotal(ctx context.Context, scope policy.Scope, d *Descrip
 // triggers and the foreign keys stay in force. ALTER TABLE is
 // transactional, so a load that fails leaves the triggers as they were.
 func SuspendRowCounting(ctx context.Context, tx bun.Tx) error {
-	for _, t := range sortedCountedTables() {
+	for _, t := range countedTables() {
 		if _, err := tx.ExecContext(ctx, `ALTER TABLE `+t+` DISABLE TRIGGER `+t+`_count_insert`); err != nil {
 			return Translate(err)
 		}
@@ -96,7 +99,7 @@ func ResumeRowCounting(ctx context.Context, tx bun.Tx) error {
 	if _, err := tx.ExecContext(ctx, `DELETE FROM account_row_counts`); err != nil {
 		return Translate(err)
 	}
-	for _, t := range sortedCountedTables() {
+	for _, t := range countedTables() {
 		if _, err := tx.ExecContext(ctx, `ALTER TABLE `+t+` ENABLE TRIGGER `+t+`_count_insert`); err != nil {
 			return Translate(err)
 		}
@@ -108,10 +111,13 @@ func ResumeRowCounting(ctx context.Context, tx bun.Tx) error {
 	return nil
 }
 
-func sortedCountedTables() []string {
-	out := make([]string, 0, len(countedTables))
-	for t := range countedTables {
-		out = append(out, t)
+// countedTables returns the tables of the counted resources, sorted.
+func countedTables() []string {
+	var out []string
+	for _, d := range registry {
+		if d.counted {
+			out = append(out, d.table)
+		}
 	}
 	slices.Sort(out)
 	return out

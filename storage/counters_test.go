@@ -3,8 +3,9 @@ package storage_test
 import (
 	"context"
 	"fmt"
-	"io/fs"
+	"maps"
 	"math/rand/v2"
+	"reflect"
 	"slices"
 	"strings"
 	"sync"
@@ -14,7 +15,6 @@ import (
 	"github.com/uptrace/bun"
 	"github.com/uptrace/bun/dialect/pgdialect"
 
-	"github.com/fleetapi/fleetapi/migrations"
 	"github.com/fleetapi/fleetapi/policy"
 	"github.com/fleetapi/fleetapi/storage"
 	"github.com/fleetapi/fleetapi/storage/synth"
@@ -23,36 +23,120 @@ import (
 
 const countersSeed = 20261210
 
+// countedDescriptors returns the descriptors of the counted resources
+// (declared with the option counted), whose tables the counter tests
+// write: the statements below are derived from them, so a counted
+// resource is in these tests without code here.
+func countedDescriptors(t *testing.T) []*storage.Descriptor {
+	t.Helper()
+	var out []*storage.Descriptor
+	for _, d := range storage.Descriptors() {
+		if d.Counted() {
+			out = append(out, d)
+		}
+	}
+	if len(out) == 0 {
+		t.Fatal("no counted resource: the counter tests check nothing")
+	}
+	return out
+}
+
+// inputOf is the input of a principal of account a with every token
+// permission, never expired.
+func inputOf(a worldAccount, active bool, privs []string) policy.Input {
+	today := time.Date(2026, 1, 15, 0, 0, 0, 0, time.UTC)
+	p := tenancy.Principal{
+		Token:   tenancy.Token{ID: 1, AccountID: a.id, Permissions: []string{"*"}},
+		Account: tenancy.Account{ID: a.id, Type: a.typ, ManagerID: a.managerID, Active: active, Privileges: privs},
+	}
+	return policy.NewInput(p, "GET", "/services", today)
+}
+
 // countPrincipals are the principals whose totals the counter tests
 // compare: every account of the world as itself (subaccounts with both,
 // one and no privileges; every type active), an inactive one of each type,
 // and random principals (random type, activity, expiry, privileges, now
 // and then an account that does not exist).
 func countPrincipals(w *world, r *rand.Rand) []policy.Input {
-	today := time.Date(2026, 1, 15, 0, 0, 0, 0, time.UTC)
 	var out []policy.Input
-	add := func(a worldAccount, active bool, privs []string) {
-		p := tenancy.Principal{
-			Token:   tenancy.Token{ID: 1, AccountID: a.id, Permissions: []string{"*"}},
-			Account: tenancy.Account{ID: a.id, Type: a.typ, ManagerID: a.managerID, Active: active, Privileges: privs},
-		}
-		out = append(out, policy.NewInput(p, "GET", "/services", today))
-	}
 	for _, a := range w.accounts {
-		add(a, true, []string{"reports", "event_notifications"})
+		out = append(out, inputOf(a, true, []string{"reports", "event_notifications"}))
 		if a.typ == tenancy.Subaccount {
-			add(a, true, []string{"reports"})
-			add(a, true, []string{"event_notifications"})
-			add(a, true, []string{})
+			out = append(out, inputOf(a, true, []string{"reports"}), inputOf(a, true, []string{"event_notifications"}), inputOf(a, true, []string{}))
 		}
 	}
 	for _, typ := range []tenancy.AccountType{tenancy.Admin, tenancy.Manager, tenancy.User, tenancy.Subaccount} {
-		add(w.byType[typ][0], false, nil)
+		out = append(out, inputOf(w.byType[typ][0], false, nil))
 	}
 	for range 60 {
 		out = append(out, w.randomPrincipal(r))
 	}
 	return out
+}
+
+// freshRows inserts n new rows of d in one statement, built from the
+// descriptor (genericRow) with r, and returns their ids. With owner 0 each
+// row has a random owner of the world (a row naming one device: a device
+// of the world and its owner); otherwise every row is owner's, and a row
+// naming one device names device, which owner must own. A row of the
+// devices table is a new device, its id made of tag (unique per call).
+// Fresh rows of other tables name only the world's own devices.
+func (w *world) freshRows(ctx context.Context, db bun.IDB, r *rand.Rand, d *storage.Descriptor, tag string, n int, owner int64, device string) ([]int64, error) {
+	table := db.Dialect().Tables().Get(d.ModelType())
+	rows := reflect.MakeSlice(reflect.SliceOf(d.ModelType()), n, n)
+	for i := range n {
+		o, dev := owner, device
+		if owner == 0 {
+			o, dev = w.rowOwnerAndDevice(r, table)
+		}
+		if d.Table() == w.devicesTable {
+			dev = fmt.Sprintf("%s-%d", tag, i)
+		}
+		w.genericRow(r, d, table, rows.Index(i), 1_000_000+int(w.fresh.Add(1)), o, dev)
+	}
+	ptr := reflect.New(rows.Type())
+	ptr.Elem().Set(rows)
+	if _, err := db.NewInsert().Model(ptr.Interface()).Exec(ctx); err != nil {
+		return nil, fmt.Errorf("insert %d fresh %s rows: %w", n, d.Resource(), err)
+	}
+	ids := make([]int64, n)
+	for i := range n {
+		ids[i] = table.PKs[0].Value(rows.Index(i)).Int()
+	}
+	return ids, nil
+}
+
+// mustFreshRows is freshRows for the test's goroutine.
+func (w *world) mustFreshRows(t *testing.T, ctx context.Context, db bun.IDB, r *rand.Rand, d *storage.Descriptor, tag string, n int, owner int64, device string) []int64 {
+	t.Helper()
+	ids, err := w.freshRows(ctx, db, r, d, tag, n, owner, device)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return ids
+}
+
+// newDevice stores a new device of owner and returns its id: a test that
+// writes rows naming a device of an account makes the device it needs.
+func newDevice(t *testing.T, ctx context.Context, db bun.IDB, owner int64, imei string) string {
+	t.Helper()
+	if _, err := db.NewInsert().Model(&storage.Object{IMEI: imei, AccountID: owner, Name: "Made for " + imei}).Exec(ctx); err != nil {
+		t.Fatalf("device %s: %v", imei, err)
+	}
+	return imei
+}
+
+// referenced reports whether a foreign key references table: its rows
+// that the world built may be named by other rows (the devices: services
+// and grants name them), so the counter tests move and delete only the
+// rows they added to it.
+func referenced(t *testing.T, ctx context.Context, db bun.IDB, table string) bool {
+	t.Helper()
+	var yes bool
+	if err := db.NewRaw(`SELECT EXISTS (SELECT 1 FROM pg_constraint WHERE contype = 'f' AND confrelid = ?::regclass)`, table).Scan(ctx, &yes); err != nil {
+		t.Fatal(err)
+	}
+	return yes
 }
 
 // totalsMismatch compares, for every principal and resource, the total
@@ -94,10 +178,13 @@ func totalsMismatch(ctx context.Context, s *storage.Store, e *policy.Engine, pri
 // built, after rounds of random multi-row inserts, updates that move rows
 // between accounts and devices (and updates that move nothing), deletes,
 // grant and account-tree changes, after concurrent inserts and deletes in
-// one account from several goroutines, after TRUNCATE, and after the
-// migration is applied again to the data (its backfill). The triggers
-// are table-level, so the application's writes, import and generate (COPY
-// fires the INSERT triggers) take the same paths as these statements.
+// one account from several goroutines, after TRUNCATE, and after every
+// counted table is counted again from its rows (count_table, the
+// backfill). The statements are derived from the counted descriptors,
+// each resource's from a random stream of its own (resourceRand). The
+// triggers are table-level, so the application's writes, import and
+// generate (COPY fires the INSERT triggers) take the same paths as these
+// statements.
 func TestCountedTotalsDifferential(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
@@ -126,31 +213,36 @@ func TestCountedTotalsDifferential(t *testing.T) {
 	}
 	check("built")
 	for round := range 5 {
-		mutateRows(t, ctx, db, r, w, round)
+		for _, d := range countedDescriptors(t) {
+			w.mutateCounted(t, ctx, db, resourceRand(countersSeed+uint64(round), d.Resource()), d, round)
+		}
+		mutateTree(t, ctx, db, r, w)
 		check(fmt.Sprintf("round %d", round))
 	}
-	concurrentWrites(t, ctx, db, w)
+	w.concurrentWrites(t, ctx, db)
 	check("concurrent writes")
-	for _, stmt := range []string{
-		`TRUNCATE passengers`,
-		`INSERT INTO passengers (account_id, passenger_name) SELECT id, 'after truncate' FROM accounts WHERE id % 3 = 0`,
-		`TRUNCATE events, reports`,
-		`INSERT INTO reports (account_id, name, imei) SELECT account_id, 'after truncate ' || imei, ARRAY[imei] FROM objects WHERE id % 2 = 0`,
-	} {
-		if _, err := db.ExecContext(ctx, stmt); err != nil {
-			t.Fatalf("%s: %v", stmt, err)
+	// TRUNCATE of every counted table that no foreign key references, in
+	// one statement, then new rows in some of them.
+	var truncated []string
+	for _, d := range countedDescriptors(t) {
+		if !referenced(t, ctx, db, d.Table()) {
+			truncated = append(truncated, d.Table())
+		}
+	}
+	if _, err := db.ExecContext(ctx, `TRUNCATE `+strings.Join(truncated, ", ")); err != nil {
+		t.Fatalf("truncate %v: %v", truncated, err)
+	}
+	for _, d := range countedDescriptors(t) {
+		if rr := resourceRand(countersSeed+100, d.Resource()); slices.Contains(truncated, d.Table()) && rr.IntN(2) == 0 {
+			w.mustFreshRows(t, ctx, db, rr, d, "after-truncate", 20+rr.IntN(20), 0, "")
 		}
 	}
 	check("truncate")
-	// The backfill: the migration applied to a database that holds rows
-	// (down, then up again) counts them.
-	for _, name := range []string{"20261210000002_row_counters.down.sql", "20261210000002_row_counters.up.sql"} {
-		sql, err := fs.ReadFile(migrations.Files(), name)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if _, err := db.ExecContext(ctx, string(sql)); err != nil {
-			t.Fatalf("%s: %v", name, err)
+	// The backfill: count_table, applied to tables that hold rows and
+	// counters in every stripe, counts them again.
+	for _, table := range storage.CountedTables() {
+		if _, err := db.ExecContext(ctx, `SELECT count_table(?::regclass)`, table); err != nil {
+			t.Fatalf("count_table(%s): %v", table, err)
 		}
 	}
 	var stripes int
@@ -160,91 +252,117 @@ func TestCountedTotalsDifferential(t *testing.T) {
 	check("backfill")
 }
 
-// mutateRows applies one round of random writes to every counted table,
-// with the kinds of statement the counters must follow.
-func mutateRows(t *testing.T, ctx context.Context, db bun.IDB, r *rand.Rand, w *world, round int) {
+// mutateCounted applies one round of random writes to the counted
+// resource d, drawn from r, with the kinds of statement the counters must
+// follow: a multi-row insert into many accounts and devices, an update
+// that moves rows to another account (and device), one that moves rows
+// between devices of their account, one that moves nothing, and a delete.
+// In a table that foreign keys reference (the devices) only the rows the
+// test added move or go.
+func (w *world) mutateCounted(t *testing.T, ctx context.Context, db bun.IDB, r *rand.Rand, d *storage.Descriptor, round int) {
+	t.Helper()
+	w.mustFreshRows(t, ctx, db, r, d, fmt.Sprintf("round%d", round), 10+r.IntN(30), 0, "")
+	k := 3 + r.IntN(5)
+	j := r.IntN(k)
+	id, table := bun.Ident(d.ID().Name), bun.Ident(d.Table())
+	rows := func(m, rest int) (string, []any) {
+		where, args := `? % ? = ?`, []any{id, m, rest}
+		if referenced(t, ctx, db, d.Table()) {
+			where, args = where+` AND ? > ?`, append(args, id, w.built[d.Table()])
+		}
+		return where, args
+	}
+	type stmt struct {
+		sql  string
+		args []any
+	}
+	var stmts []stmt
+	kind := w.imeiKind[string(d.Resource())]
+	// to another account (and, naming one device, to a device of it)
+	where, args := rows(k, (j+1)%k)
+	if kind == imeiScalar && d.Table() != w.devicesTable {
+		o := w.objects[r.IntN(len(w.objects))]
+		stmts = append(stmts, stmt{`UPDATE ? SET "account_id" = ?, "imei" = ? WHERE ` + where, append([]any{table, o.AccountID, o.IMEI}, args...)})
+	} else {
+		stmts = append(stmts, stmt{`UPDATE ? SET "account_id" = ? WHERE ` + where, append([]any{table, w.accounts[r.IntN(len(w.accounts))].id}, args...)})
+	}
+	// between devices, in the same account
+	where, args = rows(k, (j+2)%k)
+	switch {
+	case kind == imeiList:
+		users := w.byType[tenancy.User]
+		devices := w.deviceList(r, users[r.IntN(len(users))].id)
+		stmts = append(stmts, stmt{`UPDATE ? SET "imei" = ? WHERE ` + where, append([]any{table, pgdialect.Array([]string(devices))}, args...)})
+	case kind == imeiScalar && d.Table() != w.devicesTable:
+		stmts = append(stmts, stmt{`UPDATE ? AS x SET "imei" = (SELECT o.imei FROM ? AS o WHERE o.account_id = x.account_id AND o.id <= ?
+			ORDER BY md5(o.imei || x.? || ?) LIMIT 1) WHERE ` + where,
+			append([]any{table, bun.Ident(w.devicesTable), w.built[w.devicesTable], id, round}, args...)})
+	}
+	// nothing moves
+	where, args = rows(k, (j+3)%k)
+	stmts = append(stmts, stmt{`UPDATE ? SET "account_id" = "account_id" WHERE ` + where, append([]any{table}, args...)})
+	// a delete
+	where, args = rows(k+1, j)
+	stmts = append(stmts, stmt{`DELETE FROM ? WHERE ` + where, append([]any{table}, args...)})
+	for _, st := range stmts {
+		if _, err := db.ExecContext(ctx, st.sql, st.args...); err != nil {
+			t.Fatalf("%s %v: %v", st.sql, st.args, err)
+		}
+	}
+}
+
+// mutateTree changes what a scope reads at query time: grants and the
+// account tree.
+func mutateTree(t *testing.T, ctx context.Context, db bun.IDB, r *rand.Rand, w *world) {
 	t.Helper()
 	k := 3 + r.IntN(5)
 	j := r.IntN(k)
-	other := w.accounts[r.IntN(len(w.accounts))].id
-	var manager worldAccount
-	for manager.id == 0 || manager.typ != tenancy.Manager {
-		manager = w.byType[tenancy.Manager][r.IntN(len(w.byType[tenancy.Manager]))]
-	}
-	devices := w.devices[w.byType[tenancy.User][r.IntN(len(w.byType[tenancy.User]))].id]
-	tag := fmt.Sprintf(" r%d", round)
-	stmts := []struct {
+	managers := w.byType[tenancy.Manager]
+	manager := managers[r.IntN(len(managers))]
+	for _, st := range []struct {
 		sql  string
 		args []any
 	}{
-		// multi-row inserts into many accounts and devices
-		{`INSERT INTO services (account_id, imei, name) SELECT account_id, imei, name || ? FROM services WHERE service_id % ? = ?`, []any{tag, k, j}},
-		{`INSERT INTO reports (account_id, name, imei) SELECT account_id, name || ?, imei FROM reports WHERE report_id % ? = ?`, []any{tag, k, j}},
-		{`INSERT INTO events (account_id, name, imei) SELECT account_id, name || ?, imei FROM events WHERE event_id % ? = ?`, []any{tag, k, j}},
-		{`INSERT INTO passengers (account_id, passenger_name) SELECT account_id, left(passenger_name, 90) || ? FROM passengers WHERE passenger_id % ? = ?`, []any{tag, k, j}},
-		{`INSERT INTO objects (imei, account_id) SELECT imei || ?, account_id FROM objects WHERE id % ? = ?`, []any{tag, k, j}},
-		// updates that move rows between accounts and device keys
-		{`UPDATE reports SET account_id = ? WHERE report_id % ? = ?`, []any{other, k, (j + 1) % k}},
-		{`UPDATE events SET imei = ? WHERE event_id % ? = ?`, []any{pgdialect.Array(devices), k, (j + 1) % k}},
-		{`UPDATE passengers SET account_id = ? WHERE passenger_id % ? = ?`, []any{other, k, (j + 1) % k}},
-		{`UPDATE services s SET imei = (SELECT o.imei FROM objects o WHERE o.account_id = s.account_id ORDER BY md5(o.imei || s.service_id) LIMIT 1)
-		  WHERE service_id % ? = ?`, []any{k, (j + 1) % k}},
-		{`UPDATE services s SET account_id = o.account_id, imei = o.imei
-		  FROM (SELECT account_id, imei FROM objects WHERE account_id = (SELECT account_id FROM objects ORDER BY md5(imei || ?) LIMIT 1) LIMIT 1) o
-		  WHERE s.service_id % ? = ? AND NOT EXISTS (SELECT 1 FROM services x WHERE x.imei = o.imei AND x.name = s.name)`, []any{tag, k, (j + 2) % k}},
-		{`UPDATE objects o SET account_id = ? WHERE id % ? = ? AND NOT EXISTS (SELECT 1 FROM services s WHERE s.imei = o.imei)`, []any{other, k, j}},
-		// updates that move nothing
-		{`UPDATE services SET name = name || '.' WHERE service_id % ? = ?`, []any{k, (j + 3) % k}},
-		{`UPDATE passengers SET passenger_active = NOT passenger_active`, nil},
-		// deletes
-		{`DELETE FROM services WHERE service_id % ? = ?`, []any{k + 1, j}},
-		{`DELETE FROM reports WHERE report_id % ? = ?`, []any{k + 1, j}},
-		{`DELETE FROM events WHERE event_id % ? = ?`, []any{k + 1, j}},
-		{`DELETE FROM passengers WHERE passenger_id % ? = ?`, []any{k + 1, j}},
-		{`DELETE FROM objects o WHERE id % ? = ? AND NOT EXISTS (SELECT 1 FROM services s WHERE s.imei = o.imei)`, []any{k + 1, j}},
-		// what the scope reads at query time: grants and the account tree
 		{`DELETE FROM object_grants WHERE subaccount_id % ? = ?`, []any{k, j}},
 		{`INSERT INTO object_grants (subaccount_id, imei) SELECT a.id, o.imei FROM accounts a JOIN objects o ON o.account_id = a.manager_id
 		  WHERE a.type = 'subaccount' AND (a.id + o.id) % ? = ? ON CONFLICT DO NOTHING`, []any{k, j}},
 		{`UPDATE accounts SET manager_id = ? WHERE type = 'user' AND id % ? = ?`, []any{manager.id, k, j}},
-	}
-	for _, st := range stmts {
+	} {
 		if _, err := db.ExecContext(ctx, st.sql, st.args...); err != nil {
 			t.Fatalf("%s: %v", st.sql, err)
 		}
 	}
 }
 
-// concurrentWrites creates and deletes rows in one account from several
-// goroutines at once, one statement per transaction (as creates do).
-func concurrentWrites(t *testing.T, ctx context.Context, db bun.IDB, w *world) {
+// concurrentWrites creates and deletes rows of every counted resource in
+// one user's account from several goroutines at once, one statement per
+// transaction (as creates do); rows naming one device name a device made
+// here for the user.
+func (w *world) concurrentWrites(t *testing.T, ctx context.Context, db bun.IDB) {
 	t.Helper()
 	user := w.byType[tenancy.User][0]
-	imei := w.devices[user.id][0]
+	device := newDevice(t, ctx, db, user.id, "concurrent-writers")
+	counted := countedDescriptors(t)
 	var wg sync.WaitGroup
 	errs := make(chan error, 8)
 	for g := range 8 {
 		wg.Go(func() {
+			streams := map[*storage.Descriptor]*rand.Rand{}
+			last := map[*storage.Descriptor]int64{}
+			for _, d := range counted {
+				streams[d] = resourceRand(countersSeed+1000+uint64(g), d.Resource())
+			}
 			for i := range 30 {
-				stmts := []struct {
-					sql  string
-					args []any
-				}{
-					{`INSERT INTO passengers (account_id, passenger_name) VALUES (?, ?)`, []any{user.id, fmt.Sprintf("concurrent %d-%d", g, i)}},
-					{`INSERT INTO services (account_id, imei, name) VALUES (?, ?, ?)`, []any{user.id, imei, fmt.Sprintf("concurrent %d-%d", g, i)}},
-					{`INSERT INTO reports (account_id, name, imei) VALUES (?, ?, ?)`, []any{user.id, fmt.Sprintf("concurrent %d-%d", g, i), pgdialect.Array([]string{imei})}},
-				}
-				if i%3 == 2 {
-					stmts = append(stmts, struct {
-						sql  string
-						args []any
-					}{`DELETE FROM passengers WHERE passenger_name = ?`, []any{fmt.Sprintf("concurrent %d-%d", g, i-1)}})
-				}
-				for _, st := range stmts {
-					if _, err := db.ExecContext(ctx, st.sql, st.args...); err != nil {
-						errs <- fmt.Errorf("%s: %w", st.sql, err)
+				for _, d := range counted {
+					ids, err := w.freshRows(ctx, db, streams[d], d, fmt.Sprintf("concurrent-%d-%d", g, i), 1, user.id, device)
+					if err == nil && i%3 == 2 {
+						_, err = db.NewDelete().TableExpr("?", bun.Ident(d.Table())).Where("? = ?", bun.Ident(d.ID().Name), last[d]).Exec(ctx)
+					}
+					if err != nil {
+						errs <- err
 						return
 					}
+					last[d] = ids[0]
 				}
 			}
 		})
@@ -259,7 +377,8 @@ func concurrentWrites(t *testing.T, ctx context.Context, db bun.IDB, w *world) {
 // TestCountedTotalsIsolation checks that one tenant's writes never move
 // another tenant's total: rows created in one user's account raise that
 // user's totals by exactly their number and leave every account of
-// another manager's tree where it was.
+// another manager's tree where it was. The rows are made from the counted
+// descriptors.
 func TestCountedTotalsIsolation(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
@@ -290,8 +409,8 @@ func TestCountedTotalsIsolation(t *testing.T) {
 	if len(others) == 0 {
 		t.Fatal("no principal outside the tenant")
 	}
-	self := countPrincipals(w, r)
-	self = slices.DeleteFunc(self, func(in policy.Input) bool { return in.Account.ID != b.id || !in.Account.Active })
+	// b itself, active and not expired: it sees every row of its account.
+	self := []policy.Input{inputOf(b, true, []string{"reports", "event_notifications"})}
 	totals := func(ins []policy.Input) map[string]int64 {
 		out := map[string]int64{}
 		for i, in := range ins {
@@ -314,22 +433,13 @@ func TestCountedTotalsIsolation(t *testing.T) {
 		}
 		return out
 	}
+	// The device the new rows name: b's, made before the totals are taken.
+	device := newDevice(t, ctx, db, b.id, "isolation-device")
 	beforeOthers, beforeSelf := totals(others), totals(self)
-	imei := w.devices[b.id][0]
-	for i := range 25 {
-		for _, st := range []struct {
-			sql  string
-			args []any
-		}{
-			{`INSERT INTO passengers (account_id, passenger_name) VALUES (?, ?)`, []any{b.id, fmt.Sprintf("isolation %d", i)}},
-			{`INSERT INTO services (account_id, imei, name) VALUES (?, ?, ?)`, []any{b.id, imei, fmt.Sprintf("isolation %d", i)}},
-			{`INSERT INTO reports (account_id, name, imei) VALUES (?, ?, ?)`, []any{b.id, fmt.Sprintf("isolation %d", i), pgdialect.Array([]string{imei})}},
-			{`INSERT INTO events (account_id, name, imei) VALUES (?, ?, ?)`, []any{b.id, fmt.Sprintf("isolation %d", i), pgdialect.Array([]string{imei})}},
-			{`INSERT INTO objects (account_id, imei) VALUES (?, ?)`, []any{b.id, fmt.Sprintf("isolation-%d", i)}},
-		} {
-			if _, err := db.ExecContext(ctx, st.sql, st.args...); err != nil {
-				t.Fatal(err)
-			}
+	for _, d := range countedDescriptors(t) {
+		rr := resourceRand(countersSeed+1, d.Resource())
+		for i := range 25 {
+			w.mustFreshRows(t, ctx, db, rr, d, fmt.Sprintf("isolation-%d", i), 1, b.id, device)
 		}
 	}
 	afterOthers, afterSelf := totals(others), totals(self)
@@ -346,9 +456,11 @@ func TestCountedTotalsIsolation(t *testing.T) {
 }
 
 // TestCountedTotalsNeedEveryTrigger proves that the differential check
-// can fail: with any one of the counting triggers dropped (in a
-// transaction that is rolled back), the statement it covers leaves a total
-// that the check reports.
+// can fail: with any one of the counting triggers of any counted resource
+// dropped (in a transaction that is rolled back), the statement it covers
+// leaves a total that the check reports. The statements are derived from
+// the descriptor: new rows of one user (insert), moved to another user
+// (update), deleted (delete), TRUNCATE … CASCADE (truncate).
 func TestCountedTotalsNeedEveryTrigger(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
@@ -357,53 +469,44 @@ func TestCountedTotalsNeedEveryTrigger(t *testing.T) {
 	r := rand.New(rand.NewPCG(countersSeed+2, countersSeed+2))
 	w := buildWorld(t, db, r)
 	principals := countPrincipals(w, r)
-	ops := map[string]map[string]string{
-		"services": {
-			"insert":   `INSERT INTO services (account_id, imei, name) SELECT account_id, imei, name || ' dup' FROM services`,
-			"update":   `UPDATE services s SET account_id = o.account_id, imei = o.imei FROM (SELECT account_id, imei FROM objects ORDER BY id LIMIT 1) o WHERE s.account_id <> o.account_id`,
-			"delete":   `DELETE FROM services WHERE service_id % 2 = 0`,
-			"truncate": `TRUNCATE services`,
-		},
-		"reports": {
-			"insert":   `INSERT INTO reports (account_id, name, imei) SELECT account_id, name || ' dup', imei FROM reports`,
-			"update":   `UPDATE reports SET account_id = (SELECT min(id) FROM accounts) WHERE account_id <> (SELECT min(id) FROM accounts)`,
-			"delete":   `DELETE FROM reports WHERE report_id % 2 = 0`,
-			"truncate": `TRUNCATE reports`,
-		},
-		"events": {
-			"insert":   `INSERT INTO events (account_id, name, imei) SELECT account_id, name || ' dup', imei FROM events`,
-			"update":   `UPDATE events SET account_id = (SELECT min(id) FROM accounts) WHERE account_id <> (SELECT min(id) FROM accounts)`,
-			"delete":   `DELETE FROM events WHERE event_id % 2 = 0`,
-			"truncate": `TRUNCATE events`,
-		},
-		"passengers": {
-			"insert":   `INSERT INTO passengers (account_id, passenger_name) SELECT account_id, 'dup' FROM passengers`,
-			"update":   `UPDATE passengers SET account_id = (SELECT min(id) FROM accounts) WHERE account_id <> (SELECT min(id) FROM accounts)`,
-			"delete":   `DELETE FROM passengers WHERE passenger_id % 2 = 0`,
-			"truncate": `TRUNCATE passengers`,
-		},
-		"objects": {
-			"insert": `INSERT INTO objects (imei, account_id) SELECT imei || ' dup', account_id FROM objects`,
-			"update": `DELETE FROM services WHERE imei IN (SELECT imei FROM objects WHERE id % 2 = 0);
-				UPDATE objects o SET account_id = (SELECT min(id) FROM accounts) WHERE id % 2 = 0`,
-			"delete":   `DELETE FROM objects o WHERE NOT EXISTS (SELECT 1 FROM services s WHERE s.imei = o.imei)`,
-			"truncate": `TRUNCATE objects CASCADE`,
-		},
-	}
-	for _, table := range storage.CountedTables() {
-		for op, stmt := range ops[table] {
-			t.Run(table+"_"+op, func(t *testing.T) {
+	// The two users whose totals the statements move: every account of the
+	// world is among the principals, as itself.
+	from, to := w.byType[tenancy.User][0], w.byType[tenancy.User][1]
+	for _, d := range countedDescriptors(t) {
+		for _, op := range countingOps {
+			t.Run(d.Table()+"_"+op, func(t *testing.T) {
 				tx, err := db.BeginTx(ctx, nil)
 				if err != nil {
 					t.Fatal(err)
 				}
 				defer tx.Rollback() //nolint:errcheck // the point: nothing stays
-				if _, err := tx.ExecContext(ctx, fmt.Sprintf("DROP TRIGGER %s_count_%s ON %s", table, op, table)); err != nil {
+				fromDevice := newDevice(t, ctx, tx, from.id, "trigger-from")
+				toDevice := newDevice(t, ctx, tx, to.id, "trigger-to")
+				if _, err := tx.ExecContext(ctx, "DROP TRIGGER ? ON ?", bun.Ident(d.Table()+"_count_"+op), bun.Ident(d.Table())); err != nil {
 					t.Fatal(err)
 				}
-				for _, st := range strings.Split(stmt, ";") {
-					if _, err := tx.ExecContext(ctx, st); err != nil {
-						t.Fatalf("%s: %v", st, err)
+				rr := resourceRand(countersSeed+2, d.Resource())
+				var ids []int64
+				if op != "truncate" {
+					ids = w.mustFreshRows(t, ctx, tx, rr, d, "trigger-"+op, 5, from.id, fromDevice)
+				}
+				table, id := bun.Ident(d.Table()), bun.Ident(d.ID().Name)
+				var stmt string
+				var args []any
+				switch op {
+				case "update":
+					stmt, args = `UPDATE ? SET "account_id" = ? WHERE ? IN (?)`, []any{table, to.id, id, bun.List(ids)}
+					if w.imeiKind[string(d.Resource())] == imeiScalar && d.Table() != w.devicesTable {
+						stmt, args = `UPDATE ? SET "account_id" = ?, "imei" = ? WHERE ? IN (?)`, []any{table, to.id, toDevice, id, bun.List(ids)}
+					}
+				case "delete":
+					stmt, args = `DELETE FROM ? WHERE ? IN (?)`, []any{table, id, bun.List(ids)}
+				case "truncate":
+					stmt, args = `TRUNCATE ? CASCADE`, []any{table}
+				}
+				if stmt != "" {
+					if _, err := tx.ExecContext(ctx, stmt, args...); err != nil {
+						t.Fatalf("%s: %v", stmt, err)
 					}
 				}
 				bad, _, err := totalsMismatch(ctx, storage.NewStore(tx), e, principals)
@@ -411,24 +514,73 @@ func TestCountedTotalsNeedEveryTrigger(t *testing.T) {
 					t.Fatal(err)
 				}
 				if len(bad) == 0 {
-					t.Fatalf("without %s_count_%s, %q left every total right: the check cannot see a missing trigger", table, op, stmt)
+					t.Fatalf("without %s_count_%s, the %s left every total right: the check cannot see a missing trigger", d.Table(), op, op)
 				}
 			})
 		}
 	}
-	var triggers []string
-	if err := db.NewRaw(`SELECT tgname FROM pg_trigger t JOIN pg_proc p ON p.oid = t.tgfoid WHERE p.proname = 'count_rows' ORDER BY 1`).Scan(ctx, &triggers); err != nil {
-		t.Fatal(err)
+}
+
+// countingOps are the statements each counted table has a counting
+// trigger for (<table>_count_<op>, installed by count_table).
+var countingOps = []string{"insert", "update", "delete", "truncate"}
+
+// TestCountedTablesAreTheDeclared checks that the migrations count exactly
+// the resources declared counted: the tables carrying triggers of
+// count_rows() are the counted descriptors', each with the four triggers
+// that count_table installs (a counted resource whose migration does not
+// call count_table fails here, and so does a table counted by a migration
+// but not declared counted, whose lists would count rows), and the
+// triggers migration 20261210000002 wrote by hand are the ones count_table
+// makes.
+func TestCountedTablesAreTheDeclared(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	_, db := newStore(t)
+	definitions := func(db bun.IDB) map[string]string {
+		t.Helper()
+		var rows []struct {
+			Name string `bun:"tgname"`
+			Def  string `bun:"def"`
+		}
+		if err := db.NewRaw(`SELECT t.tgname, pg_get_triggerdef(t.oid) AS def FROM pg_trigger t JOIN pg_proc p ON p.oid = t.tgfoid
+			WHERE p.proname = 'count_rows' ORDER BY 1`).Scan(ctx, &rows); err != nil {
+			t.Fatal(err)
+		}
+		out := map[string]string{}
+		for _, r := range rows {
+			out[r.Name] = r.Def
+		}
+		return out
 	}
-	var want []string
-	for table, byOp := range ops {
-		for op := range byOp {
+	migrated := definitions(db)
+	var got, want []string
+	for name := range migrated {
+		got = append(got, name)
+	}
+	for _, table := range storage.CountedTables() {
+		for _, op := range countingOps {
 			want = append(want, table+"_count_"+op)
 		}
 	}
+	slices.Sort(got)
 	slices.Sort(want)
-	if !slices.Equal(triggers, want) {
-		t.Errorf("counting triggers %v, the tables and operations covered here %v", triggers, want)
+	if !slices.Equal(got, want) {
+		t.Fatalf("counting triggers after the migrations %v, the counted descriptors' %v: a resource declared counted needs "+
+			"SELECT count_table('<table>') in its migration, and a table counted by a migration needs the option counted in its declaration", got, want)
+	}
+	tx, err := db.BeginTx(ctx, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tx.Rollback() //nolint:errcheck // only a comparison
+	for _, table := range storage.CountedTables() {
+		if _, err := tx.ExecContext(ctx, `SELECT count_table(?::regclass)`, table); err != nil {
+			t.Fatalf("count_table(%s): %v", table, err)
+		}
+	}
+	if made := definitions(tx); !maps.Equal(made, migrated) {
+		t.Errorf("count_table makes the triggers\n%v\nthe migrations made\n%v", made, migrated)
 	}
 }
 
@@ -447,6 +599,37 @@ func TestListTotalFromCounters(t *testing.T) {
 	if !ok {
 		t.Fatal("services has no odo field")
 	}
+	// What the lists need, made here: a user of a manager, a subaccount of
+	// it granted a device of the user, and on that device three services
+	// that the filtered and the searched list match; the principals, one of
+	// each type, active, never expired, with every privilege, see them.
+	var user worldAccount
+	for _, u := range w.byType[tenancy.User] {
+		if w.byID[u.managerID].typ == tenancy.Manager {
+			user = u
+			break
+		}
+	}
+	sub := &storage.Account{Username: "counted-lists-sub", Type: tenancy.Subaccount, ManagerID: &user.id, Active: true}
+	if _, err := db.NewInsert().Model(sub).Exec(ctx); err != nil {
+		t.Fatal(err)
+	}
+	device := newDevice(t, ctx, db, user.id, "counted-lists-device")
+	if _, err := db.NewInsert().Model(&storage.ObjectGrant{SubaccountID: sub.ID, IMEI: device}).Exec(ctx); err != nil {
+		t.Fatal(err)
+	}
+	for i := range 3 {
+		if _, err := db.NewInsert().Model(&storage.Service{AccountID: user.id, IMEI: device, Name: fmt.Sprintf("counted list %d1", i), Odo: false}).Exec(ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
+	both := []string{"reports", "event_notifications"}
+	principals := map[string]policy.Input{
+		string(tenancy.Admin):      inputOf(w.byType[tenancy.Admin][0], true, both),
+		string(tenancy.Manager):    inputOf(w.byID[user.managerID], true, both),
+		string(tenancy.User):       inputOf(user, true, both),
+		string(tenancy.Subaccount): inputOf(worldAccount{id: sub.ID, typ: tenancy.Subaccount, managerID: user.id}, true, both),
+	}
 	tx, err := db.BeginTx(ctx, nil)
 	if err != nil {
 		t.Fatal(err)
@@ -455,7 +638,7 @@ func TestListTotalFromCounters(t *testing.T) {
 	s := storage.NewStore(tx)
 	var want map[string]int64
 	rows := func(in policy.Input) map[string]int64 {
-		scope, err := e.Scope(ctx, in, "services")
+		scope, err := e.Scope(ctx, in, storage.Services.Resource())
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -473,17 +656,11 @@ func TestListTotalFromCounters(t *testing.T) {
 		}
 		return out
 	}
-	principals := map[string]policy.Input{}
-	for _, in := range countPrincipals(w, r) {
-		if in.Account.Active && len(in.Account.Privileges) == 2 {
-			principals[in.Account.Type] = in
-		}
-	}
 	before := map[string]map[string]int64{}
 	for typ, in := range principals {
 		before[typ] = rows(in)
 	}
-	if _, err := tx.ExecContext(ctx, `UPDATE account_row_counts SET n = n + 1000 WHERE resource = 'services'`); err != nil {
+	if _, err := tx.ExecContext(ctx, `UPDATE account_row_counts SET n = n + 1000 WHERE resource = ?`, storage.Services.Table()); err != nil {
 		t.Fatal(err)
 	}
 	for typ, in := range principals {

@@ -78,6 +78,9 @@ type Descriptor struct {
 	// management scope (accountsScope) restricts the table's rows
 	// (scopedByAccounts): the table has no scope of its own.
 	scopedBy string
+	// counted: the table's rows are counted per account (declared with
+	// the option counted; counters.go).
+	counted bool
 }
 
 // Model is the Descriptor of the resource whose bun model is T.
@@ -140,6 +143,11 @@ func (d *Descriptor) SearchFields() []string {
 // Listed reports whether the resource has a list (a field with a list tag).
 func (d *Descriptor) Listed() bool { return len(d.fields) > 0 }
 
+// Counted reports whether the resource's rows are counted per account
+// (declared with the option counted): its unfiltered lists take their
+// total from the counters when the scope has a counter form.
+func (d *Descriptor) Counted() bool { return d.counted }
+
 // col qualifies a column with the table alias.
 func (d *Descriptor) col(name string) string { return `"` + d.alias + `"."` + name + `"` }
 
@@ -180,11 +188,34 @@ var (
 	typeTime       = reflect.TypeFor[time.Time]()
 )
 
+// A declareOption is an option of a resource's declaration (declare).
+type declareOption func(*Descriptor) error
+
+// counted declares a resource whose rows are counted per account, so that
+// an unfiltered list takes its total from the counters (counters.go). Its
+// table needs an account_id column, and its migration must install the
+// counting triggers with SELECT count_table('<table>') (and remove them
+// with uncount_table in its down file, unless that drops the table):
+// TestCountedTablesAreTheDeclared fails until the two agree.
+func counted(d *Descriptor) error {
+	if _, ok := d.scope["account_id"]; !ok {
+		return fmt.Errorf("counted: table %s has no account_id column to count by", d.table)
+	}
+	d.counted = true
+	return nil
+}
+
 // declare derives the descriptor of the tenant resource whose bun model is
-// T and registers it. A model it cannot describe is a programming error:
-// it panics while the package initialises, so every test fails.
-func declare[T any]() Model[T] {
+// T, applies the options of its declaration (counted) and registers it. A
+// model it cannot describe is a programming error: it panics while the
+// package initialises, so every test fails.
+func declare[T any](options ...declareOption) Model[T] {
 	d, err := describe(pgdialect.New().Tables().Get(reflect.TypeFor[T]()))
+	for _, o := range options {
+		if err == nil {
+			err = o(d)
+		}
+	}
 	if err != nil {
 		panic(fmt.Sprintf("storage: declare %s: %v", reflect.TypeFor[T](), err))
 	}

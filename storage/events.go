@@ -9,7 +9,7 @@ import (
 )
 
 // Events is the events resource: GET /events and /events/{id} (spec §4.8, DESIGN §5).
-var Events = declare[Event]()
+var Events = declare[Event](counted)
 
 // Event is a row of events: an event rule naming a list of devices
 // (DESIGN §5). Its lists encode as [] and day_time as {} when empty.

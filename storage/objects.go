@@ -4,7 +4,7 @@ import "github.com/uptrace/bun"
 
 // Objects is the objects resource: GET /objects (DESIGN §9), the devices
 // the caller may see (a subaccount: those granted to it).
-var Objects = declare[Object]()
+var Objects = declare[Object](counted)
 
 // Object is a row of objects: a tracked device, owned by one account, with
 // its current odometer (km) and engine hours (h). It is also the wire form

@@ -18,7 +18,7 @@ import (
 )
 
 // Passengers is the passengers resource: POST /passengers (DESIGN §5).
-var Passengers = declare[Passenger]()
+var Passengers = declare[Passenger](counted)
 
 // Passenger is a row of passengers (DESIGN §5).
 type Passenger struct {

@@ -8,7 +8,7 @@ import (
 )
 
 // Reports is the reports resource: GET /reports (spec §4.7, DESIGN §5).
-var Reports = declare[Report]()
+var Reports = declare[Report](counted)
 
 // Report is a row of reports: a report definition naming a list of devices
 // (DESIGN §5). Its lists encode as [] when empty.

@@ -3,15 +3,18 @@ package storage_test
 import (
 	"context"
 	"fmt"
+	"hash/fnv"
 	"math/rand/v2"
 	"reflect"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"unicode/utf8"
 
 	"github.com/uptrace/bun"
 	"github.com/uptrace/bun/schema"
 
+	"github.com/fleetapi/fleetapi/policy"
 	"github.com/fleetapi/fleetapi/storage"
 	"github.com/fleetapi/fleetapi/tenancy"
 )
@@ -49,6 +52,14 @@ type world struct {
 	grants   map[int64]map[string]bool // subaccount → granted imeis
 	rows     map[string][]worldRow     // resource → rows
 	imeiKind map[string]imeiKind       // resource → how its rows name devices
+	// objects are the devices stored by buildWorld, devicesTable their
+	// table; built holds each table's largest id once the world is built.
+	objects      []storage.Object
+	devicesTable string
+	built        map[string]int64
+	// fresh numbers the rows the counter tests add (freshRows), from far
+	// above the world's, so that their names (rowName) are unique.
+	fresh atomic.Int64
 }
 
 // buildWorld stores ≥3 tenants of every account type, devices, grants
@@ -156,22 +167,30 @@ func buildWorld(t *testing.T, db bun.IDB, r *rand.Rand) *world {
 // insertRows stores about 320 rows of every declared resource but the
 // devices (stored above), built from the descriptor alone (genericRow),
 // then reads every resource's rows back (readRows): a resource declared
-// in storage is in the world without code here.
+// in storage is in the world without code here. Each resource's rows are
+// drawn from a stream of its own (resourceRand), and r gives one draw
+// whatever the resources are: declaring a resource changes no other
+// resource's rows, nor anything the caller draws from r afterwards.
 func (w *world) insertRows(t *testing.T, db bun.IDB, r *rand.Rand, objects []storage.Object) {
 	t.Helper()
 	ctx := context.Background()
 	const perTable = 320
-	devices := db.Dialect().Tables().Get(reflect.TypeFor[storage.Object]()).Name
+	seed := r.Uint64()
+	w.objects = objects
+	w.devicesTable = db.Dialect().Tables().Get(reflect.TypeFor[storage.Object]()).Name
 	w.imeiKind = map[string]imeiKind{}
+	w.built = map[string]int64{}
 	for _, d := range storage.Descriptors() {
 		table := db.Dialect().Tables().Get(d.ModelType())
 		w.imeiKind[string(d.Resource())] = imeiKindOf(table)
-		if d.Table() == devices {
+		if d.Table() == w.devicesTable {
 			continue
 		}
+		rr := resourceRand(seed, d.Resource())
 		rows := reflect.MakeSlice(reflect.SliceOf(d.ModelType()), perTable, perTable)
 		for i := range perTable {
-			w.genericRow(t, r, d, table, rows.Index(i), i, objects)
+			owner, device := w.rowOwnerAndDevice(rr, table)
+			w.genericRow(rr, d, table, rows.Index(i), i, owner, device)
 		}
 		ptr := reflect.New(rows.Type())
 		ptr.Elem().Set(rows)
@@ -180,8 +199,21 @@ func (w *world) insertRows(t *testing.T, db bun.IDB, r *rand.Rand, objects []sto
 		}
 	}
 	for _, d := range storage.Descriptors() {
-		w.rows[string(d.Resource())] = w.readRows(t, db, d)
+		rows := w.readRows(t, db, d)
+		w.rows[string(d.Resource())] = rows
+		if len(rows) > 0 {
+			w.built[d.Table()] = rows[len(rows)-1].id
+		}
 	}
+}
+
+// resourceRand is the random stream of one resource: seeded by seed and
+// the resource's name, so that it does not depend on which other
+// resources are declared, nor in which order.
+func resourceRand(seed uint64, resource policy.Resource) *rand.Rand {
+	h := fnv.New64a()
+	h.Write([]byte(resource))
+	return rand.New(rand.NewPCG(seed, h.Sum64()))
 }
 
 // imeiKind says how a resource names devices: not at all, one (imei
@@ -206,20 +238,25 @@ func imeiKindOf(table *schema.Table) imeiKind {
 	}
 }
 
-// genericRow fills row i of resource d from the field kinds: account_id
-// and imei from the world's accounts and devices (a row naming one device
-// belongs to the device's owner; a list of devices is deviceList of the
-// owner), the searched and name fields adversarial and unique per row,
-// the other booleans and integers of the list random, everything else the
-// zero value that the model's hooks and the column defaults complete.
-func (w *world) genericRow(t *testing.T, r *rand.Rand, d *storage.Descriptor, table *schema.Table, row reflect.Value, i int, objects []storage.Object) {
-	t.Helper()
-	owner := w.rowOwner(r)
+// rowOwnerAndDevice picks the owner of a new row of table: for a row
+// naming one device, a device of the world and its owner; otherwise
+// rowOwner.
+func (w *world) rowOwnerAndDevice(r *rand.Rand, table *schema.Table) (owner int64, device string) {
 	if imeiKindOf(table) == imeiScalar {
-		o := objects[r.IntN(len(objects))]
-		owner = o.AccountID
-		table.FieldMap["imei"].Value(row).SetString(o.IMEI)
+		o := w.objects[r.IntN(len(w.objects))]
+		return o.AccountID, o.IMEI
 	}
+	return w.rowOwner(r), ""
+}
+
+// genericRow fills row i of resource d, owned by owner, from the field
+// kinds: account_id is owner; a row naming one device names device (which
+// owner must own; for the devices table, a new device id), a list of
+// devices is deviceList of the owner; the searched and name fields
+// adversarial and unique per row (by i), the other booleans and integers
+// of the list random, everything else the zero value that the model's
+// hooks and the column defaults complete.
+func (w *world) genericRow(r *rand.Rand, d *storage.Descriptor, table *schema.Table, row reflect.Value, i int, owner int64, device string) {
 	for _, f := range table.Fields {
 		v := f.Value(row)
 		listed, isListed := d.Field(f.Name)
@@ -230,6 +267,8 @@ func (w *world) genericRow(t *testing.T, r *rand.Rand, d *storage.Descriptor, ta
 		case f.Name == "imei":
 			if imeiKindOf(table) == imeiList {
 				v.Set(reflect.ValueOf(w.deviceList(r, owner)))
+			} else {
+				v.SetString(device)
 			}
 		case f.IndirectType.Kind() == reflect.String && !f.IsPtr && (isListed && listed.Search || strings.Contains(f.Name, "name")):
 			v.SetString(truncate(rowName(i)+" "+nasty[r.IntN(len(nasty))], 100))

@@ -7,7 +7,7 @@ import (
 )
 
 // Services is the services resource: GET /services (spec §4.4, DESIGN §5) and /services/due.
-var Services = declare[Service]()
+var Services = declare[Service](counted)
 
 // Service is a row of services: a maintenance service record of one device
 // (DESIGN §5). Kilometres for odo_*, hours for engh_*, days for days_*.
