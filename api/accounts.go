@@ -427,7 +427,7 @@ func accountInputSchema() wireType {
 // accountPatchSchema is the AccountPatchInput component, the body of PATCH
 // /accounts/{id}.
 func accountPatchSchema() wireType {
-	return wireType{name: "AccountPatchInput", value: AccountPatchInput{}, required: []string{},
+	return wireType{name: "AccountPatchInput", value: AccountPatchInput{}, required: []string{}, minProperties: 1,
 		description: "The fields to change (DESIGN §9); at least one. Any other field, type, manager_id and username included, is 400 INVALID_BODY.",
 		fields: map[string][]fieldOpt{
 			"email":             {typed(openapi3.TypeString), desc("A valid e-mail address, or empty.")},

@@ -255,9 +255,11 @@ func TestAccountPatchRules(t *testing.T) {
 	for _, body := range []string{`{"type":"manager"}`, `{"manager_id":1}`, `{"username":"x"}`, `{"id":1}`, `{"created_at":"2026-01-01T00:00:00Z"}`, `{"secret":"x"}`} {
 		denial(t, a.send("PATCH", path("acme"), demoToken(t, "fleetco-all"), body), 400, "INVALID_BODY", "")
 	}
-	for _, body := range []string{`{}`, `{"active":null}`, `{"email":null}`, `{"email":"bad"}`, `{"account_expire_dt":"tomorrow"}`, `{"privileges":["reports"]}`, `{"privileges":null}`} {
+	for _, body := range []string{`{}`, `{"active":null}`, `{"email":null}`, `{"email":"bad"}`, `{"account_expire_dt":"tomorrow"}`, `{"privileges":["reports"]}`} {
 		denial(t, a.send("PATCH", path("acme"), demoToken(t, "fleetco-all"), body), 400, "VALIDATION_FAILED", "")
 	}
+	// A list is never null (the document says array): the wrong type.
+	denial(t, a.send("PATCH", path("acme"), demoToken(t, "fleetco-all"), `{"privileges":null}`), 400, "INVALID_BODY", "")
 	// Privileges only from those the caller holds: acme holds both; a
 	// manager also; unknown names are 400.
 	denial(t, a.send("PATCH", path("acme-night"), demoToken(t, "acme-all"), `{"privileges":["bogus"]}`), 400, "VALIDATION_FAILED", "")

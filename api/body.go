@@ -109,6 +109,14 @@ func (w *bodyWalker) value(t reflect.Type, path string) error {
 		return err
 	}
 	switch tok := tok.(type) {
+	case nil:
+		// null only where the Go type can hold it: a pointer (which the
+		// schema generator declares nullable) or an untyped value. A list, a
+		// map or a plain value is never null, in the document or here
+		// (issue 19 item 19: "privileges": null was taken as absent).
+		if t != nil && t.Kind() != reflect.Pointer && t.Kind() != reflect.Interface {
+			return invalidBody(fmt.Sprintf("field %q must not be null", fieldName(path)), map[string]any{"field": fieldName(path)})
+		}
 	case json.Delim:
 		if tok == '{' {
 			return w.object(t, path)

@@ -135,7 +135,7 @@ func TestGrantsRules(t *testing.T) {
 		{"string", `{"imei":"356938035643817"}`, "INVALID_BODY"},
 		{"number item", `{"imei":[356938035643817]}`, "INVALID_BODY"},
 		{"missing", `{}`, "VALIDATION_FAILED"},
-		{"null", `{"imei":null}`, "VALIDATION_FAILED"},
+		{"null", `{"imei":null}`, "INVALID_BODY"}, // a list is never null
 		{"duplicates", `{"imei":["356938035643817","356938035643817"]}`, "VALIDATION_FAILED"},
 		{"empty imei", `{"imei":[""]}`, "VALIDATION_FAILED"},
 		{"long imei", `{"imei":["` + strings.Repeat("1", 51) + `"]}`, "VALIDATION_FAILED"},

@@ -130,12 +130,12 @@ func (s *Server) postObjects(c fuego.ContextWithBody[ObjectInput]) (*Envelope[st
 // /objects.
 func objectInputSchema() wireType {
 	return wireType{name: "ObjectInput", value: ObjectInput{}, required: []string{"imei", "account_id"},
-		description: "A device to register (DESIGN §9). Absent and null fields take their defaults (empty name, zero readings). " +
+		description: "A device to register (DESIGN §9). Absent and null optional fields take their defaults (empty name, zero readings). " +
 			"Field names are exact; unknown and repeated keys are rejected.",
 		fields: map[string][]fieldOpt{
 			"imei":         {typed(openapi3.TypeString), minLen(1), maxLen(50), pattern(imeiPattern.String()), desc("Required; unique across the platform.")},
 			"name":         {maxLen(maxObjectName), desc("Name of the device; defaults to empty.")},
-			"account_id":   {minimum(1), desc("Required: the owning account, in the caller's management scope; not a subaccount.")},
+			"account_id":   {minimum(1), notNull(), desc("Required: the owning account, in the caller's management scope; not a subaccount.")},
 			"odometer":     {minimum(0), desc("Current odometer (km); defaults to 0.")},
 			"engine_hours": {minimum(0), desc("Current engine hours (h); defaults to 0.")},
 		}}

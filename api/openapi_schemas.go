@@ -24,6 +24,9 @@ type wireType struct {
 	// required, when set, replaces the generated list (every field without
 	// omitempty).
 	required []string
+	// minProperties is the least number of properties of the object (a
+	// PATCH names at least one field).
+	minProperties uint64
 	fields   map[string][]fieldOpt
 	// uses are the component schemas the fields refer to (ref).
 	uses []wireType
@@ -70,6 +73,16 @@ func nullable() fieldOpt {
 			t := append(s.Type.Slice(), openapi3.TypeNull)
 			s.Type = (*openapi3.Types)(&t)
 		}
+	})
+}
+
+// notNull removes null from the property's types: a pointer field the
+// server requires a value for (the generator makes every pointer
+// nullable).
+func notNull() fieldOpt {
+	return schemaOpt(func(s *openapi3.Schema) {
+		t := slices.DeleteFunc(s.Type.Slice(), func(x string) bool { return x == openapi3.TypeNull })
+		s.Type = (*openapi3.Types)(&t)
 	})
 }
 
@@ -174,6 +187,7 @@ func wireSchema(w wireType) (*openapi3.SchemaRef, error) {
 	if w.required != nil {
 		s.Required = w.required
 	}
+	s.MinProps = w.minProperties
 	open := w.open
 	s.AdditionalProperties = openapi3.AdditionalProperties{Has: &open}
 	return openapi3.NewSchemaRef("", s), nil

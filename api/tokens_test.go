@@ -258,7 +258,7 @@ func TestTokenCreateBodies(t *testing.T) {
 		{`{"name":"a\u0001b","permissions":[]}`, "VALIDATION_FAILED"},
 		{`{"name":"` + strings.Repeat("n", 101) + `","permissions":[]}`, "VALIDATION_FAILED"},
 		{`{"name":"x"}`, "VALIDATION_FAILED"},
-		{`{"name":"x","permissions":null}`, "VALIDATION_FAILED"},
+		{`{"name":"x","permissions":null}`, "INVALID_BODY"}, // a list is never null
 		{`{"name":"x","permissions":[""]}`, "VALIDATION_FAILED"},
 		{`{"name":"x","permissions":["GET"]}`, "VALIDATION_FAILED"},
 		{`{"name":"x","permissions":["get /services"]}`, "VALIDATION_FAILED"},
