@@ -1882,10 +1882,10 @@ type Object struct {
 	Odometer int64 `json:"odometer"`
 }
 
-// ObjectInput A device to register (DESIGN §9). Absent and null fields take their defaults (empty name, zero readings). Field names are exact; unknown and repeated keys are rejected.
+// ObjectInput A device to register (DESIGN §9). Absent and null optional fields take their defaults (empty name, zero readings). Field names are exact; unknown and repeated keys are rejected.
 type ObjectInput struct {
 	// AccountId Required: the owning account, in the caller's management scope; not a subaccount.
-	AccountId *int64 `json:"account_id"`
+	AccountId int64 `json:"account_id"`
 
 	// EngineHours Current engine hours (h); defaults to 0.
 	EngineHours *int64 `json:"engine_hours,omitempty"`
