@@ -267,11 +267,11 @@ func TestGeneratedClient(t *testing.T) {
 		}
 		acmeID := me.JSON200.Data.Id
 		obj, err := acme.CreateObjectWithResponse(ctx, &client.CreateObjectParams{IdempotencyKey: ptr("e2e-object-1")},
-			client.ObjectInput{Imei: "e2e-device-1", Name: ptr("E2E van"), AccountId: ptr(acmeID), Odometer: ptr(int64(10))})
+			client.ObjectInput{Imei: "e2e-device-1", Name: ptr("E2E van"), AccountId: acmeID, Odometer: ptr(int64(10))})
 		if err != nil || obj.JSON201 == nil || obj.JSON201.Data.Imei != "e2e-device-1" || obj.JSON201.Data.AccountId != acmeID {
 			t.Fatalf("POST /objects: %v %d %s", err, obj.StatusCode(), obj.Body)
 		}
-		dup, err := acme.CreateObjectWithResponse(ctx, nil, client.ObjectInput{Imei: "e2e-device-1", AccountId: ptr(acmeID)})
+		dup, err := acme.CreateObjectWithResponse(ctx, nil, client.ObjectInput{Imei: "e2e-device-1", AccountId: acmeID})
 		if err != nil {
 			t.Fatal(err)
 		}
