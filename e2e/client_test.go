@@ -298,7 +298,7 @@ func TestGeneratedClient(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		failure(t, notSub.HTTPResponse, notSub.JSON400, http.StatusBadRequest, client.ErrorCodeVALIDATIONFAILED)
+		failure(t, notSub.HTTPResponse, notSub.JSON400, http.StatusBadRequest, client.ErrorCodeINVALIDPARAMETER)
 	})
 	t.Run("tokens", func(t *testing.T) {
 		created, err := acme.CreateTokenWithResponse(ctx, &client.CreateTokenParams{IdempotencyKey: ptr("e2e-token-1")},
