@@ -67,11 +67,17 @@ func TestAccountCreateRules(t *testing.T) {
 		code, reason       string
 	}
 	cases := []tc{
-		// admin: managers and users at the top or under a manager; no admin; nothing under a user.
+		// admin: managers at the top or under an admin, users at the top,
+		// under an admin or a manager (fixed levels, DESIGN §2: never a
+		// manager under a manager); no admin; nothing under a user.
 		{"admin-all", "manager", "", 201, "", ""},
 		{"admin-all", "user", "", 201, "", ""},
 		{"admin-all", "user", "fleetco", 201, "", ""},
-		{"admin-all", "manager", "fleetco", 201, "", ""},
+		{"admin-all", "manager", "admin", 201, "", ""},
+		{"admin-all", "user", "admin", 201, "", ""},
+		{"admin-all", "manager", "fleetco", 403, "MANAGEMENT_DENIED", "not_below_caller"},
+		{"admin-all", "manager", "northwind", 403, "MANAGEMENT_DENIED", "not_below_caller"},
+		{"admin-all", "subaccount", "admin", 403, "MANAGEMENT_DENIED", "not_below_caller"},
 		{"admin-all", "admin", "", 403, "MANAGEMENT_DENIED", "not_below_caller"},
 		{"admin-all", "subaccount", "acme", 403, "MANAGEMENT_DENIED", "not_below_caller"},
 		{"admin-all", "user", "acme", 403, "MANAGEMENT_DENIED", "not_below_caller"},

@@ -300,12 +300,15 @@ func heldPrivileges(c *escAccount) []string {
 	return []string{"reports", "event_notifications"}
 }
 
-// mayCreate is "creation goes strictly downward" of §9.
+// mayCreate is "creation goes strictly downward" of §9, within §2's fixed
+// levels: a manager at the top or under an admin, a user at the top or
+// under a manager or an admin, a subaccount under a user.
 func (w *escWorld) mayCreate(c *escAccount, typ string, under int64) bool {
 	parent := w.accounts[under]
 	switch c.typ {
 	case "admin":
-		return (typ == "manager" || typ == "user") && (under == 0 || parent.typ == "manager")
+		return typ == "manager" && (under == 0 || parent.typ == "admin") ||
+			typ == "user" && (under == 0 || parent.typ == "admin" || parent.typ == "manager")
 	case "manager":
 		return typ == "user" && under == c.id ||
 			typ == "subaccount" && under != 0 && parent.typ == "user" && parent.manager == c.id
@@ -575,9 +578,15 @@ func (w *escWorld) tokenCase(c *escAccount, target int64, rel string, inScope bo
 		exceeds = true // higher than the creating token's (effective) limit
 	}
 	want := allow(http.StatusCreated)
+	tgt := w.accounts[target]
 	switch {
 	case !inScope:
 		want = escNotFound
+	// §9: only for the caller's own account or one below it whose scopes
+	// are within the caller's: never another manager (or admin) but for
+	// an admin
+	case target != c.id && c.typ != "admin" && (tgt.typ == "manager" || tgt.typ == "admin"):
+		want = deny403("outside_scope")
 	case exceeds:
 		want = deny403("exceeds_token")
 	}

@@ -43,14 +43,14 @@ func (s *Server) managerFrom(ctx context.Context) (manager, error) {
 // accounts above it: the account and its policy target. An id outside the
 // scope is NOT_FOUND, exactly like a missing one.
 func (s *Server) target(ctx context.Context, m manager, id int64) (storage.Account, *policy.TargetInput, error) {
-	a, up, err := s.cfg.Store.ManagedAccount(ctx, m.scope, id)
+	a, up, whole, err := s.cfg.Store.ManagedAccount(ctx, m.scope, id)
 	if errors.Is(err, storage.ErrNotFound) {
 		return storage.Account{}, nil, newError(CodeNotFound, fmt.Sprintf("account %d not found", id), nil)
 	}
 	if err != nil {
 		return storage.Account{}, nil, err
 	}
-	return a, policy.NewTargetInput(a.Tenancy(), up, s.cfg.Now().UTC()), nil
+	return a, policy.NewTargetInput(a.Tenancy(), up, whole, s.cfg.Now().UTC()), nil
 }
 
 // decideManagement asks the management decision for action on target

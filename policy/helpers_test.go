@@ -63,7 +63,7 @@ func principal(typ string, privileges ...string) Input {
 	return Input{
 		Request: RequestInput{Method: "GET", Route: "/services"},
 		Token:   TokenInput{ID: 11, Permissions: []string{"*"}},
-		Account: AccountInput{ID: 7, Type: typ, ManagerID: 3, Active: true, Privileges: privileges},
+		Account: AccountInput{ID: 7, Type: typ, ManagerID: 3, Active: true, Privileges: privileges, ChainComplete: true},
 	}
 }
 

@@ -43,6 +43,11 @@ type AccountInput struct {
 	// Chain holds the accounts above this one, nearest first (its manager,
 	// that manager's manager, ...): their state flows down (DESIGN §2).
 	Chain []AncestorInput `json:"chain"`
+	// ChainComplete is true when Chain is the whole chain to the top of the
+	// tree; false when it could not be loaded whole (a missing row, a loop,
+	// more accounts than the fixed levels allow), and then the policy
+	// denies (fail closed).
+	ChainComplete bool `json:"chain_complete"`
 }
 
 // AncestorInput holds the facts of one account above the caller's account
@@ -90,6 +95,9 @@ func NewInput(p tenancy.Principal, method, route string, today time.Time) Input 
 			ReadOnly:   p.Account.ReadOnly,
 			Privileges: privs,
 			Chain:      chain,
+			// tenancy marks the incomplete chains, so that a principal
+			// built by hand (tests, synthetic principals) is whole.
+			ChainComplete: !p.AncestorsIncomplete,
 		},
 	}
 }
@@ -135,6 +143,7 @@ func accountTerm(a AccountInput) *ast.Term {
 		ast.Item(ast.InternedTerm("read_only"), ast.BooleanTerm(a.ReadOnly)),
 		ast.Item(ast.InternedTerm("privileges"), stringsTerm(a.Privileges)),
 		ast.Item(ast.InternedTerm("chain"), chainTerm(a.Chain)),
+		ast.Item(ast.InternedTerm("chain_complete"), ast.BooleanTerm(a.ChainComplete)),
 	)
 }
 

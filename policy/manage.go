@@ -78,6 +78,10 @@ type TargetInput struct {
 	ManagerID int64  `json:"manager_id"`
 	// Chain holds the accounts above it, nearest first.
 	Chain []AncestorInput `json:"chain"`
+	// ChainComplete is true when Chain is whole (see
+	// AccountInput.ChainComplete); a target whose chain is not is outside
+	// the caller's scope (fail closed).
+	ChainComplete bool `json:"chain_complete"`
 	// OwnedIMEI, for grants.replace, lists the devices among
 	// Change["imei"] that the target's parent owns (or every device of
 	// the parent).
@@ -106,10 +110,11 @@ func NewManagementInput(p tenancy.Principal, today time.Time, defaultRateLimit i
 }
 
 // NewTargetInput builds the target of a management input from the stored
-// account a and the accounts above it, nearest first (expiry on today).
-func NewTargetInput(a tenancy.Account, ancestors []tenancy.Account, today time.Time) *TargetInput {
+// account a and the accounts above it, nearest first (expiry on today);
+// whole says whether they could be loaded whole.
+func NewTargetInput(a tenancy.Account, ancestors []tenancy.Account, whole bool, today time.Time) *TargetInput {
 	in := NewInput(tenancy.Principal{Account: a, Ancestors: ancestors}, "", "", today)
-	return &TargetInput{ID: a.ID, Type: string(a.Type), ManagerID: a.ManagerID, Chain: in.Account.Chain}
+	return &TargetInput{ID: a.ID, Type: string(a.Type), ManagerID: a.ManagerID, Chain: in.Account.Chain, ChainComplete: whole}
 }
 
 // TokenChange is the Change of a token.create: the values the new token
@@ -148,6 +153,7 @@ func (in ManagementInput) value() (ast.Object, error) {
 			ast.Item(ast.InternedTerm("type"), ast.StringTerm(t.Type)),
 			ast.Item(ast.InternedTerm("manager_id"), intTerm(t.ManagerID)),
 			ast.Item(ast.InternedTerm("chain"), chainTerm(t.Chain)),
+			ast.Item(ast.InternedTerm("chain_complete"), ast.BooleanTerm(t.ChainComplete)),
 			ast.Item(ast.InternedTerm("owned_imei"), stringsTerm(t.OwnedIMEI)),
 		)
 	}
@@ -334,7 +340,7 @@ func (e *snapshot) verifyManagement(ctx context.Context, accountType string) err
 		Account: in.Account,
 		Token:   ManagementToken{ID: in.Token.ID, Permissions: in.Token.Permissions},
 		Action:  ActionTokenRevoke,
-		Target:  &TargetInput{ID: in.Account.ID, Type: in.Account.Type, ManagerID: in.Account.ManagerID},
+		Target:  &TargetInput{ID: in.Account.ID, Type: in.Account.Type, ManagerID: in.Account.ManagerID, ChainComplete: true},
 	}
 	if _, err := e.decideManagement(ctx, mi); err != nil {
 		return fmt.Errorf("management decision for %s principal: %w", article(accountType), err)

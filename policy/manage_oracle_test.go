@@ -169,8 +169,9 @@ func oManages(t *oTree, c oCase, x *oNode) bool {
 // oMayCreate: "an admin creates managers and users; a manager creates
 // users under itself and subaccounts under its users; a user creates
 // subaccounts under itself; a subaccount creates nothing. Nobody creates
-// an admin." With manager_id "a manager or null for a manager or user an
-// admin creates".
+// an admin." With manager_id "null or an admin for a manager or user an
+// admin creates; ... never a manager for a manager", and §2's fixed
+// levels: "a user at the top or directly under a manager or an admin".
 func oMayCreate(c oCase) bool {
 	if !oUsable(c) {
 		return false
@@ -184,11 +185,50 @@ func oMayCreate(c oCase) bool {
 	me := c.caller
 	switch me.typ {
 	case "admin":
-		return (typ == "manager" || typ == "user") && (under == nil || under.typ == "manager")
+		return typ == "manager" && (under == nil || under.typ == "admin") ||
+			typ == "user" && (under == nil || under.typ == "admin" || under.typ == "manager")
 	case "manager":
 		return under != nil && (typ == "user" && under.id == me.id || typ == "subaccount" && under.typ == "user" && under.manager == me.id)
 	case "user":
 		return typ == "subaccount" && under != nil && under.id == me.id
+	}
+	return false
+}
+
+// oMintWithin: "A token is minted only for the caller's own account or an
+// account below it whose data and management scopes are contained in the
+// caller's" (§9). The scopes are computed on the tree from §2 and §9
+// (oDataScope, oManages), not from the policy; an admin's scopes hold
+// every account, all of which count as below it.
+func oMintWithin(t *oTree, c oCase) bool {
+	x := c.target
+	if x.id == c.caller.id || c.caller.typ == "admin" {
+		return true
+	}
+	below := slices.ContainsFunc(t.up(x.id), func(a *oNode) bool { return a.id == c.caller.id })
+	as := func(n *oNode) oCase { return oCase{caller: n, active: true} }
+	for _, id := range t.ids {
+		n := t.nodes[id]
+		if oDataScope(x, n) && !oDataScope(c.caller, n) || oManages(t, as(x), n) && !oManages(t, as(c.caller), n) {
+			return false
+		}
+	}
+	return below
+}
+
+// oDataScope: whose rows account a sees (§2's table): an admin every
+// row; a manager its own and those of every account whose manager_id is
+// it; a user its own; a subaccount (a part of) its parent's.
+func oDataScope(a, owner *oNode) bool {
+	switch a.typ {
+	case "admin":
+		return true
+	case "manager":
+		return owner.id == a.id || owner.manager == a.id
+	case "user":
+		return owner.id == a.id
+	case "subaccount":
+		return owner.id == a.manager
 	}
 	return false
 }
@@ -235,6 +275,9 @@ func oDecide(t *oTree, c oCase) string {
 		return "unknown_action"
 	}
 	if !(c.action == ActionAccountCreate && c.target == nil) && !oManages(t, c, c.target) {
+		return "outside_scope"
+	}
+	if c.action == ActionTokenCreate && !oMintWithin(t, c) {
 		return "outside_scope"
 	}
 	if c.action == ActionAccountCreate && !oMayCreate(c) {
@@ -470,7 +513,7 @@ func (c *oCase) fill(t *oTree, r *rand.Rand) {
 func (c oCase) input(t *oTree) ManagementInput {
 	in := ManagementInput{
 		Account: AccountInput{ID: c.caller.id, Type: c.caller.typ, ManagerID: c.caller.manager, Active: c.active,
-			Expired: c.expired, Privileges: c.privileges, Chain: t.chain(c.caller.id)},
+			Expired: c.expired, Privileges: c.privileges, Chain: t.chain(c.caller.id), ChainComplete: true},
 		Token:  c.token,
 		Action: c.action,
 		Change: c.change,
@@ -480,7 +523,7 @@ func (c oCase) input(t *oTree) ManagementInput {
 	}
 	if c.target != nil {
 		in.Target = &TargetInput{ID: c.target.id, Type: c.target.typ, ManagerID: c.target.manager,
-			Chain: t.chain(c.target.id), OwnedIMEI: c.owned}
+			Chain: t.chain(c.target.id), ChainComplete: true, OwnedIMEI: c.owned}
 	}
 	return in
 }
@@ -521,6 +564,9 @@ func TestManagementOracleCatchesMutations(t *testing.T) {
 		"manager creates users under others": {"input.change.type == \"user\"\n\tunder_target\n\tinput.target.id == input.account.id\n", "input.change.type == \"user\"\n\tunder_target\n"},
 		"devices unchecked":                  {"not d in object.get(input.target, \"owned_imei\", [])", "d == false"},
 		"GET * covers POST routes":           {`sprintf("%s *", [method]) in input.token.permissions`, `"GET *" in input.token.permissions`},
+		"admin creates a manager under a manager": {"input.change.type == \"user\"\n\tunder_target\n\tinput.target.type == \"manager\"",
+			"input.change.type in {\"manager\", \"user\"}\n\tunder_target\n\tinput.target.type == \"manager\""},
+		"a manager mints for a sub-manager": {`input.target.type in {"user", "subaccount"}`, `input.target.type in {"user", "subaccount", "manager"}`},
 	}
 	for name, m := range mutations {
 		t.Run(name, func(t *testing.T) {

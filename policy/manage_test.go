@@ -123,7 +123,7 @@ func TestDecideManagementLog(t *testing.T) {
 		Account: tenancy.Account{ID: 3, Type: tenancy.User, ManagerID: 2, Active: true},
 	}, time.Date(2026, 1, 15, 0, 0, 0, 0, time.UTC), 1200)
 	in.Action = ActionTokenCreate
-	in.Target = &TargetInput{ID: 3, Type: "user", ManagerID: 2}
+	in.Target = &TargetInput{ID: 3, Type: "user", ManagerID: 2, ChainComplete: true}
 	in.Change = TokenChange(3, "ci", []string{"POST /passengers"}, nil, ptr(10))
 	for range 2 {
 		d, err := e.DecideManagement(context.Background(), in)
@@ -198,8 +198,8 @@ func TestNewManagementInput(t *testing.T) {
 		t.Errorf("no limit at all: %v", *in.Token.RateLimit)
 	}
 	target := NewTargetInput(tenancy.Account{ID: 5, Type: tenancy.Subaccount, ManagerID: 3},
-		[]tenancy.Account{{ID: 3, Type: tenancy.User, ManagerID: 2, Active: true}, {ID: 2, Type: tenancy.Manager, AccountExpire: true, ExpireDate: today.AddDate(0, 0, -1)}}, today)
-	if target.ID != 5 || target.Type != "subaccount" || target.ManagerID != 3 ||
+		[]tenancy.Account{{ID: 3, Type: tenancy.User, ManagerID: 2, Active: true}, {ID: 2, Type: tenancy.Manager, AccountExpire: true, ExpireDate: today.AddDate(0, 0, -1)}}, true, today)
+	if target.ID != 5 || target.Type != "subaccount" || target.ManagerID != 3 || !target.ChainComplete ||
 		!reflect.DeepEqual(target.Chain, []AncestorInput{{ID: 3, Type: "user", Active: true}, {ID: 2, Type: "manager", Expired: true}}) {
 		t.Errorf("target %+v", target)
 	}
@@ -221,16 +221,16 @@ func TestManagementInputSchema(t *testing.T) {
 	create := NewManagementInput(p, today, 1200)
 	create.Action = ActionAccountCreate
 	create.Change = map[string]any{"type": "subaccount", "manager_id": int64(3), "username": "n", "privileges": []string{"reports"}}
-	create.Target = NewTargetInput(p.Account, p.Ancestors, today)
+	create.Target = NewTargetInput(p.Account, p.Ancestors, true, today)
 	top := NewManagementInput(p, today, 0)
 	top.Action = ActionAccountCreate
 	grants := NewManagementInput(p, today, 1200)
 	grants.Action = ActionGrantsReplace
-	grants.Target = &TargetInput{ID: 5, Type: "subaccount", ManagerID: 3, OwnedIMEI: []string{"A"}}
+	grants.Target = &TargetInput{ID: 5, Type: "subaccount", ManagerID: 3, ChainComplete: true, OwnedIMEI: []string{"A"}}
 	grants.Change = map[string]any{"imei": []string{"A", "B"}}
 	object := NewManagementInput(p, today, 1200)
 	object.Action = ActionObjectCreate
-	object.Target = NewTargetInput(p.Account, p.Ancestors, today)
+	object.Target = NewTargetInput(p.Account, p.Ancestors, true, today)
 	object.Change = map[string]any{"imei": "356938035643809", "name": "Truck 7", "account_id": int64(3)}
 	for i, in := range []ManagementInput{create, top, grants, object} {
 		v, err := in.value()
@@ -300,7 +300,7 @@ func BenchmarkDecideManagement(b *testing.B) {
 	today := time.Date(2026, 1, 15, 0, 0, 0, 0, time.UTC)
 	in := NewManagementInput(p, today, 1200)
 	in.Action = ActionTokenCreate
-	in.Target = NewTargetInput(p.Account, p.Ancestors, today)
+	in.Target = NewTargetInput(p.Account, p.Ancestors, true, today)
 	in.Change = TokenChange(3, "ci", []string{"GET /services", "GET /events/{id}"}, &exp, ptr(60))
 	ctx := context.Background()
 	b.ReportAllocs()

@@ -14,7 +14,7 @@ func samplePrincipal(accountType string) Input {
 		Token:   TokenInput{ID: 1, Permissions: []string{"*"}},
 		Account: AccountInput{
 			ID: 7, Type: accountType, ManagerID: 3, Active: true,
-			Privileges: []string{"reports", "event_notifications"},
+			Privileges: []string{"reports", "event_notifications"}, ChainComplete: true,
 		},
 	}
 	if accountType == "admin" {

@@ -19,25 +19,26 @@ type managedRow struct {
 var managedAncestors = strings.ReplaceAll(ancestorsColumn, `"account".`, `"`+accountsScope.alias+`".`)
 
 // ManagedAccount returns the account id of the management scope with the
-// accounts above it, nearest first (the target of a management decision,
-// policy.NewTargetInput). An account outside the scope is ErrNotFound,
+// accounts above it, nearest first, and whether that chain is whole
+// (wholeChain): the target of a management decision,
+// policy.NewTargetInput. An account outside the scope is ErrNotFound,
 // exactly like one that does not exist.
-func (s *Store) ManagedAccount(ctx context.Context, scope policy.Scope, id int64) (Account, []tenancy.Account, error) {
+func (s *Store) ManagedAccount(ctx context.Context, scope policy.Scope, id int64) (Account, []tenancy.Account, bool, error) {
 	row := new(managedRow)
 	q, err := s.scopedSelect(scope, accountsScope, row)
 	if err != nil {
-		return Account{}, nil, err
+		return Account{}, nil, false, err
 	}
 	err = q.ColumnExpr(`"`+accountsScope.alias+`".*`).ColumnExpr(managedAncestors).
 		Where(accountsScope.col("id")+" = ?", id).Scan(ctx)
 	if err != nil {
-		return Account{}, nil, translateOwn(err)
+		return Account{}, nil, false, translateOwn(err)
 	}
 	var up []tenancy.Account
 	for _, a := range row.Ancestors {
 		up = append(up, a.Tenancy())
 	}
-	return row.Account, up, nil
+	return row.Account, up, wholeChain(row.Account.ManagerID, row.Ancestors), nil
 }
 
 // accountAudit is the audited form of an account's fields: what

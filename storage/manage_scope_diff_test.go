@@ -55,6 +55,12 @@ func TestManagementScopeDifferential(t *testing.T) {
 		return n
 	}
 	pick := func(typ tenancy.AccountType) int64 { return byType[typ][r.IntN(len(byType[typ]))].id }
+	// the odd shapes are outside the fixed levels the database enforces: a
+	// database older than migration 20261220000001 may hold them, and the
+	// scope must still not leak there
+	if _, err := db.ExecContext(ctx, "ALTER TABLE accounts DISABLE TRIGGER accounts_fixed_levels"); err != nil {
+		t.Fatal(err)
+	}
 	add(tenancy.Admin, 0)
 	add(tenancy.Admin, 0)
 	for range 6 {

@@ -21,7 +21,7 @@ func TestDiffScopesFailsClosed(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	in := policy.Input{Account: policy.AccountInput{ID: 7, Type: "user", ManagerID: 3, Active: true, Privileges: []string{}, Chain: []policy.AncestorInput{}}}
+	in := policy.Input{Account: policy.AccountInput{ID: 7, Type: "user", ManagerID: 3, Active: true, Privileges: []string{}, Chain: []policy.AncestorInput{}, ChainComplete: true}}
 	services, err := e.Scope(ctx, in, "services")
 	if err != nil {
 		t.Fatal(err)

@@ -11,20 +11,19 @@ import (
 	"github.com/fleetapi/fleetapi/tenancy"
 )
 
-// MaxAncestors bounds the walk up the account tree when a principal is
-// loaded. A valid tree has at most three accounts above any account
-// (subaccount → user → manager → admin, enforced by the import); the bound
-// is wider so that a deeper tree written by hand is still walked, and it
-// stops a loop of manager_id links (which the schema does not forbid
-// beyond an account managing itself) from running on.
-const MaxAncestors = 8
+// MaxAncestors is the most accounts there can be above an account: the
+// tree has fixed levels (DESIGN §2: subaccount → user → manager → admin),
+// which the database enforces (migration 20261220000001) as do the import
+// and the policy.
+const MaxAncestors = 3
 
 // ancestorsColumn is the select-list expression that loads the accounts
 // above the token's account ("account", joined by Relation), nearest
 // first, as one JSON array: a recursive walk up manager_id that stops
-// after MaxAncestors accounts or at an account it has already visited.
-// It runs in the same statement as the token lookup, so that
-// authentication stays one round trip.
+// after MaxAncestors+1 accounts (one more than the fixed levels allow, so
+// that a deeper chain is seen to be one) or at an account it has already
+// visited. It runs in the same statement as the token lookup, so that
+// authentication stays one round trip. wholeChain judges the result.
 var ancestorsColumn = fmt.Sprintf(`(
 	WITH RECURSIVE up AS (
 		SELECT m.id, m.username, m.type, m.manager_id, m.active, m.read_only, m.account_expire, m.account_expire_dt,
@@ -34,7 +33,7 @@ var ancestorsColumn = fmt.Sprintf(`(
 		SELECT m.id, m.username, m.type, m.manager_id, m.active, m.read_only, m.account_expire, m.account_expire_dt,
 			up.depth + 1, up.path || m.id
 		FROM up JOIN accounts AS m ON m.id = up.manager_id
-		WHERE up.depth < %d AND m.id <> ALL (up.path)
+		WHERE up.depth <= %d AND m.id <> ALL (up.path)
 	)
 	SELECT COALESCE(json_agg(json_build_object(
 		'id', id, 'username', username, 'type', type, 'manager_id', manager_id, 'active', active,
@@ -54,9 +53,11 @@ func (s *Store) principalQuery(row *principalRow) *bun.SelectQuery {
 	return s.db.NewSelect().Model(row).ColumnExpr("t.*").ColumnExpr(ancestorsColumn).Relation("Account")
 }
 
-// principal returns the row as the tenancy package sees it.
+// principal returns the row as the tenancy package sees it; a chain of
+// ancestors that is not whole is marked (tenancy.Principal.AncestorsIncomplete).
 func (r principalRow) principal() tenancy.Principal {
-	p := tenancy.Principal{Token: r.Token.Tenancy(), Account: r.Account.Tenancy()}
+	p := tenancy.Principal{Token: r.Token.Tenancy(), Account: r.Account.Tenancy(),
+		AncestorsIncomplete: !wholeChain(r.Account.ManagerID, r.Ancestors)}
 	if len(r.Ancestors) > 0 {
 		p.Ancestors = make([]tenancy.Account, len(r.Ancestors))
 		for i, a := range r.Ancestors {
@@ -64,6 +65,28 @@ func (r principalRow) principal() tenancy.Principal {
 		}
 	}
 	return p
+}
+
+// wholeChain reports whether up, the accounts loaded above an account
+// whose manager is managerID (nil: none), is the whole chain to the top of
+// the tree within the fixed levels: each account is the manager of the one
+// below it, the last has no manager, and there are at most MaxAncestors.
+// A missing row, a loop of manager_id links (the walk stops at an account
+// it has visited) and a chain deeper than the fixed levels are each not
+// whole: the policy then denies (DESIGN §2, fail closed), and the chain
+// never looks shorter than it is.
+func wholeChain(managerID *int64, up ancestorList) bool {
+	if len(up) > MaxAncestors {
+		return false
+	}
+	next := managerID
+	for _, a := range up {
+		if next == nil || *next != a.ID {
+			return false
+		}
+		next = a.ManagerID
+	}
+	return next == nil
 }
 
 // ancestorList is the JSON array of ancestorsColumn (implements

@@ -85,7 +85,10 @@ func (a *Authenticator) AuthenticateCached(ctx context.Context, header string) (
 		if !found || principal.Token.RevokedAt != nil {
 			return Principal{}, outcome, ErrInvalidToken
 		}
-		if a.Cache != nil {
+		// A chain that could not be loaded whole is not cached either: it
+		// is denied, and the row that completes it (an insert) sends no
+		// notification.
+		if a.Cache != nil && !principal.AncestorsIncomplete {
 			a.Cache.Add(hash, principal, epoch, now)
 		}
 	}

@@ -83,4 +83,9 @@ type Principal struct {
 	// Each account appears once, even if the stored manager links loop.
 	// Privileges are not loaded for them.
 	Ancestors []Account
+	// AncestorsIncomplete is true when Ancestors could not be loaded whole:
+	// a manager row is missing, the manager links loop, or there are more
+	// accounts above than the fixed levels allow (DESIGN §2). The policy
+	// then denies every request (fail closed).
+	AncestorsIncomplete bool
 }

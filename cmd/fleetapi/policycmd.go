@@ -265,14 +265,14 @@ func explainManagement(ctx context.Context, cfg *config, tokenID int64, m manage
 		if err != nil {
 			return fmt.Errorf("policy explain: management scope: %w", err)
 		}
-		a, up, err := store.ManagedAccount(ctx, scope, m.targetID)
+		a, up, whole, err := store.ManagedAccount(ctx, scope, m.targetID)
 		switch {
 		case errors.Is(err, storage.ErrNotFound):
 			fmt.Fprintf(con.out, "target account %d is not in the caller's management scope (or does not exist): the API answers 404 NOT_FOUND\n", m.targetID)
 		case err != nil:
 			return fmt.Errorf("policy explain: target: %w", err)
 		default:
-			in.Target = policy.NewTargetInput(a.Tenancy(), up, now)
+			in.Target = policy.NewTargetInput(a.Tenancy(), up, whole, now)
 			if m.action == policy.ActionGrantsReplace {
 				var imei []string
 				if list, ok := change["imei"].([]any); ok {

@@ -6,9 +6,12 @@
 #   Input (schemas/input.json): input.request {method, route} names the route
 #   by its template ("/events/{id}", never the raw path); input.token
 #   {id, permissions} and input.account {id, type, manager_id, active,
-#   expired, read_only, privileges, chain} are the caller's facts, where
-#   chain lists the accounts above the caller, nearest first, as {id, type,
-#   active, expired, read_only}. Nothing else is read.
+#   expired, read_only, privileges, chain, chain_complete} are the caller's
+#   facts, where chain lists the accounts above the caller, nearest first,
+#   as {id, type, active, expired, read_only}, and chain_complete is true
+#   when that chain could be loaded whole (at most three accounts, DESIGN
+#   §2's fixed levels); an incomplete chain is denied (ACCOUNT_INACTIVE,
+#   "the managing accounts are not known"). Nothing else is read.
 #
 #   State flows down the tree (DESIGN §2): the caller can use the API only
 #   when it and every account above it is active and not expired, and it is
@@ -114,8 +117,12 @@ decision := deny("ACCOUNT_INACTIVE", "the account is inactive", own) if {
 own := {"account_id": object.get(input, ["account", "id"], null)}
 
 # chain_known: input.account.chain lists the accounts above the caller,
-# each an object with a numeric id. Anything else fails closed.
+# each an object with a numeric id, and input.account.chain_complete says
+# it is the whole chain (the Go side marks a chain it could not load whole:
+# a missing row, a loop, more accounts than the fixed levels allow).
+# Anything else fails closed.
 chain_known if {
+	input.account.chain_complete == true
 	is_array(input.account.chain)
 	every a in input.account.chain {
 		is_number(a.id)

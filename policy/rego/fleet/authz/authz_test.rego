@@ -10,7 +10,7 @@ base := {
 	"account": {
 		"id": 7, "type": "user", "manager_id": 3, "active": true,
 		"expired": false, "read_only": false, "privileges": [],
-		"chain": [manager, admin],
+		"chain": [manager, admin], "chain_complete": true,
 	},
 }
 
@@ -351,6 +351,23 @@ test_chain_missing_fails_closed if {
 		"message": "the managing accounts are not known", "details": {"account_id": 7},
 	}
 	authz.permissions.read_only with input as json.remove(base, ["account/chain"])
+}
+
+test_chain_incomplete_fails_closed if {
+	# a chain the Go side could not load whole (a missing row, a loop, more
+	# accounts than the fixed levels allow) is denied, whatever it holds:
+	# state never looks better than it is (DESIGN §2)
+	every complete in [false, null, "true", 1] {
+		d := authz.decision with input as with_account({"chain_complete": complete})
+		d == {
+			"allow": false, "code": "ACCOUNT_INACTIVE",
+			"message": "the managing accounts are not known", "details": {"account_id": 7},
+		}
+		authz.permissions.read_only with input as with_account({"chain_complete": complete})
+	}
+	d := authz.decision with input as json.remove(base, ["account/chain_complete"])
+	d.code == "ACCOUNT_INACTIVE"
+	authz.decision.allow with input as with_account({"chain_complete": true})
 }
 
 test_chain_malformed_fails_closed if {

@@ -31,7 +31,7 @@
 #   grants.replace, object.create, token.create, token.revoke;
 #   input.target is the account acted on {id, type, manager_id (0: none),
 #   chain (the accounts above it, nearest first, as in input.account.chain),
-#   owned_imei (grants.replace: the devices among change.imei that the
+#   chain_complete (true when that chain could be loaded whole), owned_imei (grants.replace: the devices among change.imei that the
 #   target's parent owns)}; for account.create it is the account the new
 #   one is created under (its manager_id), or null for an account created
 #   at the top; for tokens and objects it is the owning account.
@@ -50,10 +50,17 @@
 #   several rules fail, the first of this list wins: unknown_action (an
 #   action not listed above) > outside_scope (the target is not in the
 #   caller's management scope; defence in depth behind the Go side's 404)
-#   > not_below_caller (account.create: creation goes strictly downward:
-#   an admin creates managers and users at the top or under a manager, a
-#   manager users under itself and subaccounts under its users, a user
-#   subaccounts under itself, a subaccount nothing, nobody an admin) >
+#   > outside_scope again for token.create (DESIGN §9's second line behind
+#   the fixed levels: a token is minted only for the caller's own account
+#   or one below it whose data and management scopes are contained in the
+#   caller's: any account for an admin, otherwise a user or a subaccount
+#   in its scope, never a manager or an admin) > not_below_caller
+#   (account.create: creation goes strictly downward within the fixed
+#   levels of DESIGN §2: an admin creates managers at the top or under an
+#   admin and users at the top, under an admin or under a manager, never
+#   a manager under a manager; a manager users under itself and
+#   subaccounts under its users, a user subaccounts under itself, a
+#   subaccount nothing, nobody an admin) >
 #   wrong_target_type (grants.replace on an account that is not a
 #   subaccount; object.create for a subaccount, which owns no devices) >
 #   immutable_field (account.update of a field other than email, active,
@@ -159,6 +166,7 @@ target_known if {
 	is_number(input.target.id)
 	is_number(input.target.manager_id)
 	is_string(input.target.type)
+	input.target.chain_complete == true
 }
 
 grand_manager_id := g if {
@@ -183,6 +191,13 @@ decision := deny("unknown_action", "the management action is not known", {"actio
 } else := deny("outside_scope", "the target account is not managed by the caller", {}) if {
 	not create_at_top
 	not in_scope
+} else := deny(
+	"outside_scope",
+	"a token can only be minted for the caller's own account or an account whose scopes are within the caller's",
+	{"target_type": object.get(input, ["target", "type"], null)},
+) if {
+	input.action == "token.create"
+	not mint_within
 } else := deny(
 	"not_below_caller",
 	"an account can only be created below the caller",
@@ -284,6 +299,14 @@ may_create if {
 	unrestricted
 	input.change.type in {"manager", "user"}
 	under_target
+	input.target.type == "admin"
+}
+
+# a user under a manager; never a manager under a manager (DESIGN §2)
+may_create if {
+	unrestricted
+	input.change.type == "user"
+	under_target
 	input.target.type == "manager"
 }
 
@@ -325,6 +348,23 @@ under_target if {
 	is_number(input.target.id)
 	input.change.manager_id == input.target.id
 }
+
+# mint_within: a token.create whose target (the new token's account,
+# already in the caller's scope) is the caller's own account or one below
+# it whose data and management scopes are contained in the caller's
+# (DESIGN §9, a second line behind the fixed levels): for an admin any
+# account; otherwise a user or a subaccount. In a manager's scope a user is
+# one of its own (it sees the user's rows and manages its subaccounts) and
+# a subaccount sees a part of its parent's rows, which the manager sees; a
+# user's scope holds only its subaccounts. A manager (or an admin) is never
+# such an account for anyone but an admin and itself: a manager's scope
+# holds its own users, which no other manager's does, and a token minted
+# for it would read and mint as them (issue 19's attack).
+mint_within if input.target.id == input.account.id
+
+mint_within if unrestricted
+
+mint_within if input.target.type in {"user", "subaccount"}
 
 wrong_target_type if {
 	input.action == "grants.replace"

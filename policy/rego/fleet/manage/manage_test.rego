@@ -28,6 +28,8 @@ tree := {
 	19: {"type": "subaccount", "manager_id": 18, "up": [18, 3, 2]},
 	20: {"type": "subaccount", "manager_id": 5, "up": [5, 3, 2]},
 	21: {"type": "subaccount", "manager_id": 20, "up": [20, 5, 3, 2]},
+	22: {"type": "subaccount", "manager_id": 14, "up": [14, 2]},
+	23: {"type": "admin", "manager_id": 2, "up": [2]},
 }
 
 chain(id) := [{"id": c, "type": tree[c].type, "active": true, "expired": false, "read_only": false} | some c in tree[id].up]
@@ -39,10 +41,10 @@ caller(id) := caller_with(id, ["reports", "event_notifications"])
 caller_with(id, privileges) := {
 	"id": id, "type": tree[id].type, "manager_id": tree[id].manager_id,
 	"active": true, "expired": false, "read_only": false,
-	"privileges": privileges, "chain": chain(id),
+	"privileges": privileges, "chain": chain(id), "chain_complete": true,
 }
 
-target(id) := {"id": id, "type": tree[id].type, "manager_id": tree[id].manager_id, "chain": chain(id)}
+target(id) := {"id": id, "type": tree[id].type, "manager_id": tree[id].manager_id, "chain": chain(id), "chain_complete": true}
 
 # row is account id as a row of the management scope.
 row(id) := {
@@ -98,7 +100,7 @@ test_scope_only_admin_unrestricted if {
 test_scope_manager if {
 	# itself, the accounts it manages (users, a manager, a subaccount) and
 	# their subaccounts; not the users of the manager it manages
-	managed_ids(caller(2)) == {2, 3, 4, 5, 6, 14, 16}
+	managed_ids(caller(2)) == {2, 3, 4, 5, 6, 14, 16, 22, 23}
 	managed_ids(caller(9)) == {9, 10, 11}
 }
 
@@ -169,6 +171,25 @@ malformed_targets := [
 	[2, {"manager_id": 2, "type": "user"}],
 ]
 
+test_outside_scope_incomplete_target_chain if {
+	# a target whose chain could not be loaded whole is not managed, even
+	# by an admin or by the account itself (fail closed)
+	every c in [1, 2, 3] {
+		every complete in [false, null, "true"] {
+			d := manage.decision with input as {
+				"account": caller(c), "token": token, "action": "token.revoke",
+				"target": object.union(target(3), {"chain_complete": complete}), "change": {},
+			}
+			denied(d, "outside_scope")
+		}
+	}
+	d := manage.decision with input as {
+		"account": caller(1), "token": token, "action": "token.revoke",
+		"target": object.remove(target(3), ["chain_complete"]), "change": {},
+	}
+	denied(d, "outside_scope")
+}
+
 test_outside_scope_malformed_target_fails_closed if {
 	# a well-formed target in the same place is managed
 	decide(caller(3), "token.revoke", 3, {}).allow
@@ -178,7 +199,7 @@ test_outside_scope_malformed_target_fails_closed if {
 	every m in malformed_targets {
 		d := manage.decision with input as {
 			"account": caller(m[0]), "token": token, "action": "token.revoke",
-			"target": object.union(m[1], {"chain": chain(3)}), "change": {},
+			"target": object.union(m[1], {"chain": chain(3), "chain_complete": true}), "change": {},
 		}
 		denied(d, "outside_scope")
 	}
@@ -196,12 +217,20 @@ test_admin_creates_managers_and_users if {
 	create(caller(1), "manager", null).allow
 	create(caller(1), "user", null).allow
 	create(caller(1), "user", 2).allow
-	create(caller(1), "manager", 2).allow
+	create(caller(1), "manager", 1).allow
+	create(caller(1), "user", 1).allow
 	create(caller(1), "user", 14).allow
+
+	# fixed levels (DESIGN §2): never a manager under a manager
+	denied(create(caller(1), "manager", 2), "not_below_caller")
+	denied(create(caller(1), "manager", 14), "not_below_caller")
+	denied(create(caller(1), "manager", 9), "not_below_caller")
 	denied(create(caller(1), "subaccount", 3), "not_below_caller")
 	denied(create(caller(1), "subaccount", null), "not_below_caller")
 	denied(create(caller(1), "user", 3), "not_below_caller")
-	denied(create(caller(1), "user", 1), "not_below_caller")
+	denied(create(caller(1), "manager", 3), "not_below_caller")
+	denied(create(caller(1), "manager", 5), "not_below_caller")
+	denied(create(caller(1), "subaccount", 1), "not_below_caller")
 
 	# under a manager, only managers and users
 	denied(create(caller(1), "subaccount", 2), "not_below_caller")
@@ -222,6 +251,13 @@ test_manager_creates_users_and_their_subaccounts if {
 	denied(create(caller(2), "user", 3), "not_below_caller")
 	denied(create(caller(2), "subaccount", 5), "not_below_caller")
 	denied(create(caller(2), "subaccount", 16), "not_below_caller")
+
+	# under another manager (14) or an admin (23) it manages, nothing: only
+	# an admin creates there
+	every type in ["manager", "user", "subaccount"] {
+		denied(create(caller(2), type, 14), "not_below_caller")
+		denied(create(caller(2), type, 23), "not_below_caller")
+	}
 }
 
 test_user_creates_subaccounts_under_itself if {
@@ -249,7 +285,8 @@ test_nobody_creates_an_admin if {
 allowed_creates := [
 	[1, "manager", null],
 	[1, "user", null],
-	[1, "manager", 2],
+	[1, "manager", 1],
+	[1, "user", 1],
 	[1, "user", 2],
 	[2, "user", 2],
 	[2, "subaccount", 3],
@@ -268,8 +305,8 @@ test_create_manager_id_must_name_the_target if {
 	# that is otherwise allowed: another account, 0 under an account, a
 	# number as a string, null or nothing are refused
 	every c in allowed_creates {
-		others := [m | some m in [0, 2, 3, 9, 12, null, "0", "2", "3"]; m != manager_of(c[2])]
-		count(others) == 8
+		others := [m | some m in [0, 1, 2, 3, 9, 12, null, "0", "2", "3"]; m != manager_of(c[2])]
+		count(others) == 9
 		every m in others {
 			denied(decide(caller(c[0]), "account.create", c[2], {"type": c[1], "manager_id": m, "username": "n"}), "not_below_caller")
 		}
@@ -290,7 +327,7 @@ test_manager_creates_subaccounts_only_under_its_own_users if {
 	# the target's own facts are checked, not only its place in the
 	# management scope: the manager itself presented as a user of another
 	# manager (in scope by its id) is not one of its users
-	forged := {"id": 2, "type": "user", "manager_id": 9, "chain": chain(10)}
+	forged := {"id": 2, "type": "user", "manager_id": 9, "chain": chain(10), "chain_complete": true}
 	d := manage.decision with input as {
 		"account": caller(2), "token": token, "action": "account.create",
 		"target": forged, "change": {"type": "subaccount", "manager_id": 2, "username": "n"},
@@ -520,6 +557,45 @@ test_token_rate_limit_creator_unlimited if {
 	d.allow
 }
 
+# mint_for is caller c's token.create of a token for account t.
+mint_for(c, t) := decide(caller(c), "token.create", t, {"permissions": ["GET /services"], "expires_at": token.expires_at, "rate_limit": 1})
+
+test_token_minted_only_within_caller_scope if {
+	# the attack of issue 19: a manager (2) above another manager (14, a
+	# shape the fixed levels no longer allow but a database may still hold)
+	# manages it, yet cannot mint a token for it: the sub-manager's scope
+	# holds its own users (15), which the manager's does not
+	d := mint_for(2, 14)
+	denied(d, "outside_scope")
+	d.details == {"reason": "outside_scope", "target_type": "manager"}
+
+	# its users and every subaccount in its scope are within (a subaccount
+	# sees a part of its parent's rows, which the manager sees, even under
+	# the sub-manager 14 or directly under the manager)
+	mint_for(2, 5).allow
+	mint_for(2, 3).allow
+	mint_for(2, 22).allow
+	mint_for(2, 16).allow
+
+	# an admin placed under the manager is not: its scope is everything
+	denied(mint_for(2, 23), "outside_scope")
+
+	# the caller's own account, whatever its type, and anything for an admin
+	every c in [1, 2, 3, 5, 14] {
+		mint_for(c, c).allow
+	}
+	every t in [2, 9, 14, 16, 22] {
+		mint_for(1, t).allow
+	}
+
+	# a user: its subaccounts
+	mint_for(3, 5).allow
+	mint_for(12, 13).allow
+
+	# other actions on the sub-manager are not this rule's
+	decide(caller(2), "token.revoke", 14, {}).allow
+}
+
 test_token_for_managed_accounts if {
 	every c in [1, 2, 3] {
 		decide(caller(c), "token.create", 5, {"permissions": ["GET /services"], "expires_at": token.expires_at, "rate_limit": 1}).allow
@@ -593,6 +669,13 @@ test_devices_only_for_grants if {
 test_precedence if {
 	# outside_scope before not_below_caller
 	denied(create(caller(3), "subaccount", 4), "outside_scope")
+
+	# a token outside the caller's scopes before exceeds_token
+	d0 := manage.decision with input as {
+		"account": caller(2), "token": object.union(token, {"permissions": ["GET *"]}), "action": "token.create",
+		"target": target(14), "change": {"permissions": ["*"], "expires_at": null, "rate_limit": null},
+	}
+	denied(d0, "outside_scope")
 
 	# immutable_field before own_account
 	denied(decide(caller(3), "account.update", 3, {"type": "user", "active": true}), "immutable_field")
