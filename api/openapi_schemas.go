@@ -64,6 +64,10 @@ func minLen(n uint64) fieldOpt { return schemaOpt(func(s *openapi3.Schema) { s.M
 
 func minItemsOne() fieldOpt { return schemaOpt(func(s *openapi3.Schema) { s.MinItems = 1 }) }
 
+func maxItems(n uint64) fieldOpt { return schemaOpt(func(s *openapi3.Schema) { s.MaxItems = &n }) }
+
+func uniqueItems() fieldOpt { return schemaOpt(func(s *openapi3.Schema) { s.UniqueItems = true }) }
+
 func pattern(p string) fieldOpt { return schemaOpt(func(s *openapi3.Schema) { s.Pattern = p }) }
 
 // nullable lets the property be null as well (OpenAPI 3.1: a type list).

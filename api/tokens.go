@@ -13,6 +13,7 @@ import (
 
 	"github.com/fleetapi/fleetapi/policy"
 	"github.com/fleetapi/fleetapi/storage"
+	"github.com/fleetapi/fleetapi/tenancy"
 )
 
 // registerTokens declares GET/POST /tokens and DELETE /tokens/{id}
@@ -286,7 +287,7 @@ func tokenInputSchema() wireType {
 		fields: map[string][]fieldOpt{
 			"account_id":  {minimum(1), desc("The account it belongs to, in the caller's management scope; the caller's when omitted.")},
 			"name":        {typed(openapi3.TypeString), minLen(1), maxLen(100), desc("Required; unique per account.")},
-			"permissions": {desc(`Required; each "*", "METHOD *" or "METHOD /route" naming a route of the API and covered by the caller's token.`)},
+			"permissions": {maxItems(tenancy.MaxPermissions), uniqueItems(), desc(`Required; each "*", "METHOD *" or "METHOD /route" naming a route of the API and covered by the caller's token; at most 64, none twice (400 VALIDATION_FAILED).`)},
 			"expires_at":  {typed(openapi3.TypeString), format("date-time"), nullable(), desc("In the future and not after the caller's expiry; omitted or null: the caller's.")},
 			"rate_limit":  {typed(openapi3.TypeInteger), minimum(1), nullable(), desc("Requests per minute, not above the caller's; omitted or null: the caller's.")},
 		}}

@@ -286,6 +286,54 @@ func TestTokenCreateBodies(t *testing.T) {
 	denial(t, r, 400, "INVALID_PARAMETER", "")
 }
 
+// TestTokenPermissionListBounded (issue 19 item 14): a permission list is
+// at most tenancy.MaxPermissions long and holds no permission twice; a
+// longer list or a duplicate is 400 VALIDATION_FAILED naming the field,
+// and nothing is stored. At the bound, distinct permissions are fine.
+func TestTokenPermissionListBounded(t *testing.T) {
+	a := newTestAPI(t)
+	tok := demoToken(t, "acme-all")
+	list := func(perms []string) string {
+		b, _ := json.Marshal(map[string]any{"name": "bounded", "permissions": perms})
+		return string(b)
+	}
+	many := make([]string, tenancy.MaxPermissions+1)
+	for i := range many {
+		many[i] = "GET /services"
+	}
+	var distinct []string
+	for _, r := range tenancy.Routes() {
+		distinct = append(distinct, r.String())
+	}
+	for _, c := range []struct {
+		name, body, want string
+	}{
+		{"duplicate", list([]string{"GET /services", "GET /reports", "GET /services"}), `permission "GET /services" is listed twice`},
+		{"duplicate_star", list([]string{"*", "*"}), `permission "*" is listed twice`},
+		{"over_the_bound", list(many), "65 permissions: a token holds at most 64"},
+		{"eight_thousand", list(slices.Repeat([]string{"GET *"}, 8000)), "8000 permissions: a token holds at most 64"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			tokens, audits := a.tokenCount(t), a.auditCount(t)
+			r := a.send("POST", "/api/v2/tokens", tok, c.body)
+			denial(t, r, 400, "VALIDATION_FAILED", "")
+			fields, _ := r.body["error"].(map[string]any)["details"].(map[string]any)["fields"].(map[string]any)
+			if fields["permissions"] != c.want {
+				t.Errorf("details.fields %v, want permissions %q", fields, c.want)
+			}
+			if a.tokenCount(t) != tokens || a.auditCount(t) != audits {
+				t.Fatal("a refused list stored something")
+			}
+		})
+	}
+	if len(distinct) > tenancy.MaxPermissions {
+		t.Fatalf("%d routes: the bound %d refuses a token naming each route", len(distinct), tenancy.MaxPermissions)
+	}
+	if r := a.send("POST", "/api/v2/tokens", tok, list(distinct)); r.status != 201 {
+		t.Fatalf("every route once: %d %s", r.status, r.raw)
+	}
+}
+
 // TestTokenSecretShownOnce: the secret is in the first response only
 // (Cache-Control: no-store); an Idempotency-Key replay answers the same
 // token without it and writes nothing; the key with another body is 409;

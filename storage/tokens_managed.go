@@ -38,15 +38,14 @@ type ManagedToken struct {
 
 // ValidateNewToken is the one validation of a token to create, shared by
 // the command line and the import (CreateToken) and POST /tokens
-// (CreateManagedToken): every permission in the grammar and matching a
-// route (tenancy.ValidatePermission), a rate limit not negative, an expiry
+// (CreateManagedToken): at most tenancy.MaxPermissions permissions, none
+// twice, each in the grammar and matching a route
+// (tenancy.ValidatePermissions), a rate limit not negative, an expiry
 // in the future. Its errors are ErrInvalid, worded for a person, naming
 // the permission.
 func ValidateNewToken(permissions []string, expiresAt *time.Time, rateLimit int, now time.Time) error {
-	for _, p := range permissions {
-		if err := tenancy.ValidatePermission(p); err != nil {
-			return fmt.Errorf("%w: %w", ErrInvalid, err)
-		}
+	if err := tenancy.ValidatePermissions(permissions); err != nil {
+		return fmt.Errorf("%w: %w", ErrInvalid, err)
 	}
 	if rateLimit < 0 {
 		return fmt.Errorf("%w: rate limit %d: must not be negative", ErrInvalid, rateLimit)

@@ -44,6 +44,34 @@ func Routes() []Route {
 // permissionMethods are the methods a permission may name.
 const permissionMethods = "GET, POST, PUT, PATCH, DELETE"
 
+// MaxPermissions is the most permissions a token may hold (DESIGN §9):
+// more than the API has routes, times two, so that no real token needs
+// more, and small enough that a token's list stays a few kilobytes in
+// every replica's caches.
+const MaxPermissions = 64
+
+// ValidatePermissions checks a token's permission list: at most
+// MaxPermissions entries, no permission twice, each valid
+// (ValidatePermission). It is the one check of the list wherever a token
+// is made (POST /tokens, the CLI, the import); the error names the
+// offending permission or the count.
+func ValidatePermissions(perms []string) error {
+	if len(perms) > MaxPermissions {
+		return fmt.Errorf("%d permissions: a token holds at most %d", len(perms), MaxPermissions)
+	}
+	seen := make(map[string]bool, len(perms))
+	for _, p := range perms {
+		if seen[p] {
+			return fmt.Errorf("permission %q is listed twice", p)
+		}
+		seen[p] = true
+		if err := ValidatePermission(p); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 // ValidatePermission checks one token permission against DESIGN §3: "*"
 // (every route), "METHOD *" (every route of that method) or
 // "METHOD /template", and the permission must match at least one route of

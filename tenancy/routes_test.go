@@ -1,6 +1,7 @@
 package tenancy_test
 
 import (
+	"fmt"
 	"slices"
 	"strings"
 	"testing"
@@ -143,6 +144,30 @@ func TestResolveRoute(t *testing.T) {
 	for _, path := range []string{"/nope", "/events/", "/events/12/x", "/", "", "/me/"} {
 		if got, err := tenancy.ResolveRoute("GET", path); err == nil {
 			t.Errorf("ResolveRoute(GET, %q) = %v, want an error", path, got)
+		}
+	}
+}
+
+// TestValidatePermissionsList: a permission list is at most MaxPermissions
+// long, holds no permission twice and only valid permissions (issue 19).
+func TestValidatePermissionsList(t *testing.T) {
+	if err := tenancy.ValidatePermissions(nil); err != nil {
+		t.Errorf("no permissions: %v", err)
+	}
+	if err := tenancy.ValidatePermissions([]string{"*", "GET *", "GET /services"}); err != nil {
+		t.Errorf("distinct permissions: %v", err)
+	}
+	for _, c := range []struct {
+		perms []string
+		want  string
+	}{
+		{[]string{"GET *", "GET *"}, `permission "GET *" is listed twice`},
+		{[]string{"GET /services", "GET /servics"}, `permission "GET /servics" matches no route`},
+		{make([]string, tenancy.MaxPermissions+1), fmt.Sprintf("%d permissions: a token holds at most %d", tenancy.MaxPermissions+1, tenancy.MaxPermissions)},
+	} {
+		err := tenancy.ValidatePermissions(c.perms)
+		if err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%q: %v, want %q", c.perms, err, c.want)
 		}
 	}
 }

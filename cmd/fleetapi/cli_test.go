@@ -171,6 +171,7 @@ func TestUsageErrorsExit2(t *testing.T) {
 		{"token", "create", "--account", "acme", "--permission", "PUT /services"},
 		{"token", "create", "--account", "acme", "--permission", "GET /events/12"},
 		{"token", "create", "--account", "acme", "--permission", "*", "extra"},
+		{"token", "create", "--account", "acme", "--permission", "GET *", "--permission", "GET *"},
 		{"token", "create", "--account", "acme", "--permission", "*", "--expires", "-1h"},
 		{"token", "create", "--account", "acme", "--permission", "*", "--rate-limit", "-1"},
 		{"token", "list"},

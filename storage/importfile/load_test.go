@@ -201,6 +201,16 @@ func TestLoadInvalidChangesNothing(t *testing.T) {
 		{"token_permission_raw_path", func(t *testing.T, doc map[string]any) {
 			record(t, doc, "tokens", 0)["permissions"] = []any{"GET /events/12"}
 		}, "tokens", 0, `permission "GET /events/12" matches no route of the API: permissions name route templates; did you mean "GET /events/{id}"?`, nil},
+		{"token_permission_twice", func(t *testing.T, doc map[string]any) {
+			record(t, doc, "tokens", 12)["permissions"] = []any{"GET /services", "GET *", "GET /services"}
+		}, "tokens", 12, `permission "GET /services" is listed twice`, nil},
+		{"token_too_many_permissions", func(t *testing.T, doc map[string]any) {
+			perms := make([]any, 65)
+			for i := range perms {
+				perms[i] = "GET *"
+			}
+			record(t, doc, "tokens", 12)["permissions"] = perms
+		}, "tokens", 12, `65 permissions: a token holds at most 64`, nil},
 		{"token_secret_of_another_token", func(t *testing.T, doc map[string]any) {
 			record(t, doc, "tokens", 5)["secret"] = record(t, doc, "tokens", 1)["secret"]
 		}, "tokens", 5, `secret is already the secret of token "fleetco-all" of fleetco`, nil},

@@ -32,10 +32,8 @@ func (im *importer) importTokens(ctx context.Context, f *importFile) error {
 		if err != nil {
 			return ref.errorf("secret: want %s followed by 32 base62 characters", tenancy.TokenPrefix)
 		}
-		for _, p := range t.Permissions {
-			if err := tenancy.ValidatePermission(p); err != nil {
-				return ref.errorf("%v", err)
-			}
+		if err := tenancy.ValidatePermissions(t.Permissions); err != nil {
+			return ref.errorf("%v", err)
 		}
 		if t.RateLimit != nil && *t.RateLimit <= 0 {
 			return ref.errorf("rate_limit must be 1 or more, or null")
