@@ -2191,7 +2191,7 @@ type TokenInput struct {
 	// Name Required; unique per account.
 	Name string `json:"name"`
 
-	// Permissions Required; each "*", "METHOD *" or "METHOD /route" naming a route of the API and covered by the caller's token.
+	// Permissions Required; each "*", "METHOD *" or "METHOD /route" naming a route of the API and covered by the caller's token; at most 64, none twice (400 VALIDATION_FAILED).
 	Permissions []string `json:"permissions"`
 
 	// RateLimit Requests per minute, not above the caller's; omitted or null: the caller's.
