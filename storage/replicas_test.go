@@ -439,7 +439,7 @@ func TestManagementReadsWithStandbyPaused(t *testing.T) {
 	}
 	p0, r0, _ := r.reads(t)
 	for range 4 { // more than one turn of the replica chooser
-		a, _, err := r.routed.ManagedAccount(ctx, mscope, acme.Account.ID)
+		a, _, _, err := r.routed.ManagedAccount(ctx, mscope, acme.Account.ID)
 		if err != nil {
 			t.Fatalf("ManagedAccount: %v", err)
 		}
