@@ -45,6 +45,11 @@ type replicaOptions struct {
 	maxAge    time.Duration
 	// hold makes the listener wait after a disconnect until it is closed.
 	hold chan struct{}
+	// listenURL, when set, is the listener's database (a proxy in front
+	// of it); db.DirectURL otherwise.
+	listenURL string
+	// onNotification is the listener's hook (AuthListenerOptions).
+	onNotification func(payload string)
 }
 
 var replicaSeq atomic.Int64
@@ -66,8 +71,13 @@ func newCachedReplica(t *testing.T, db *storagetest.DB, opts replicaOptions) *ca
 	// LISTEN needs a session of its own: directly on PostgreSQL, never
 	// through the test's transaction pooler (as FLEET_DATABASE_LISTEN_URL
 	// in production).
-	r.listener = storage.NewAuthListener(db.DirectURL, r.cache, storage.AuthListenerOptions{
+	listenURL := db.DirectURL
+	if opts.listenURL != "" {
+		listenURL = opts.listenURL
+	}
+	r.listener = storage.NewAuthListener(listenURL, r.cache, storage.AuthListenerOptions{
 		ApplicationName: r.name,
+		OnNotification:  opts.onNotification,
 		MinBackoff:      10 * time.Millisecond,
 		// The tests do not test the ping: a loaded machine must not make it
 		// time out and distrust the cache in the middle of a case.

@@ -16,6 +16,8 @@ import (
 
 	"github.com/uptrace/bun"
 	"github.com/uptrace/bun/dialect/pgdialect"
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/fleetapi/fleetapi/policy"
 	"github.com/fleetapi/fleetapi/tenancy"
@@ -323,15 +325,54 @@ func (s *Store) ManageInTx(ctx context.Context, scope policy.Scope, w Management
 		return AuditEvent{}, err
 	}
 	var ev AuditEvent
+	var changed bool
 	err := s.db.RunInTx(ctx, nil, func(ctx context.Context, tx bun.Tx) error {
 		var err error
-		ev, err = manage(ctx, tx, scope, w)
+		if ev, err = manage(ctx, tx, scope, w); err != nil {
+			return err
+		}
+		changed, err = principalChanged(ctx, tx)
 		return err
 	})
 	if err != nil {
 		return AuditEvent{}, Translate(err)
 	}
+	if changed {
+		s.awaitAuth(ctx)
+	}
 	return ev, nil
+}
+
+// principalChanged reports whether the transaction tx changed what a
+// principal is made of: the triggers of migration 20261221000001 set
+// fleet.auth_changed when they announce a change to the auth cache.
+func principalChanged(ctx context.Context, tx bun.IDB) (bool, error) {
+	var on bool
+	err := tx.NewRaw("SELECT COALESCE(current_setting('fleet.auth_changed', true), '') = 'on'").Scan(ctx, &on)
+	return on, err
+}
+
+// awaitAuth waits, after a committed change to a principal, until every
+// replica's authentication cache has it or has stopped being consulted
+// (AwaitAuthAcks), whether or not the caller is still there: the change's
+// answer never comes before that. Inside a caller's transaction (s.db is
+// not the pool) nothing is committed yet, and the caller waits after its
+// commit. The wait's trouble is logged by the caller's telemetry only:
+// the change has happened, and the wait ended at its bound.
+func (s *Store) awaitAuth(ctx context.Context) {
+	if _, ok := s.db.(*bun.DB); !ok {
+		return
+	}
+	res := AwaitAuthAcks(context.WithoutCancel(ctx), s.db)
+	attrs := []attribute.KeyValue{
+		attribute.Int64("fleet.auth.ack.seq", res.Seq),
+		attribute.Int64("fleet.auth.ack.wait_ms", res.Waited.Milliseconds()),
+		attribute.Int("fleet.auth.ack.unacked", len(res.Unacked)),
+	}
+	if res.Err != nil {
+		attrs = append(attrs, attribute.String("fleet.auth.ack.error", res.Err.Error()))
+	}
+	trace.SpanFromContext(ctx).AddEvent("auth.acks", trace.WithAttributes(attrs...))
 }
 
 // manage runs w inside the transaction tx (ManageInTx): its accounts

@@ -35,17 +35,50 @@ const startPingEvery = 100 * time.Millisecond
 // barrier, a start-up check, a health ping.
 const syncPrefix = "sync:"
 
+// ackPrefix starts the payload a writer sends after a change it made
+// (AwaitAuthAcks): "ack:<seq>".
+const ackPrefix = "ack:"
+
+// The timing of the acknowledged invalidation (issue 19 item 6, reasoning
+// in docs/decisions.md): a listener pings itself every
+// DefaultAuthHeartbeat; a ping that comes back proves that every change
+// committed before it was sent has been applied, and extends the cache's
+// trust to DefaultAuthTrust after the moment it was sent; the ping's own
+// statement renews the replica's lease to DefaultAuthLease after that
+// moment, as the database's clock counts it. DefaultAuthLease is also the
+// longest a writer waits for a replica that does not acknowledge
+// (AwaitAuthAcks); the difference with DefaultAuthTrust is the margin for
+// clocks that run at slightly different rates and for scheduling.
+const (
+	DefaultAuthHeartbeat = 500 * time.Millisecond
+	DefaultAuthTrust     = 2 * time.Second
+	DefaultAuthLease     = 3 * time.Second
+)
+
 // AuthListenerOptions tune an AuthListener; zero values take defaults.
 type AuthListenerOptions struct {
 	// ApplicationName names the listener's connection in pg_stat_activity
 	// ("fleetapi auth listener" when empty).
 	ApplicationName string
-	// PingInterval is how long the connection may stay silent before the
-	// listener checks it with a notification to itself (2s); PingTimeout
-	// how long that notification may take to come back before the
-	// connection is taken as lost (2s). Together they bound how long a
-	// connection that died without a word goes unnoticed.
+	// PingInterval is how often the listener sends itself a ping, the
+	// heartbeat that renews its lease and its cache's trust
+	// (DefaultAuthHeartbeat); PingTimeout how long a ping may take to come
+	// back before the connection is taken as lost (2s). Together they
+	// bound how long a connection that died without a word goes
+	// unnoticed; the cache stops being consulted earlier, at Trust.
 	PingInterval, PingTimeout time.Duration
+	// Trust is how long after sending a ping that came back the cache is
+	// consulted (DefaultAuthTrust); Lease how long after it the replica's
+	// lease runs (DefaultAuthLease, at most that: writers wait no longer).
+	// Lease must exceed Trust; Trust is lowered when it does not.
+	Trust, Lease time.Duration
+	// OnNotification, when not nil, is called on the listener's goroutine
+	// with each notification before it is applied (tests freeze the
+	// listener in it).
+	OnNotification func(payload string)
+	// Dial, when not nil, dials the LISTEN session's connection instead of
+	// the driver (tests delay what it sends).
+	Dial func(ctx context.Context, network, addr string) (net.Conn, error)
 	// MinBackoff and MaxBackoff bound the wait between reconnection
 	// attempts, doubling from the first to the second (100ms, 10s).
 	MinBackoff, MaxBackoff time.Duration
@@ -61,7 +94,17 @@ func (o AuthListenerOptions) withDefaults() AuthListenerOptions {
 		o.ApplicationName = "fleetapi auth listener"
 	}
 	if o.PingInterval <= 0 {
-		o.PingInterval = 2 * time.Second
+		o.PingInterval = DefaultAuthHeartbeat
+	}
+	if o.Trust <= 0 {
+		o.Trust = DefaultAuthTrust
+	}
+	if o.Lease <= 0 {
+		o.Lease = DefaultAuthLease
+	}
+	o.Lease = min(o.Lease, DefaultAuthLease)
+	if o.Lease <= o.Trust {
+		o.Trust = max(o.Lease-time.Second, o.Lease/2)
 	}
 	if o.PingTimeout <= 0 {
 		o.PingTimeout = 2 * time.Second
@@ -86,13 +129,31 @@ func (o AuthListenerOptions) withDefaults() AuthListenerOptions {
 // force; the cache is emptied then) until the connection fails or stays
 // silent past a ping. Then the cache is distrusted (bypassed and emptied)
 // and the listener reconnects with backoff.
+//
+// The trust is also bounded in time by itself (tenancy.PrincipalCache.TrustUntil):
+// every ping that comes back extends it to Trust after the ping was sent,
+// so a listener that stops receiving, for whatever reason (its goroutine
+// frozen, its connection stalled, the process stopped), stops the cache
+// being consulted within Trust of its last proof, with nobody acting.
+// The replica also holds a lease in fleet_auth_replicas, renewed by the
+// statement of each ping, and acknowledges there each change a writer
+// announces ("ack:<seq>", AwaitAuthAcks) once it has applied it: a writer
+// waits for every live lease to acknowledge its change, or to end.
 type AuthListener struct {
-	// db sends the listener's own notifications (pings, Sync); conf is
-	// the connection configuration of each LISTEN session.
+	// db sends the listener's own notifications (pings, Sync) and writes
+	// its lease and acknowledgements; conf is the connection configuration
+	// of each LISTEN session.
 	db    *bun.DB
 	conf  pgdriver.Config
 	cache *tenancy.PrincipalCache
 	opts  AuthListenerOptions
+	// id is the replica's row in fleet_auth_replicas, new for each
+	// listener.
+	id string
+	// applied is the highest change sequence the listener has received
+	// (and so applied, with everything committed before it); it is read
+	// and written on the listener's goroutine only.
+	applied int64
 
 	connected atomic.Bool
 	mu        sync.Mutex
@@ -119,6 +180,7 @@ func NewAuthListener(dsn string, cache *tenancy.PrincipalCache, opts AuthListene
 		conf:    *connector.Config(),
 		cache:   cache,
 		opts:    opts,
+		id:      newNonce(),
 		waiters: map[string]chan struct{}{},
 	}
 }
@@ -127,7 +189,8 @@ func NewAuthListener(dsn string, cache *tenancy.PrincipalCache, opts AuthListene
 func (l *AuthListener) Close() error { return l.db.Close() }
 
 // Connected reports whether the listener is connected and the cache
-// synchronised (the cache is trusted).
+// synchronised (the cache is trusted, unless its trust has run out since
+// the last ping came back).
 func (l *AuthListener) Connected() bool { return l.connected.Load() }
 
 // Run keeps the listener connected until ctx ends, then distrusts the
@@ -137,6 +200,7 @@ func (l *AuthListener) Run(ctx context.Context) error {
 	for {
 		synced, err := l.session(ctx)
 		l.setConnected(false)
+		l.release()
 		if ctx.Err() != nil {
 			return nil
 		}
@@ -163,6 +227,9 @@ func (l *AuthListener) session(ctx context.Context) (synced bool, err error) {
 	// reconnection fails at once and the loss is seen at once.
 	conf := l.conf
 	dial := conf.Dialer
+	if l.opts.Dial != nil {
+		dial = l.opts.Dial
+	}
 	var dialed atomic.Bool
 	conf.Dialer = func(ctx context.Context, network, addr string) (net.Conn, error) {
 		if dialed.Swap(true) {
@@ -188,74 +255,143 @@ func (l *AuthListener) session(ctx context.Context) (synced bool, err error) {
 	// after it comes back. Until then the cache stays untrusted, and the
 	// start-up ping is sent again every startPingEvery: one sent before the
 	// server ran the LISTEN (a warm connection can beat a new one) is
-	// never delivered. pending holds the nonces awaited, deadline when the
-	// first of them was sent plus PingTimeout.
-	pending := map[string]bool{}
-	send := func() error {
-		nonce, err := l.ping(ctx)
-		if err == nil {
-			pending[nonce] = true
-		}
-		return err
-	}
-	if err := send(); err != nil {
-		return false, err
-	}
-	deadline := time.Now().Add(l.opts.PingTimeout)
+	// never delivered. Once synchronised, a ping goes every PingInterval
+	// whatever else arrives: each one that comes back extends the cache's
+	// trust. pending holds the pings awaited with the time each was sent;
+	// the oldest may not wait longer than PingTimeout.
+	l.forgetOldReplicas(ctx)
+	pending := map[string]time.Time{}
+	var next time.Time // when the next ping is due
 	for {
-		wait := l.opts.PingInterval
-		if len(pending) > 0 {
-			if wait = time.Until(deadline); wait <= 0 {
+		now := time.Now()
+		if !now.Before(next) {
+			sent := time.Now()
+			nonce, err := l.ping(ctx, synced)
+			if err != nil {
+				return synced, err
+			}
+			pending[nonce] = sent
+			every := l.opts.PingInterval
+			if !synced {
+				every = min(every, startPingEvery)
+			}
+			next = sent.Add(every)
+			now = time.Now()
+		}
+		wait := time.Until(next)
+		for _, sent := range pending {
+			left := sent.Add(l.opts.PingTimeout).Sub(now)
+			if left <= 0 {
 				return synced, errors.New("auth cache listener: ping timed out")
 			}
-			if !synced {
-				wait = min(wait, startPingEvery)
-			}
+			wait = min(wait, left)
 		}
-		_, payload, err := ln.ReceiveTimeout(ctx, wait)
+		_, payload, err := ln.ReceiveTimeout(ctx, max(wait, time.Millisecond))
 		if err != nil {
 			var ne net.Error
 			if !errors.As(err, &ne) || !ne.Timeout() {
 				return synced, fmt.Errorf("receive: %w", err)
 			}
-			if len(pending) == 0 { // silent for PingInterval: check the connection
-				deadline = time.Now().Add(l.opts.PingTimeout)
-			}
-			if len(pending) == 0 || !synced {
-				if err := send(); err != nil {
-					return synced, err
-				}
-			}
 			continue
 		}
-		if nonce, ok := strings.CutPrefix(payload, syncPrefix); ok && pending[nonce] {
-			clear(pending)
-			if !synced {
-				synced = true
-				l.cache.Trust()
-				l.setConnected(true)
-				l.opts.Logger.Info("auth cache listener connected")
+		if l.opts.OnNotification != nil {
+			l.opts.OnNotification(payload)
+		}
+		if nonce, ok := strings.CutPrefix(payload, syncPrefix); ok {
+			if sent, ok := pending[nonce]; ok {
+				// Every notification committed before this ping has been
+				// applied; so have the pings sent before it.
+				for n, at := range pending {
+					if !at.After(sent) {
+						delete(pending, n)
+					}
+				}
+				l.cache.TrustUntil(sent.Add(l.opts.Trust))
+				if !synced {
+					synced = true
+					l.setConnected(true)
+					l.opts.Logger.Info("auth cache listener connected")
+				}
 			}
 		}
-		l.apply(payload)
+		if err := l.apply(ctx, payload); err != nil {
+			return synced, err
+		}
 	}
 }
 
-// ping sends a sync notification to the listener itself and returns its
-// nonce.
-func (l *AuthListener) ping(ctx context.Context) (string, error) {
+// pingSQL renews the replica's lease and sends it a sync notification, in
+// one statement and so one transaction: the lease is durable before the
+// ping can come back and extend the cache's trust. A listener that is not
+// synchronised acknowledges every change sequence taken so far: its cache
+// is untrusted, and whatever it loads once trusted was committed before
+// this statement (which the ping that makes it trusted follows in commit
+// order) or is announced to it after.
+const pingSQL = `WITH lease AS (
+	INSERT INTO fleet_auth_replicas AS r (id, name, lease_until, acked_seq)
+	VALUES (?, ?, now() + ? * interval '1 microsecond', ?)
+	ON CONFLICT (id) DO UPDATE SET lease_until = EXCLUDED.lease_until,
+		acked_seq = GREATEST(r.acked_seq, EXCLUDED.acked_seq)
+	RETURNING 1)
+SELECT pg_notify(?, ?) FROM lease`
+
+// unsyncedAck is the acknowledgement of a listener that is not
+// synchronised: every sequence number handed out so far.
+const unsyncedAck = `(SELECT CASE WHEN is_called THEN last_value ELSE 0 END FROM fleet_auth_seq)`
+
+// ping renews the lease and sends a sync notification to the listener
+// itself; it returns its nonce.
+func (l *AuthListener) ping(ctx context.Context, synced bool) (string, error) {
 	nonce := newNonce()
 	pctx, cancel := context.WithTimeout(ctx, l.opts.PingTimeout)
 	defer cancel()
-	if err := pgdriver.Notify(pctx, l.db, AuthChannel, syncPrefix+nonce); err != nil {
+	var acked any = l.applied
+	if !synced {
+		acked = bun.Safe(unsyncedAck)
+	}
+	if _, err := l.db.NewRaw(pingSQL, l.id, l.opts.ApplicationName, l.opts.Lease.Microseconds(), acked,
+		AuthChannel, syncPrefix+nonce).Exec(pctx); err != nil {
 		return "", fmt.Errorf("ping: %w", err)
 	}
 	return nonce, nil
 }
 
+// ack records that the listener has applied every change up to seq.
+func (l *AuthListener) ack(ctx context.Context, seq int64) error {
+	if seq <= l.applied {
+		return nil
+	}
+	l.applied = seq
+	actx, cancel := context.WithTimeout(ctx, l.opts.PingTimeout)
+	defer cancel()
+	if _, err := l.db.NewRaw("UPDATE fleet_auth_replicas SET acked_seq = GREATEST(acked_seq, ?) WHERE id = ?",
+		seq, l.id).Exec(actx); err != nil {
+		return fmt.Errorf("acknowledge: %w", err)
+	}
+	return nil
+}
+
+// forgetOldReplicas deletes the rows of replicas whose lease ended a day
+// ago (stopped or crashed processes); with best effort.
+func (l *AuthListener) forgetOldReplicas(ctx context.Context) {
+	ctx, cancel := context.WithTimeout(ctx, l.opts.PingTimeout)
+	defer cancel()
+	_, _ = l.db.NewRaw("DELETE FROM fleet_auth_replicas WHERE lease_until < now() - interval '1 day'").Exec(ctx)
+}
+
+// release ends the replica's lease after its cache was distrusted, so
+// that writers do not wait for it; with best effort (the database may be
+// what failed: then the lease runs out by itself).
+func (l *AuthListener) release() {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+	defer cancel()
+	_, _ = l.db.NewRaw("UPDATE fleet_auth_replicas SET lease_until = LEAST(lease_until, now()) WHERE id = ?", l.id).Exec(ctx)
+}
+
 // apply applies one notification to the cache. An unknown payload clears
-// it: whatever changed, nothing stale stays.
-func (l *AuthListener) apply(payload string) {
+// it: whatever changed, nothing stale stays. An acknowledgement that
+// cannot be written ends the session.
+func (l *AuthListener) apply(ctx context.Context, payload string) error {
 	kind, arg, _ := strings.Cut(payload, ":")
 	switch kind {
 	case "sync":
@@ -265,7 +401,13 @@ func (l *AuthListener) apply(payload string) {
 			delete(l.waiters, arg)
 		}
 		l.mu.Unlock()
-		return
+		return nil
+	case "ack":
+		seq, err := strconv.ParseInt(arg, 10, 64)
+		if err != nil {
+			break
+		}
+		return l.ack(ctx, seq)
 	case "token", "account":
 		id, err := strconv.ParseInt(arg, 10, 64)
 		if err != nil {
@@ -276,13 +418,14 @@ func (l *AuthListener) apply(payload string) {
 		} else {
 			l.cache.InvalidateAccount(id)
 		}
-		return
+		return nil
 	case "all":
 		l.cache.Clear()
-		return
+		return nil
 	}
 	l.opts.Logger.Warn("auth cache listener: unknown notification; cache cleared", slog.String("payload", payload))
 	l.cache.Clear()
+	return nil
 }
 
 // Sync returns once the cache serves nothing older than the changes

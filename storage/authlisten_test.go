@@ -1,12 +1,15 @@
 package storage_test
 
 import (
+	"bytes"
 	"context"
 	"fmt"
+	"net"
 	"reflect"
 	"slices"
 	"sort"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -200,5 +203,134 @@ func TestAuthListenerPartition(t *testing.T) {
 	wait(false)
 	if s := cache.Stats(); s.Trusted || s.Entries != 0 {
 		t.Fatalf("after the partition: %+v, want an untrusted, empty cache", s)
+	}
+}
+
+// heldListen is a connection whose LISTEN statement is held back: Write
+// reports it sent, and it reaches the server only when release is closed
+// (what the connection sends after it waits behind it). It makes the
+// window between LISTEN being sent and LISTEN being in force as long as a
+// test needs.
+type heldListen struct {
+	net.Conn
+	release <-chan struct{}
+	sent    chan<- struct{}
+
+	mu      sync.Mutex
+	held    [][]byte
+	holding bool
+}
+
+func (c *heldListen) Write(p []byte) (int, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if !c.holding && bytes.Contains(p, []byte("LISTEN ")) {
+		c.holding = true
+		go func() {
+			<-c.release
+			c.mu.Lock()
+			defer c.mu.Unlock()
+			for _, b := range c.held {
+				_, _ = c.Conn.Write(b)
+			}
+			c.held, c.holding = nil, false
+		}()
+		c.sent <- struct{}{}
+	}
+	if c.holding {
+		c.held = append(c.held, append([]byte(nil), p...))
+		return len(p), nil
+	}
+	return c.Conn.Write(p)
+}
+
+// TestAuthListenerTrustsOnlyAfterSync: the cache is not trusted between
+// LISTEN being sent and the listener's own sync notification coming back
+// (issue 25 item 3). The LISTEN is held back on its way to the server;
+// meanwhile a principal is looked up (and would be cached by a trusted
+// cache) and its token is revoked: that revocation's notification is sent
+// before the LISTEN is in force and never reaches the listener. Once the
+// listener reports itself connected, the revoked token must be refused: a
+// listener that trusted its cache as soon as LISTEN was sent would serve
+// it from the cache.
+func TestAuthListenerTrustsOnlyAfterSync(t *testing.T) {
+	ctx := context.Background()
+	db := storagetest.New(t)
+	store := storage.NewStore(db.DB)
+	mustLoadT(t, db, `{"accounts": [{"username": "m", "type": "manager"}, {"username": "u", "type": "user", "manager": "m"}]}`)
+	secret, tok, err := store.CreateToken(ctx, storage.NewToken{Username: "u", Permissions: []string{"*"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cache := tenancy.NewPrincipalCache(0, 0)
+	auth := &tenancy.Authenticator{Store: store, Cache: cache}
+	release, sent := make(chan struct{}), make(chan struct{}, 1)
+	var releaseOnce sync.Once
+	t.Cleanup(func() { releaseOnce.Do(func() { close(release) }) })
+	states := make(chan bool, 16)
+	var d net.Dialer
+	l := storage.NewAuthListener(db.DirectURL, cache, storage.AuthListenerOptions{
+		PingTimeout: time.Minute, MinBackoff: time.Hour,
+		OnState: func(c bool) { states <- c },
+		Dial: func(ctx context.Context, network, addr string) (net.Conn, error) {
+			c, err := d.DialContext(ctx, network, addr)
+			if err != nil {
+				return nil, err
+			}
+			return &heldListen{Conn: c, release: release, sent: sent}, nil
+		},
+	})
+	lctx, cancel := context.WithCancel(ctx)
+	done := make(chan struct{})
+	go func() { defer close(done); _ = l.Run(lctx) }()
+	t.Cleanup(func() { cancel(); <-done; l.Close() })
+
+	select {
+	case <-sent:
+	case <-time.After(60 * time.Second):
+		t.Fatal("the listener never sent LISTEN")
+	}
+	// The window: LISTEN sent, not in force.
+	for range 3 {
+		if _, err := auth.Authenticate(ctx, "Bearer "+secret); err != nil {
+			t.Fatalf("before the revocation: %v", err)
+		}
+	}
+	// Revoked in SQL: its notification is sent now, before LISTEN is in
+	// force, and is lost to this listener.
+	if _, err := db.ExecContext(ctx, "UPDATE tokens SET revoked_at = now() WHERE id = ?", tok.ID); err != nil {
+		t.Fatal(err)
+	}
+	releaseOnce.Do(func() { close(release) })
+	select {
+	case c := <-states:
+		if !c {
+			t.Fatal("the listener reported a disconnect, want connected")
+		}
+	case <-time.After(60 * time.Second):
+		t.Fatal("the listener never synchronised")
+	}
+	// A notification sent now comes back (LISTEN is in force), and the
+	// cache is consulted (a ping came back since).
+	sctx, scancel := context.WithTimeout(ctx, 60*time.Second)
+	defer scancel()
+	if err := l.Sync(sctx); err != nil {
+		t.Fatal(err)
+	}
+	for deadline := time.Now().Add(60 * time.Second); !cache.Stats().Trusted; time.Sleep(10 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("the cache is never trusted")
+		}
+	}
+	if _, err := auth.Authenticate(ctx, "Bearer "+secret); err == nil {
+		t.Fatalf("the token revoked while LISTEN was not yet in force is accepted once the listener is connected (cache %+v)", cache.Stats())
+	}
+}
+
+// mustLoadT loads an import file into db for a test.
+func mustLoadT(t *testing.T, db *storagetest.DB, doc string) {
+	t.Helper()
+	if _, err := importfile.Load(context.Background(), db.DB, strings.NewReader(doc)); err != nil {
+		t.Fatalf("import: %v", err)
 	}
 }

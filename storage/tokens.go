@@ -102,8 +102,9 @@ func (s *Store) ListTokens(ctx context.Context, username string) ([]tenancy.Toke
 	return out, nil
 }
 
-// RevokeToken marks a token revoked. Revoking a revoked token again does
-// nothing and keeps the first revocation time. It returns ErrNotFound for an
+// RevokeToken marks a token revoked and returns once every replica's
+// authentication cache refuses it (AwaitAuthAcks). Revoking a revoked
+// token again does nothing and keeps the first revocation time. It returns ErrNotFound for an
 // unknown id and ErrUnavailable when the database cannot be reached.
 func (s *Store) RevokeToken(ctx context.Context, id int64) error {
 	res, err := s.db.NewUpdate().Model((*Token)(nil)).
@@ -118,5 +119,6 @@ func (s *Store) RevokeToken(ctx context.Context, id int64) error {
 	} else if n == 0 {
 		return worded(ErrNotFound, nil, "token %d not found", id)
 	}
+	s.awaitAuth(ctx) // the CLI answers once every replica refuses it
 	return nil
 }

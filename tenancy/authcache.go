@@ -41,7 +41,7 @@ type CacheStats struct {
 	Invalidations, Evictions uint64
 	// Entries is the number of principals held now.
 	Entries int
-	// Trusted reports whether the cache is consulted.
+	// Trusted reports whether the cache is consulted now.
 	Trusted bool
 }
 
@@ -63,6 +63,9 @@ type PrincipalCache struct {
 
 	mu      sync.Mutex
 	trusted bool
+	// until, when not zero, ends the trust by itself (TrustUntil): the
+	// cache is consulted only before it, on the process's monotonic clock.
+	until   time.Time
 	epoch   uint64
 	lru     *list.List // of *cacheEntry, most recently used first
 	byHash  map[TokenHash]*list.Element
@@ -98,11 +101,13 @@ func NewPrincipalCache(size int, maxAge time.Duration) *PrincipalCache {
 }
 
 // Get returns the principal cached under hash. The outcome is CacheBypass
-// when the cache is not trusted, CacheMiss when it holds nothing fresh
-// under hash.
+// when the cache is not trusted (or its trust has run out, TrustUntil),
+// CacheMiss when it holds nothing fresh under hash. now is the time the
+// principal's age is judged at; the trust is judged on the process's own
+// clock.
 func (c *PrincipalCache) Get(hash TokenHash, now time.Time) (Principal, CacheOutcome) {
 	c.mu.Lock()
-	if !c.trusted {
+	if !c.trustedNow() {
 		c.mu.Unlock()
 		c.bypasses.Add(1)
 		return Principal{}, CacheBypass
@@ -137,7 +142,7 @@ func (c *PrincipalCache) Epoch() uint64 {
 func (c *PrincipalCache) Add(hash TokenHash, p Principal, epoch uint64, now time.Time) bool {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if !c.trusted || epoch != c.epoch {
+	if !c.trustedNow() || epoch != c.epoch {
 		return false
 	}
 	if el, ok := c.byHash[hash]; ok {
@@ -208,14 +213,44 @@ func (c *PrincipalCache) Clear() {
 	c.clear()
 }
 
-// Trust empties the cache and starts consulting it. Its owner calls it
-// once it is sure to receive every later change notification.
+// Trust empties the cache and starts consulting it, with no end. Its
+// owner calls it once it is sure to receive every later change
+// notification.
 func (c *PrincipalCache) Trust() {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.epoch++
 	c.clear()
 	c.trusted = true
+	c.until = time.Time{}
+}
+
+// TrustUntil consults the cache until deadline (a time.Now reading, so
+// judged on the monotonic clock), after which it is bypassed by itself,
+// with nobody having to act: its owner extends the deadline each time it
+// has proof that it has applied every change committed up to a moment,
+// and a deadline that is not extended in time ends the trust even when
+// the owner is frozen. A cache that was not trusted is emptied first; a
+// trusted one keeps its entries (an extension proves they are current),
+// and a deadline never moves back.
+func (c *PrincipalCache) TrustUntil(deadline time.Time) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if !c.trusted {
+		c.epoch++
+		c.clear()
+		c.trusted = true
+		c.until = deadline
+		return
+	}
+	if !c.until.IsZero() && deadline.After(c.until) {
+		c.until = deadline
+	}
+}
+
+// trustedNow reports whether the cache is consulted now; c.mu is held.
+func (c *PrincipalCache) trustedNow() bool {
+	return c.trusted && (c.until.IsZero() || time.Now().Before(c.until))
 }
 
 // Distrust stops consulting the cache and empties it. Its owner calls it
@@ -226,6 +261,7 @@ func (c *PrincipalCache) Distrust() {
 	c.epoch++
 	c.clear()
 	c.trusted = false
+	c.until = time.Time{}
 }
 
 // Contains reports whether a principal is cached under hash (fresh or
@@ -240,7 +276,7 @@ func (c *PrincipalCache) Contains(hash TokenHash) bool {
 // Stats returns the cache's counters.
 func (c *PrincipalCache) Stats() CacheStats {
 	c.mu.Lock()
-	n, trusted := c.lru.Len(), c.trusted
+	n, trusted := c.lru.Len(), c.trustedNow()
 	c.mu.Unlock()
 	return CacheStats{
 		Hits: c.hits.Load(), Misses: c.misses.Load(), Bypasses: c.bypasses.Load(),
