@@ -6,6 +6,7 @@ require (
 	github.com/getkin/kin-openapi v0.142.0
 	github.com/go-fuego/fuego v0.20.0
 	github.com/go-redis/redis_rate/v10 v10.0.1
+	github.com/oapi-codegen/nullable v1.1.0
 	github.com/oapi-codegen/runtime v1.8.0
 	github.com/open-policy-agent/opa v1.22.2
 	github.com/prometheus/client_golang v1.24.1

@@ -3,6 +3,7 @@ package e2e_test
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"io"
 	"net/http"
 	"os"
@@ -10,11 +11,21 @@ import (
 	"reflect"
 	"strings"
 	"testing"
+	"time"
+
+	"github.com/oapi-codegen/nullable"
+	openapi_types "github.com/oapi-codegen/runtime/types"
 
 	"github.com/fleetapi/fleetapi/client"
 	"github.com/fleetapi/fleetapi/storage"
 	"github.com/fleetapi/fleetapi/storage/demodata"
 )
+
+// sameDay reports whether the nullable date n holds day.
+func sameDay(n nullable.Nullable[openapi_types.Date], day openapi_types.Date) bool {
+	v, err := n.Get()
+	return err == nil && v.Equal(day.Time)
+}
 
 // token returns the secret of a demo token (demodata.Tokens).
 func token(t *testing.T, name string) string {
@@ -189,7 +200,7 @@ func TestGeneratedClient(t *testing.T) {
 	})
 
 	t.Run("create_passenger", func(t *testing.T) {
-		body := client.PassengerInput{PassengerName: "Rita Gomes", PassengerAssignId: ptr("e2e-0001"), PassengerPickupPointId: ptr(int64(2))}
+		body := client.PassengerInput{PassengerName: "Rita Gomes", PassengerAssignId: nullable.NewNullableWithValue("e2e-0001"), PassengerPickupPointId: nullable.NewNullableWithValue(int64(2))}
 		params := &client.CreatePassengerParams{IdempotencyKey: ptr("e2e-create-1")}
 		r, err := acme.CreatePassengerWithResponse(ctx, params, body)
 		if err != nil {
@@ -227,12 +238,12 @@ func TestGeneratedClient(t *testing.T) {
 			t.Fatalf("GET /accounts: %v %d %s", err, list.StatusCode(), list.Body)
 		}
 		created, err := acme.CreateAccountWithResponse(ctx, &client.CreateAccountParams{IdempotencyKey: ptr("e2e-account-1")},
-			client.AccountInput{Username: "acme-e2e", Type: client.AccountInputTypeSubaccount, ManagerId: ptr(acmeID)})
+			client.AccountInput{Username: "acme-e2e", Type: client.AccountInputTypeSubaccount, ManagerId: nullable.NewNullableWithValue(acmeID)})
 		if err != nil || created.JSON201 == nil || created.JSON201.Data.Username != "acme-e2e" {
 			t.Fatalf("POST /accounts: %v %d %s", err, created.StatusCode(), created.Body)
 		}
 		id := created.JSON201.Data.Id
-		denied, err := acme.CreateAccountWithResponse(ctx, nil, client.AccountInput{Username: "acme-e2e-user", Type: client.AccountInputTypeUser, ManagerId: ptr(acmeID)})
+		denied, err := acme.CreateAccountWithResponse(ctx, nil, client.AccountInput{Username: "acme-e2e-user", Type: client.AccountInputTypeUser, ManagerId: nullable.NewNullableWithValue(acmeID)})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -259,6 +270,31 @@ func TestGeneratedClient(t *testing.T) {
 		if err != nil || events.JSON200 == nil || len(events.JSON200.Data) != 2 || events.JSON200.Data[0].Action != client.AuditEventActionAccountUpdate {
 			t.Fatalf("GET /audit-events: %v %d %s", err, events.StatusCode(), events.Body)
 		}
+		// Nullable fields (issue 19 item 18): the typed client sets a
+		// date, leaves it alone (unspecified: omitted from the body), and
+		// clears it with an explicit null.
+		day := openapi_types.Date{Time: time.Date(2099, 12, 31, 0, 0, 0, 0, time.UTC)}
+		set, err := acme.UpdateAccountWithResponse(ctx, id, client.AccountPatchInput{AccountExpire: ptr(true), AccountExpireDt: nullable.NewNullableWithValue(day)})
+		if err != nil || set.JSON200 == nil || !sameDay(set.JSON200.Data.AccountExpireDt, day) {
+			t.Fatalf("PATCH account_expire_dt: %v %d %s", err, set.StatusCode(), set.Body)
+		}
+		kept, err := acme.UpdateAccountWithResponse(ctx, id, client.AccountPatchInput{Email: ptr("e2e@acme.example")})
+		if err != nil || kept.JSON200 == nil || !sameDay(kept.JSON200.Data.AccountExpireDt, day) {
+			t.Fatalf("PATCH without account_expire_dt changed it: %v %d %s", err, kept.StatusCode(), kept.Body)
+		}
+		var clear nullable.Nullable[openapi_types.Date]
+		clear.SetNull()
+		cleared, err := acme.UpdateAccountWithResponse(ctx, id, client.AccountPatchInput{AccountExpire: ptr(false), AccountExpireDt: clear})
+		if err != nil || cleared.JSON200 == nil || !cleared.JSON200.Data.AccountExpireDt.IsNull() {
+			t.Fatalf("PATCH account_expire_dt null: %v %d %s", err, cleared.StatusCode(), cleared.Body)
+		}
+		if b, _ := json.Marshal(client.AccountPatchInput{AccountExpireDt: clear}); string(b) != `{"account_expire_dt":null}` {
+			t.Fatalf("the client sends %s for a cleared date", b)
+		}
+		again, err := fleetco.GetAccountWithResponse(ctx, id)
+		if err != nil || again.JSON200 == nil || !again.JSON200.Data.AccountExpireDt.IsNull() || again.JSON200.Data.AccountExpire {
+			t.Fatalf("GET after clearing: %v %d %s", err, again.StatusCode(), again.Body)
+		}
 	})
 	t.Run("grants_and_objects", func(t *testing.T) {
 		me, err := acme.GetMeWithResponse(ctx)
@@ -267,7 +303,7 @@ func TestGeneratedClient(t *testing.T) {
 		}
 		acmeID := me.JSON200.Data.Id
 		obj, err := acme.CreateObjectWithResponse(ctx, &client.CreateObjectParams{IdempotencyKey: ptr("e2e-object-1")},
-			client.ObjectInput{Imei: "e2e-device-1", Name: ptr("E2E van"), AccountId: acmeID, Odometer: ptr(int64(10))})
+			client.ObjectInput{Imei: "e2e-device-1", Name: nullable.NewNullableWithValue("E2E van"), AccountId: acmeID, Odometer: nullable.NewNullableWithValue(int64(10))})
 		if err != nil || obj.JSON201 == nil || obj.JSON201.Data.Imei != "e2e-device-1" || obj.JSON201.Data.AccountId != acmeID {
 			t.Fatalf("POST /objects: %v %d %s", err, obj.StatusCode(), obj.Body)
 		}
@@ -302,7 +338,7 @@ func TestGeneratedClient(t *testing.T) {
 	})
 	t.Run("tokens", func(t *testing.T) {
 		created, err := acme.CreateTokenWithResponse(ctx, &client.CreateTokenParams{IdempotencyKey: ptr("e2e-token-1")},
-			client.TokenInput{Name: "e2e-readonly", Permissions: []string{"GET *", "POST /tokens"}, RateLimit: ptr(10)})
+			client.TokenInput{Name: "e2e-readonly", Permissions: []string{"GET *", "POST /tokens"}, RateLimit: nullable.NewNullableWithValue(10)})
 		if err != nil || created.JSON201 == nil || created.JSON201.Data.Secret == nil || created.HTTPResponse.Header.Get("Cache-Control") != "no-store" {
 			t.Fatalf("POST /tokens: %v %d %s", err, created.StatusCode(), created.Body)
 		}
