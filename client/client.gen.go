@@ -14,6 +14,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/oapi-codegen/nullable"
 	"github.com/oapi-codegen/runtime"
 	openapi_types "github.com/oapi-codegen/runtime/types"
 )
@@ -1281,25 +1282,25 @@ type AccountType string
 // AccountInput An account to create (DESIGN §9). Absent and null fields take their defaults (active, not read-only, not expiring, no privileges). Field names are exact; unknown and repeated keys are rejected.
 type AccountInput struct {
 	// AccountExpire Defaults to false.
-	AccountExpire *bool `json:"account_expire,omitempty"`
+	AccountExpire nullable.Nullable[bool] `json:"account_expire,omitempty"`
 
 	// AccountExpireDt Expiry day YYYY-MM-DD, or null.
-	AccountExpireDt *openapi_types.Date `json:"account_expire_dt,omitempty"`
+	AccountExpireDt nullable.Nullable[openapi_types.Date] `json:"account_expire_dt,omitempty"`
 
 	// Active Defaults to true.
-	Active *bool `json:"active,omitempty"`
+	Active nullable.Nullable[bool] `json:"active,omitempty"`
 
 	// Email A valid e-mail address, or empty.
-	Email *string `json:"email,omitempty"`
+	Email nullable.Nullable[string] `json:"email,omitempty"`
 
 	// ManagerId The account it is created under: null or a manager for an admin's manager or user, the manager for its users, the parent user for a subaccount.
-	ManagerId *int64 `json:"manager_id,omitempty"`
+	ManagerId nullable.Nullable[int64] `json:"manager_id,omitempty"`
 
 	// Privileges Subaccounts only (400 otherwise); each held by the caller.
 	Privileges *[]AccountInputPrivileges `json:"privileges,omitempty"`
 
 	// ReadOnly Defaults to false.
-	ReadOnly *bool `json:"read_only,omitempty"`
+	ReadOnly nullable.Nullable[bool] `json:"read_only,omitempty"`
 
 	// Type Required. Nobody creates an admin through the API.
 	Type AccountInputType `json:"type"`
@@ -1320,7 +1321,7 @@ type AccountPatchInput struct {
 	AccountExpire *bool `json:"account_expire,omitempty"`
 
 	// AccountExpireDt Expiry day YYYY-MM-DD, or null to clear it; not on one's own account.
-	AccountExpireDt *openapi_types.Date `json:"account_expire_dt,omitempty"`
+	AccountExpireDt nullable.Nullable[openapi_types.Date] `json:"account_expire_dt,omitempty"`
 
 	// Active Whether the account may use the API; not on one's own account.
 	Active *bool `json:"active,omitempty"`
@@ -1412,13 +1413,13 @@ type CreatedToken struct {
 	CreatedAt time.Time `json:"created_at"`
 
 	// ExpiresAt When it stops working; null: never.
-	ExpiresAt *time.Time `json:"expires_at"`
+	ExpiresAt nullable.Nullable[time.Time] `json:"expires_at"`
 
 	// Id Id of the token.
 	Id int64 `json:"id"`
 
 	// LastUsedAt When it was last used (updated at most once a minute); null: never.
-	LastUsedAt *time.Time `json:"last_used_at"`
+	LastUsedAt nullable.Nullable[time.Time] `json:"last_used_at"`
 
 	// Name Name, unique per account.
 	Name string `json:"name"`
@@ -1427,10 +1428,10 @@ type CreatedToken struct {
 	Permissions []string `json:"permissions"`
 
 	// RateLimit Requests per minute; null: the server default.
-	RateLimit *int `json:"rate_limit"`
+	RateLimit nullable.Nullable[int] `json:"rate_limit"`
 
 	// RevokedAt When it was revoked; null: not revoked.
-	RevokedAt *time.Time `json:"revoked_at"`
+	RevokedAt nullable.Nullable[time.Time] `json:"revoked_at"`
 
 	// Secret The token to send as Authorization, shown once: absent when an Idempotency-Key replays the create.
 	Secret *string `json:"secret,omitempty"`
@@ -1460,7 +1461,7 @@ type DueService struct {
 	DaysInterval int `json:"days_interval"`
 
 	// DaysLast Day of the last service (YYYY-MM-DD), or null when unknown.
-	DaysLast *openapi_types.Date `json:"days_last"`
+	DaysLast nullable.Nullable[openapi_types.Date] `json:"days_last"`
 
 	// DaysLeft Whether to warn when days_left_num days or fewer remain.
 	DaysLeft bool `json:"days_left"`
@@ -1469,7 +1470,7 @@ type DueService struct {
 	DaysLeftNum int `json:"days_left_num"`
 
 	// DaysRemaining Days left until the service; null when the criterion is off or days_last is unknown.
-	DaysRemaining *int64 `json:"days_remaining"`
+	DaysRemaining nullable.Nullable[int64] `json:"days_remaining"`
 
 	// Due The due criteria, in this order; never empty.
 	Due []DueServiceDue `json:"due"`
@@ -1490,7 +1491,7 @@ type DueService struct {
 	EnghLeftNum int `json:"engh_left_num"`
 
 	// EnghRemaining Engine hours left until the service; null when the criterion is off.
-	EnghRemaining *int64 `json:"engh_remaining"`
+	EnghRemaining nullable.Nullable[int64] `json:"engh_remaining"`
 
 	// Imei IMEI of the device (object) the service belongs to.
 	Imei string `json:"imei"`
@@ -1520,7 +1521,7 @@ type DueService struct {
 	OdoLeftNum int `json:"odo_left_num"`
 
 	// OdoRemaining Kilometres left until the service: odo_interval − (current odometer − odo_last); null when the criterion is off.
-	OdoRemaining *int64 `json:"odo_remaining"`
+	OdoRemaining nullable.Nullable[int64] `json:"odo_remaining"`
 
 	// ServiceId Id of the service record.
 	ServiceId int64 `json:"service_id"`
@@ -1746,7 +1747,7 @@ type ManagedAccount struct {
 	AccountExpire bool `json:"account_expire"`
 
 	// AccountExpireDt Expiry day (YYYY-MM-DD), or null.
-	AccountExpireDt *openapi_types.Date `json:"account_expire_dt"`
+	AccountExpireDt nullable.Nullable[openapi_types.Date] `json:"account_expire_dt"`
 
 	// Active Whether the account may use the API.
 	Active bool `json:"active"`
@@ -1761,7 +1762,7 @@ type ManagedAccount struct {
 	Id int64 `json:"id"`
 
 	// ManagerId The account it is managed by (a subaccount's parent user); null at the top.
-	ManagerId *int64 `json:"manager_id"`
+	ManagerId nullable.Nullable[int64] `json:"manager_id"`
 
 	// Privileges A subaccount's privileges; empty for other accounts, which hold every privilege.
 	Privileges []ManagedAccountPrivileges `json:"privileges"`
@@ -1820,13 +1821,13 @@ type ManagedToken struct {
 	CreatedAt time.Time `json:"created_at"`
 
 	// ExpiresAt When it stops working; null: never.
-	ExpiresAt *time.Time `json:"expires_at"`
+	ExpiresAt nullable.Nullable[time.Time] `json:"expires_at"`
 
 	// Id Id of the token.
 	Id int64 `json:"id"`
 
 	// LastUsedAt When it was last used (updated at most once a minute); null: never.
-	LastUsedAt *time.Time `json:"last_used_at"`
+	LastUsedAt nullable.Nullable[time.Time] `json:"last_used_at"`
 
 	// Name Name, unique per account.
 	Name string `json:"name"`
@@ -1835,10 +1836,10 @@ type ManagedToken struct {
 	Permissions []string `json:"permissions"`
 
 	// RateLimit Requests per minute; null: the server default.
-	RateLimit *int `json:"rate_limit"`
+	RateLimit nullable.Nullable[int] `json:"rate_limit"`
 
 	// RevokedAt When it was revoked; null: not revoked.
-	RevokedAt *time.Time `json:"revoked_at"`
+	RevokedAt nullable.Nullable[time.Time] `json:"revoked_at"`
 }
 
 // ManagedTokenList The success envelope holding a page of ManagedToken.
@@ -1888,16 +1889,16 @@ type ObjectInput struct {
 	AccountId int64 `json:"account_id"`
 
 	// EngineHours Current engine hours (h); defaults to 0.
-	EngineHours *int64 `json:"engine_hours,omitempty"`
+	EngineHours nullable.Nullable[int64] `json:"engine_hours,omitempty"`
 
 	// Imei Required; unique across the platform.
 	Imei string `json:"imei"`
 
 	// Name Name of the device; defaults to empty.
-	Name *string `json:"name,omitempty"`
+	Name nullable.Nullable[string] `json:"name,omitempty"`
 
 	// Odometer Current odometer (km); defaults to 0.
-	Odometer *int64 `json:"odometer,omitempty"`
+	Odometer nullable.Nullable[int64] `json:"odometer,omitempty"`
 }
 
 // ObjectList The success envelope holding a page of Object.
@@ -1962,40 +1963,40 @@ type Passenger struct {
 	PassengerPhone string `json:"passenger_phone"`
 
 	// PassengerPickupPointId Pickup point, or null.
-	PassengerPickupPointId *int64 `json:"passenger_pickup_point_id"`
+	PassengerPickupPointId nullable.Nullable[int64] `json:"passenger_pickup_point_id"`
 }
 
 // PassengerInput A passenger to create (spec §4.6). Absent and null fields take their defaults. Field names are exact (case-sensitive); unknown and repeated keys are rejected. Strings must be valid UTF-8 without NUL characters.
 type PassengerInput struct {
 	// PassengerActive Defaults to true.
-	PassengerActive *bool `json:"passenger_active,omitempty"`
+	PassengerActive nullable.Nullable[bool] `json:"passenger_active,omitempty"`
 
 	// PassengerAddress Address.
-	PassengerAddress *string `json:"passenger_address,omitempty"`
+	PassengerAddress nullable.Nullable[string] `json:"passenger_address,omitempty"`
 
 	// PassengerAssignId At most 50 characters after trimming; stored in Unicode NFC and upper-case, so composed and decomposed spellings are one id; unique in the account when not empty.
-	PassengerAssignId *string `json:"passenger_assign_id,omitempty"`
+	PassengerAssignId nullable.Nullable[string] `json:"passenger_assign_id,omitempty"`
 
 	// PassengerClientId The client's own id of the passenger.
-	PassengerClientId *string `json:"passenger_client_id,omitempty"`
+	PassengerClientId nullable.Nullable[string] `json:"passenger_client_id,omitempty"`
 
 	// PassengerDesc At most 1000 characters.
-	PassengerDesc *string `json:"passenger_desc,omitempty"`
+	PassengerDesc nullable.Nullable[string] `json:"passenger_desc,omitempty"`
 
 	// PassengerEmail A valid e-mail address (no display name), or empty.
-	PassengerEmail *string `json:"passenger_email,omitempty"`
+	PassengerEmail nullable.Nullable[string] `json:"passenger_email,omitempty"`
 
 	// PassengerIdn Identity number.
-	PassengerIdn *string `json:"passenger_idn,omitempty"`
+	PassengerIdn nullable.Nullable[string] `json:"passenger_idn,omitempty"`
 
 	// PassengerName Required; 1 to 100 characters after trimming, at least one of them visible. Whitespace, control and zero-width characters at the ends are trimmed.
 	PassengerName string `json:"passenger_name"`
 
 	// PassengerPhone Phone number.
-	PassengerPhone *string `json:"passenger_phone,omitempty"`
+	PassengerPhone nullable.Nullable[string] `json:"passenger_phone,omitempty"`
 
 	// PassengerPickupPointId 1 or more, or null (the default).
-	PassengerPickupPointId *int64 `json:"passenger_pickup_point_id,omitempty"`
+	PassengerPickupPointId nullable.Nullable[int64] `json:"passenger_pickup_point_id,omitempty"`
 }
 
 // PassengerResponse The success envelope holding one Passenger.
@@ -2037,10 +2038,10 @@ type Report struct {
 	DataItems []string `json:"data_items"`
 
 	// DtScheduleD Next daily run (RFC 3339), or null.
-	DtScheduleD *time.Time `json:"dt_schedule_d"`
+	DtScheduleD nullable.Nullable[time.Time] `json:"dt_schedule_d"`
 
 	// DtScheduleW Next weekly run (RFC 3339), or null.
-	DtScheduleW *time.Time `json:"dt_schedule_w"`
+	DtScheduleW nullable.Nullable[time.Time] `json:"dt_schedule_w"`
 
 	// Format Output format, for example "pdf".
 	Format string `json:"format"`
@@ -2111,7 +2112,7 @@ type Service struct {
 	DaysInterval int `json:"days_interval"`
 
 	// DaysLast Day of the last service (YYYY-MM-DD), or null when unknown.
-	DaysLast *openapi_types.Date `json:"days_last"`
+	DaysLast nullable.Nullable[openapi_types.Date] `json:"days_last"`
 
 	// DaysLeft Whether to warn when days_left_num days or fewer remain.
 	DaysLeft bool `json:"days_left"`
@@ -2183,10 +2184,10 @@ type ServiceListSuccess bool
 // TokenInput A token to create (DESIGN §9). Field names are exact; unknown and repeated keys are rejected.
 type TokenInput struct {
 	// AccountId The account it belongs to, in the caller's management scope; the caller's when omitted.
-	AccountId *int64 `json:"account_id,omitempty"`
+	AccountId nullable.Nullable[int64] `json:"account_id,omitempty"`
 
 	// ExpiresAt In the future and not after the caller's expiry; omitted or null: the caller's.
-	ExpiresAt *time.Time `json:"expires_at,omitempty"`
+	ExpiresAt nullable.Nullable[time.Time] `json:"expires_at,omitempty"`
 
 	// Name Required; unique per account.
 	Name string `json:"name"`
@@ -2195,7 +2196,7 @@ type TokenInput struct {
 	Permissions []string `json:"permissions"`
 
 	// RateLimit Requests per minute, not above the caller's; omitted or null: the caller's.
-	RateLimit *int `json:"rate_limit,omitempty"`
+	RateLimit nullable.Nullable[int] `json:"rate_limit,omitempty"`
 }
 
 // BadRequest The error envelope of every failure (spec §2.1, §7).
