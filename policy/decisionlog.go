@@ -5,9 +5,11 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"encoding/json"
+	"fmt"
 	"sort"
 	"time"
 
+	"github.com/open-policy-agent/opa/v1/version"
 	"go.opentelemetry.io/otel/trace"
 )
 
@@ -23,18 +25,25 @@ const (
 const BundleName = "fleet"
 
 // DecisionRecord is one line of the decision log (DESIGN §6, §10): an OPA
-// decision-log event (the fields of OPA's logs plugin EventV1:
+// decision-log event (the fields of OPA's logs plugin EventV1: labels,
 // decision_id, trace_id, span_id, revision, bundles, path, input, result,
-// erased, timestamp, metrics.timer_rego_query_eval_ns), so that tools
-// that read OPA's decision logs read fleetapi's, plus fleetapi's own
+// erased, timestamp, metrics.timer_rego_query_eval_ns, custom), so that
+// tools that read OPA's decision logs read fleetapi's. fleetapi's own
 // fields (route, token_id, account_id, account_type, allow, code, cached,
-// and for a management decision action, target_account_id, reason).
+// and for a management decision action, target_account_id, reason) are
+// under custom, where OPA puts the fields a deployment adds to its events,
+// so that no name of fleetapi's can collide with one OPA adds later.
 // The input is the policy input with secrets and personal data removed:
 // it holds ids, types, flags, permissions and privileges, never a token
 // secret or hash, a username, an email or a name (redactedManagementInput
 // erases those fields of a management change and lists them in Erased).
 type DecisionRecord struct {
-	DecisionID string `json:"decision_id"`
+	// Labels identify the writer as OPA's labels do: "id", the instance
+	// (one random UUID per Engine, so per process), and "version", the
+	// version of the OPA library that decided, plus
+	// Options.DecisionLogLabels.
+	Labels     map[string]string `json:"labels"`
+	DecisionID string            `json:"decision_id"`
 	// Timestamp is the time of the decision, RFC 3339 with nanoseconds.
 	Timestamp string `json:"timestamp"`
 	TraceID   string `json:"trace_id"`
@@ -51,7 +60,15 @@ type DecisionRecord struct {
 	Result  *Decision       `json:"result,omitempty"`
 	Erased  []string        `json:"erased,omitempty"`
 	Metrics DecisionMetrics `json:"metrics"`
+	// Custom are fleetapi's own fields.
+	Custom DecisionCustom `json:"custom"`
+}
 
+// DecisionCustom are fleetapi's own fields of a decision record, under
+// its "custom" key (DESIGN §6).
+type DecisionCustom struct {
+	// Route is "METHOD /template" of a route decision, "" for a
+	// management decision.
 	Route       string `json:"route"`
 	TokenID     int64  `json:"token_id"`
 	AccountID   int64  `json:"account_id"`
@@ -92,9 +109,9 @@ func (e *snapshot) logDecision(ctx context.Context, in Input, d Decision, elapse
 	}
 	rec := e.newRecord(ctx, in.Token.ID, in.Account, d, elapsed, evalErr)
 	rec.Path = DecisionPath
-	rec.Route = in.Request.Method + " " + in.Request.Route
+	rec.Custom.Route = in.Request.Method + " " + in.Request.Route
 	rec.Input = in
-	rec.Cached = cached
+	rec.Custom.Cached = cached
 	e.writeRecord(rec)
 }
 
@@ -102,19 +119,22 @@ func (e *snapshot) logDecision(ctx context.Context, in Input, d Decision, elapse
 // (token, account), without its path, route and input.
 func (e *snapshot) newRecord(ctx context.Context, tokenID int64, account AccountInput, d Decision, elapsed time.Duration, evalErr error) DecisionRecord {
 	rec := DecisionRecord{
-		DecisionID:  newDecisionID(),
-		Timestamp:   time.Now().UTC().Format(time.RFC3339Nano),
-		Revision:    e.revision,
-		Bundles:     map[string]BundleRevision{BundleName: {Revision: e.revision}},
-		Metrics:     DecisionMetrics{TimerRegoQueryEvalNS: elapsed.Nanoseconds()},
-		TokenID:     tokenID,
-		AccountID:   account.ID,
-		AccountType: account.Type,
-		Allow:       d.Allow,
-		Code:        d.Code,
+		Labels:     e.labels,
+		DecisionID: newDecisionID(),
+		Timestamp:  time.Now().UTC().Format(time.RFC3339Nano),
+		Revision:   e.revision,
+		Bundles:    map[string]BundleRevision{BundleName: {Revision: e.revision}},
+		Metrics:    DecisionMetrics{TimerRegoQueryEvalNS: elapsed.Nanoseconds()},
+		Custom: DecisionCustom{
+			TokenID:     tokenID,
+			AccountID:   account.ID,
+			AccountType: account.Type,
+			Allow:       d.Allow,
+			Code:        d.Code,
+		},
 	}
 	if d.Allow {
-		rec.Code = "ALLOW"
+		rec.Custom.Code = "ALLOW"
 	}
 	if sc := trace.SpanContextFromContext(ctx); sc.HasTraceID() {
 		rec.TraceID = sc.TraceID().String()
@@ -123,7 +143,7 @@ func (e *snapshot) newRecord(ctx context.Context, tokenID int64, account Account
 		}
 	}
 	if evalErr != nil {
-		rec.EvalError = evalErr.Error()
+		rec.Custom.EvalError = evalErr.Error()
 	} else {
 		result := cloneDecision(d)
 		rec.Result = &result
@@ -169,6 +189,26 @@ func (e *snapshot) writeRecord(rec DecisionRecord) {
 	e.logMu.Lock()
 	defer e.logMu.Unlock()
 	_, _ = e.log.Write(line)
+}
+
+// decisionLogLabels are the labels of an engine's records: extra, and
+// "id" (a new random UUID, as OPA names its instance) and "version" (the
+// OPA library's version, as OPA writes its own), which extra may not set.
+func decisionLogLabels(extra map[string]string) (map[string]string, error) {
+	labels := map[string]string{}
+	for k, v := range extra {
+		if k == "id" || k == "version" {
+			return nil, fmt.Errorf("policy: decision log label %q is fleetapi's own (the instance id and the OPA version)", k)
+		}
+		labels[k] = v
+	}
+	var b [16]byte
+	_, _ = rand.Read(b[:])
+	b[6] = b[6]&0x0f | 0x40 // version 4
+	b[8] = b[8]&0x3f | 0x80 // RFC 9562 variant
+	labels["id"] = fmt.Sprintf("%x-%x-%x-%x-%x", b[0:4], b[4:6], b[6:8], b[8:10], b[10:16])
+	labels["version"] = version.Version
+	return labels, nil
 }
 
 // newDecisionID returns 16 random bytes in hex.

@@ -4,11 +4,17 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"maps"
+	"reflect"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
+	"time"
 
+	"github.com/fleetapi/fleetapi/tenancy"
 	"github.com/open-policy-agent/opa/v1/plugins/logs"
+	"github.com/open-policy-agent/opa/v1/version"
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/trace"
 	"go.opentelemetry.io/otel/trace/noop"
@@ -45,19 +51,24 @@ func TestDecisionLog(t *testing.T) {
 	}
 	first := recs[0]
 	want := map[string]any{
-		"trace_id": traceID.String(), "span_id": trace.SpanID{1}.String(), "route": "GET /reports", "token_id": float64(42), "account_id": float64(7),
-		"account_type": "subaccount", "allow": false, "code": "PRIVILEGE_REQUIRED",
-		"revision": e.Revision(), "cached": false, "path": "fleet/authz/decision",
+		"trace_id": traceID.String(), "span_id": trace.SpanID{1}.String(),
+		"revision": e.Revision(), "path": "fleet/authz/decision",
 	}
 	for k, v := range want {
 		if first[k] != v {
 			t.Errorf("%s = %#v, want %#v", k, first[k], v)
 		}
 	}
-	keys := []string{"decision_id", "timestamp", "trace_id", "span_id", "path", "revision", "bundles", "input", "result", "metrics",
-		"route", "token_id", "account_id", "account_type", "allow", "code", "cached"}
-	if len(first) != len(keys) {
-		t.Errorf("fields %v, want exactly %v", first, keys)
+	wantCustom := map[string]any{
+		"route": "GET /reports", "token_id": float64(42), "account_id": float64(7),
+		"account_type": "subaccount", "allow": false, "code": "PRIVILEGE_REQUIRED", "cached": false,
+	}
+	if custom, _ := first["custom"].(map[string]any); !maps.Equal(custom, wantCustom) {
+		t.Errorf("custom %v, want %v", first["custom"], wantCustom)
+	}
+	keys := []string{"labels", "decision_id", "timestamp", "trace_id", "span_id", "path", "revision", "bundles", "input", "result", "metrics", "custom"}
+	if got := slices.Sorted(maps.Keys(first)); !slices.Equal(got, slices.Sorted(slices.Values(keys))) {
+		t.Errorf("fields %v, want exactly %v", got, keys)
 	}
 	// OPA's own decision-log event type reads every record.
 	for i, l := range lines {
@@ -86,10 +97,10 @@ func TestDecisionLog(t *testing.T) {
 	if !regexp.MustCompile(`^[0-9a-f]{32}$`).MatchString(first["decision_id"].(string)) || first["decision_id"] == recs[1]["decision_id"] {
 		t.Errorf("decision ids %v, %v", first["decision_id"], recs[1]["decision_id"])
 	}
-	if recs[1]["cached"] != true {
-		t.Errorf("second cached %v", recs[1]["cached"])
+	if c := recs[1]["custom"].(map[string]any); c["cached"] != true {
+		t.Errorf("second cached %v", c["cached"])
 	}
-	if recs[2]["allow"] != true || recs[2]["code"] != "ALLOW" {
+	if c := recs[2]["custom"].(map[string]any); c["allow"] != true || c["code"] != "ALLOW" {
 		t.Errorf("allow record: %v", recs[2])
 	}
 	if strings.Contains(buf.String(), "flt_") {
@@ -156,4 +167,84 @@ func TestSpans(t *testing.T) {
 	check(spans[1], "policy.decide", map[attribute.Key]any{"fleet.decision.code": "ALLOW", "fleet.policy.cached": false})
 	check(spans[2], "policy.decide", map[attribute.Key]any{"fleet.policy.cached": true})
 	check(spans[3], "policy.scope", map[attribute.Key]any{"fleet.scope.resource": "events", "fleet.policy.cached": false, "fleet.policy.revision": e.Revision()})
+}
+
+// TestDecisionLogShape (issue 19 item 20): every record, of a route or a
+// management decision, has the shape of an OPA decision-log event: only
+// keys of OPA's EventV1 at the top level (fleetapi's own fields under
+// custom, as OPA puts fields a deployment adds), labels with the id of the
+// instance (a UUID, the same on every record of one engine, another for
+// another engine) and the OPA version, plus the configured labels.
+func TestDecisionLogShape(t *testing.T) {
+	eventKeys := map[string]bool{}
+	ty := reflect.TypeFor[logs.EventV1]()
+	for i := range ty.NumField() {
+		if name, _, _ := strings.Cut(ty.Field(i).Tag.Get("json"), ","); name != "" && name != "-" {
+			eventKeys[name] = true
+		}
+	}
+	var buf bytes.Buffer
+	e := newEngine(t, Options{DecisionLog: &buf, DecisionLogLabels: map[string]string{"service": "fleetapi"}})
+	ctx := context.Background()
+	if _, err := e.Decide(ctx, principal("user")); err != nil {
+		t.Fatal(err)
+	}
+	in := NewManagementInput(tenancy.Principal{
+		Token:   tenancy.Token{ID: 42, Permissions: []string{"*"}},
+		Account: tenancy.Account{ID: 3, Type: tenancy.User, ManagerID: 2, Active: true},
+	}, time.Date(2026, 1, 15, 0, 0, 0, 0, time.UTC), 1200)
+	in.Action = ActionAccountUpdate
+	in.Change = map[string]any{"email": "someone@example.test"}
+	if _, err := e.DecideManagement(ctx, in); err != nil {
+		t.Fatal(err)
+	}
+	var other bytes.Buffer
+	if _, err := newEngine(t, Options{DecisionLog: &other}).Decide(ctx, principal("user")); err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.Split(strings.TrimSpace(buf.String()), "\n")
+	if len(lines) != 2 {
+		t.Fatalf("%d records:\n%s", len(lines), buf.String())
+	}
+	uuid := regexp.MustCompile(`^[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$`)
+	var ids []string
+	for i, l := range append(lines, strings.TrimSpace(other.String())) {
+		var m map[string]any
+		if err := json.Unmarshal([]byte(l), &m); err != nil {
+			t.Fatal(err)
+		}
+		for k := range m {
+			if !eventKeys[k] {
+				t.Errorf("record %d: top-level key %q is not a field of OPA's EventV1 (fleetapi's own fields go under custom)", i, k)
+			}
+		}
+		var ev logs.EventV1
+		if err := json.Unmarshal([]byte(l), &ev); err != nil {
+			t.Fatalf("record %d is not an OPA decision-log event: %v", i, err)
+		}
+		if !uuid.MatchString(ev.Labels["id"]) || ev.Labels["version"] != version.Version {
+			t.Errorf("record %d: labels %v, want a UUID id and version %s", i, ev.Labels, version.Version)
+		}
+		if i < 2 && ev.Labels["service"] != "fleetapi" {
+			t.Errorf("record %d: labels %v lack the configured service", i, ev.Labels)
+		}
+		if ev.Custom["account_id"] == nil || ev.Custom["code"] == nil {
+			t.Errorf("record %d: custom %v", i, ev.Custom)
+		}
+		ids = append(ids, ev.Labels["id"])
+	}
+	if ids[0] != ids[1] || ids[1] == ids[2] {
+		t.Errorf("instance ids %v: want one per engine", ids)
+	}
+	var mgmt logs.EventV1
+	_ = json.Unmarshal([]byte(lines[1]), &mgmt)
+	if mgmt.Path != ManagementDecisionPath || mgmt.Custom["action"] != ActionAccountUpdate || mgmt.Custom["route"] != "" ||
+		!slices.Equal(mgmt.Erased, []string{"/input/change/email"}) {
+		t.Errorf("management record: path %s, custom %v, erased %v", mgmt.Path, mgmt.Custom, mgmt.Erased)
+	}
+	for _, reserved := range []string{"id", "version"} {
+		if _, err := New(ctx, Options{Resources: testResources, DecisionLogLabels: map[string]string{reserved: "x"}}); err == nil {
+			t.Errorf("label %q accepted", reserved)
+		}
+	}
 }

@@ -41,6 +41,10 @@ type Options struct {
 	BundleVerification *BundleVerification
 	// DecisionLog receives one JSON line per Decide; nil turns the log off.
 	DecisionLog io.Writer
+	// DecisionLogLabels are added to the labels of every decision record
+	// (DecisionRecord.Labels), e.g. fleetapi's own version; "id" and
+	// "version" are the engine's and may not be set here.
+	DecisionLogLabels map[string]string
 	// TracerProvider makes the policy spans; nil uses the otel global.
 	TracerProvider trace.TracerProvider
 	// CacheSize bounds the answer cache: 0 means DefaultCacheSize, a
@@ -116,6 +120,8 @@ type shared struct {
 
 	logMu sync.Mutex
 	log   io.Writer
+	// labels are the labels of every decision record.
+	labels map[string]string
 }
 
 // snapshot is one compiled, tested policy revision: its prepared queries
@@ -176,6 +182,10 @@ func New(ctx context.Context, opts Options) (*Engine, error) {
 	if err != nil {
 		return nil, err
 	}
+	labels, err := decisionLogLabels(opts.DecisionLogLabels)
+	if err != nil {
+		return nil, err
+	}
 	logger := opts.Logger
 	if logger == nil {
 		logger = slog.New(slog.DiscardHandler)
@@ -189,6 +199,7 @@ func New(ctx context.Context, opts Options) (*Engine, error) {
 			tracer:    tp.Tracer(tracerName),
 			logger:    logger,
 			log:       opts.DecisionLog,
+			labels:    labels,
 			resources: slices.Clone(opts.Resources),
 		},
 		reloads: reloads,

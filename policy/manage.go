@@ -245,11 +245,11 @@ func (e *snapshot) logManagement(ctx context.Context, in ManagementInput, d Deci
 	rec := e.newRecord(ctx, in.Token.ID, in.Account, d, elapsed, evalErr)
 	rec.Path = ManagementDecisionPath
 	rec.Input, rec.Erased = redactedManagementInput(in)
-	rec.Action = in.Action
+	rec.Custom.Action = in.Action
 	if in.Target != nil {
-		rec.TargetAccountID = in.Target.ID
+		rec.Custom.TargetAccountID = in.Target.ID
 	}
-	rec.Reason, _ = d.Details["reason"].(string)
+	rec.Custom.Reason, _ = d.Details["reason"].(string)
 	e.writeRecord(rec)
 }
 

@@ -140,8 +140,8 @@ func TestDecideManagementLog(t *testing.T) {
 	if err := json.Unmarshal([]byte(lines[1]), &rec); err != nil {
 		t.Fatal(err)
 	}
-	if rec.Action != ActionTokenCreate || rec.TargetAccountID != 3 || rec.Reason != "exceeds_token" || rec.Code != CodeManagementDenied ||
-		rec.Cached || rec.TokenID != 42 || rec.AccountID != 3 || rec.Route != "" || rec.Revision != e.Revision() {
+	if c := rec.Custom; c.Action != ActionTokenCreate || c.TargetAccountID != 3 || c.Reason != "exceeds_token" || c.Code != CodeManagementDenied ||
+		c.Cached || c.TokenID != 42 || c.AccountID != 3 || c.Route != "" || rec.Revision != e.Revision() {
 		t.Errorf("record %+v", rec)
 	}
 	in.Change = TokenChange(3, "ci", []string{"GET /services"}, nil, ptr(10))

@@ -120,7 +120,10 @@ func TestServeReloadsOnSIGHUP(t *testing.T) {
 	var last struct {
 		Revision string                       `json:"revision"`
 		Bundles  map[string]map[string]string `json:"bundles"`
-		Code     string                       `json:"code"`
+		Labels   map[string]string            `json:"labels"`
+		Custom   struct {
+			Code string `json:"code"`
+		} `json:"custom"`
 	}
 	for i := len(lines) - 1; i >= 0; i-- {
 		if strings.Contains(lines[i], `"decision_id"`) {
@@ -130,7 +133,8 @@ func TestServeReloadsOnSIGHUP(t *testing.T) {
 			break
 		}
 	}
-	if last.Revision != revB || last.Bundles["fleet"]["revision"] != revB || last.Code != "PRIVILEGE_REQUIRED" {
+	if last.Revision != revB || last.Bundles["fleet"]["revision"] != revB || last.Custom.Code != "PRIVILEGE_REQUIRED" ||
+		last.Labels["service"] != "fleetapi" || last.Labels["fleetapi_version"] == "" || last.Labels["id"] == "" {
 		t.Errorf("last decision record %+v, want revision %s", last, revB)
 	}
 	_, metrics := get(t, "http://"+addr+"/metrics")

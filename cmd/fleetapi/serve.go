@@ -9,6 +9,7 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"runtime/debug"
 	"time"
 
 	"github.com/uptrace/bun"
@@ -242,6 +243,8 @@ func serve(ctx context.Context, cfg config, getenv func(string) string, con cons
 		return fmt.Errorf("policy: %w", err)
 	}
 	popts.DecisionLog = dlog
+	bi, _ := debug.ReadBuildInfo()
+	popts.DecisionLogLabels = map[string]string{"service": "fleetapi", "fleetapi_version": versionFrom(bi).Version}
 	popts.TracerProvider = tel.Tracer
 	popts.MeterProvider = tel.Meter
 	popts.Resources = storage.Resources()
