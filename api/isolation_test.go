@@ -4,7 +4,11 @@ import (
 	"context"
 	"fmt"
 	"net/http"
+	"strings"
 	"testing"
+
+	"github.com/fleetapi/fleetapi/storage"
+	"github.com/fleetapi/fleetapi/tenancy"
 )
 
 // owners maps each row id of a resource to the username owning it.
@@ -25,9 +29,83 @@ func (a *testAPI) owners(t *testing.T, table, id string) map[float64]string {
 	return out
 }
 
+// privilegeCombinations are the subaccounts' privilege sets that the
+// isolation test covers: none, each privilege alone, both.
+var privilegeCombinations = []struct {
+	name       string
+	privileges []string
+}{
+	{"none", []string{}},
+	{"reports", []string{"reports"}},
+	{"events", []string{"event_notifications"}},
+	{"both", []string{"reports", "event_notifications"}},
+}
+
+// privilegeSubaccounts makes, under the user parent, one subaccount for
+// each privilege combination (acme-priv-<combination>), each granted
+// every device of parent, with a token of every permission. It returns the
+// tokens by combination and parent's devices. A subaccount may call a
+// list route only with the privilege the route needs (authz.rego,
+// route_privilege; else 403 PRIVILEGE_REQUIRED), and then sees the
+// parent's rows whose every device is granted to it: a scope rule that
+// asks for another privilege (reports' holds("reports") copied into a new
+// rule) hides them from one of the four and fails the test.
+func (a *testAPI) privilegeSubaccounts(t *testing.T, parent string) (map[string]string, map[string]bool) {
+	t.Helper()
+	ctx := context.Background()
+	parentID := a.accountID(t, parent)
+	var devices []string
+	if err := a.db.NewSelect().Model((*storage.Object)(nil)).Column("imei").Where("account_id = ?", parentID).Scan(ctx, &devices); err != nil {
+		t.Fatal(err)
+	}
+	if len(devices) == 0 {
+		t.Fatalf("%s owns no device to grant", parent)
+	}
+	tokens := map[string]string{}
+	for _, c := range privilegeCombinations {
+		combination, privileges := c.name, c.privileges
+		username := parent + "-priv-" + combination
+		sub := &storage.Account{Username: username, Email: username + "@example.com", Type: tenancy.Subaccount,
+			ManagerID: &parentID, Active: true, Privileges: privileges}
+		if _, err := a.db.NewInsert().Model(sub).Exec(ctx); err != nil {
+			t.Fatal(err)
+		}
+		for _, d := range devices {
+			if _, err := a.db.NewInsert().Model(&storage.ObjectGrant{SubaccountID: sub.ID, IMEI: d}).Exec(ctx); err != nil {
+				t.Fatal(err)
+			}
+		}
+		tokens[combination] = a.mintToken(t, username, "all", []string{"*"}, nil, 0)
+	}
+	owned := map[string]bool{}
+	for _, d := range devices {
+		owned[d] = true
+	}
+	return tokens, owned
+}
+
+// namesOnly reports whether every device an item names (its imei, one or
+// a list) is in devices; an item naming none does.
+func namesOnly(item map[string]any, devices map[string]bool) bool {
+	switch imei := item["imei"].(type) {
+	case string:
+		return devices[imei]
+	case []any:
+		for _, d := range imei {
+			if s, ok := d.(string); !ok || !devices[s] {
+				return false
+			}
+		}
+	}
+	return true
+}
+
 // TestListIsolation checks, for every account type, that a list holds
 // exactly the rows the tenancy model of DESIGN §2 allows, and that search
-// and filters cannot widen it.
+// and filters cannot widen it. Subaccounts: acme-night (one device of
+// acme granted, the reports privilege) and one subaccount of acme for each
+// privilege combination (every device of acme granted), which sees its
+// granted rows of every list route it may call (privilegeSubaccounts).
 func TestListIsolation(t *testing.T) {
 	a := newTestAPI(t)
 	tenant1 := map[string]bool{"acme": true, "globex": true, "umbrella": true, "hooli": true, "soylent": true, "fleetco": true}
@@ -61,16 +139,34 @@ func TestListIsolation(t *testing.T) {
 			return false
 		}},
 	}
+	subaccounts, acmeDevices := a.privilegeSubaccounts(t, "acme")
+	for _, c := range privilegeCombinations {
+		tests = append(tests, struct {
+			token string
+			sees  func(owner string, item map[string]any) bool
+		}{"acme-priv-" + c.name, func(o string, it map[string]any) bool { return o == "acme" && namesOnly(it, acmeDevices) }})
+	}
+	tokenOf := func(t *testing.T, name string) string {
+		if combination, ok := strings.CutPrefix(name, "acme-priv-"); ok {
+			return subaccounts[combination]
+		}
+		return demoToken(t, name)
+	}
 	admin := demoToken(t, "admin-all")
 	for _, r := range listRoutes {
 		owners := a.owners(t, r.table, r.id)
 		everything, _ := a.list(t, r.path+"?per_page=500", admin)
 		for _, tt := range tests {
 			t.Run(r.table+"/"+tt.token, func(t *testing.T) {
-				tok := demoToken(t, tt.token)
+				tok := tokenOf(t, tt.token)
 				res := a.get(r.path+"?per_page=500", tok)
+				combination, privileged := strings.CutPrefix(tt.token, "acme-priv-")
 				if res.status == http.StatusForbidden {
-					if tt.token != "acme-night-all" || r.table != "events" {
+					// Only a subaccount without the route's privilege.
+					switch {
+					case privileged && combination != "both" && res.errorCode(t) == "PRIVILEGE_REQUIRED":
+					case tt.token == "acme-night-all" && r.table == "events":
+					default:
 						t.Fatalf("unexpected 403: %s", res.raw)
 					}
 					return
@@ -89,6 +185,9 @@ func TestListIsolation(t *testing.T) {
 				}
 				if len(got) != want {
 					t.Fatalf("%d rows, want %d", len(got), want)
+				}
+				if privileged && want == 0 {
+					t.Fatalf("no row of acme names only acme's devices: the demo data needs one for the subaccounts' check of %s", r.path)
 				}
 				// Search and filters narrow, never widen.
 				for _, q := range []string{"search=oil", "search=" + truck7[:5], "imei=" + truck7, "search=%25%25", "search=%27%20OR%201%3D1"} {
