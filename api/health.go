@@ -16,9 +16,20 @@ func healthz(w http.ResponseWriter, _ *http.Request) {
 	writeJSON(w, http.StatusOK, map[string]any{"status": "ok"})
 }
 
+// policyFreshness is implemented by a policy whose source can go stale
+// (policy.Engine: a bundle URL that has not confirmed the set in force).
+type policyFreshness interface {
+	Freshness() (refreshed time.Time, stale bool)
+}
+
 // readyz answers GET /readyz: 200 when the database answers within a second
 // and the policy is loaded, 503 otherwise. The body carries the policy
-// revision in force (policy_revision).
+// revision in force (policy_revision) and, for a bundle URL, when the URL
+// last confirmed it (policy_refreshed_at); checks.policy is "stale" when
+// that is longer ago than the engine allows. A stale policy does not turn
+// the answer to 503: every replica polls the same URL, so an outage of the
+// bundle server would take every replica out of the load balancer at
+// once, while the set in force still answers correctly.
 func (s *Server) readyz(w http.ResponseWriter, r *http.Request) {
 	checks := map[string]string{"policy": "ok", "database": "ok", "server": "ok"}
 	status := http.StatusOK
@@ -47,6 +58,14 @@ func (s *Server) readyz(w http.ResponseWriter, r *http.Request) {
 	body := map[string]any{"status": map[bool]string{true: "ok", false: "unavailable"}[status == http.StatusOK], "checks": checks}
 	if s.cfg.Policy != nil {
 		body["policy_revision"] = s.cfg.Policy.Revision()
+		if f, ok := s.cfg.Policy.(policyFreshness); ok {
+			if at, stale := f.Freshness(); !at.IsZero() {
+				body["policy_refreshed_at"] = at.UTC().Format(time.RFC3339)
+				if stale {
+					checks["policy"] = "stale"
+				}
+			}
+		}
 	}
 	writeJSON(w, status, body)
 }

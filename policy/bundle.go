@@ -125,6 +125,10 @@ func loadPolicyBundle(r io.Reader, name string, verify *BundleVerification) (*po
 	}
 	set := newPolicySet()
 	set.bundleRevision = b.Manifest.Revision
+	set.fromBundle = true
+	if set.sequence, err = manifestSequence(b.Manifest); err != nil {
+		return nil, fmt.Errorf("policy bundle %s: %w", name, err)
+	}
 	for _, m := range b.Modules {
 		file := strings.TrimPrefix(m.Path, "/")
 		if file == "" || strings.Contains(file, ":") {

@@ -11,6 +11,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"testing"
 
 	"github.com/open-policy-agent/opa/v1/bundle"
@@ -77,11 +78,26 @@ func buildBundle(t testing.TB, files map[string]string, revision, signingKey str
 }
 
 // buildBundleParts is the bundle of buildBundle before it is written.
+//
+// Each bundle carries the next sequence (SequenceKey) of the test binary:
+// a bundle built later is newer, as in a release pipeline.
 func buildBundleParts(t testing.TB, files map[string]string, revision, signingKey string) bundle.Bundle {
+	t.Helper()
+	return buildBundleSeq(t, files, revision, signingKey, bundleSequence.Add(1))
+}
+
+// bundleSequence numbers the bundles the tests build.
+var bundleSequence atomic.Int64
+
+// buildBundleSeq is buildBundleParts with the given sequence (0: none).
+func buildBundleSeq(t testing.TB, files map[string]string, revision, signingKey string, seq int64) bundle.Bundle {
 	t.Helper()
 	b := bundle.Bundle{
 		Manifest: bundle.Manifest{Revision: revision, Roots: &[]string{"fleet"}},
 		Data:     map[string]any{},
+	}
+	if seq != 0 {
+		b.Manifest.Metadata = map[string]any{SequenceKey: seq}
 	}
 	for name, src := range files {
 		b.Modules = append(b.Modules, moduleFile(name, src))

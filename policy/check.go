@@ -11,7 +11,10 @@ import (
 // compiles every scope rule of opts.Resources for a principal of every
 // account type, and the management scope (data.fleet.manage.accounts) the
 // same way, passing each Scope to opts.CompileScope when it is set.
-// opts.Dir is the directory. It writes a summary to w (the revision, the
+// opts.Dir is the directory or bundle file, or opts.BundleURL the bundle
+// URL; opts.BundleVerification, when set, must verify the bundle's
+// signature, and a bundle is checked for its sequence (bundleOrder) as at
+// start-up. It writes a summary to w (the revision, the
 // tests, the coverage and the compiled scopes) and returns the first
 // problem found.
 func Check(ctx context.Context, opts Options, w io.Writer) error {
@@ -19,9 +22,24 @@ func Check(ctx context.Context, opts Options, w io.Writer) error {
 	opts.CacheSize = -1
 	e, err := New(ctx, opts)
 	if err != nil {
+		if opts.BundleURL != "" {
+			dir = opts.BundleURL
+		}
 		return fmt.Errorf("policy check %s: %w", dirName(dir), err)
 	}
-	fmt.Fprintf(w, "policy %s\nrevision %s\n", dirName(dir), e.Revision())
+	fmt.Fprintf(w, "policy %s\nrevision %s\n", e.sourceName(), e.Revision())
+	if set := e.cur.Load().set; set.fromBundle {
+		if opts.BundleVerification != nil {
+			fmt.Fprintln(w, "signature: verified")
+		} else {
+			fmt.Fprintln(w, "signature: not checked (no verification key)")
+		}
+		if set.sequence > 0 {
+			fmt.Fprintf(w, "sequence %d\n", set.sequence)
+		} else {
+			fmt.Fprintf(w, "sequence: none (%s is not in the .manifest metadata: a replica with a verification key refuses the bundle)\n", SequenceKey)
+		}
+	}
 	rep := e.TestReport()
 	fmt.Fprintf(w, "tests: %d passed, %d failed; coverage %.2f%%\n", rep.Passed, rep.Failed, rep.Coverage)
 	for _, t := range accountTypes() {

@@ -78,6 +78,25 @@ type Options struct {
 	// 0 means DefaultDirSettle, a negative value no wait (the files are
 	// still read until two reads agree).
 	DirSettle time.Duration
+	// BundleTimeout bounds each fetch of BundleURL, from the request to
+	// the last byte of the body (FLEET_POLICY_BUNDLE_TIMEOUT;
+	// DefaultBundleTimeout when 0): a fetch that takes longer fails, at
+	// start (New fails) as on a poll (the set in force serves on).
+	BundleTimeout time.Duration
+	// BundleStaleAfter is how long the set in force may go unconfirmed by
+	// BundleURL (a 304, the same bundle, or a new one swapped in) before
+	// the engine reports it stale (Freshness, /readyz, the gauge
+	// fleet.policy.stale); 0: never stale. serve sets it to
+	// FLEET_POLICY_BUNDLE_STALE_POLLS poll intervals.
+	BundleStaleAfter time.Duration
+	// AllowRollback lets a bundle whose sequence is not above the one in
+	// force replace it (FLEET_POLICY_ALLOW_ROLLBACK; logged as a
+	// warning). Without it such a bundle is refused (bundleOrder).
+	AllowRollback bool
+	// MinBundleSequence refuses a bundle whose sequence is below it, at
+	// start too (FLEET_POLICY_BUNDLE_MIN_SEQUENCE): the floor a replica
+	// that has just started has no other way to know.
+	MinBundleSequence int64
 	// Logger receives the outcome of every reload (a refused set with the
 	// reason); nil discards it.
 	Logger *slog.Logger
@@ -94,11 +113,16 @@ type Engine struct {
 	cur atomic.Pointer[snapshot]
 	// reloadMu serialises loads of a new set (Reload, LoadBundle, Watch).
 	reloadMu sync.Mutex
-	// etag is the ETag of the bundle in force at BundleURL; seen is the
-	// fingerprint of Dir (sourceFingerprint) when the set in force, or the
-	// last refused, was read. Both are guarded by reloadMu.
-	etag string
+	// seen is the fingerprint of Dir (sourceFingerprint) when the set in
+	// force, or the last refused, was read; guarded by reloadMu.
 	seen string
+	// urlMu guards url, the state of a BundleURL source. It is never held
+	// across network I/O or a build: a fetch takes no lock at all, and
+	// reloadMu is taken only to check and swap a bundle received.
+	urlMu sync.Mutex
+	url   urlState
+	// now is the clock of Freshness (time.Now; tests set it).
+	now func() time.Time
 	// reloads counts the new sets checked, by result (ok, refused).
 	reloads metric.Int64Counter
 }
@@ -203,18 +227,18 @@ func New(ctx context.Context, opts Options) (*Engine, error) {
 			resources: slices.Clone(opts.Resources),
 		},
 		reloads: reloads,
+		now:     time.Now,
 	}
 	var set *policySet
 	if opts.BundleURL != "" {
-		var changed bool
-		set, changed, err = e.fetchBundle(ctx)
-		if err == nil && !changed {
-			err = errors.New("policy bundle: the server answered 304 Not Modified to the first request")
-		}
+		set, err = e.fetchFirst(ctx)
 	} else if opts.Dir != "" {
 		set, e.seen, err = e.loadStable(ctx)
 	} else {
 		set, err = loadPolicySource("", opts.BundleVerification)
+	}
+	if err == nil {
+		err = e.bundleOrder(nil, set)
 	}
 	if err != nil {
 		return nil, err
@@ -224,6 +248,9 @@ func New(ctx context.Context, opts Options) (*Engine, error) {
 		return nil, err
 	}
 	e.cur.Store(s)
+	if err := e.freshnessGauges(meter); err != nil {
+		return nil, err
+	}
 	_, err = meter.Int64ObservableGauge("fleetapi.policy.revision.info",
 		metric.WithDescription("The policy revision in force: 1 for its revision, no other series."),
 		metric.WithInt64Callback(func(_ context.Context, o metric.Int64Observer) error {

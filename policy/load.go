@@ -29,6 +29,11 @@ type policySet struct {
 	// bundleRevision is the manifest revision of the OPA bundle the set
 	// was read from ("" for a directory, or a bundle without one).
 	bundleRevision string
+	// fromBundle is set for a set read from an OPA bundle; sequence is
+	// its manifest's metadata.fleetapi_sequence (0: none), which orders
+	// bundles (bundleOrder).
+	fromBundle bool
+	sequence   int64
 }
 
 // loadPolicySet reads dir, or the embedded set when dir is "", parses its

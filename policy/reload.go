@@ -1,14 +1,12 @@
 package policy
 
 import (
-	"bytes"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
 	"io"
 	"log/slog"
-	"net/http"
 	"os"
 	"time"
 
@@ -39,35 +37,24 @@ type ReloadResult struct {
 // fleet.policy.reloads{result="refused"}, and the old set keeps serving.
 // A bundle URL that answers no bundle (a network error, a status other
 // than 200 or 304) is not a refusal: it is logged as "policy bundle poll",
-// counted with result="error", and retried at the next poll. Every
-// outcome is logged once. A source that has not changed (same revision, or 304 Not Modified)
-// swaps nothing. The embedded set never changes.
+// counted with result="error", and retried at the next poll. Each
+// distinct outcome of a bundle URL is logged and counted once, however
+// many polls repeat it (reloadURL); a SIGHUP logs its outcome whatever
+// came before. A bundle older than the one in force is refused
+// (bundleOrder). A source that has not changed (same revision, or 304 Not
+// Modified) swaps nothing. The embedded set never changes.
 func (e *Engine) Reload(ctx context.Context, trigger string) (ReloadResult, error) {
+	if e.opts.BundleURL != "" {
+		// No lock across the fetch (reloadURL).
+		return e.reloadURL(ctx, trigger)
+	}
 	e.reloadMu.Lock()
 	defer e.reloadMu.Unlock()
 	start := time.Now()
 	prev := e.Revision()
 	var set *policySet
 	var err error
-	if e.opts.BundleURL != "" {
-		var changed bool
-		set, changed, err = e.fetchBundle(ctx)
-		if err != nil && !changed {
-			if ctx.Err() != nil {
-				return ReloadResult{Previous: prev, Revision: prev}, err // shutting down
-			}
-			// No bundle was received (network error, another status):
-			// nothing to refuse; logged once here, retried at the next poll.
-			e.reloads.Add(ctx, 1, metric.WithAttributes(attribute.String("result", "error")))
-			e.logger.LogAttrs(ctx, slog.LevelWarn, "policy bundle poll",
-				slog.String("trigger", trigger), slog.String("source", e.sourceName()),
-				slog.String("policy_revision", prev), slog.String("error", err.Error()))
-			return ReloadResult{Previous: prev, Revision: prev}, err
-		}
-		if err == nil && !changed {
-			return ReloadResult{Previous: prev, Revision: prev}, nil
-		}
-	} else if e.opts.Dir != "" {
+	if e.opts.Dir != "" {
 		// Only a source that held still is loaded (loadStable); seen is
 		// what was read, so a refused set is not retried until it changes.
 		set, e.seen, err = e.loadStable(ctx)
@@ -80,9 +67,22 @@ func (e *Engine) Reload(ctx context.Context, trigger string) (ReloadResult, erro
 	if err != nil {
 		return ReloadResult{Previous: prev, Revision: prev}, e.refuse(ctx, trigger, "", err)
 	}
+	return e.install(ctx, trigger, start, set)
+}
+
+// install checks set as New does and swaps it in, unless its revision is
+// the one in force; it refuses (refuse) a set that fails a check or that
+// is older than the bundle in force (bundleOrder). The caller holds
+// reloadMu.
+func (e *Engine) install(ctx context.Context, trigger string, start time.Time, set *policySet) (ReloadResult, error) {
+	cur := e.cur.Load()
+	prev := cur.revision
 	rev := set.revision()
 	if rev == prev {
 		return ReloadResult{Previous: prev, Revision: prev}, nil
+	}
+	if err := e.bundleOrder(cur.set, set); err != nil {
+		return ReloadResult{Previous: prev, Revision: prev}, e.refuse(ctx, trigger, rev, err)
 	}
 	s, err := e.buildSnapshot(ctx, set)
 	if err != nil {
@@ -115,47 +115,6 @@ func (e *Engine) sourceName() string {
 		return e.opts.BundleURL
 	}
 	return dirName(e.opts.Dir)
-}
-
-// fetchBundle fetches Options.BundleURL, sending the ETag of the bundle in
-// force as If-None-Match: 304 Not Modified is (nil, false, nil); 200 is
-// the bundle, read and verified (loadPolicyBundle), and its ETag is kept
-// even if the bundle is then refused, so that a refused bundle is not
-// fetched and refused again at every poll. Any other status is an error.
-func (e *Engine) fetchBundle(ctx context.Context) (*policySet, bool, error) {
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, e.opts.BundleURL, nil)
-	if err != nil {
-		return nil, false, fmt.Errorf("policy bundle: %w", err)
-	}
-	if e.etag != "" {
-		req.Header.Set("If-None-Match", e.etag)
-	}
-	client := e.opts.HTTPClient
-	if client == nil {
-		client = http.DefaultClient
-	}
-	resp, err := client.Do(req)
-	if err != nil {
-		return nil, false, fmt.Errorf("policy bundle: %w", err)
-	}
-	defer resp.Body.Close()
-	switch resp.StatusCode {
-	case http.StatusNotModified:
-		return nil, false, nil
-	case http.StatusOK:
-	default:
-		return nil, false, fmt.Errorf("policy bundle %s: HTTP status %s", e.opts.BundleURL, resp.Status)
-	}
-	body, err := io.ReadAll(io.LimitReader(resp.Body, MaxBundleSize+1))
-	if err != nil {
-		return nil, false, fmt.Errorf("policy bundle %s: %w", e.opts.BundleURL, err)
-	}
-	if len(body) > MaxBundleSize {
-		return nil, false, fmt.Errorf("policy bundle %s: larger than %d bytes", e.opts.BundleURL, MaxBundleSize)
-	}
-	e.etag = resp.Header.Get("ETag")
-	set, err := loadPolicyBundle(bytes.NewReader(body), e.opts.BundleURL, e.opts.BundleVerification)
-	return set, true, err
 }
 
 // Watch reloads the policy when its source changes, until ctx ends. A

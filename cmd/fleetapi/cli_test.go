@@ -96,7 +96,7 @@ var everyCommand = []struct {
 	{[]string{"policy"}, "usage: fleetapi policy test|check|explain"},
 	{[]string{"policy", "test"}, "usage: fleetapi policy test [--min-coverage P | --mutate [--workers N] [--files F,...] [--json]] [DIR]"},
 	{[]string{"policy", "diff"}, "usage: fleetapi policy diff [--database-url U] [--json] OLD NEW"},
-	{[]string{"policy", "check"}, "usage: fleetapi policy check DIR"},
+	{[]string{"policy", "check"}, "usage: fleetapi policy check [--policy-bundle-key FILE] DIR|BUNDLE|URL"},
 	{[]string{"policy", "explain"}, `usage: fleetapi policy explain --token-id N --route "METHOD /path"`},
 	{[]string{"openapi"}, "usage: fleetapi openapi"},
 	{[]string{"version"}, "usage: fleetapi version"},

@@ -32,9 +32,18 @@ type config struct {
 	// PolicySettle is how long a policy directory or bundle file must hold
 	// still before a set is loaded from it (0: two reads in a row agree).
 	PolicySettle time.Duration
-	DecisionLog  string
-	RedisURL     string
-	MetricsAddr  string
+	// PolicyBundleTimeout bounds one fetch of a bundle URL;
+	// PolicyBundleStalePolls is the number of poll intervals without
+	// confirmation after which the policy is reported stale (0: never).
+	PolicyBundleTimeout    time.Duration
+	PolicyBundleStalePolls int
+	// PolicyAllowRollback lets an older bundle replace a newer one;
+	// PolicyBundleMinSequence is the lowest bundle sequence accepted.
+	PolicyAllowRollback     bool
+	PolicyBundleMinSequence int64
+	DecisionLog             string
+	RedisURL                string
+	MetricsAddr             string
 	// RateLimit is a token's default budget per minute; AuthFailureLimit a
 	// client address's budget of failed authentications per minute.
 	RateLimit        int
@@ -114,6 +123,19 @@ func defaultConfig(getenv func(string) string) (config, error) {
 	c.PolicyWatch = envDuration(getenv, "FLEET_POLICY_WATCH", 2*time.Second, &errs)
 	c.PolicyBundlePoll = envDuration(getenv, "FLEET_POLICY_BUNDLE_POLL", 60*time.Second, &errs)
 	c.PolicySettle = envDuration(getenv, "FLEET_POLICY_SETTLE", policy.DefaultDirSettle, &errs)
+	c.PolicyBundleTimeout = envDuration(getenv, "FLEET_POLICY_BUNDLE_TIMEOUT", policy.DefaultBundleTimeout, &errs)
+	if c.PolicyBundleTimeout == 0 {
+		errs = append(errs, errors.New("FLEET_POLICY_BUNDLE_TIMEOUT must be above zero: a bundle fetch always has a deadline"))
+	}
+	c.PolicyBundleStalePolls = envCount(getenv, "FLEET_POLICY_BUNDLE_STALE_POLLS", 3, &errs)
+	c.PolicyBundleMinSequence = int64(envCount(getenv, "FLEET_POLICY_BUNDLE_MIN_SEQUENCE", 0, &errs))
+	switch v := getenv("FLEET_POLICY_ALLOW_ROLLBACK"); v {
+	case "", "false", "0":
+	case "true", "1":
+		c.PolicyAllowRollback = true
+	default:
+		errs = append(errs, fmt.Errorf("FLEET_POLICY_ALLOW_ROLLBACK=%q: want true or false", v))
+	}
 	if v := getenv("FLEET_TRUSTED_PROXIES"); v != "" {
 		for _, item := range strings.Split(v, ",") {
 			item = strings.TrimSpace(item)
@@ -193,6 +215,10 @@ func (c *config) flags(fs *flag.FlagSet) {
 	fs.DurationVar(&c.PolicyWatch, "policy-watch", c.PolicyWatch, "poll the policy directory or bundle file for changes this often; 0: off (FLEET_POLICY_WATCH)")
 	fs.DurationVar(&c.PolicySettle, "policy-settle", c.PolicySettle, "a policy directory or bundle file must hold still this long before it is loaded, at start and on every reload; 0: two reads in a row must agree (FLEET_POLICY_SETTLE)")
 	fs.DurationVar(&c.PolicyBundlePoll, "policy-bundle-poll", c.PolicyBundlePoll, "poll a policy bundle URL this often (FLEET_POLICY_BUNDLE_POLL)")
+	fs.DurationVar(&c.PolicyBundleTimeout, "policy-bundle-timeout", c.PolicyBundleTimeout, "deadline of one fetch of a policy bundle URL, at start and on every poll (FLEET_POLICY_BUNDLE_TIMEOUT)")
+	fs.IntVar(&c.PolicyBundleStalePolls, "policy-bundle-stale-polls", c.PolicyBundleStalePolls, "report the policy stale (/readyz, fleet_policy_stale) after this many poll intervals without the bundle URL confirming it; 0: never (FLEET_POLICY_BUNDLE_STALE_POLLS)")
+	fs.BoolVar(&c.PolicyAllowRollback, "policy-allow-rollback", c.PolicyAllowRollback, "let a bundle with a lower sequence replace the one in force (FLEET_POLICY_ALLOW_ROLLBACK; for a deliberate rollback only)")
+	fs.Int64Var(&c.PolicyBundleMinSequence, "policy-bundle-min-sequence", c.PolicyBundleMinSequence, "refuse a bundle whose sequence is below this, at start too (FLEET_POLICY_BUNDLE_MIN_SEQUENCE)")
 	fs.StringVar(&c.DecisionLog, "decision-log", c.DecisionLog, "decision log: stdout, a file path, or off (FLEET_DECISION_LOG)")
 	fs.IntVar(&c.RateLimit, "rate-limit", c.RateLimit, "default per-token requests per minute (FLEET_RATE_LIMIT)")
 	fs.StringVar(&c.RedisURL, "redis-url", c.RedisURL, "Redis URL for rate limits shared by every replica (FLEET_REDIS_URL)")

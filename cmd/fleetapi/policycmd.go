@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"os"
 	"slices"
 	"strings"
 	"time"
@@ -83,14 +84,45 @@ mutant survives, so CI can run it.`)
 		}
 		return runMutate(ctx, cmd.fs.Arg(0), policy.MutateOptions{Workers: *workers, Files: only, Progress: con.log}, *asJSON, con)
 	case "check":
-		cmd := newCommand("policy check", "DIR", "Compile the policy set in DIR, run its tests and verify that every scope rule translates to SQL: what `serve` checks before it uses FLEET_POLICY_DIR.")
+		cmd := newCommand("policy check", "[--policy-bundle-key FILE] DIR|BUNDLE|URL", `Check a policy set exactly as serve does at start-up before it uses it: a
+directory (FLEET_POLICY_DIR), an OPA bundle file or an HTTP(S) bundle URL
+(FLEET_POLICY_BUNDLE). The bundle's bounds, its signature with
+FLEET_POLICY_BUNDLE_KEY (or --policy-bundle-key) and its sequence
+(FLEET_POLICY_BUNDLE_MIN_SEQUENCE) are checked as serve checks them; then the
+set is compiled, its tests run and every scope rule translated to SQL. A set
+serve would refuse exits 1 with the reason.`)
+		cfg, err := defaultConfig(getenv)
+		if err != nil {
+			return err
+		}
+		cmd.fs.StringVar(&cfg.PolicyBundleKey, "policy-bundle-key", cfg.PolicyBundleKey, "PEM public key the bundle's signature must verify against (FLEET_POLICY_BUNDLE_KEY)")
 		if err := cmd.parse(args, con); err != nil {
 			return err
 		}
 		if err := cmd.args(1, 1); err != nil {
 			return err
 		}
-		return policy.Check(ctx, policy.Options{Dir: cmd.fs.Arg(0), Resources: storage.Resources(), CompileScope: storage.CompileScope}, con.out)
+		cfg.PolicyDir, cfg.PolicyBundle = "", ""
+		switch src := cmd.fs.Arg(0); {
+		case strings.HasPrefix(src, "http://") || strings.HasPrefix(src, "https://"):
+			cfg.PolicyBundle = src
+		default:
+			st, err := os.Stat(src)
+			if err != nil {
+				return fmt.Errorf("policy check: %w", err)
+			}
+			if st.IsDir() {
+				cfg.PolicyDir = src
+			} else {
+				cfg.PolicyBundle = src
+			}
+		}
+		opts, err := cfg.policySource()
+		if err != nil {
+			return fmt.Errorf("policy check %s: %w", cmd.fs.Arg(0), err)
+		}
+		opts.Resources, opts.CompileScope = storage.Resources(), storage.CompileScope
+		return policy.Check(ctx, opts, con.out)
 	case "diff":
 		return runPolicyDiff(ctx, args, getenv, con)
 	}

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"sync"
 	"syscall"
+	"time"
 
 	"github.com/fleetapi/fleetapi/policy"
 )
@@ -34,9 +35,13 @@ func (c config) policySource() (policy.Options, error) {
 		}
 		o.BundleVerification = v
 	}
+	o.AllowRollback = c.PolicyAllowRollback
+	o.MinBundleSequence = c.PolicyBundleMinSequence
 	switch b := c.PolicyBundle; {
 	case strings.HasPrefix(b, "http://") || strings.HasPrefix(b, "https://"):
 		o.BundleURL = b
+		o.BundleTimeout = c.PolicyBundleTimeout
+		o.BundleStaleAfter = time.Duration(c.PolicyBundleStalePolls) * c.PolicyBundlePoll
 	case b != "":
 		st, err := os.Stat(b)
 		if err != nil {

@@ -12,12 +12,14 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
 
 	"github.com/open-policy-agent/opa/v1/bundle"
 
+	"github.com/fleetapi/fleetapi/policy"
 	"github.com/fleetapi/fleetapi/storage/demodata"
 	"github.com/fleetapi/fleetapi/storage/storagetest"
 )
@@ -202,9 +204,23 @@ func grepLines(s, sub string) string {
 
 // regoBundle builds an OPA bundle of the Rego files under dir with OPA's
 // bundle writer, signed with the PEM private key signingKey unless "".
+// Each bundle carries the next sequence of the test binary
+// (policy.SequenceKey): a bundle built later is newer.
 func regoBundle(t *testing.T, dir, revision, signingKey string) []byte {
 	t.Helper()
+	return regoBundleSeq(t, dir, revision, signingKey, bundleSequence.Add(1))
+}
+
+// bundleSequence numbers the bundles regoBundle builds.
+var bundleSequence atomic.Int64
+
+// regoBundleSeq is regoBundle with the given sequence (0: none).
+func regoBundleSeq(t *testing.T, dir, revision, signingKey string, seq int64) []byte {
+	t.Helper()
 	b := bundle.Bundle{Manifest: bundle.Manifest{Revision: revision, Roots: &[]string{"fleet"}}, Data: map[string]any{}}
+	if seq != 0 {
+		b.Manifest.Metadata = map[string]any{policy.SequenceKey: seq}
+	}
 	err := filepath.WalkDir(dir, func(p string, d os.DirEntry, err error) error {
 		if err != nil || d.IsDir() || filepath.Ext(p) != ".rego" {
 			return err
