@@ -203,7 +203,7 @@ func TestServeBundleURLHangs(t *testing.T) {
 	env := map[string]string{
 		"FLEET_DATABASE_URL": db.URL, "FLEET_ADDR": "127.0.0.1:0",
 		"FLEET_POLICY_BUNDLE": ts.URL + "/fleet.tar.gz", "FLEET_POLICY_BUNDLE_TIMEOUT": "1s",
-		"FLEET_POLICY_BUNDLE_POLL": "50ms", "FLEET_POLICY_BUNDLE_STALE_POLLS": "3",
+		"FLEET_POLICY_BUNDLE_POLL": "200ms", "FLEET_POLICY_BUNDLE_STALE_POLLS": "5",
 	}
 	runOK(t, env, "import", writeDemoFile(t))
 	done := make(chan error, 1)
@@ -223,9 +223,14 @@ func TestServeBundleURLHangs(t *testing.T) {
 	hanging, body = false, regoBundle(t, copyRego(t), "r1", "")
 	mu.Unlock()
 	addr, logs := startServe(t, env)
+	// Polls confirm the set in force (a loaded machine may delay one).
+	waitFor(t, "the policy to be fresh", logs, func() bool {
+		_, r := getReadyz(t, addr)
+		return r.Checks["policy"] == "ok"
+	})
 	st, r := getReadyz(t, addr)
 	if st != 200 || r.Checks["policy"] != "ok" || r.RefreshedAt == "" || !strings.HasPrefix(r.Revision, "r1@") {
-		t.Fatalf("/readyz at start: %d %+v", st, r)
+		t.Fatalf("/readyz at start: %d %+v\n%s", st, r, logs.String())
 	}
 	mu.Lock()
 	hanging = true
