@@ -7,7 +7,6 @@ import (
 	"io"
 	"math"
 	"net/http"
-	"regexp"
 	"slices"
 	"time"
 	"unicode/utf8"
@@ -81,8 +80,9 @@ var accountTypes = []string{string(tenancy.Admin), string(tenancy.Manager), stri
 // privilegeNames are the privileges a subaccount may hold (DESIGN §2).
 var privilegeNames = []string{"event_notifications", "reports"}
 
-// usernamePattern is what POST /accounts accepts as a username.
-var usernamePattern = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._@-]{0,99}$`)
+// usernamePattern is what POST /accounts accepts as a username: the
+// grammar of DESIGN §9 (storage.UsernamePattern).
+var usernamePattern = storage.UsernamePattern
 
 // getAccounts answers GET /accounts.
 func (s *Server) getAccounts() func(fuego.ContextNoBody) (*Envelope[[]storage.Account], error) {
@@ -174,7 +174,7 @@ func accountFrom(in AccountInput, faults textFaults) (storage.Account, error) {
 	v := validation{}
 	a := storage.Account{Active: true}
 	if in.Username == nil || !usernamePattern.MatchString(*in.Username) {
-		v["username"] = "required: 1 to 100 letters, digits, '.', '_', '@' or '-', starting with a letter or digit"
+		v["username"] = "required: " + storage.UsernameRule
 	} else {
 		a.Username = *in.Username
 	}
@@ -254,7 +254,7 @@ func (s *Server) postAccounts(c fuego.ContextWithBody[AccountInput]) (*Envelope[
 	}
 	created, replayed, err := s.cfg.Store.CreateAccount(ctx, m.scope, actor(ctx, m), a, idem)
 	if err != nil {
-		return nil, writeError(err, "an account with this username already exists", "username")
+		return nil, writeError(err, "an account with this username already exists (usernames are compared case-insensitively)", "username")
 	}
 	if replayed {
 		c.SetHeader("Idempotent-Replayed", "true")
@@ -412,7 +412,7 @@ func accountInputSchema() wireType {
 		description: "An account to create (DESIGN §9). Absent and null fields take their defaults (active, not read-only, not expiring, " +
 			"no privileges). Field names are exact; unknown and repeated keys are rejected.",
 		fields: map[string][]fieldOpt{
-			"username":          {typed(openapi3.TypeString), minLen(1), maxLen(100), pattern(usernamePattern.String()), desc("Required; unique.")},
+			"username":          {typed(openapi3.TypeString), minLen(2), maxLen(64), pattern(usernamePattern.String()), desc("Required; " + storage.UsernameRule + " (409 when another account has it in any case).")},
 			"email":             {desc("A valid e-mail address, or empty.")},
 			"type":              {typed(openapi3.TypeString), enum(accountTypes...), desc("Required. Nobody creates an admin through the API.")},
 			"manager_id":        {minimum(1), desc("The account it is created under: null or a manager for an admin's manager or user, the manager for its users, the parent user for a subaccount.")},

@@ -177,7 +177,7 @@ func TestAccountCreateBodies(t *testing.T) {
 		{"privileges on a user", `{"username":"x","type":"user","manager_id":` + fleetco + `,"privileges":["reports"]}`, 400, "VALIDATION_FAILED"},
 		{"NUL in username", `{"username":"x\u0000","type":"user"}`, 400, "VALIDATION_FAILED"},
 		{"oversized", sub(`,"email":"` + strings.Repeat("x", 70000) + `"`), 413, "PAYLOAD_TOO_LARGE"},
-		{"missing manager", `{"username":"x","type":"user","manager_id":999999999}`, 404, "NOT_FOUND"},
+		{"missing manager", `{"username":"xx","type":"user","manager_id":999999999}`, 404, "NOT_FOUND"},
 	}
 	for _, c := range bad {
 		t.Run(c.name, func(t *testing.T) {

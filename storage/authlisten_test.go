@@ -58,8 +58,8 @@ func authBench(b *testing.B, cached bool) (*tenancy.Authenticator, string) {
 	ctx := context.Background()
 	db := storagetest.New(b)
 	store := storage.NewStore(db.DB)
-	mustLoad(b, db, `{"accounts": [{"username": "m", "type": "manager"}, {"username": "u", "type": "user", "manager": "m"}]}`)
-	secret, _, err := store.CreateToken(ctx, storage.NewToken{Username: "u", Permissions: []string{"*"}})
+	mustLoad(b, db, `{"accounts": [{"username": "mm", "type": "manager"}, {"username": "uu", "type": "user", "manager": "mm"}]}`)
+	secret, _, err := store.CreateToken(ctx, storage.NewToken{Username: "uu", Permissions: []string{"*"}})
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -119,7 +119,7 @@ func BenchmarkInvalidationDelivery(b *testing.B) {
 	ctx := context.Background()
 	db := storagetest.New(b)
 	store := storage.NewStore(db.DB)
-	mustLoad(b, db, `{"accounts": [{"username": "m", "type": "manager"}, {"username": "u", "type": "user", "manager": "m"}]}`)
+	mustLoad(b, db, `{"accounts": [{"username": "mm", "type": "manager"}, {"username": "uu", "type": "user", "manager": "mm"}]}`)
 	cache := tenancy.NewPrincipalCache(0, 0)
 	l := storage.NewAuthListener(db.DirectURL, cache, storage.AuthListenerOptions{})
 	lctx, cancel := context.WithCancel(ctx)
@@ -134,7 +134,7 @@ func BenchmarkInvalidationDelivery(b *testing.B) {
 	b.ResetTimer()
 	for i := range b.N {
 		b.StopTimer()
-		secret, tok, err := store.CreateToken(ctx, storage.NewToken{Username: "u", Name: fmt.Sprint("t", i), Permissions: []string{"*"}})
+		secret, tok, err := store.CreateToken(ctx, storage.NewToken{Username: "uu", Name: fmt.Sprint("t", i), Permissions: []string{"*"}})
 		if err != nil {
 			b.Fatal(err)
 		}

@@ -2,6 +2,7 @@ package importfile
 
 import (
 	"context"
+	"errors"
 	"slices"
 
 	"github.com/fleetapi/fleetapi/storage"
@@ -61,6 +62,8 @@ func checkAccount(r record[importAccount]) error {
 	switch {
 	case a.Username == "":
 		return ref.errorf("username is required")
+	case storage.ValidUsername(a.Username) != nil:
+		return ref.errorf("%v", storage.ValidUsername(a.Username))
 	case !tenancy.AccountType(a.Type).Valid():
 		return ref.errorf("type %q: want admin, manager, user or subaccount", a.Type)
 	case a.Type == string(tenancy.Subaccount) && a.Manager == "":
@@ -129,6 +132,18 @@ func (im *importer) importAccount(ctx context.Context, r record[importAccount]) 
 	} else if ok {
 		im.res.Accounts.Skipped++
 		return nil
+	}
+	// Usernames are unique whatever the case (DESIGN §9): another spelling
+	// of an existing username (in the database or earlier in the file) is
+	// refused, naming it, rather than left to the unique index.
+	var other string
+	err := im.db.NewSelect().TableExpr("accounts AS a").Column("a.username").
+		Where("lower(normalize(a.username, NFC)) = lower(normalize(?, NFC))", a.Username).Limit(1).Scan(ctx, &other)
+	switch err = storage.Translate(err); {
+	case err == nil:
+		return ref.errorf("username %q: the account %q exists; usernames are unique whatever the case", a.Username, other)
+	case !errors.Is(err, storage.ErrNotFound):
+		return ref.dbError(err)
 	}
 	if err := im.insert(ctx, ref, row); err != nil {
 		return err

@@ -77,15 +77,15 @@ func TestLoadDefaultsAndNormalisation(t *testing.T) {
 	s, db := newStore(t)
 	ctx := context.Background()
 	importJSON(t, db, []byte(`{
-		"passengers": [{"account": "u", "passenger_name": "  Zoe  ", "passenger_assign_id": " ab-1 "}],
-		"events": [{"account": "u", "name": "e", "imei": ["111"]}],
-		"reports": [{"account": "u", "name": "r"}],
-		"services": [{"account": "u", "imei": "111", "name": "s"}],
-		"objects": [{"imei": "111", "account": "u"}],
-		"accounts": [{"username": "u", "type": "user"}]
+		"passengers": [{"account": "uu", "passenger_name": "  Zoe  ", "passenger_assign_id": " ab-1 "}],
+		"events": [{"account": "uu", "name": "e", "imei": ["111"]}],
+		"reports": [{"account": "uu", "name": "r"}],
+		"services": [{"account": "uu", "imei": "111", "name": "s"}],
+		"objects": [{"imei": "111", "account": "uu"}],
+		"accounts": [{"username": "uu", "type": "user"}]
 	}`))
 
-	a, err := s.AccountByUsername(ctx, "u")
+	a, err := s.AccountByUsername(ctx, "uu")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -176,6 +176,12 @@ func TestLoadInvalidChangesNothing(t *testing.T) {
 		{"unknown_manager", func(t *testing.T, doc map[string]any) {
 			record(t, doc, "accounts", 3)["manager"] = "nobody"
 		}, "accounts", 3, `unknown manager "nobody"`, nil},
+		{"username_case_variant", func(t *testing.T, doc map[string]any) {
+			doc["accounts"] = append(doc["accounts"].([]any), map[string]any{"username": "FleetCo", "type": "manager"})
+		}, "accounts", 12, `username "FleetCo": the account "fleetco" exists; usernames are unique whatever the case`, nil},
+		{"username_trailing_dot", func(t *testing.T, doc map[string]any) {
+			doc["accounts"] = append(doc["accounts"].([]any), map[string]any{"username": "acme.", "type": "user"})
+		}, "accounts", 12, `username "acme.": want 2 to 64 letters`, nil},
 		{"manager_cycle", func(t *testing.T, doc map[string]any) {
 			record(t, doc, "accounts", 2)["manager"] = "northwind"
 			record(t, doc, "accounts", 9)["manager"] = "fleetco"

@@ -1,0 +1,1 @@
+DROP INDEX IF EXISTS accounts_username_folded_key;
