@@ -1305,7 +1305,7 @@ type AccountInput struct {
 	// Type Required. Nobody creates an admin through the API.
 	Type AccountInputType `json:"type"`
 
-	// Username Required; unique.
+	// Username Required; 2 to 64 letters (A-Z, a-z), digits, '.', '_' or '-', starting and ending with a letter or digit; unique whatever the case (409 when another account has it in any case).
 	Username string `json:"username"`
 }
 
