@@ -119,3 +119,43 @@ func TestSlowCopyNeverLoadsAMixedSet(t *testing.T) {
 	}
 	t.Logf("%d SIGHUP reloads, %d sets loaded", reloads, loaded)
 }
+
+// TestStartDuringSlowCopy (issue 19 item 12, the start trigger): an engine
+// started while a set is being copied file by file loads the whole copied
+// set, never the mixture the directory holds when it starts.
+func TestStartDuringSlowCopy(t *testing.T) {
+	dir := copyPolicy(t)
+	files := policyModuleFiles(t, dir)
+	setB := map[string][]byte{}
+	dirB := copyPolicy(t)
+	for _, f := range files {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		setB[f] = append(b, fmt.Sprintf("\n# revision B of %s\n", filepath.Base(f))...)
+		rel, _ := filepath.Rel(dir, f)
+		writeFileAtomic(t, filepath.Join(dirB, rel), setB[f])
+	}
+	revB := newEngine(t, Options{Dir: dirB, DirSettle: -1}).Revision()
+	const settle = 400 * time.Millisecond
+	writeFileAtomic(t, files[0], setB[files[0]]) // the copy has begun
+	copied := make(chan struct{})
+	go func() {
+		defer close(copied)
+		for _, f := range files[1:] {
+			time.Sleep(settle / 4)
+			tmp := filepath.Join(filepath.Dir(f), ".tmp-"+filepath.Base(f))
+			if err := os.WriteFile(tmp, setB[f], 0o644); err != nil {
+				t.Error(err)
+			} else if err := os.Rename(tmp, f); err != nil {
+				t.Error(err)
+			}
+		}
+	}()
+	e := newEngine(t, Options{Dir: dir, DirSettle: settle})
+	<-copied
+	if e.Revision() != revB {
+		t.Errorf("started during the copy with revision %s, want the copied set's %s", e.Revision(), revB)
+	}
+}

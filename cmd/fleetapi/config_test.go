@@ -38,3 +38,25 @@ func TestReadReplicaConfig(t *testing.T) {
 		}
 	}
 }
+
+// TestPolicySettleConfig: FLEET_POLICY_SETTLE defaults to the engine's
+// settle time, reaches the engine's options, and 0 means no wait (which
+// the engine's options spell as a negative value, 0 being its default).
+func TestPolicySettleConfig(t *testing.T) {
+	env := func(vars map[string]string) func(string) string { return func(k string) string { return vars[k] } }
+	for v, want := range map[string]time.Duration{"": time.Second, "250ms": 250 * time.Millisecond, "0": -1} {
+		c, err := defaultConfig(env(map[string]string{"FLEET_POLICY_SETTLE": v}))
+		if err != nil {
+			t.Fatalf("%q: %v", v, err)
+		}
+		o, err := c.policySource()
+		if err != nil || o.DirSettle != want {
+			t.Errorf("FLEET_POLICY_SETTLE=%q: DirSettle %s (%v), want %s", v, o.DirSettle, err, want)
+		}
+	}
+	for _, v := range []string{"-1s", "soon"} {
+		if _, err := defaultConfig(env(map[string]string{"FLEET_POLICY_SETTLE": v})); err == nil {
+			t.Errorf("FLEET_POLICY_SETTLE=%q accepted", v)
+		}
+	}
+}
