@@ -77,7 +77,7 @@ func TestAuthChangeReachesEveryReplica(t *testing.T) {
 	db := storagetest.New(t)
 	frz := newFreezer()
 	a := newCachedReplica(t, db, replicaOptions{})
-	b := newCachedReplica(t, db, replicaOptions{onNotification: frz.hook})
+	b := newCachedReplica(t, db, replicaOptions{onNotification: frz.hook, realTiming: true})
 	t.Cleanup(frz.unfreeze)
 	changes := []struct {
 		name string
@@ -126,7 +126,7 @@ func TestAuthChangeReachesEveryReplica(t *testing.T) {
 			t.Run(fmt.Sprintf("%s/frozen=%v", c.name, frozen), func(t *testing.T) {
 				w := newWorld(t, db, fmt.Sprintf("ack%d%v", i, frozen))
 				victim := w.secrets[c.victim]
-				b.cacheByUse(victim)
+				b.cachedSoon(victim)
 				if frozen {
 					frz.freeze(t)
 					defer frz.unfreeze()
@@ -143,7 +143,7 @@ func TestAuthChangeReachesEveryReplica(t *testing.T) {
 				}
 				if frozen {
 					frz.unfreeze()
-					b.sync() // B has applied everything, trusts its cache again
+					b.sync() // B has applied everything
 				}
 			})
 		}
@@ -163,10 +163,10 @@ func TestAuthChangeReachesFrozenReplica(t *testing.T) {
 	db := storagetest.New(t)
 	proxy := storagetest.NewProxy(t, db.DirectURL)
 	a := newCachedReplica(t, db, replicaOptions{})
-	b := newCachedReplica(t, db, replicaOptions{listenURL: proxy.URL, hold: make(chan struct{})})
+	b := newCachedReplica(t, db, replicaOptions{listenURL: proxy.URL, hold: make(chan struct{}), realTiming: true})
 	w := newWorld(t, db, "frozen")
 	victim := w.secrets["u"]
-	b.cacheByUse(victim)
+	b.cachedSoon(victim)
 	if n := proxy.StallAll(); n == 0 {
 		t.Fatal("no listener connection through the proxy")
 	}
@@ -188,11 +188,11 @@ func TestAuthChangeBehindTheServersBack(t *testing.T) {
 	t.Parallel()
 	db := storagetest.New(t)
 	frz := newFreezer()
-	b := newCachedReplica(t, db, replicaOptions{onNotification: frz.hook})
+	b := newCachedReplica(t, db, replicaOptions{onNotification: frz.hook, realTiming: true})
 	t.Cleanup(frz.unfreeze)
 	w := newWorld(t, db, "sql")
 	victim := w.secrets["u"]
-	b.cacheByUse(victim)
+	b.cachedSoon(victim)
 	frz.freeze(t)
 	w.exec(t, db, "UPDATE tokens SET revoked_at = now() WHERE id = {tok:u}")
 	committed := time.Now()

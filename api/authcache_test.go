@@ -50,6 +50,10 @@ type replicaOptions struct {
 	listenURL string
 	// onNotification is the listener's hook (AuthListenerOptions).
 	onNotification func(payload string)
+	// realTiming keeps the listener's trust and lease at their defaults;
+	// otherwise they are long, so that a loaded machine does not make the
+	// cache's trust run out in the middle of a case.
+	realTiming bool
 }
 
 var replicaSeq atomic.Int64
@@ -75,9 +79,15 @@ func newCachedReplica(t *testing.T, db *storagetest.DB, opts replicaOptions) *ca
 	if opts.listenURL != "" {
 		listenURL = opts.listenURL
 	}
+	trust, lease := time.Minute, time.Minute+time.Second
+	if opts.realTiming {
+		trust, lease = 0, 0
+	}
 	r.listener = storage.NewAuthListener(listenURL, r.cache, storage.AuthListenerOptions{
 		ApplicationName: r.name,
 		OnNotification:  opts.onNotification,
+		Trust:           trust,
+		Lease:           lease,
 		MinBackoff:      10 * time.Millisecond,
 		// The tests do not test the ping: a loaded machine must not make it
 		// time out and distrust the cache in the middle of a case.
@@ -201,6 +211,28 @@ func (r *cachedReplica) do(method, path, secret string, body any) answer {
 func (r *cachedReplica) get(path, secret string) answer {
 	r.t.Helper()
 	return r.do(http.MethodGet, path, secret, nil)
+}
+
+// cachedSoon authenticates secret on the replica until its principal is
+// served from the cache, for up to a minute: on a replica with the real
+// timing (replicaOptions.realTiming) the cache's trust may lapse for a
+// moment on a loaded machine.
+func (r *cachedReplica) cachedSoon(secret string) {
+	r.t.Helper()
+	deadline := time.Now().Add(time.Minute)
+	for {
+		before := r.cache.Stats().Hits
+		if a := r.get("/me", secret); a.status != http.StatusOK && a.status != http.StatusUnauthorized && a.status != http.StatusForbidden {
+			r.t.Fatalf("%s: GET /me: %d", r.name, a.status)
+		}
+		if r.cache.Stats().Hits > before && r.cache.Contains(hashOf(r.t, secret)) {
+			return
+		}
+		if time.Now().After(deadline) {
+			r.t.Fatalf("%s: the token's principal is never served from the cache (%+v)", r.name, r.cache.Stats())
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
 }
 
 // cacheByUse authenticates secret on the replica until its principal is

@@ -69,8 +69,11 @@ type AuthListenerOptions struct {
 	PingInterval, PingTimeout time.Duration
 	// Trust is how long after sending a ping that came back the cache is
 	// consulted (DefaultAuthTrust); Lease how long after it the replica's
-	// lease runs (DefaultAuthLease, at most that: writers wait no longer).
-	// Lease must exceed Trust; Trust is lowered when it does not.
+	// lease runs (DefaultAuthLease). Lease must exceed Trust; Trust is
+	// lowered when it does not. Writers that cannot read the leases wait
+	// DefaultAuthLease (AwaitAuthAcks): a longer Lease is for tests that
+	// must not lose the cache's trust on a loaded machine, never for
+	// serving.
 	Trust, Lease time.Duration
 	// OnNotification, when not nil, is called on the listener's goroutine
 	// with each notification before it is applied (tests freeze the
@@ -102,7 +105,6 @@ func (o AuthListenerOptions) withDefaults() AuthListenerOptions {
 	if o.Lease <= 0 {
 		o.Lease = DefaultAuthLease
 	}
-	o.Lease = min(o.Lease, DefaultAuthLease)
 	if o.Lease <= o.Trust {
 		o.Trust = max(o.Lease-time.Second, o.Lease/2)
 	}
@@ -199,8 +201,7 @@ func (l *AuthListener) Run(ctx context.Context) error {
 	backoff := l.opts.MinBackoff
 	for {
 		synced, err := l.session(ctx)
-		l.setConnected(false)
-		l.release()
+		l.setConnected(false, l.release)
 		if ctx.Err() != nil {
 			return nil
 		}
@@ -309,7 +310,7 @@ func (l *AuthListener) session(ctx context.Context) (synced bool, err error) {
 				l.cache.TrustUntil(sent.Add(l.opts.Trust))
 				if !synced {
 					synced = true
-					l.setConnected(true)
+					l.setConnected(true, nil)
 					l.opts.Logger.Info("auth cache listener connected")
 				}
 			}
@@ -462,7 +463,9 @@ func (l *AuthListener) Sync(ctx context.Context) error {
 	}
 }
 
-func (l *AuthListener) setConnected(on bool) {
+// setConnected records the listener's state; then runs, when not nil,
+// before the OnState hook is told.
+func (l *AuthListener) setConnected(on bool, then func()) {
 	l.mu.Lock()
 	if !on {
 		l.cache.Distrust()
@@ -473,6 +476,9 @@ func (l *AuthListener) setConnected(on bool) {
 	}
 	changed := l.connected.Swap(on) != on
 	l.mu.Unlock()
+	if then != nil {
+		then()
+	}
 	if changed && l.opts.OnState != nil {
 		l.opts.OnState(on)
 	}
