@@ -92,7 +92,7 @@ func TestPolicyCheckBundle(t *testing.T) {
 	}
 	signedBody := regoBundle(t, rego, "release-8", private)
 	signed := write("signed.tar.gz", signedBody)
-	tampered := write("tampered.tar.gz", tamper(t, signedBody, "fleet/scope/scope.rego", "\nservices if input.account.type == \"user\"\n"))
+	tampered := write("tampered.tar.gz", tamper(t, signedBody, "fleet/scope/scope.rego", "\n# changed after signing: still a valid set, only the signature tells\n"))
 	unsigned := write("unsigned.tar.gz", regoBundle(t, rego, "release-8", ""))
 	unsequenced := write("unsequenced.tar.gz", regoBundleSeq(t, rego, "release-8", private, 0))
 	bomb := write("bomb.tar.gz", headerBomb(t, 1<<40))
