@@ -257,8 +257,8 @@ func TestAuthListenerTrustsOnlyAfterSync(t *testing.T) {
 	ctx := context.Background()
 	db := storagetest.New(t)
 	store := storage.NewStore(db.DB)
-	mustLoadT(t, db, `{"accounts": [{"username": "m", "type": "manager"}, {"username": "u", "type": "user", "manager": "m"}]}`)
-	secret, tok, err := store.CreateToken(ctx, storage.NewToken{Username: "u", Permissions: []string{"*"}})
+	mustLoadT(t, db, `{"accounts": [{"username": "mgr", "type": "manager"}, {"username": "usr", "type": "user", "manager": "mgr"}]}`)
+	secret, tok, err := store.CreateToken(ctx, storage.NewToken{Username: "usr", Permissions: []string{"*"}})
 	if err != nil {
 		t.Fatal(err)
 	}
