@@ -344,3 +344,36 @@ func mustLoadT(t *testing.T, db *storagetest.DB, doc string) {
 		t.Fatalf("import: %v", err)
 	}
 }
+
+// BenchmarkAwaitAuthAcks measures what a change to a principal adds to its
+// answer with two replicas whose listeners work: a change committed, then
+// AwaitAuthAcks until both acknowledged it (issue 19 item 6). Each
+// iteration fails when a replica had to be waited out instead.
+func BenchmarkAwaitAuthAcks(b *testing.B) {
+	ctx := context.Background()
+	db := storagetest.New(b)
+	mustLoad(b, db, `{"accounts": [{"username": "mgr", "type": "manager"}]}`)
+	for range 2 {
+		l := storage.NewAuthListener(db.DirectURL, tenancy.NewPrincipalCache(0, 0), storage.AuthListenerOptions{})
+		lctx, cancel := context.WithCancel(ctx)
+		done := make(chan struct{})
+		go func() { defer close(done); _ = l.Run(lctx) }()
+		b.Cleanup(func() { cancel(); <-done; l.Close() })
+		for !l.Connected() {
+			time.Sleep(time.Millisecond)
+		}
+	}
+	var waited time.Duration
+	b.ResetTimer()
+	for i := range b.N {
+		if _, err := db.ExecContext(ctx, "UPDATE accounts SET email = ? WHERE username = 'mgr'", fmt.Sprintf("m%d@example.com", i)); err != nil {
+			b.Fatal(err)
+		}
+		res := storage.AwaitAuthAcks(ctx, db.DB)
+		if res.Err != nil || len(res.Unacked) != 0 {
+			b.Fatalf("change %d: %+v", res.Seq, res)
+		}
+		waited += res.Waited
+	}
+	b.ReportMetric(float64(waited.Microseconds())/float64(b.N), "µs-wait/op")
+}
