@@ -2,6 +2,7 @@ package policy
 
 import (
 	"context"
+	"encoding/json"
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
@@ -11,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/open-policy-agent/opa/v1/bundle"
 	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
 	"go.opentelemetry.io/otel/sdk/metric/metricdata"
 )
@@ -382,6 +384,9 @@ func TestBundleRollbackRefused(t *testing.T) {
 	newer := writeBundle(t, buildBundleSeq(t, closeReports(t), "2026-11-20", keys.private, 20))
 	sameSeq := writeBundle(t, buildBundleSeq(t, embeddedRego(t), "2026-11-21", keys.private, 20))
 	unsequenced := writeBundle(t, buildBundleSeq(t, embeddedRego(t), "2026-11-22", keys.private, 0))
+	// opa build --revision N: a plain number is the sequence.
+	revision15 := writeBundle(t, buildBundleSeq(t, embeddedRego(t), "15", keys.private, 0))
+	revision30 := writeBundle(t, buildBundleSeq(t, embeddedRego(t), "30", keys.private, 0))
 
 	srv := &switchServer{}
 	srv.set(serveBody(older))
@@ -416,7 +421,8 @@ func TestBundleRollbackRefused(t *testing.T) {
 			}{
 				{"older", older, "rollback refused: sequence 10 is older than 20"},
 				{"same sequence", sameSeq, "sequence 20 is the one in force"},
-				{"no sequence", unsequenced, "no fleetapi_sequence"},
+				{"no sequence", unsequenced, "no sequence (fleetapi_sequence"},
+				{"revision 15", revision15, "sequence 15 is older than 20"},
 			} {
 				src.set(c.body)
 				_, err := e.Reload(ctx, "SIGHUP")
@@ -426,6 +432,11 @@ func TestBundleRollbackRefused(t *testing.T) {
 				if e.Revision() != revNewer || reportsOpen(t, e) {
 					t.Errorf("%s bundle: revision %s, GET /reports open %t; want %s kept, closed", c.name, e.Revision(), reportsOpen(t, e), revNewer)
 				}
+			}
+			// A newer one, numbered by its revision, goes in.
+			src.set(revision30)
+			if res, err := e.Reload(ctx, "SIGHUP"); err != nil || !res.Changed || !strings.HasPrefix(e.Revision(), "30@") {
+				t.Errorf("revision 30 after sequence 20: %+v %v", res, err)
 			}
 			// The operator allows the rollback explicitly.
 			src.set(newer)
@@ -439,7 +450,7 @@ func TestBundleRollbackRefused(t *testing.T) {
 			// not start.
 			src.set(unsequenced)
 			opts.AllowRollback = false
-			if _, err := New(ctx, withResources(opts)); err == nil || !strings.Contains(err.Error(), "no fleetapi_sequence") {
+			if _, err := New(ctx, withResources(opts)); err == nil || !strings.Contains(err.Error(), "no sequence (fleetapi_sequence") {
 				t.Errorf("start from an unsequenced signed bundle: %v", err)
 			}
 			src.set(older)
@@ -454,4 +465,32 @@ func TestBundleRollbackRefused(t *testing.T) {
 func withResources(o Options) Options {
 	o.Resources = testResources
 	return o
+}
+
+// TestManifestSequence: the sequence is the metadata's fleetapi_sequence,
+// else a revision that is a plain positive number; a malformed
+// fleetapi_sequence is an error.
+func TestManifestSequence(t *testing.T) {
+	for _, c := range []struct {
+		m    bundle.Manifest
+		want int64
+		err  bool
+	}{
+		{bundle.Manifest{Revision: "r1"}, 0, false},
+		{bundle.Manifest{Revision: "2026-11-22.1"}, 0, false},
+		{bundle.Manifest{Revision: "42"}, 42, false},
+		{bundle.Manifest{Revision: "+42"}, 0, false},
+		{bundle.Manifest{Revision: "0"}, 0, false},
+		{bundle.Manifest{Revision: "42", Metadata: map[string]any{SequenceKey: json.Number("7")}}, 7, false},
+		{bundle.Manifest{Metadata: map[string]any{SequenceKey: float64(9)}}, 9, false},
+		{bundle.Manifest{Metadata: map[string]any{SequenceKey: json.Number("-1")}}, 0, true},
+		{bundle.Manifest{Metadata: map[string]any{SequenceKey: json.Number("1.5")}}, 0, true},
+		{bundle.Manifest{Metadata: map[string]any{SequenceKey: "7"}}, 0, true},
+		{bundle.Manifest{Metadata: map[string]any{SequenceKey: json.Number("9007199254740992")}}, 0, true},
+	} {
+		got, err := manifestSequence(c.m)
+		if got != c.want || (err != nil) != c.err {
+			t.Errorf("%+v: %d %v, want %d (error %t)", c.m, got, err, c.want, c.err)
+		}
+	}
 }

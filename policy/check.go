@@ -37,7 +37,7 @@ func Check(ctx context.Context, opts Options, w io.Writer) error {
 		if set.sequence > 0 {
 			fmt.Fprintf(w, "sequence %d\n", set.sequence)
 		} else {
-			fmt.Fprintf(w, "sequence: none (%s is not in the .manifest metadata: a replica with a verification key refuses the bundle)\n", SequenceKey)
+			fmt.Fprintf(w, "sequence: none (no %s in the .manifest metadata, and the revision is not a plain number: a replica with a verification key refuses the bundle)\n", SequenceKey)
 		}
 	}
 	rep := e.TestReport()

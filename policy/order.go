@@ -6,23 +6,30 @@ import (
 	"log/slog"
 	"math"
 	"strconv"
+	"strings"
 
 	"github.com/open-policy-agent/opa/v1/bundle"
 )
 
 // SequenceKey is the key, in the metadata of a bundle's .manifest, of the
 // bundle's sequence: a positive integer that orders the bundles of one
-// source (docs/policy.md §7, "Rollback"). The .manifest is one of the
-// files a bundle's signature covers, so the sequence is signed with the
-// policy it orders.
+// source (docs/policy.md §7, "Rollback"). A manifest without it whose
+// revision is a plain positive integer has that revision as its sequence.
+// The .manifest is one of the files a bundle's signature covers, so the
+// sequence is signed with the policy it orders.
 const SequenceKey = "fleetapi_sequence"
 
-// manifestSequence returns the sequence of a bundle's manifest (0 when it
-// has none); a sequence that is not a positive integer below 2^53 is an
+// manifestSequence returns the sequence of a bundle's manifest: its
+// metadata's SequenceKey, or else its revision when that is a plain
+// positive integer (`opa build --revision "$BUILD_NUMBER"`); 0 when it has
+// neither. A SequenceKey that is not a positive integer below 2^53 is an
 // error.
 func manifestSequence(m bundle.Manifest) (int64, error) {
 	v, ok := m.Metadata[SequenceKey]
 	if !ok {
+		if n, err := strconv.ParseInt(m.Revision, 10, 64); err == nil && n > 0 && n < 1<<53 && strings.Trim(m.Revision, "0123456789") == "" {
+			return n, nil
+		}
 		return 0, nil
 	}
 	var n int64
@@ -65,7 +72,7 @@ func (e *Engine) bundleOrder(cur, set *policySet) error {
 		return nil
 	}
 	if set.sequence == 0 && e.opts.BundleVerification != nil {
-		return fmt.Errorf("policy bundle: no %s in the .manifest metadata: with a verification key every bundle must carry one, so that an older signed bundle cannot replace a newer one (docs/policy.md §7, Rollback)", SequenceKey)
+		return fmt.Errorf("policy bundle: no sequence (%s in the .manifest metadata, or a revision that is a plain number: opa build --revision N): with a verification key every bundle must carry one, so that an older signed bundle cannot replace a newer one (docs/policy.md §7, Rollback)", SequenceKey)
 	}
 	if min := e.opts.MinBundleSequence; min > 0 && set.sequence < min {
 		return fmt.Errorf("policy bundle: sequence %d is below the minimum %d (FLEET_POLICY_BUNDLE_MIN_SEQUENCE)", set.sequence, min)

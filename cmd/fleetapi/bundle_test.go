@@ -111,7 +111,7 @@ func TestPolicyCheckBundle(t *testing.T) {
 		{"tampered, key in the environment", withKey, []string{tampered}, "digest mismatch"},
 		{"tampered, key as a flag", nil, []string{"--policy-bundle-key", publicFile, tampered}, "digest mismatch"},
 		{"unsigned", withKey, []string{unsigned}, "bundle missing .signatures.json"},
-		{"no sequence", withKey, []string{unsequenced}, "no fleetapi_sequence"},
+		{"no sequence", withKey, []string{unsequenced}, "no sequence (fleetapi_sequence"},
 		{"below the minimum sequence", map[string]string{"FLEET_POLICY_BUNDLE_KEY": publicFile, "FLEET_POLICY_BUNDLE_MIN_SEQUENCE": "1000000"}, []string{signed}, "below the minimum"},
 		{"a key with a directory", withKey, []string{rego}, "a key verifies bundles only"},
 		{"bomb", nil, []string{bomb}, "declares 1099511627776 bytes"},
