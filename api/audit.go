@@ -27,7 +27,7 @@ func (s *Server) registerAuditEvents(g *fuego.Server) {
 
 // auditActions are the actions of the audit trail.
 var auditActions = []string{policy.ActionAccountCreate, policy.ActionAccountUpdate, policy.ActionGrantsReplace,
-	policy.ActionObjectCreate, policy.ActionTokenCreate, policy.ActionTokenRevoke}
+	policy.ActionObjectCreate, policy.ActionObjectMove, policy.ActionTokenCreate, policy.ActionTokenRevoke}
 
 // getAuditEvents answers GET /audit-events: newest first unless the query
 // names a sort (and, with no order, descending by at).

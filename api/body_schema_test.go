@@ -74,6 +74,9 @@ func TestBodiesAgreeWithSchema(t *testing.T) {
 		"POST /objects": {"acme-all", "/api/v2/objects", func(n int) map[string]any {
 			return map[string]any{"imei": fmt.Sprintf("SCHEMA-%d", n), "name": "Crane", "account_id": acme, "odometer": 1, "engine_hours": 2}
 		}},
+		"PATCH /objects/{id}": {"acme-all", "/api/v2/objects/1", func(int) map[string]any {
+			return map[string]any{"account_id": acme} // to its own owner: changes nothing, allowed
+		}},
 		"POST /passengers": {"acme-all", "/api/v2/passengers", func(n int) map[string]any {
 			return map[string]any{"passenger_name": "Schema Case", "passenger_assign_id": fmt.Sprintf("SC-%d", n), "passenger_idn": "idn",
 				"passenger_address": "1 Road", "passenger_phone": "+100", "passenger_email": "p@acme.example", "passenger_desc": "d",

@@ -1,6 +1,9 @@
 package api
 
 import (
+	"errors"
+	"fmt"
+	"math"
 	"net/http"
 	"unicode/utf8"
 
@@ -25,7 +28,8 @@ func (s *Server) registerObjects(g *fuego.Server) {
 		fuego.OptionOperationID("create_object"), fuego.OptionTags("Fleet"),
 		fuego.OptionSummary("Register a device"),
 		fuego.OptionDescription("Registers a device for an account in the caller's management scope (404 outside). The IMEI is unique " +
-			"across the platform (409 CONFLICT). A subaccount owns no devices: 403 MANAGEMENT_DENIED (wrong_target_type). " +
+			"across the platform: one physical device. An IMEI already registered, by anyone, is 409 CONFLICT, the same answer " +
+			"whoever holds it (it names no account); an admin moves a device between accounts with PATCH /objects/{id}. A subaccount owns no devices: 403 MANAGEMENT_DENIED (wrong_target_type). " +
 			"Needs the token permission POST /objects and write access."),
 		fuego.OptionDefaultStatusCode(http.StatusCreated),
 		fuego.OptionHeader("Idempotency-Key", "Makes a retried create return the first response; the same key with another body is 409 IDEMPOTENCY_KEY_REUSED."),
@@ -35,6 +39,86 @@ func (s *Server) registerObjects(g *fuego.Server) {
 		takesBody(objectInputSchema(), exampleObjectInput()),
 		respondsOne(objectSchema(), exampleObject()),
 	})...)
+	fuego.Patch(g, "/objects/{id}", s.patchObject, routeOptions(errorResponses(http.StatusBadRequest, http.StatusUnauthorized,
+		http.StatusForbidden, http.StatusNotFound, http.StatusRequestEntityTooLarge, http.StatusUnsupportedMediaType,
+		http.StatusTooManyRequests, http.StatusInternalServerError, http.StatusServiceUnavailable),
+		[]fuego.RouteOption{
+			fuego.OptionOperationID("move_object"), fuego.OptionTags("Fleet"),
+			fuego.OptionSummary("Move a device to another account"),
+			fuego.OptionDescription("An IMEI is one physical device, unique across the platform: when it changes hands it is moved, " +
+				"not registered again. The device's owner and the new account must both be in the caller's management scope " +
+				"(404 otherwise, the same for a device that does not exist): an admin moves any device, a manager between its own " +
+				"accounts. A subaccount owns no devices: 403 MANAGEMENT_DENIED (wrong_target_type). The device's grants to the old " +
+				"owner's subaccounts are removed; the move is audited (object.move). Needs the token permission PATCH /objects/{id} " +
+				"and write access."),
+			takesBody(objectMoveSchema(), ObjectMove{AccountID: ptr(int64(7))}),
+			respondsOne(objectSchema(), exampleObject()),
+		}, pathID("id", "Device id.", exampleObject().ID))...)
+}
+
+// ObjectMove is the body of PATCH /objects/{id}: the device's new owner.
+type ObjectMove struct {
+	AccountID *int64 `json:"account_id,omitempty"`
+}
+
+// objectMoveSchema is the ObjectMove component.
+func objectMoveSchema() wireType {
+	return wireType{name: "ObjectMove", value: ObjectMove{}, required: []string{"account_id"},
+		description: "The account a device moves to (DESIGN §9, object.move). Unknown and repeated keys are rejected.",
+		fields: map[string][]fieldOpt{
+			"account_id": {minimum(1), notNull(), desc("Required: the new owner, in the caller's management scope; not a subaccount.")},
+		}}
+}
+
+// patchObject answers PATCH /objects/{id}: 200 with the moved device.
+func (s *Server) patchObject(c fuego.ContextWithBody[ObjectMove]) (*Envelope[storage.Object], error) {
+	r := c.Request()
+	id, perr := parseInt("id", c.PathParam("id"), 1, math.MaxInt64)
+	if perr != nil {
+		return nil, perr
+	}
+	if err := noParams(r.URL.RawQuery); err != nil {
+		return nil, err
+	}
+	in, faults, err := decodeBody[ObjectMove](r.Body)
+	if err != nil {
+		return nil, err
+	}
+	v := validation{}
+	if in.AccountID == nil || *in.AccountID < 1 {
+		v["account_id"] = "required: the id of the new owner (1 or more)"
+	}
+	for f, reason := range faults {
+		v[f] = reason
+	}
+	if err := v.err("the move"); err != nil {
+		return nil, err
+	}
+	ctx := c.Context()
+	m, err := s.managerFrom(ctx)
+	if err != nil {
+		return nil, err
+	}
+	cur, err := s.cfg.Store.ManagedObject(ctx, m.scope, id)
+	if errors.Is(err, storage.ErrNotFound) {
+		return nil, newError(CodeNotFound, fmt.Sprintf("device %d not found", id), nil)
+	}
+	if err != nil {
+		return nil, err
+	}
+	_, target, err := s.target(ctx, m, *in.AccountID)
+	if err != nil {
+		return nil, err
+	}
+	change := map[string]any{"imei": cur.IMEI, "from_account_id": cur.AccountID, "account_id": *in.AccountID}
+	if err := s.decideManagement(ctx, m, policy.ActionObjectMove, target, change); err != nil {
+		return nil, err
+	}
+	moved, err := s.cfg.Store.MoveObject(ctx, m.scope, actor(ctx, m), id, *in.AccountID)
+	if err != nil {
+		return nil, writeError(err, "", "")
+	}
+	return &Envelope[storage.Object]{Data: moved}, nil
 }
 
 // maxObjectName bounds a device's name, in characters.

@@ -335,6 +335,27 @@ func TestGeneratedClient(t *testing.T) {
 			t.Fatal(err)
 		}
 		failure(t, notSub.HTTPResponse, notSub.JSON400, http.StatusBadRequest, client.ErrorCodeINVALIDPARAMETER)
+		// The manager moves the device to another of its customers (object.move).
+		manager := c.bearer("fleetco-all")
+		users, err := manager.GetAccountsWithResponse(ctx, &client.GetAccountsParams{Search: ptr("globex")})
+		if err != nil || users.JSON200 == nil {
+			t.Fatalf("GET /accounts?search=globex: %v", err)
+		}
+		var globexID int64
+		for _, u := range users.JSON200.Data {
+			if u.Username == "globex" {
+				globexID = u.Id
+			}
+		}
+		moved, err := manager.MoveObjectWithResponse(ctx, obj.JSON201.Data.Id, client.ObjectMove{AccountId: globexID})
+		if err != nil || moved.JSON200 == nil || moved.JSON200.Data.AccountId != globexID || globexID == 0 {
+			t.Fatalf("PATCH /objects/{id}: %v %d %s", err, moved.StatusCode(), moved.Body)
+		}
+		foreign2, err := acme.MoveObjectWithResponse(ctx, obj.JSON201.Data.Id, client.ObjectMove{AccountId: acmeID})
+		if err != nil {
+			t.Fatal(err)
+		}
+		failure(t, foreign2.HTTPResponse, foreign2.JSON404, http.StatusNotFound, client.ErrorCodeNOTFOUND)
 	})
 	t.Run("tokens", func(t *testing.T) {
 		created, err := acme.CreateTokenWithResponse(ctx, &client.CreateTokenParams{IdempotencyKey: ptr("e2e-token-1")},

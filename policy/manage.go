@@ -27,6 +27,7 @@ const (
 	ActionAccountUpdate = "account.update"
 	ActionGrantsReplace = "grants.replace"
 	ActionObjectCreate  = "object.create"
+	ActionObjectMove    = "object.move"
 	ActionTokenCreate   = "token.create"
 	ActionTokenRevoke   = "token.revoke"
 )
@@ -54,7 +55,8 @@ type ManagementInput struct {
 	// booleans, nil, []string, []any, map[string]any): account.create the
 	// new account's fields (manager_id 0 for none); account.update exactly
 	// the fields of the request body; grants.replace {"imei": [...]};
-	// object.create the device; token.create TokenChange's. Never a
+	// object.create the device; object.move {"imei", "from_account_id",
+	// "account_id"}; token.create TokenChange's. Never a
 	// secret.
 	Change map[string]any `json:"change"`
 }

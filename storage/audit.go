@@ -265,7 +265,7 @@ func storedSecrets(ctx context.Context, db bun.IDB, candidates map[string][][]by
 func writeAuditEvent(ctx context.Context, db bun.IDB, ev *AuditEvent) error {
 	switch ev.Action {
 	case policy.ActionAccountCreate, policy.ActionAccountUpdate, policy.ActionGrantsReplace,
-		policy.ActionObjectCreate, policy.ActionTokenCreate, policy.ActionTokenRevoke:
+		policy.ActionObjectCreate, policy.ActionObjectMove, policy.ActionTokenCreate, policy.ActionTokenRevoke:
 	default:
 		return fmt.Errorf("audit: unknown action %q", ev.Action)
 	}

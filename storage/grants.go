@@ -169,3 +169,88 @@ func (s *Store) CreateObject(ctx context.Context, scope policy.Scope, actor Acto
 	}
 	return created, replayed, nil
 }
+
+// ManagedObject returns the device id when its owner is in scope, the
+// caller's management scope; ErrNotFound otherwise, the same for a device
+// that does not exist and for another tenant's.
+func (s *Store) ManagedObject(ctx context.Context, scope policy.Scope, id int64) (Object, error) {
+	q, err := s.scopedSelect(scope, accountsScope, (*Account)(nil))
+	if err != nil {
+		return Object{}, err
+	}
+	var o Object
+	err = s.db.NewSelect().Model(&o).Where(Objects.col("id")+" = ?", id).
+		Where(Objects.col("account_id")+" IN (?)", q.Column("id")).Scan(ctx)
+	if err != nil {
+		return Object{}, translateOwn(err)
+	}
+	return o, nil
+}
+
+// MoveObject gives the device id to the account to (object.move, DESIGN
+// §9: an IMEI is one physical device, unique on the platform, so a device
+// changes hands instead of being registered twice) in one transaction
+// with its audit row. The device's owner and to must both be in scope, the
+// caller's management scope (ErrNotFound otherwise, the device included);
+// the policy has already allowed it for to. The device's grants to the old
+// owner's subaccounts are removed in the same transaction: they were the
+// old owner's to give; its maintenance services follow it (they belong to
+// the device's owner: the foreign key cascades). The audit row's target is
+// the new owner; its changes hold account_id before and after, the imei,
+// the subaccounts whose grant was removed (granted_to) and the ids of the
+// services that moved with the device. Moving a device to its owner
+// changes nothing and still stores an audit row, as a PATCH does.
+func (s *Store) MoveObject(ctx context.Context, scope policy.Scope, actor Actor, id, to int64) (Object, error) {
+	cur, err := s.ManagedObject(ctx, scope, id)
+	if err != nil {
+		return Object{}, err
+	}
+	var moved Object
+	_, err = s.ManageInTx(ctx, scope, ManagementWrite{Accounts: []int64{cur.AccountID, to}, Actor: actor,
+		Change: func(ctx context.Context, tx *Store) (AuditEvent, error) {
+			var o Object
+			if err := tx.db.NewSelect().Model(&o).Where(Objects.col("id")+" = ?", id).For("UPDATE").Scan(ctx); err != nil {
+				return AuditEvent{}, err
+			}
+			if o.AccountID != cur.AccountID {
+				// Moved by someone else since the scope check: its owner
+				// may no longer be the caller's.
+				return AuditEvent{}, fmt.Errorf("%w: device %d changed hands", ErrNotFound, id)
+			}
+			granted, services := []int64{}, []int64{}
+			if o.AccountID != to {
+				if err := tx.db.NewSelect().Model((*ObjectGrant)(nil)).Column("subaccount_id").Where("imei = ?", o.IMEI).
+					OrderExpr("subaccount_id").Scan(ctx, &granted); err != nil {
+					return AuditEvent{}, err
+				}
+				if _, err := tx.db.NewDelete().Model((*ObjectGrant)(nil)).Where("imei = ?", o.IMEI).Exec(ctx); err != nil {
+					return AuditEvent{}, err
+				}
+				if err := tx.db.NewSelect().Model((*Service)(nil)).Column("service_id").Where("imei = ?", o.IMEI).
+					OrderExpr("service_id").Scan(ctx, &services); err != nil {
+					return AuditEvent{}, err
+				}
+				// The services follow (ON UPDATE CASCADE of their foreign key).
+				if _, err := tx.db.NewUpdate().Model((*Object)(nil)).Set("account_id = ?", to).
+					Where(Objects.col("id")+" = ?", id).Exec(ctx); err != nil {
+					return AuditEvent{}, err
+				}
+			}
+			moved = o
+			moved.AccountID = to
+			changes, err := Diff(map[string]any{"account_id": o.AccountID, "granted_to": granted},
+				map[string]any{"account_id": to, "granted_to": []int64{}})
+			if err != nil {
+				return AuditEvent{}, err
+			}
+			if len(changes) > 0 {
+				changes["imei"] = Change{Before: o.IMEI, After: o.IMEI}
+				changes["services"] = Change{Before: services, After: services}
+			}
+			return AuditEvent{Action: policy.ActionObjectMove, TargetAccountID: to, TargetID: id, Changes: changes}, nil
+		}})
+	if err != nil {
+		return Object{}, err
+	}
+	return moved, nil
+}

@@ -48,6 +48,8 @@ var primaryOnly = map[string]string{
 	"CreateManagedToken":   "a management write",
 	"RevokeManagedToken":   "a management write",
 	"ReplaceGrants":        "a management write",
+	"MoveObject":           "a management write",
+	"ManagedObject":        "the target check of PATCH /objects/{id}",
 	"ManageInTx":           "reads inside a management write transaction",
 	"ManagedAccount":       "GET /accounts/{id}: the management routes read what the manager just wrote",
 	"ManagedAccounts":      "the target check of a management write",

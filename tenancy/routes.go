@@ -38,6 +38,7 @@ func Routes() []Route {
 		{"GET", "/audit-events"},
 		{"GET", "/tokens"}, {"POST", "/tokens"}, {"DELETE", "/tokens/{id}"},
 		{"GET", "/accounts/{id}/objects"}, {"PUT", "/accounts/{id}/objects"}, {"POST", "/objects"},
+		{"PATCH", "/objects/{id}"},
 	}
 }
 

@@ -239,7 +239,7 @@ func explainRoute(route string) (tenancy.Route, error) {
 
 // manageActions are the actions policy explain --action accepts.
 var manageActions = []string{policy.ActionAccountCreate, policy.ActionAccountUpdate, policy.ActionGrantsReplace,
-	policy.ActionObjectCreate, policy.ActionTokenCreate, policy.ActionTokenRevoke}
+	policy.ActionObjectCreate, policy.ActionObjectMove, policy.ActionTokenCreate, policy.ActionTokenRevoke}
 
 // manageFlags are the flags of a management explain.
 type manageFlags struct {

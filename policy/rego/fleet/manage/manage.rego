@@ -28,18 +28,21 @@
 #   or null (never expires) and rate_limit its effective limit in requests
 #   per minute (its own, or the server default when it has none) or null
 #   (unlimited); input.action is one of account.create, account.update,
-#   grants.replace, object.create, token.create, token.revoke;
+#   grants.replace, object.create, object.move, token.create, token.revoke;
 #   input.target is the account acted on {id, type, manager_id (0: none),
 #   chain (the accounts above it, nearest first, as in input.account.chain),
 #   chain_complete (true when that chain could be loaded whole), owned_imei (grants.replace: the devices among change.imei that the
 #   target's parent owns)}; for account.create it is the account the new
 #   one is created under (its manager_id), or null for an account created
-#   at the top; for tokens and objects it is the owning account.
+#   at the top; for tokens and objects it is the owning account (for
+#   object.move the new owner: the Go side has checked the current owner
+#   against the management scope too, 404 outside).
 #   input.change holds the fields asked for: account.create {username,
 #   email, type, manager_id (0: none), active, read_only, account_expire,
 #   account_expire_dt, privileges}; account.update exactly the fields of
 #   the request body; grants.replace {imei: [...]}; object.create {imei,
-#   name, account_id, ...}; token.create {account_id, name, permissions,
+#   name, account_id, ...}; object.move {imei, from_account_id,
+#   account_id}; token.create {account_id, name, permissions,
 #   expires_at, rate_limit}, with the values the new token will have: an
 #   omitted expires_at or rate_limit is filled in by the Go side with the
 #   creating token's before asking (same units as input.token); token.revoke
@@ -62,7 +65,8 @@
 #   subaccounts under its users, a user subaccounts under itself, a
 #   subaccount nothing, nobody an admin) >
 #   wrong_target_type (grants.replace on an account that is not a
-#   subaccount; object.create for a subaccount, which owns no devices) >
+#   subaccount; object.create or object.move for a subaccount, which owns
+#   no devices) >
 #   immutable_field (account.update of a field other than email, active,
 #   read_only, account_expire, account_expire_dt, privileges) >
 #   own_account (account.update of the caller's own active, read_only,
@@ -85,6 +89,7 @@ actions := {
 	"account.update",
 	"grants.replace",
 	"object.create",
+	"object.move",
 	"token.create",
 	"token.revoke",
 }
@@ -372,7 +377,7 @@ wrong_target_type if {
 }
 
 wrong_target_type if {
-	input.action == "object.create"
+	input.action in {"object.create", "object.move"}
 	not object.get(input.target, "type", null) in {"admin", "manager", "user"}
 }
 

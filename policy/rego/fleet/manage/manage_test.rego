@@ -363,6 +363,19 @@ test_objects_not_for_subaccounts if {
 	decide(caller(1), "object.create", 9, {"imei": "A1"}).allow
 }
 
+# object.move: a device goes to an account in scope that may own devices
+# (the current owner is checked by the Go side against the same scope).
+test_object_move if {
+	decide(caller(1), "object.move", 9, {"imei": "A1", "from_account_id": 3, "account_id": 9}).allow
+	decide(caller(2), "object.move", 4, {"imei": "A1", "from_account_id": 3, "account_id": 4}).allow
+	d := decide(caller(2), "object.move", 5, {"imei": "A1", "from_account_id": 3, "account_id": 5})
+	denied(d, "wrong_target_type")
+	d.details.target_type == "subaccount"
+	denied(decide(caller(1), "object.move", 16, {"imei": "A1"}), "wrong_target_type")
+	denied(decide(caller(3), "object.move", 4, {"imei": "A1", "from_account_id": 3, "account_id": 4}), "outside_scope")
+	denied(decide(caller(2), "object.move", 9, {"imei": "A1", "from_account_id": 3, "account_id": 9}), "outside_scope")
+}
+
 # --- immutable_field ---
 
 test_immutable_fields if {
@@ -621,6 +634,7 @@ baseline := {
 	"account.update": [3, 5, {"email": "s@example.com"}],
 	"grants.replace": [3, 5, {"imei": []}],
 	"object.create": [3, 3, {"imei": "A1", "name": "van"}],
+	"object.move": [2, 4, {"imei": "A1", "from_account_id": 3, "account_id": 4}],
 	"token.create": [3, 5, {"permissions": ["GET /services"], "expires_at": token.expires_at, "rate_limit": 1}],
 	"token.revoke": [3, 5, {}],
 }
