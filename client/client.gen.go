@@ -160,6 +160,7 @@ const (
 	AuditEventActionAccountUpdate AuditEventAction = "account.update"
 	AuditEventActionGrantsReplace AuditEventAction = "grants.replace"
 	AuditEventActionObjectCreate  AuditEventAction = "object.create"
+	AuditEventActionObjectMove    AuditEventAction = "object.move"
 	AuditEventActionTokenCreate   AuditEventAction = "token.create"
 	AuditEventActionTokenRevoke   AuditEventAction = "token.revoke"
 )
@@ -174,6 +175,8 @@ func (e AuditEventAction) Valid() bool {
 	case AuditEventActionGrantsReplace:
 		return true
 	case AuditEventActionObjectCreate:
+		return true
+	case AuditEventActionObjectMove:
 		return true
 	case AuditEventActionTokenCreate:
 		return true
@@ -865,6 +868,7 @@ const (
 	GetAuditEventsParamsActionAccountUpdate GetAuditEventsParamsAction = "account.update"
 	GetAuditEventsParamsActionGrantsReplace GetAuditEventsParamsAction = "grants.replace"
 	GetAuditEventsParamsActionObjectCreate  GetAuditEventsParamsAction = "object.create"
+	GetAuditEventsParamsActionObjectMove    GetAuditEventsParamsAction = "object.move"
 	GetAuditEventsParamsActionTokenCreate   GetAuditEventsParamsAction = "token.create"
 	GetAuditEventsParamsActionTokenRevoke   GetAuditEventsParamsAction = "token.revoke"
 )
@@ -879,6 +883,8 @@ func (e GetAuditEventsParamsAction) Valid() bool {
 	case GetAuditEventsParamsActionGrantsReplace:
 		return true
 	case GetAuditEventsParamsActionObjectCreate:
+		return true
+	case GetAuditEventsParamsActionObjectMove:
 		return true
 	case GetAuditEventsParamsActionTokenCreate:
 		return true
@@ -1915,6 +1921,12 @@ type ObjectList struct {
 // ObjectListSuccess Always true on success.
 type ObjectListSuccess bool
 
+// ObjectMove The account a device moves to (DESIGN §9, object.move). Unknown and repeated keys are rejected.
+type ObjectMove struct {
+	// AccountId Required: the new owner, in the caller's management scope; not a subaccount.
+	AccountId int64 `json:"account_id"`
+}
+
 // ObjectResponse The success envelope holding one Object.
 type ObjectResponse struct {
 	// Data A device (object) of the fleet (DESIGN §9).
@@ -2678,6 +2690,9 @@ type ReplaceAccountObjectsJSONRequestBody = GrantsInput
 
 // CreateObjectJSONRequestBody defines body for CreateObject for application/json ContentType.
 type CreateObjectJSONRequestBody = ObjectInput
+
+// MoveObjectJSONRequestBody defines body for MoveObject for application/json ContentType.
+type MoveObjectJSONRequestBody = ObjectMove
 
 // CreatePassengerJSONRequestBody defines body for CreatePassenger for application/json ContentType.
 type CreatePassengerJSONRequestBody = PassengerInput
@@ -3577,7 +3592,7 @@ type ClientInterface interface {
 
 	// CreateObjectWithBody Register a device
 	//
-	// Registers a device for an account in the caller's management scope (404 outside). The IMEI is unique across the platform (409 CONFLICT). A subaccount owns no devices: 403 MANAGEMENT_DENIED (wrong_target_type). Needs the token permission POST /objects and write access.
+	// Registers a device for an account in the caller's management scope (404 outside). The IMEI is unique across the platform: one physical device. An IMEI already registered, by anyone, is 409 CONFLICT, the same answer whoever holds it (it names no account); an admin moves a device between accounts with PATCH /objects/{id}. A subaccount owns no devices: 403 MANAGEMENT_DENIED (wrong_target_type). Needs the token permission POST /objects and write access.
 	//
 	// Takes any type of body and a specified content type.
 	//
@@ -3586,12 +3601,30 @@ type ClientInterface interface {
 
 	// CreateObject Register a device
 	//
-	// Registers a device for an account in the caller's management scope (404 outside). The IMEI is unique across the platform (409 CONFLICT). A subaccount owns no devices: 403 MANAGEMENT_DENIED (wrong_target_type). Needs the token permission POST /objects and write access.
+	// Registers a device for an account in the caller's management scope (404 outside). The IMEI is unique across the platform: one physical device. An IMEI already registered, by anyone, is 409 CONFLICT, the same answer whoever holds it (it names no account); an admin moves a device between accounts with PATCH /objects/{id}. A subaccount owns no devices: 403 MANAGEMENT_DENIED (wrong_target_type). Needs the token permission POST /objects and write access.
 	//
 	// Takes a body of the `application/json` content type.
 	//
 	// Corresponds with POST /objects (the `CreateObject` operationId).
 	CreateObject(ctx context.Context, params *CreateObjectParams, body CreateObjectJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// MoveObjectWithBody Move a device to another account
+	//
+	// An IMEI is one physical device, unique across the platform: when it changes hands it is moved, not registered again. The device's owner and the new account must both be in the caller's management scope (404 otherwise, the same for a device that does not exist): an admin moves any device, a manager between its own accounts. A subaccount owns no devices: 403 MANAGEMENT_DENIED (wrong_target_type). The device's grants to the old owner's subaccounts are removed; the move is audited (object.move). Needs the token permission PATCH /objects/{id} and write access.
+	//
+	// Takes any type of body and a specified content type.
+	//
+	// Corresponds with PATCH /objects/{id} (the `MoveObject` operationId).
+	MoveObjectWithBody(ctx context.Context, id int64, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// MoveObject Move a device to another account
+	//
+	// An IMEI is one physical device, unique across the platform: when it changes hands it is moved, not registered again. The device's owner and the new account must both be in the caller's management scope (404 otherwise, the same for a device that does not exist): an admin moves any device, a manager between its own accounts. A subaccount owns no devices: 403 MANAGEMENT_DENIED (wrong_target_type). The device's grants to the old owner's subaccounts are removed; the move is audited (object.move). Needs the token permission PATCH /objects/{id} and write access.
+	//
+	// Takes a body of the `application/json` content type.
+	//
+	// Corresponds with PATCH /objects/{id} (the `MoveObject` operationId).
+	MoveObject(ctx context.Context, id int64, body MoveObjectJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// CreatePassengerWithBody Create a passenger
 	//
@@ -3917,7 +3950,7 @@ func (c *Client) GetObjects(ctx context.Context, params *GetObjectsParams, reqEd
 
 // CreateObjectWithBody Register a device
 //
-// Registers a device for an account in the caller's management scope (404 outside). The IMEI is unique across the platform (409 CONFLICT). A subaccount owns no devices: 403 MANAGEMENT_DENIED (wrong_target_type). Needs the token permission POST /objects and write access.
+// Registers a device for an account in the caller's management scope (404 outside). The IMEI is unique across the platform: one physical device. An IMEI already registered, by anyone, is 409 CONFLICT, the same answer whoever holds it (it names no account); an admin moves a device between accounts with PATCH /objects/{id}. A subaccount owns no devices: 403 MANAGEMENT_DENIED (wrong_target_type). Needs the token permission POST /objects and write access.
 //
 // Takes any type of body and a specified content type.
 //
@@ -3936,13 +3969,51 @@ func (c *Client) CreateObjectWithBody(ctx context.Context, params *CreateObjectP
 
 // CreateObject Register a device
 //
-// Registers a device for an account in the caller's management scope (404 outside). The IMEI is unique across the platform (409 CONFLICT). A subaccount owns no devices: 403 MANAGEMENT_DENIED (wrong_target_type). Needs the token permission POST /objects and write access.
+// Registers a device for an account in the caller's management scope (404 outside). The IMEI is unique across the platform: one physical device. An IMEI already registered, by anyone, is 409 CONFLICT, the same answer whoever holds it (it names no account); an admin moves a device between accounts with PATCH /objects/{id}. A subaccount owns no devices: 403 MANAGEMENT_DENIED (wrong_target_type). Needs the token permission POST /objects and write access.
 //
 // Takes a body of the `application/json` content type.
 //
 // Corresponds with POST /objects (the `CreateObject` operationId).
 func (c *Client) CreateObject(ctx context.Context, params *CreateObjectParams, body CreateObjectJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewCreateObjectRequest(c.Server, params, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// MoveObjectWithBody Move a device to another account
+//
+// An IMEI is one physical device, unique across the platform: when it changes hands it is moved, not registered again. The device's owner and the new account must both be in the caller's management scope (404 otherwise, the same for a device that does not exist): an admin moves any device, a manager between its own accounts. A subaccount owns no devices: 403 MANAGEMENT_DENIED (wrong_target_type). The device's grants to the old owner's subaccounts are removed; the move is audited (object.move). Needs the token permission PATCH /objects/{id} and write access.
+//
+// Takes any type of body and a specified content type.
+//
+// Corresponds with PATCH /objects/{id} (the `MoveObject` operationId).
+func (c *Client) MoveObjectWithBody(ctx context.Context, id int64, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewMoveObjectRequestWithBody(c.Server, id, contentType, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// MoveObject Move a device to another account
+//
+// An IMEI is one physical device, unique across the platform: when it changes hands it is moved, not registered again. The device's owner and the new account must both be in the caller's management scope (404 otherwise, the same for a device that does not exist): an admin moves any device, a manager between its own accounts. A subaccount owns no devices: 403 MANAGEMENT_DENIED (wrong_target_type). The device's grants to the old owner's subaccounts are removed; the move is audited (object.move). Needs the token permission PATCH /objects/{id} and write access.
+//
+// Takes a body of the `application/json` content type.
+//
+// Corresponds with PATCH /objects/{id} (the `MoveObject` operationId).
+func (c *Client) MoveObject(ctx context.Context, id int64, body MoveObjectJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewMoveObjectRequest(c.Server, id, body)
 	if err != nil {
 		return nil, err
 	}
@@ -5350,6 +5421,53 @@ func NewCreateObjectRequestWithBody(server string, params *CreateObjectParams, c
 	return req, nil
 }
 
+// NewMoveObjectRequest calls the generic MoveObject builder with application/json body
+func NewMoveObjectRequest(server string, id int64, body MoveObjectJSONRequestBody) (*http.Request, error) {
+	var bodyReader io.Reader
+	buf, err := json.Marshal(body)
+	if err != nil {
+		return nil, err
+	}
+	bodyReader = bytes.NewReader(buf)
+	return NewMoveObjectRequestWithBody(server, id, "application/json", bodyReader)
+}
+
+// NewMoveObjectRequestWithBody constructs an http.Request for the MoveObject method, with any body, and a specified content type
+func NewMoveObjectRequestWithBody(server string, id int64, contentType string, body io.Reader) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "id", id, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "integer", Format: "int64"})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/objects/%s", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodPatch, queryURL.String(), body)
+	if err != nil {
+		return nil, err
+	}
+
+	req.Header.Add("Content-Type", contentType)
+
+	return req, nil
+}
+
 // NewCreatePassengerRequest calls the generic CreatePassenger builder with application/json body
 func NewCreatePassengerRequest(server string, params *CreatePassengerParams, body CreatePassengerJSONRequestBody) (*http.Request, error) {
 	var bodyReader io.Reader
@@ -6443,7 +6561,7 @@ type ClientWithResponsesInterface interface {
 
 	// CreateObjectWithBodyWithResponse Register a device
 	//
-	// Registers a device for an account in the caller's management scope (404 outside). The IMEI is unique across the platform (409 CONFLICT). A subaccount owns no devices: 403 MANAGEMENT_DENIED (wrong_target_type). Needs the token permission POST /objects and write access.
+	// Registers a device for an account in the caller's management scope (404 outside). The IMEI is unique across the platform: one physical device. An IMEI already registered, by anyone, is 409 CONFLICT, the same answer whoever holds it (it names no account); an admin moves a device between accounts with PATCH /objects/{id}. A subaccount owns no devices: 403 MANAGEMENT_DENIED (wrong_target_type). Needs the token permission POST /objects and write access.
 	//
 	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 	//
@@ -6452,12 +6570,30 @@ type ClientWithResponsesInterface interface {
 
 	// CreateObjectWithResponse Register a device
 	//
-	// Registers a device for an account in the caller's management scope (404 outside). The IMEI is unique across the platform (409 CONFLICT). A subaccount owns no devices: 403 MANAGEMENT_DENIED (wrong_target_type). Needs the token permission POST /objects and write access.
+	// Registers a device for an account in the caller's management scope (404 outside). The IMEI is unique across the platform: one physical device. An IMEI already registered, by anyone, is 409 CONFLICT, the same answer whoever holds it (it names no account); an admin moves a device between accounts with PATCH /objects/{id}. A subaccount owns no devices: 403 MANAGEMENT_DENIED (wrong_target_type). Needs the token permission POST /objects and write access.
 	//
 	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 	//
 	// Corresponds with POST /objects (the `CreateObject` operationId).
 	CreateObjectWithResponse(ctx context.Context, params *CreateObjectParams, body CreateObjectJSONRequestBody, reqEditors ...RequestEditorFn) (*CreateObjectResponse, error)
+
+	// MoveObjectWithBodyWithResponse Move a device to another account
+	//
+	// An IMEI is one physical device, unique across the platform: when it changes hands it is moved, not registered again. The device's owner and the new account must both be in the caller's management scope (404 otherwise, the same for a device that does not exist): an admin moves any device, a manager between its own accounts. A subaccount owns no devices: 403 MANAGEMENT_DENIED (wrong_target_type). The device's grants to the old owner's subaccounts are removed; the move is audited (object.move). Needs the token permission PATCH /objects/{id} and write access.
+	//
+	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with PATCH /objects/{id} (the `MoveObject` operationId).
+	MoveObjectWithBodyWithResponse(ctx context.Context, id int64, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*MoveObjectResponse, error)
+
+	// MoveObjectWithResponse Move a device to another account
+	//
+	// An IMEI is one physical device, unique across the platform: when it changes hands it is moved, not registered again. The device's owner and the new account must both be in the caller's management scope (404 otherwise, the same for a device that does not exist): an admin moves any device, a manager between its own accounts. A subaccount owns no devices: 403 MANAGEMENT_DENIED (wrong_target_type). The device's grants to the old owner's subaccounts are removed; the move is audited (object.move). Needs the token permission PATCH /objects/{id} and write access.
+	//
+	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with PATCH /objects/{id} (the `MoveObject` operationId).
+	MoveObjectWithResponse(ctx context.Context, id int64, body MoveObjectJSONRequestBody, reqEditors ...RequestEditorFn) (*MoveObjectResponse, error)
 
 	// CreatePassengerWithBodyWithResponse Create a passenger
 	//
@@ -8584,6 +8720,203 @@ func (r CreateObjectResponse) ContentType() string {
 	return ""
 }
 
+// MoveObjectResponse200Headers the declared response headers of an HTTP 200 response for MoveObject
+type MoveObjectResponse200Headers struct {
+	RateLimitLimit     *int64
+	RateLimitRemaining *int64
+	RateLimitReset     *int64
+	XRequestId         string
+}
+
+// MoveObjectResponse400Headers the declared response headers of an HTTP 400 response for MoveObject
+type MoveObjectResponse400Headers struct {
+	RateLimitLimit     *int64
+	RateLimitRemaining *int64
+	RateLimitReset     *int64
+	XRequestId         string
+}
+
+// MoveObjectResponse401Headers the declared response headers of an HTTP 401 response for MoveObject
+type MoveObjectResponse401Headers struct {
+	XRequestId string
+}
+
+// MoveObjectResponse403Headers the declared response headers of an HTTP 403 response for MoveObject
+type MoveObjectResponse403Headers struct {
+	RateLimitLimit     *int64
+	RateLimitRemaining *int64
+	RateLimitReset     *int64
+	XRequestId         string
+}
+
+// MoveObjectResponse404Headers the declared response headers of an HTTP 404 response for MoveObject
+type MoveObjectResponse404Headers struct {
+	RateLimitLimit     *int64
+	RateLimitRemaining *int64
+	RateLimitReset     *int64
+	XRequestId         string
+}
+
+// MoveObjectResponse413Headers the declared response headers of an HTTP 413 response for MoveObject
+type MoveObjectResponse413Headers struct {
+	RateLimitLimit     *int64
+	RateLimitRemaining *int64
+	RateLimitReset     *int64
+	XRequestId         string
+}
+
+// MoveObjectResponse415Headers the declared response headers of an HTTP 415 response for MoveObject
+type MoveObjectResponse415Headers struct {
+	RateLimitLimit     *int64
+	RateLimitRemaining *int64
+	RateLimitReset     *int64
+	XRequestId         string
+}
+
+// MoveObjectResponse429Headers the declared response headers of an HTTP 429 response for MoveObject
+type MoveObjectResponse429Headers struct {
+	RateLimitLimit     *int64
+	RateLimitRemaining *int64
+	RateLimitReset     *int64
+	RetryAfter         int64
+	XRequestId         string
+}
+
+// MoveObjectResponse500Headers the declared response headers of an HTTP 500 response for MoveObject
+type MoveObjectResponse500Headers struct {
+	XRequestId string
+}
+
+// MoveObjectResponse503Headers the declared response headers of an HTTP 503 response for MoveObject
+type MoveObjectResponse503Headers struct {
+	RetryAfter int64
+	XRequestId string
+}
+
+type MoveObjectResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *ObjectResponse
+	// JSON400 the response for an HTTP 400 `application/json` response
+	JSON400 *BadRequest
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthorized
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *Forbidden
+	// JSON404 the response for an HTTP 404 `application/json` response
+	JSON404 *NotFound
+	// JSON413 the response for an HTTP 413 `application/json` response
+	JSON413 *PayloadTooLarge
+	// JSON415 the response for an HTTP 415 `application/json` response
+	JSON415 *UnsupportedMediaType
+	// JSON429 the response for an HTTP 429 `application/json` response
+	JSON429 *TooManyRequests
+	// JSON500 the response for an HTTP 500 `application/json` response
+	JSON500 *InternalError
+	// JSON503 the response for an HTTP 503 `application/json` response
+	JSON503 *ServiceUnavailable
+	// Headers200 the parsed response headers for an HTTP 200 response
+	Headers200 *MoveObjectResponse200Headers
+	// Headers400 the parsed response headers for an HTTP 400 response
+	Headers400 *MoveObjectResponse400Headers
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *MoveObjectResponse401Headers
+	// Headers403 the parsed response headers for an HTTP 403 response
+	Headers403 *MoveObjectResponse403Headers
+	// Headers404 the parsed response headers for an HTTP 404 response
+	Headers404 *MoveObjectResponse404Headers
+	// Headers413 the parsed response headers for an HTTP 413 response
+	Headers413 *MoveObjectResponse413Headers
+	// Headers415 the parsed response headers for an HTTP 415 response
+	Headers415 *MoveObjectResponse415Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *MoveObjectResponse429Headers
+	// Headers500 the parsed response headers for an HTTP 500 response
+	Headers500 *MoveObjectResponse500Headers
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *MoveObjectResponse503Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r MoveObjectResponse) GetJSON200() *ObjectResponse {
+	return r.JSON200
+}
+
+// GetJSON400 returns the response for an HTTP 400 `application/json` response
+func (r MoveObjectResponse) GetJSON400() *BadRequest {
+	return r.JSON400
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r MoveObjectResponse) GetJSON401() *Unauthorized {
+	return r.JSON401
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r MoveObjectResponse) GetJSON403() *Forbidden {
+	return r.JSON403
+}
+
+// GetJSON404 returns the response for an HTTP 404 `application/json` response
+func (r MoveObjectResponse) GetJSON404() *NotFound {
+	return r.JSON404
+}
+
+// GetJSON413 returns the response for an HTTP 413 `application/json` response
+func (r MoveObjectResponse) GetJSON413() *PayloadTooLarge {
+	return r.JSON413
+}
+
+// GetJSON415 returns the response for an HTTP 415 `application/json` response
+func (r MoveObjectResponse) GetJSON415() *UnsupportedMediaType {
+	return r.JSON415
+}
+
+// GetJSON429 returns the response for an HTTP 429 `application/json` response
+func (r MoveObjectResponse) GetJSON429() *TooManyRequests {
+	return r.JSON429
+}
+
+// GetJSON500 returns the response for an HTTP 500 `application/json` response
+func (r MoveObjectResponse) GetJSON500() *InternalError {
+	return r.JSON500
+}
+
+// GetJSON503 returns the response for an HTTP 503 `application/json` response
+func (r MoveObjectResponse) GetJSON503() *ServiceUnavailable {
+	return r.JSON503
+}
+
+// GetBody returns the raw response body bytes
+func (r MoveObjectResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r MoveObjectResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r MoveObjectResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r MoveObjectResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
 // CreatePassengerResponse201Headers the declared response headers of an HTTP 201 response for CreatePassenger
 type CreatePassengerResponse201Headers struct {
 	IdempotentReplayed *string
@@ -9949,7 +10282,7 @@ func (c *ClientWithResponses) GetObjectsWithResponse(ctx context.Context, params
 
 // CreateObjectWithBodyWithResponse Register a device
 //
-// Registers a device for an account in the caller's management scope (404 outside). The IMEI is unique across the platform (409 CONFLICT). A subaccount owns no devices: 403 MANAGEMENT_DENIED (wrong_target_type). Needs the token permission POST /objects and write access.
+// Registers a device for an account in the caller's management scope (404 outside). The IMEI is unique across the platform: one physical device. An IMEI already registered, by anyone, is 409 CONFLICT, the same answer whoever holds it (it names no account); an admin moves a device between accounts with PATCH /objects/{id}. A subaccount owns no devices: 403 MANAGEMENT_DENIED (wrong_target_type). Needs the token permission POST /objects and write access.
 //
 // Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 //
@@ -9964,7 +10297,7 @@ func (c *ClientWithResponses) CreateObjectWithBodyWithResponse(ctx context.Conte
 
 // CreateObjectWithResponse Register a device
 //
-// Registers a device for an account in the caller's management scope (404 outside). The IMEI is unique across the platform (409 CONFLICT). A subaccount owns no devices: 403 MANAGEMENT_DENIED (wrong_target_type). Needs the token permission POST /objects and write access.
+// Registers a device for an account in the caller's management scope (404 outside). The IMEI is unique across the platform: one physical device. An IMEI already registered, by anyone, is 409 CONFLICT, the same answer whoever holds it (it names no account); an admin moves a device between accounts with PATCH /objects/{id}. A subaccount owns no devices: 403 MANAGEMENT_DENIED (wrong_target_type). Needs the token permission POST /objects and write access.
 //
 // Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 //
@@ -9975,6 +10308,36 @@ func (c *ClientWithResponses) CreateObjectWithResponse(ctx context.Context, para
 		return nil, err
 	}
 	return ParseCreateObjectResponse(rsp)
+}
+
+// MoveObjectWithBodyWithResponse Move a device to another account
+//
+// An IMEI is one physical device, unique across the platform: when it changes hands it is moved, not registered again. The device's owner and the new account must both be in the caller's management scope (404 otherwise, the same for a device that does not exist): an admin moves any device, a manager between its own accounts. A subaccount owns no devices: 403 MANAGEMENT_DENIED (wrong_target_type). The device's grants to the old owner's subaccounts are removed; the move is audited (object.move). Needs the token permission PATCH /objects/{id} and write access.
+//
+// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with PATCH /objects/{id} (the `MoveObject` operationId).
+func (c *ClientWithResponses) MoveObjectWithBodyWithResponse(ctx context.Context, id int64, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*MoveObjectResponse, error) {
+	rsp, err := c.MoveObjectWithBody(ctx, id, contentType, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseMoveObjectResponse(rsp)
+}
+
+// MoveObjectWithResponse Move a device to another account
+//
+// An IMEI is one physical device, unique across the platform: when it changes hands it is moved, not registered again. The device's owner and the new account must both be in the caller's management scope (404 otherwise, the same for a device that does not exist): an admin moves any device, a manager between its own accounts. A subaccount owns no devices: 403 MANAGEMENT_DENIED (wrong_target_type). The device's grants to the old owner's subaccounts are removed; the move is audited (object.move). Needs the token permission PATCH /objects/{id} and write access.
+//
+// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with PATCH /objects/{id} (the `MoveObject` operationId).
+func (c *ClientWithResponses) MoveObjectWithResponse(ctx context.Context, id int64, body MoveObjectJSONRequestBody, reqEditors ...RequestEditorFn) (*MoveObjectResponse, error) {
+	rsp, err := c.MoveObject(ctx, id, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseMoveObjectResponse(rsp)
 }
 
 // CreatePassengerWithBodyWithResponse Create a passenger
@@ -13620,6 +13983,359 @@ func ParseCreateObjectResponse(rsp *http.Response) (*CreateObjectResponse, error
 		response.Headers500 = &headers
 	case rsp.StatusCode == 503:
 		var headers CreateObjectResponse503Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int64
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: "int64"}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers503 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseMoveObjectResponse parses an HTTP response from a MoveObjectWithResponse call
+func ParseMoveObjectResponse(rsp *http.Response) (*MoveObjectResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &MoveObjectResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest ObjectResponse
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest BadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Forbidden
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest NotFound
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 413:
+		var dest PayloadTooLarge
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON413 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 415:
+		var dest UnsupportedMediaType
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON415 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest TooManyRequests
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest InternalError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON500 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest ServiceUnavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON503 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 200:
+		var headers MoveObjectResponse200Headers
+		if values := rsp.Header.Values("RateLimit-Limit"); len(values) > 0 {
+			var value int64
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: "int64"}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitLimit = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Remaining"); len(values) > 0 {
+			var value int64
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Remaining", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: "int64"}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitRemaining = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Reset"); len(values) > 0 {
+			var value int64
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Reset", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: "int64"}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitReset = &value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers200 = &headers
+	case rsp.StatusCode == 400:
+		var headers MoveObjectResponse400Headers
+		if values := rsp.Header.Values("RateLimit-Limit"); len(values) > 0 {
+			var value int64
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: "int64"}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitLimit = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Remaining"); len(values) > 0 {
+			var value int64
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Remaining", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: "int64"}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitRemaining = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Reset"); len(values) > 0 {
+			var value int64
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Reset", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: "int64"}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitReset = &value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers400 = &headers
+	case rsp.StatusCode == 401:
+		var headers MoveObjectResponse401Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers401 = &headers
+	case rsp.StatusCode == 403:
+		var headers MoveObjectResponse403Headers
+		if values := rsp.Header.Values("RateLimit-Limit"); len(values) > 0 {
+			var value int64
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: "int64"}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitLimit = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Remaining"); len(values) > 0 {
+			var value int64
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Remaining", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: "int64"}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitRemaining = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Reset"); len(values) > 0 {
+			var value int64
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Reset", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: "int64"}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitReset = &value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers403 = &headers
+	case rsp.StatusCode == 404:
+		var headers MoveObjectResponse404Headers
+		if values := rsp.Header.Values("RateLimit-Limit"); len(values) > 0 {
+			var value int64
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: "int64"}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitLimit = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Remaining"); len(values) > 0 {
+			var value int64
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Remaining", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: "int64"}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitRemaining = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Reset"); len(values) > 0 {
+			var value int64
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Reset", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: "int64"}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitReset = &value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers404 = &headers
+	case rsp.StatusCode == 413:
+		var headers MoveObjectResponse413Headers
+		if values := rsp.Header.Values("RateLimit-Limit"); len(values) > 0 {
+			var value int64
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: "int64"}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitLimit = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Remaining"); len(values) > 0 {
+			var value int64
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Remaining", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: "int64"}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitRemaining = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Reset"); len(values) > 0 {
+			var value int64
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Reset", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: "int64"}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitReset = &value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers413 = &headers
+	case rsp.StatusCode == 415:
+		var headers MoveObjectResponse415Headers
+		if values := rsp.Header.Values("RateLimit-Limit"); len(values) > 0 {
+			var value int64
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: "int64"}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitLimit = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Remaining"); len(values) > 0 {
+			var value int64
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Remaining", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: "int64"}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitRemaining = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Reset"); len(values) > 0 {
+			var value int64
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Reset", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: "int64"}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitReset = &value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers415 = &headers
+	case rsp.StatusCode == 429:
+		var headers MoveObjectResponse429Headers
+		if values := rsp.Header.Values("RateLimit-Limit"); len(values) > 0 {
+			var value int64
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: "int64"}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitLimit = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Remaining"); len(values) > 0 {
+			var value int64
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Remaining", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: "int64"}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitRemaining = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Reset"); len(values) > 0 {
+			var value int64
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Reset", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: "int64"}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitReset = &value
+		}
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int64
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: "int64"}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers429 = &headers
+	case rsp.StatusCode == 500:
+		var headers MoveObjectResponse500Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers500 = &headers
+	case rsp.StatusCode == 503:
+		var headers MoveObjectResponse503Headers
 		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
 			var value int64
 			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: "int64"}); err != nil {
