@@ -27,7 +27,7 @@ type wireType struct {
 	// minProperties is the least number of properties of the object (a
 	// PATCH names at least one field).
 	minProperties uint64
-	fields   map[string][]fieldOpt
+	fields        map[string][]fieldOpt
 	// uses are the component schemas the fields refer to (ref).
 	uses []wireType
 }

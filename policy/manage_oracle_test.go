@@ -361,10 +361,10 @@ var (
 	// stream was fixed: their cases come from a stream of their own
 	// (oracleCases), so that the cases of the others stay what they were.
 	oracleLaterActions = []string{ActionObjectMove}
-	oracleRelations = []string{"self", "child", "grandchild", "sibling", "parent", "ancestor", "descendant", "other_tenant", "top"}
-	oracleHeld      = [][]string{{"*"}, {"GET *"}, {"GET /services", "POST /tokens"}, {"GET *", "POST /tokens"}, {"POST *", "GET /events/{id}"}}
-	oracleAsked     = []string{"*", "GET *", "POST *", "GET /services", "GET /events/{id}", "POST /passengers", "DELETE /tokens/{id}", "POST /tokens"}
-	oracleUpdates   = []map[string]any{
+	oracleRelations    = []string{"self", "child", "grandchild", "sibling", "parent", "ancestor", "descendant", "other_tenant", "top"}
+	oracleHeld         = [][]string{{"*"}, {"GET *"}, {"GET /services", "POST /tokens"}, {"GET *", "POST /tokens"}, {"POST *", "GET /events/{id}"}}
+	oracleAsked        = []string{"*", "GET *", "POST *", "GET /services", "GET /events/{id}", "POST /passengers", "DELETE /tokens/{id}", "POST /tokens"}
+	oracleUpdates      = []map[string]any{
 		{"email": "x@example.com"}, {"active": false}, {"read_only": true}, {"account_expire": true},
 		{"account_expire_dt": "2026-12-31"}, {"privileges": []any{"reports"}}, {"privileges": []any{"reports", "event_notifications"}},
 		{"privileges": []any{"bogus"}}, {"type": "admin"}, {"manager_id": int64(1)}, {"username": "root"},
