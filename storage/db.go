@@ -162,28 +162,31 @@ const migrationLockPoll = 100 * time.Millisecond
 // while fn runs on db's other connections (db needs at least two): it is
 // released when the transaction ends, also when the process dies, and it
 // works through a transaction pooler, which keeps an open transaction on
-// one server connection.
+// one server connection. A start that finds the lock taken ends its
+// transaction and tries again later, so that waiting starts hold no
+// server connection a pooler would need for the migrations.
 func WithMigrationLock(ctx context.Context, db *bun.DB, fn func(ctx context.Context) error) error {
-	tx, err := db.BeginTx(ctx, nil)
-	if err != nil {
-		return Translate(err)
-	}
-	defer tx.Rollback() //nolint:errcheck // ending the transaction releases the lock
 	for {
+		tx, err := db.BeginTx(ctx, nil)
+		if err != nil {
+			return fmt.Errorf("migration lock: %w", Translate(err))
+		}
 		var got bool
 		if err := tx.NewRaw("SELECT pg_try_advisory_xact_lock(?)", migrationLockKey).Scan(ctx, &got); err != nil {
+			_ = tx.Rollback()
 			return fmt.Errorf("migration lock: %w", Translate(err))
 		}
 		if got {
-			break
+			defer tx.Rollback() //nolint:errcheck // ending the transaction releases the lock
+			return fn(ctx)
 		}
+		_ = tx.Rollback()
 		select {
 		case <-ctx.Done():
 			return fmt.Errorf("migration lock: waiting for another start's migrations: %w", ctx.Err())
 		case <-time.After(migrationLockPoll):
 		}
 	}
-	return fn(ctx)
 }
 
 // Migrator returns bun's migrator over the embedded migrations.
