@@ -47,6 +47,10 @@ const awaitPoll = 20 * time.Millisecond
 func AwaitAuthAcks(ctx context.Context, db bun.IDB) AuthAcks {
 	start := time.Now()
 	deadline := start.Add(DefaultAuthLease)
+	// No statement outlives the bound: a database that hangs ends the
+	// wait at it, as one that fails does.
+	qctx, cancel := context.WithDeadline(ctx, deadline)
+	defer cancel()
 	res := AuthAcks{}
 	finish := func() AuthAcks {
 		res.Waited = time.Since(start)
@@ -63,14 +67,14 @@ func AwaitAuthAcks(ctx context.Context, db bun.IDB) AuthAcks {
 		return finish()
 	}
 	if err := db.NewRaw(`WITH n AS (SELECT nextval('fleet_auth_seq') AS seq)
-		SELECT seq FROM n, pg_notify(?, ? || seq)`, AuthChannel, ackPrefix).Scan(ctx, &res.Seq); err != nil {
+		SELECT seq FROM n, pg_notify(?, ? || seq)`, AuthChannel, ackPrefix).Scan(qctx, &res.Seq); err != nil {
 		return fail(fmt.Errorf("announce the change: %w", err))
 	}
 	poll := time.Millisecond
 	for {
 		var names []string
 		err := db.NewRaw(`SELECT name FROM fleet_auth_replicas WHERE lease_until > now() AND acked_seq < ? ORDER BY name`,
-			res.Seq).Scan(ctx, &names)
+			res.Seq).Scan(qctx, &names)
 		if err != nil {
 			return fail(fmt.Errorf("read the acknowledgements of change %s: %w", strconv.FormatInt(res.Seq, 10), err))
 		}
