@@ -9,11 +9,31 @@ import (
 	"github.com/fleetapi/fleetapi/tenancy"
 )
 
-// importAccounts inserts the accounts, each after its manager, whether the
+// The accounts apply first: every other section names its account.
+var _ = declareSection(spec[importAccount]{
+	name: "accounts", key: []string{"username"}, loadAll: loadAccounts,
+})
+
+// importAccount is a record of the accounts section. A subaccount's
+// objects are the devices granted to it (the grants section).
+type importAccount struct {
+	Username        string        `json:"username"`
+	Email           string        `json:"email"`
+	Type            string        `json:"type"`
+	Manager         string        `json:"manager"`
+	Active          *bool         `json:"active"`
+	ReadOnly        bool          `json:"read_only"`
+	AccountExpire   bool          `json:"account_expire"`
+	AccountExpireDt *storage.Date `json:"account_expire_dt"`
+	Privileges      []string      `json:"privileges"`
+	Objects         []string      `json:"objects"`
+}
+
+// loadAccounts inserts the accounts, each after its manager, whether the
 // manager comes later in the file or already exists.
-func (im *importer) importAccounts(ctx context.Context, f *importFile) error {
+func loadAccounts(ctx context.Context, im *importer, recs []record[importAccount], n *Count) error {
 	first := map[string]int{}
-	for i, r := range f.Accounts {
+	for i, r := range recs {
 		if err := checkAccount(r); err != nil {
 			return err
 		}
@@ -26,29 +46,29 @@ func (im *importer) importAccounts(ctx context.Context, f *importFile) error {
 		visiting
 		done
 	)
-	state := make([]int, len(f.Accounts))
+	state := make([]int, len(recs))
 	var visit func(i int) error
 	visit = func(i int) error {
 		switch state[i] {
 		case done:
 			return nil
 		case visiting:
-			return f.Accounts[i].ref.errorf("manager cycle through %q", f.Accounts[i].val.Manager)
+			return recs[i].ref.errorf("manager cycle through %q", recs[i].val.Manager)
 		}
 		state[i] = visiting
-		r := f.Accounts[i]
+		r := recs[i]
 		if j, ok := first[r.val.Manager]; ok {
 			if err := visit(j); err != nil {
 				return err
 			}
 		}
-		if err := im.importAccount(ctx, r); err != nil {
+		if err := im.importAccount(ctx, r, n); err != nil {
 			return err
 		}
 		state[i] = done
 		return nil
 	}
-	for i := range f.Accounts {
+	for i := range recs {
 		if err := visit(i); err != nil {
 			return err
 		}
@@ -102,7 +122,7 @@ func parentTypes(t tenancy.AccountType) []tenancy.AccountType {
 
 // importAccount inserts one account whose manager, if any, is already in
 // the database, or skips it when the username exists.
-func (im *importer) importAccount(ctx context.Context, r record[importAccount]) error {
+func (im *importer) importAccount(ctx context.Context, r record[importAccount], n *Count) error {
 	a, ref := r.val, r.ref
 	row := &storage.Account{
 		Username:        a.Username,
@@ -130,7 +150,7 @@ func (im *importer) importAccount(ctx context.Context, r record[importAccount]) 
 	if _, ok, err := im.lookupAccount(ctx, a.Username); err != nil {
 		return ref.dbError(err)
 	} else if ok {
-		im.res.Accounts.Skipped++
+		n.Skipped++
 		return nil
 	}
 	// Usernames are unique whatever the case (DESIGN §9): another spelling
@@ -149,6 +169,6 @@ func (im *importer) importAccount(ctx context.Context, r record[importAccount]) 
 		return err
 	}
 	im.remember(row)
-	im.res.Accounts.Inserted++
+	n.Inserted++
 	return nil
 }

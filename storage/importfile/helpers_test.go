@@ -82,3 +82,26 @@ func mustJSON(t *testing.T, v any) []byte {
 	}
 	return b
 }
+
+// sectionSizes counts what a file holds for each section of
+// importfile.Sections: the records under its key, and for grants, which
+// read the accounts' records, the devices those grant.
+func sectionSizes(t *testing.T, doc map[string]any) map[string]int {
+	t.Helper()
+	out := map[string]int{}
+	for _, s := range importfile.Sections() {
+		recs, _ := doc[s.File].([]any)
+		switch {
+		case s.File == s.Name:
+			out[s.Name] = len(recs)
+		case s.Name == "grants":
+			for _, r := range recs {
+				objects, _ := r.(map[string]any)["objects"].([]any)
+				out[s.Name] += len(objects)
+			}
+		default:
+			t.Fatalf("section %s reads the records of %s: say here what it counts", s.Name, s.File)
+		}
+	}
+	return out
+}

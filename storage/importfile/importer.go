@@ -17,7 +17,6 @@ type importer struct {
 	byName  map[string]*storage.Account
 	byID    map[int64]*storage.Account
 	objects map[string]*storage.Object
-	res     Result
 }
 
 func newImporter(db bun.IDB) *importer {
@@ -40,15 +39,11 @@ func (im *importer) lookupAccount(ctx context.Context, username string) (*storag
 	if a, ok := im.byName[username]; ok {
 		return a, true, nil
 	}
-	a := new(storage.Account)
-	err := im.db.NewSelect().Model(a).Where("a.username = ?", username).Scan(ctx)
-	if err = storage.Translate(err); errors.Is(err, storage.ErrNotFound) {
-		return nil, false, nil
-	} else if err != nil {
-		return nil, false, err
+	a, ok, err := findOne[storage.Account](ctx, im.db, "a.username = ?", username)
+	if ok {
+		im.remember(a)
 	}
-	im.remember(a)
-	return a, true, nil
+	return a, ok, err
 }
 
 // accountByID returns an account known to exist.
@@ -56,9 +51,12 @@ func (im *importer) accountByID(ctx context.Context, id int64) (*storage.Account
 	if a, ok := im.byID[id]; ok {
 		return a, nil
 	}
-	a := new(storage.Account)
-	if err := im.db.NewSelect().Model(a).Where("a.id = ?", id).Scan(ctx); err != nil {
-		return nil, storage.Translate(err)
+	a, ok, err := findOne[storage.Account](ctx, im.db, "a.id = ?", id)
+	if err != nil {
+		return nil, err
+	}
+	if !ok {
+		return nil, storage.ErrNotFound
 	}
 	im.remember(a)
 	return a, nil
@@ -70,54 +68,99 @@ func (im *importer) lookupObject(ctx context.Context, imei string) (*storage.Obj
 	if o, ok := im.objects[imei]; ok {
 		return o, true, nil
 	}
-	o := new(storage.Object)
-	err := im.db.NewSelect().Model(o).Where("o.imei = ?", imei).Scan(ctx)
-	if err = storage.Translate(err); errors.Is(err, storage.ErrNotFound) {
-		return nil, false, nil
-	} else if err != nil {
-		return nil, false, err
+	o, ok, err := findOne[storage.Object](ctx, im.db, "o.imei = ?", imei)
+	if ok {
+		im.objects[imei] = o
 	}
-	im.objects[imei] = o
-	return o, true, nil
+	return o, ok, err
+}
+
+// findOne returns the row of the model T that where selects; ok is false
+// when there is none.
+func findOne[T any](ctx context.Context, db bun.IDB, where string, arg any) (*T, bool, error) {
+	row := new(T)
+	err := storage.Translate(db.NewSelect().Model(row).Where(where, arg).Scan(ctx))
+	if errors.Is(err, storage.ErrNotFound) {
+		return nil, false, nil
+	}
+	return row, err == nil, err
+}
+
+// account resolves the account a record names: it must exist.
+func (im *importer) account(ctx context.Context, ref recordRef, username string) (*storage.Account, error) {
+	return resolve(ctx, ref, "account", username, im.lookupAccount)
 }
 
 // owner resolves the account that owns a record: it must exist and must not
 // be a subaccount (a subaccount's rows belong to its parent).
 func (im *importer) owner(ctx context.Context, ref recordRef, username string) (*storage.Account, error) {
-	if username == "" {
-		return nil, ref.errorf("account is required")
-	}
-	a, ok, err := im.lookupAccount(ctx, username)
-	if err != nil {
-		return nil, ref.dbError(err)
-	}
-	if !ok {
-		return nil, ref.errorf("unknown account %q", username)
-	}
-	if a.Type == tenancy.Subaccount {
+	a, err := im.account(ctx, ref, username)
+	if err == nil && a.Type == tenancy.Subaccount {
 		return nil, ref.errorf("account %q is a subaccount; records belong to its parent", username)
 	}
-	return a, nil
+	return a, err
 }
 
 // device resolves an IMEI that must exist.
 func (im *importer) device(ctx context.Context, ref recordRef, imei string) (*storage.Object, error) {
-	if imei == "" {
-		return nil, ref.errorf("imei is required")
+	return resolve(ctx, ref, "imei", imei, im.lookupObject)
+}
+
+// resolve finds what a record refers to by name (its what): the name is
+// required and must exist.
+func resolve[T any](ctx context.Context, ref recordRef, what, name string, lookup func(context.Context, string) (*T, bool, error)) (*T, error) {
+	if name == "" {
+		return nil, ref.errorf("%s is required", what)
 	}
-	o, ok, err := im.lookupObject(ctx, imei)
+	v, ok, err := lookup(ctx, name)
 	if err != nil {
 		return nil, ref.dbError(err)
 	}
 	if !ok {
-		return nil, ref.errorf("unknown imei %q", imei)
+		return nil, ref.errorf("unknown %s %q", what, name)
 	}
-	return o, nil
+	return v, nil
 }
 
-// exists reports whether a row of model matches the query built by where.
-func (im *importer) exists(ctx context.Context, ref recordRef, model any, where func(*bun.SelectQuery) *bun.SelectQuery) (bool, error) {
-	ok, err := where(im.db.NewSelect().Model(model)).Exists(ctx)
+// namedOwner resolves the owner of a record named within its account (a
+// report definition, an event rule) and checks its name and its devices.
+func (im *importer) namedOwner(ctx context.Context, ref recordRef, username, name string, imeis []string) (*storage.Account, error) {
+	acct, err := im.owner(ctx, ref, username)
+	if err != nil {
+		return nil, err
+	}
+	if name == "" {
+		return nil, ref.errorf("name is required")
+	}
+	return acct, im.checkDevices(ctx, ref, acct, imeis)
+}
+
+// checkDevices checks that every IMEI of a record is a device the account
+// sees: its own, one of an account it manages, or any for an admin.
+func (im *importer) checkDevices(ctx context.Context, ref recordRef, acct *storage.Account, imeis []string) error {
+	for _, imei := range imeis {
+		o, err := im.device(ctx, ref, imei)
+		if err != nil {
+			return err
+		}
+		if o.AccountID == acct.ID || acct.Type == tenancy.Admin {
+			continue
+		}
+		owner, err := im.accountByID(ctx, o.AccountID)
+		if err != nil {
+			return ref.dbError(err)
+		}
+		if owner.ManagerID == nil || *owner.ManagerID != acct.ID {
+			return ref.errorf("imei %q is not a device of account %q", imei, acct.Username)
+		}
+	}
+	return nil
+}
+
+// exists reports whether a row of the model's table matches where (a
+// record's natural key; ?TableAlias names the table).
+func (im *importer) exists(ctx context.Context, ref recordRef, model any, where string, args ...any) (bool, error) {
+	ok, err := im.db.NewSelect().Model(model).Where(where, args...).Exists(ctx)
 	if err != nil {
 		return false, ref.dbError(err)
 	}
@@ -130,4 +173,21 @@ func (im *importer) insert(ctx context.Context, ref recordRef, model any) error 
 		return ref.dbError(err)
 	}
 	return nil
+}
+
+// byAccountAndName is the natural key of a record named within its
+// account, for insertNew.
+const byAccountAndName = "?TableAlias.account_id = ? AND ?TableAlias.name = ?"
+
+// insertNew inserts a row unless one matching where (its natural key)
+// exists: inserted is false when it skipped the record.
+func (im *importer) insertNew(ctx context.Context, ref recordRef, model any, where string, args ...any) (inserted bool, err error) {
+	found, err := im.exists(ctx, ref, model, where, args...)
+	if err != nil || found {
+		return false, err
+	}
+	if err := im.insert(ctx, ref, model); err != nil {
+		return false, err
+	}
+	return true, nil
 }

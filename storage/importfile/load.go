@@ -26,33 +26,22 @@ type Count struct {
 	Skipped int `json:"skipped"`
 }
 
-// Result counts the records of an import per section. Grants are the
-// devices granted to subaccounts (the "objects" of subaccount records).
-type Result struct {
-	Accounts   Count `json:"accounts"`
-	Objects    Count `json:"objects"`
-	Grants     Count `json:"grants"`
-	Tokens     Count `json:"tokens"`
-	Services   Count `json:"services"`
-	Reports    Count `json:"reports"`
-	Events     Count `json:"events"`
-	Passengers Count `json:"passengers"`
-}
+// Result counts the records of an import per section (Sections): the
+// records of each section of the file, and the devices granted to
+// subaccounts (the "objects" of subaccount records) under "grants". Load
+// returns a count for every section.
+type Result map[string]Count
 
-// String summarises the result, one section after another.
+// String summarises the result, one section after another in the order
+// they apply.
 func (r Result) String() string {
 	s := ""
-	for i, c := range []struct {
-		name string
-		Count
-	}{
-		{"accounts", r.Accounts}, {"objects", r.Objects}, {"grants", r.Grants}, {"tokens", r.Tokens},
-		{"services", r.Services}, {"reports", r.Reports}, {"events", r.Events}, {"passengers", r.Passengers},
-	} {
+	for i, sec := range ordered() {
 		if i > 0 {
 			s += "; "
 		}
-		s += fmt.Sprintf("%s: %d inserted, %d skipped", c.name, c.Inserted, c.Skipped)
+		c := r[sec.Name]
+		s += fmt.Sprintf("%s: %d inserted, %d skipped", sec.Name, c.Inserted, c.Skipped)
 	}
 	return s
 }
@@ -91,37 +80,27 @@ func (e *RecordError) Unwrap() []error { return []error{storage.ErrInvalid, e.Er
 // one is to blame. It returns storage.ErrUnavailable when the database
 // cannot be reached.
 func Load(ctx context.Context, db bun.IDB, r io.Reader) (Result, error) {
-	f, err := decodeImport(r)
+	secs := ordered()
+	steps, err := decodeImport(r, secs)
 	if err != nil {
-		return Result{}, err
+		return nil, err
 	}
-	var res Result
+	res := Result{}
 	err = db.RunInTx(ctx, nil, func(ctx context.Context, tx bun.Tx) error {
 		im := newImporter(tx)
-		if err := im.run(ctx, f); err != nil {
-			return err
+		for i, s := range secs {
+			var n Count
+			if err := steps[i](ctx, im, &n); err != nil {
+				return err
+			}
+			res[s.Name] = n
 		}
-		res = im.res
 		return nil
 	})
 	if err != nil {
-		return Result{}, storage.Translate(err)
+		return nil, storage.Translate(err)
 	}
 	return res, nil
-}
-
-// run applies the sections in dependency order.
-func (im *importer) run(ctx context.Context, f *importFile) error {
-	steps := []func(context.Context, *importFile) error{
-		im.importAccounts, im.importObjects, im.importGrants, im.importTokens,
-		im.importServices, im.importReports, im.importEvents, im.importPassengers,
-	}
-	for _, step := range steps {
-		if err := step(ctx, f); err != nil {
-			return err
-		}
-	}
-	return nil
 }
 
 // recordRef names one record of the file, for errors.

@@ -6,46 +6,37 @@ import (
 	"sort"
 	"strings"
 
-	"github.com/uptrace/bun"
-
 	"github.com/fleetapi/fleetapi/storage"
 )
 
-// importPassengers inserts the passengers, normalised as DESIGN §5 says. A
+// The passengers apply last.
+var _ = declareSection(spec[importPassenger]{name: "passengers", after: "events", key: []string{"account", "passenger_name"}, load: loadPassenger})
+
+// importPassenger is a record of the passengers section: every field of
+// the model, its account by username; active unless it says otherwise;
+// the database assigns passenger_id.
+type importPassenger struct {
+	storage.Passenger
+	Account         string     `json:"account"`
+	PassengerActive *bool      `json:"passenger_active"`
+	PassengerID     dbAssigned `json:"passenger_id"`
+}
+
+// loadPassenger inserts a passenger, normalised as DESIGN §5 says. A
 // record whose account and (trimmed) name exist is skipped.
-func (im *importer) importPassengers(ctx context.Context, f *importFile) error {
-	for _, r := range f.Passengers {
-		p, ref := r.val, r.ref
-		if len(p.PassengerID) > 0 {
-			return ref.errorf("passenger_id is assigned by the database")
-		}
-		acct, err := im.owner(ctx, ref, p.Account)
-		if err != nil {
-			return err
-		}
-		row := p.Passenger
-		row.AccountID = acct.ID
-		row.PassengerActive = p.PassengerActive == nil || *p.PassengerActive
-		row.Normalize()
-		if bad := row.Validate(); bad != nil {
-			return ref.errorf("%s", fieldErrors(bad))
-		}
-		found, err := im.exists(ctx, ref, (*storage.Passenger)(nil), func(q *bun.SelectQuery) *bun.SelectQuery {
-			return q.Where("p.account_id = ? AND p.passenger_name = ?", acct.ID, row.PassengerName)
-		})
-		if err != nil {
-			return err
-		}
-		if found {
-			im.res.Passengers.Skipped++
-			continue
-		}
-		if err := im.insert(ctx, ref, &row); err != nil {
-			return err
-		}
-		im.res.Passengers.Inserted++
+func loadPassenger(ctx context.Context, im *importer, ref recordRef, p importPassenger) (bool, error) {
+	acct, err := im.owner(ctx, ref, p.Account)
+	if err != nil {
+		return false, err
 	}
-	return nil
+	row := p.Passenger
+	row.AccountID = acct.ID
+	row.PassengerActive = p.PassengerActive == nil || *p.PassengerActive
+	row.Normalize()
+	if bad := row.Validate(); bad != nil {
+		return false, ref.errorf("%s", fieldErrors(bad))
+	}
+	return im.insertNew(ctx, ref, &row, "p.account_id = ? AND p.passenger_name = ?", acct.ID, row.PassengerName)
 }
 
 // fieldErrors formats field → reason pairs in field order.
