@@ -3,7 +3,8 @@ package importfile
 import (
 	"context"
 	"fmt"
-	"sort"
+	"maps"
+	"slices"
 	"strings"
 
 	"github.com/fleetapi/fleetapi/storage"
@@ -41,14 +42,9 @@ func loadPassenger(ctx context.Context, im *importer, ref recordRef, p importPas
 
 // fieldErrors formats field → reason pairs in field order.
 func fieldErrors(bad map[string]string) string {
-	fields := make([]string, 0, len(bad))
-	for f := range bad {
-		fields = append(fields, f)
-	}
-	sort.Strings(fields)
-	parts := make([]string, len(fields))
-	for i, f := range fields {
-		parts[i] = fmt.Sprintf("%s: %s", f, bad[f])
+	var parts []string
+	for _, f := range slices.Sorted(maps.Keys(bad)) {
+		parts = append(parts, fmt.Sprintf("%s: %s", f, bad[f]))
 	}
 	return strings.Join(parts, "; ")
 }
