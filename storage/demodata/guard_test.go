@@ -109,14 +109,14 @@ func TestForeignAccounts(t *testing.T) {
 	}
 	importJSON(t, db, []byte(`{"accounts": [{"username": "zeta", "type": "user", "manager": "fleetco"},
 		{"username": "beta", "type": "manager"}]}`))
-	if _, err := db.DB.ExecContext(ctx, "UPDATE accounts SET type = 'manager' WHERE username = 'tailspin'"); err != nil {
+	if _, err := db.DB.ExecContext(ctx, "UPDATE accounts SET type = 'admin' WHERE username = 'northwind'"); err != nil {
 		t.Fatal(err)
 	}
 	got, err := demodata.ForeignAccounts(ctx, db.DB)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if want := []string{"beta", "tailspin", "zeta"}; !slices.Equal(got, want) {
+	if want := []string{"beta", "northwind", "zeta"}; !slices.Equal(got, want) {
 		t.Fatalf("non-demo accounts %v, want %v", got, want)
 	}
 }
