@@ -90,7 +90,7 @@ func (s *Server) guard(next http.Handler) http.Handler {
 			s.writeError(w, r, denial)
 			return
 		}
-		if err := s.checkToken(ctx, w, p.Token); err != nil {
+		if err := s.checkToken(ctx, w, p); err != nil {
 			s.writeError(w, r, err)
 			return
 		}

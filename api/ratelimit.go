@@ -104,16 +104,33 @@ func (s *Server) recordAuthFailure(ctx context.Context, ip string) {
 	_, _ = s.limiter.AllowN(ctx, "authfail:"+ip, s.cfg.AuthFailureLimit, 1)
 }
 
-// checkToken takes one request from the token's budget and sets the
-// RateLimit-* headers.
-func (s *Server) checkToken(ctx context.Context, w http.ResponseWriter, tok tenancy.Token) error {
+// budgets are the rate-limit budgets a request of principal p counts
+// against, all at once (docs/decisions.md, issue 19 item 7): its token's
+// and every minting ancestor's (p.Minters), each with its own limit or
+// the server default, so that minting children cannot multiply what a
+// token is served. An account-level budget is one more entry here.
+func (s *Server) budgets(p tenancy.Principal) []ratelimit.Budget {
+	limit := func(own int) int {
+		if own > 0 {
+			return own
+		}
+		return s.cfg.RateLimit
+	}
+	out := make([]ratelimit.Budget, 0, 1+len(p.Minters))
+	out = append(out, ratelimit.Budget{Key: "token:" + strconv.FormatInt(p.Token.ID, 10), Limit: limit(p.Token.RateLimit)})
+	for _, m := range p.Minters {
+		out = append(out, ratelimit.Budget{Key: "token:" + strconv.FormatInt(m.ID, 10), Limit: limit(m.RateLimit)})
+	}
+	return out
+}
+
+// checkToken takes one request from every budget of the principal
+// (budgets) and sets the RateLimit-* headers from the tightest.
+func (s *Server) checkToken(ctx context.Context, w http.ResponseWriter, p tenancy.Principal) error {
 	ctx, span := s.tracer.Start(ctx, "ratelimit")
 	defer span.End()
-	limit := tok.RateLimit
-	if limit <= 0 {
-		limit = s.cfg.RateLimit
-	}
-	res, err := s.limiter.AllowN(ctx, "token:"+strconv.FormatInt(tok.ID, 10), limit, 1)
+	budgets := s.budgets(p)
+	res, err := s.limiter.AllowAll(ctx, budgets, 1)
 	if err != nil {
 		return err
 	}
@@ -126,6 +143,7 @@ func (s *Server) checkToken(ctx context.Context, w http.ResponseWriter, tok tena
 		attribute.Int("fleet.ratelimit.remaining", res.Remaining),
 		attribute.Bool("fleet.ratelimit.allowed", res.Allowed),
 		attribute.Bool("fleet.ratelimit.degraded", res.Degraded),
+		attribute.Int("fleet.ratelimit.budgets", len(budgets)),
 	)
 	if !res.Allowed {
 		s.metrics.rateLimited(ctx, rejectToken)

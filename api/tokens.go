@@ -83,7 +83,9 @@ type CreatedToken struct {
 	RevokedAt   *time.Time `json:"revoked_at"`
 	LastUsedAt  *time.Time `json:"last_used_at"`
 	RateLimit   *int       `json:"rate_limit"`
-	CreatedAt   time.Time  `json:"created_at"`
+	// ParentTokenID is the token that minted it.
+	ParentTokenID *int64    `json:"parent_token_id"`
+	CreatedAt     time.Time `json:"created_at"`
 	// Secret is the token to send as Authorization; empty (absent) on a
 	// replay.
 	Secret string `json:"secret,omitempty"`
@@ -92,7 +94,7 @@ type CreatedToken struct {
 func createdToken(t storage.ManagedToken, secret string) CreatedToken {
 	return CreatedToken{ID: t.ID, AccountID: t.AccountID, Name: t.Name, Permissions: []string(t.Permissions),
 		ExpiresAt: t.ExpiresAt, RevokedAt: t.RevokedAt, LastUsedAt: t.LastUsedAt, RateLimit: t.RateLimit,
-		CreatedAt: t.CreatedAt, Secret: secret}
+		ParentTokenID: t.ParentTokenID, CreatedAt: t.CreatedAt, Secret: secret}
 }
 
 // tokenFrom validates a POST /tokens body: the token asked for, with
@@ -184,6 +186,9 @@ func (s *Server) postTokens(c fuego.ContextWithBody[TokenInput]) (*Envelope[Crea
 	if nt.RateLimit == 0 {
 		nt.RateLimit = caller.RateLimit
 	}
+	// The lineage: the new token records the token that mints it, whose
+	// revocation revokes it and whose budget its requests also use.
+	nt.ParentTokenID = caller.ID
 	idem, err := idempotencyRequest(r, m.principal.Account.ID, "POST /tokens", nt)
 	if err != nil {
 		return nil, err
@@ -269,7 +274,9 @@ func tokenFields() map[string][]fieldOpt {
 		"revoked_at":   {nullable(), desc("When it was revoked; null: not revoked.")},
 		"last_used_at": {nullable(), desc("When it was last used (updated at most once a minute); null: never.")},
 		"rate_limit":   {minimum(1), nullable(), desc("Requests per minute; null: the server default.")},
-		"created_at":   {desc("When it was created.")},
+		"parent_token_id": {minimum(1), nullable(), desc("The token that minted it (POST /tokens): revoking that token revokes this one, " +
+			"and this token's requests also count against that token's rate limit, and its minters'. Null for a token made by an operator (command line, import).")},
+		"created_at": {desc("When it was created.")},
 	}
 }
 
@@ -296,7 +303,7 @@ func tokenInputSchema() wireType {
 func exampleManagedToken() storage.ManagedToken {
 	exp := time.Date(2027, 1, 15, 0, 0, 0, 0, time.UTC)
 	return storage.ManagedToken{ID: 21, AccountID: 14, Name: "acme-ci-readonly", Permissions: storage.StringList{"GET *"},
-		ExpiresAt: &exp, RateLimit: ptr(60), CreatedAt: time.Date(2026, 1, 15, 9, 30, 0, 0, time.UTC)}
+		ExpiresAt: &exp, RateLimit: ptr(60), ParentTokenID: ptr(int64(11)), CreatedAt: time.Date(2026, 1, 15, 9, 30, 0, 0, time.UTC)}
 }
 
 func exampleCreatedToken() CreatedToken {

@@ -396,7 +396,7 @@ func TestTokenSecretShownOnce(t *testing.T) {
 		keys = append(keys, k)
 	}
 	slices.Sort(keys)
-	want := []string{"account_id", "created_at", "expires_at", "id", "last_used_at", "name", "permissions", "rate_limit", "revoked_at"}
+	want := []string{"account_id", "created_at", "expires_at", "id", "last_used_at", "name", "parent_token_id", "permissions", "rate_limit", "revoked_at"}
 	if !slices.Equal(keys, want) || items[0].(map[string]any)["revoked_at"] == nil {
 		t.Fatalf("fields %v, want %v: %s", keys, want, r.raw)
 	}

@@ -71,6 +71,9 @@ type ManagementToken struct {
 	// RateLimit is the token's effective limit in requests per minute (its
 	// own, or the server default); nil: unlimited.
 	RateLimit *int `json:"rate_limit"`
+	// Generation is how many tokens minted it (its minters); 0 for a token
+	// made by an operator.
+	Generation int `json:"generation"`
 }
 
 // TargetInput holds the facts of the account a management action is on.
@@ -97,7 +100,7 @@ type TargetInput struct {
 // Change.
 func NewManagementInput(p tenancy.Principal, today time.Time, defaultRateLimit int) ManagementInput {
 	in := NewInput(p, "", "", today)
-	tok := ManagementToken{ID: in.Token.ID, Permissions: in.Token.Permissions}
+	tok := ManagementToken{ID: in.Token.ID, Permissions: in.Token.Permissions, Generation: len(p.Minters)}
 	if p.Token.ExpiresAt != nil {
 		t := p.Token.ExpiresAt.UTC()
 		tok.ExpiresAt = &t
@@ -174,6 +177,7 @@ func (in ManagementInput) value() (ast.Object, error) {
 			ast.Item(ast.InternedTerm("permissions"), stringsTerm(in.Token.Permissions)),
 			ast.Item(ast.InternedTerm("expires_at"), expires),
 			ast.Item(ast.InternedTerm("rate_limit"), rate),
+			ast.Item(ast.InternedTerm("generation"), intTerm(int64(in.Token.Generation))),
 		)),
 		ast.Item(ast.InternedTerm("action"), ast.StringTerm(in.Action)),
 		ast.Item(ast.InternedTerm("target"), target),

@@ -9,6 +9,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/fleetapi/fleetapi/tenancy"
 )
 
 // The escalation oracle: an independent reading of DESIGN §9 in Go,
@@ -350,6 +352,11 @@ func oDecide(t *oTree, c oCase) string {
 				return "exceeds_token"
 			}
 		}
+		// "A token of MaxTokenGeneration mints no more" (the lineage's
+		// bound, DESIGN §9 and docs/decisions.md).
+		if c.token.Generation >= tenancy.MaxTokenGeneration {
+			return "exceeds_token"
+		}
 	}
 	return ""
 }
@@ -410,6 +417,9 @@ func oracleCasesOf(t *oTree, r *rand.Rand, actions []string) []oCase {
 					}
 					if r.IntN(3) > 0 {
 						c.token.RateLimit = ptr(100)
+					}
+					if r.IntN(6) == 0 {
+						c.token.Generation = tenancy.MaxTokenGeneration - 1 + r.IntN(3)
 					}
 					if rel != "top" {
 						var candidates []*oNode

@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -309,5 +310,23 @@ func BenchmarkDecideManagement(b *testing.B) {
 		if err != nil || !d.Allow {
 			b.Fatal(d, err)
 		}
+	}
+}
+
+// TestMaxGenerationAgrees: the policy's max_generation is
+// tenancy.MaxTokenGeneration, the bound storage loads minters to: a token
+// the policy lets mint has a lineage storage loads whole.
+func TestMaxGenerationAgrees(t *testing.T) {
+	ctx := context.Background()
+	q, err := engine(t).cur.Load().prepareEval(ctx, "data.fleet.manage.max_generation")
+	if err != nil {
+		t.Fatal(err)
+	}
+	rs, err := q.Eval(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n, ok := single(rs).(json.Number); !ok || n.String() != strconv.Itoa(tenancy.MaxTokenGeneration) {
+		t.Errorf("data.fleet.manage.max_generation = %v, tenancy.MaxTokenGeneration = %d", single(rs), tenancy.MaxTokenGeneration)
 	}
 }

@@ -312,6 +312,11 @@ type ManagementWrite struct {
 	Actor    Actor
 	// Change makes the change with tx and returns its audit event.
 	Change func(ctx context.Context, tx *Store) (AuditEvent, error)
+	// More, when set, runs after Change in the same transaction and
+	// returns the audit events of what the change did beyond its target
+	// (the heirs a token's revocation revoked), stored with the same
+	// actor after Change's.
+	More func(ctx context.Context, tx *Store) ([]AuditEvent, error)
 }
 
 // ManageInTx runs w in one transaction: check its accounts against scope,
@@ -403,6 +408,20 @@ func manage(ctx context.Context, tx bun.Tx, scope policy.Scope, w ManagementWrit
 	ev.RequestID, ev.TraceID = w.Actor.RequestID, w.Actor.TraceID
 	if err := writeAuditEvent(ctx, tx, &ev); err != nil {
 		return AuditEvent{}, err
+	}
+	if w.More != nil {
+		more, err := w.More(ctx, ts)
+		if err != nil {
+			return AuditEvent{}, err
+		}
+		for i := range more {
+			m := &more[i]
+			m.ActorAccountID, m.ActorTokenID = w.Actor.AccountID, w.Actor.TokenID
+			m.RequestID, m.TraceID = w.Actor.RequestID, w.Actor.TraceID
+			if err := writeAuditEvent(ctx, tx, m); err != nil {
+				return AuditEvent{}, err
+			}
+		}
 	}
 	return ev, nil
 }

@@ -23,8 +23,11 @@ type Token struct {
 	RevokedAt   *time.Time `bun:"revoked_at"`
 	LastUsedAt  *time.Time `bun:"last_used_at"`
 	// RateLimit is requests per minute; nil for the server default.
-	RateLimit *int      `bun:"rate_limit"`
-	CreatedAt time.Time `bun:"created_at,nullzero,notnull,default:current_timestamp"`
+	RateLimit *int `bun:"rate_limit"`
+	// ParentTokenID is the token that minted this one (POST /tokens); nil
+	// for a token made by the command line or the import.
+	ParentTokenID *int64    `bun:"parent_token_id"`
+	CreatedAt     time.Time `bun:"created_at,nullzero,notnull,default:current_timestamp"`
 
 	// Account is the owning account, loaded with Relation("Account").
 	Account *Account `bun:"rel:belongs-to,join:account_id=id"`
@@ -52,6 +55,9 @@ func (t Token) Tenancy() tenancy.Token {
 	}
 	if t.RateLimit != nil {
 		out.RateLimit = *t.RateLimit
+	}
+	if t.ParentTokenID != nil {
+		out.ParentID = *t.ParentTokenID
 	}
 	return out
 }

@@ -111,7 +111,7 @@ func (s *Store) rowsOnlyIn(ctx context.Context, d *Descriptor, in, out sqlFragme
 // decisions `fleetapi policy diff` compares.
 func (s *Store) ActivePrincipals(ctx context.Context, now time.Time) ([]tenancy.Principal, error) {
 	var rows []principalRow
-	err := s.db.NewSelect().Model(&rows).ColumnExpr("t.*").ColumnExpr(ancestorsColumn).Relation("Account").
+	err := s.db.NewSelect().Model(&rows).ColumnExpr("t.*").ColumnExpr(ancestorsColumn).ColumnExpr(mintersColumn).Relation("Account").
 		Where("t.revoked_at IS NULL").
 		Where("t.expires_at IS NULL OR t.expires_at > ?", now).
 		OrderExpr("t.id").Scan(ctx)

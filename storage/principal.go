@@ -41,23 +41,102 @@ var ancestorsColumn = fmt.Sprintf(`(
 	) ORDER BY depth), '[]') FROM up
 ) AS "ancestors"`, MaxAncestors)
 
-// principalRow is a token with its account and the accounts above it.
+// mintersColumn is the select-list expression that loads the tokens that
+// minted the token ("t"), nearest first, as one JSON array: a recursive
+// walk up parent_token_id that stops after tenancy.MaxTokenGeneration+1
+// tokens or at a token it has already visited (wholeMinters judges it).
+var mintersColumn = fmt.Sprintf(`(
+	WITH RECURSIVE up AS (
+		SELECT p.id, p.rate_limit, p.parent_token_id, 1 AS depth, ARRAY["t"."id", p.id] AS path
+		FROM tokens AS p WHERE p.id = "t"."parent_token_id"
+		UNION ALL
+		SELECT p.id, p.rate_limit, p.parent_token_id, up.depth + 1, up.path || p.id
+		FROM up JOIN tokens AS p ON p.id = up.parent_token_id
+		WHERE up.depth <= %d AND p.id <> ALL (up.path)
+	)
+	SELECT COALESCE(json_agg(json_build_object('id', id, 'rate_limit', rate_limit, 'parent_token_id', parent_token_id)
+		ORDER BY depth), '[]') FROM up
+) AS "minters"`, tenancy.MaxTokenGeneration)
+
+// principalRow is a token with its account, the accounts above it and the
+// tokens that minted it.
 type principalRow struct {
 	Token     `bun:",extend"`
 	Ancestors ancestorList `bun:"ancestors,scanonly"`
+	Minters   minterList   `bun:"minters,scanonly"`
 }
 
-// principalQuery selects principal rows: the token, its account (joined)
-// and the account's ancestors (ancestorsColumn), in one statement.
+// principalQuery selects principal rows: the token, its account (joined),
+// the account's ancestors (ancestorsColumn) and the token's minters
+// (mintersColumn), in one statement.
 func (s *Store) principalQuery(row *principalRow) *bun.SelectQuery {
-	return s.db.NewSelect().Model(row).ColumnExpr("t.*").ColumnExpr(ancestorsColumn).Relation("Account")
+	return s.db.NewSelect().Model(row).ColumnExpr("t.*").ColumnExpr(ancestorsColumn).ColumnExpr(mintersColumn).Relation("Account")
+}
+
+// minter is one token of mintersColumn.
+type minter struct {
+	ID            int64  `json:"id"`
+	RateLimit     *int   `json:"rate_limit"`
+	ParentTokenID *int64 `json:"parent_token_id"`
+}
+
+// minterList is the JSON array of mintersColumn (implements sql.Scanner).
+type minterList []minter
+
+// Scan reads the json column; NULL scans as no minters.
+func (l *minterList) Scan(src any) error {
+	var b []byte
+	switch v := src.(type) {
+	case nil:
+		*l = nil
+		return nil
+	case []byte:
+		b = v
+	case string:
+		b = []byte(v)
+	default:
+		return fmt.Errorf("storage.minterList: cannot scan %T", src)
+	}
+	var out minterList
+	if err := json.Unmarshal(b, &out); err != nil {
+		return fmt.Errorf("storage.minterList: %w", err)
+	}
+	*l = out
+	return nil
+}
+
+// wholeMinters reports whether up, the tokens loaded above a token whose
+// parent is parentID (nil: none), is its whole lineage: each token the
+// parent of the one below it, the last made by an operator (no parent), at
+// most tenancy.MaxTokenGeneration. A loop or a deeper lineage (written
+// behind the API's back) is not whole.
+func wholeMinters(parentID *int64, up minterList) bool {
+	if len(up) > tenancy.MaxTokenGeneration {
+		return false
+	}
+	next := parentID
+	for _, m := range up {
+		if next == nil || *next != m.ID {
+			return false
+		}
+		next = m.ParentTokenID
+	}
+	return next == nil
 }
 
 // principal returns the row as the tenancy package sees it; a chain of
 // ancestors that is not whole is marked (tenancy.Principal.AncestorsIncomplete).
 func (r principalRow) principal() tenancy.Principal {
 	p := tenancy.Principal{Token: r.Token.Tenancy(), Account: r.Account.Tenancy(),
-		AncestorsIncomplete: !wholeChain(r.Account.ManagerID, r.Ancestors)}
+		AncestorsIncomplete: !wholeChain(r.Account.ManagerID, r.Ancestors),
+		MintersIncomplete:   !wholeMinters(r.Token.ParentTokenID, r.Minters)}
+	for _, m := range r.Minters {
+		mt := tenancy.Minter{ID: m.ID}
+		if m.RateLimit != nil {
+			mt.RateLimit = *m.RateLimit
+		}
+		p.Minters = append(p.Minters, mt)
+	}
 	if len(r.Ancestors) > 0 {
 		p.Ancestors = make([]tenancy.Account, len(r.Ancestors))
 		for i, a := range r.Ancestors {

@@ -219,3 +219,70 @@ func TestPrincipalAncestorsBounded(t *testing.T) {
 		}
 	})
 }
+
+// TestPrincipalMinters: a token's minting ancestors are loaded with it,
+// nearest first, with their rate limits, in the same statement; a lineage
+// that loops or runs deeper than tenancy.MaxTokenGeneration (only possible
+// behind the API's back) is marked incomplete, and authentication refuses
+// such a token.
+func TestPrincipalMinters(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	s, db := newStore(t)
+	importJSON(t, db, []byte(treeAccounts))
+	mk := func(name string, parent int64, rate int) (string, int64) {
+		t.Helper()
+		secret, tok, err := s.CreateToken(ctx, storage.NewToken{Username: "customer", Name: name, Permissions: []string{"*"}, RateLimit: rate})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if parent != 0 {
+			if _, err := db.ExecContext(ctx, "UPDATE tokens SET parent_token_id = ? WHERE id = ?", parent, tok.ID); err != nil {
+				t.Fatal(err)
+			}
+		}
+		return secret, tok.ID
+	}
+	lookup := func(secret string) tenancy.Principal {
+		t.Helper()
+		hash, _ := tenancy.HashToken(secret)
+		p, found, err := s.PrincipalByTokenHash(ctx, hash)
+		if err != nil || !found {
+			t.Fatalf("found %v, err %v", found, err)
+		}
+		return p
+	}
+	_, root := mk("root", 0, 50)
+	_, mid := mk("mid", root, 0)
+	leafSecret, leaf := mk("leaf", mid, 5)
+	p := lookup(leafSecret)
+	if p.MintersIncomplete || !reflect.DeepEqual(p.Minters, []tenancy.Minter{{ID: mid}, {ID: root, RateLimit: 50}}) || p.Token.ParentID != mid {
+		t.Fatalf("minters of the leaf: %+v (incomplete %t), parent %d", p.Minters, p.MintersIncomplete, p.Token.ParentID)
+	}
+	auth := &tenancy.Authenticator{Store: s}
+	if _, err := auth.Authenticate(ctx, "Bearer "+leafSecret); err != nil {
+		t.Fatalf("a whole lineage: %v", err)
+	}
+	// a loop: root's parent is the leaf
+	if _, err := db.ExecContext(ctx, "UPDATE tokens SET parent_token_id = ? WHERE id = ?", leaf, root); err != nil {
+		t.Fatal(err)
+	}
+	if p := lookup(leafSecret); !p.MintersIncomplete {
+		t.Errorf("a loop of parents: %+v, want incomplete", p.Minters)
+	}
+	if _, err := auth.Authenticate(ctx, "Bearer "+leafSecret); err == nil {
+		t.Error("a token whose lineage loops was accepted")
+	}
+	// deeper than the bound
+	if _, err := db.ExecContext(ctx, "UPDATE tokens SET parent_token_id = NULL WHERE id = ?", root); err != nil {
+		t.Fatal(err)
+	}
+	secret, prev := "", leaf
+	for i := range tenancy.MaxTokenGeneration {
+		secret, prev = mk(fmt.Sprintf("deep-%d", i), prev, 0)
+	}
+	if p := lookup(secret); !p.MintersIncomplete || len(p.Minters) != tenancy.MaxTokenGeneration+1 {
+		t.Errorf("%d generations: %d minters loaded (incomplete %t), want %d, incomplete", tenancy.MaxTokenGeneration+2,
+			len(p.Minters), p.MintersIncomplete, tenancy.MaxTokenGeneration+1)
+	}
+}

@@ -33,7 +33,10 @@ type ManagedToken struct {
 	RevokedAt   *time.Time `bun:"revoked_at" json:"revoked_at"`
 	LastUsedAt  *time.Time `bun:"last_used_at" json:"last_used_at"`
 	RateLimit   *int       `bun:"rate_limit" json:"rate_limit"`
-	CreatedAt   time.Time  `bun:"created_at,nullzero,notnull,default:current_timestamp" json:"created_at" list:"sort"`
+	// ParentTokenID is the token that minted it (its lineage, DESIGN §9);
+	// nil for a token made by the command line or the import.
+	ParentTokenID *int64    `bun:"parent_token_id" json:"parent_token_id" list:"filter"`
+	CreatedAt     time.Time `bun:"created_at,nullzero,notnull,default:current_timestamp" json:"created_at" list:"sort"`
 }
 
 // ValidateNewToken is the one validation of a token to create, shared by
@@ -80,7 +83,8 @@ func newTokenRow(account int64, name string, permissions []string, expiresAt *ti
 // managed returns the token as the management API shows it.
 func (t Token) managed() ManagedToken {
 	return ManagedToken{ID: t.ID, AccountID: t.AccountID, Name: t.Name, Permissions: t.Permissions.orEmpty(),
-		ExpiresAt: t.ExpiresAt, RevokedAt: t.RevokedAt, LastUsedAt: t.LastUsedAt, RateLimit: t.RateLimit, CreatedAt: t.CreatedAt}
+		ExpiresAt: t.ExpiresAt, RevokedAt: t.RevokedAt, LastUsedAt: t.LastUsedAt, RateLimit: t.RateLimit,
+		ParentTokenID: t.ParentTokenID, CreatedAt: t.CreatedAt}
 }
 
 // ManagedTokenInput is a token to create through the management API.
@@ -91,6 +95,8 @@ type ManagedTokenInput struct {
 	// ExpiresAt is nil for never; RateLimit 0 for the server default.
 	ExpiresAt *time.Time
 	RateLimit int
+	// ParentTokenID is the token that mints it (the caller's); 0: none.
+	ParentTokenID int64
 }
 
 // errTokenName is wrapped by the ErrConflict of a token name the account
@@ -119,6 +125,9 @@ func (s *Store) CreateManagedToken(ctx context.Context, scope policy.Scope, acto
 		if err != nil {
 			return AuditEvent{}, err
 		}
+		if in.ParentTokenID != 0 {
+			tok.ParentTokenID = &in.ParentTokenID
+		}
 		if _, err := tx.db.NewInsert().Model(tok).Returning("*").Exec(ctx); err != nil {
 			if err = Translate(err); errors.Is(err, ErrConflict) {
 				return AuditEvent{}, fmt.Errorf("%w: %w: %q", ErrConflict, errTokenName, tok.Name)
@@ -142,15 +151,18 @@ func (s *Store) CreateManagedToken(ctx context.Context, scope policy.Scope, acto
 // tokenAudit is the audited form of a token's fields: never the secret or
 // its hash.
 func tokenAudit(t ManagedToken) map[string]any {
-	var expires, rate any
+	var expires, rate, parent any
 	if t.ExpiresAt != nil {
 		expires = t.ExpiresAt.UTC().Format(time.RFC3339Nano)
 	}
 	if t.RateLimit != nil {
 		rate = *t.RateLimit
 	}
+	if t.ParentTokenID != nil {
+		parent = *t.ParentTokenID
+	}
 	return map[string]any{"account_id": t.AccountID, "name": t.Name, "permissions": []string(t.Permissions.orEmpty()),
-		"expires_at": expires, "rate_limit": rate}
+		"expires_at": expires, "rate_limit": rate, "parent_token_id": parent}
 }
 
 // ManagedTokenByID returns the token id if its account is in scope, the
@@ -196,6 +208,36 @@ func (s *Store) RevokeManagedToken(ctx context.Context, scope policy.Scope, acto
 				changes["revoked_at"] = Change{Before: nil, After: revoked[0].UTC().Format(time.RFC3339Nano)}
 			}
 			return AuditEvent{Action: policy.ActionTokenRevoke, TargetAccountID: tok.AccountID, TargetID: id, Changes: changes}, nil
-		}})
+		},
+		More: func(ctx context.Context, tx *Store) ([]AuditEvent, error) { return heirsRevoked(ctx, tx, id) }})
 	return err
+}
+
+// heirsRevoked returns the audit events of the tokens minted from token
+// id, transitively, that the statement before revoked in this
+// transaction: the trigger tokens_revoke_heirs (migration
+// 20261220000003) revokes them with their parent's revocation time, which
+// is the transaction's now(). One token.revoke event each, owned by the
+// heir's account, with its revoked_at (DESIGN §9: every token minted from
+// it, transitively, each with its audit event).
+func heirsRevoked(ctx context.Context, tx *Store, id int64) ([]AuditEvent, error) {
+	var heirs []struct {
+		ID        int64     `bun:"id"`
+		AccountID int64     `bun:"account_id"`
+		RevokedAt time.Time `bun:"revoked_at"`
+	}
+	if err := tx.db.NewRaw(`WITH RECURSIVE heirs AS (
+			SELECT t.id, t.account_id, t.revoked_at FROM tokens AS t WHERE t.parent_token_id = ?
+			UNION
+			SELECT t.id, t.account_id, t.revoked_at FROM tokens AS t JOIN heirs AS h ON t.parent_token_id = h.id
+		)
+		SELECT id, account_id, revoked_at FROM heirs WHERE revoked_at = now() ORDER BY id`, id).Scan(ctx, &heirs); err != nil {
+		return nil, err
+	}
+	out := make([]AuditEvent, len(heirs))
+	for i, h := range heirs {
+		out[i] = AuditEvent{Action: policy.ActionTokenRevoke, TargetAccountID: h.AccountID, TargetID: h.ID,
+			Changes: Changes{"revoked_at": Change{Before: nil, After: h.RevokedAt.UTC().Format(time.RFC3339Nano)}}}
+	}
+	return out, nil
 }

@@ -82,7 +82,10 @@ func (a *Authenticator) AuthenticateCached(ctx context.Context, header string) (
 		}
 		// Unknown and revoked tokens are never cached: a token created
 		// later is looked up afresh, and unknown hashes take no place.
-		if !found || principal.Token.RevokedAt != nil {
+		// A token whose minters could not be loaded whole (only possible
+		// behind the API's back) is refused: its requests could not be
+		// counted against every minter's budget.
+		if !found || principal.Token.RevokedAt != nil || principal.MintersIncomplete {
 			return Principal{}, outcome, ErrInvalidToken
 		}
 		// A chain that could not be loaded whole is not cached either: it

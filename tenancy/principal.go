@@ -69,7 +69,27 @@ type Token struct {
 	// RateLimit is the token's own limit in requests per minute; 0 means the
 	// server default.
 	RateLimit int
+	// ParentID is the token that minted this one; 0 for none.
+	ParentID  int64
 	CreatedAt time.Time
+}
+
+// MaxTokenGeneration is how many minting ancestors a token may have: a
+// token minted by a token minted by ... at most this many times from a
+// token made by an operator (the command line or the import). A token of
+// that generation mints no more (DESIGN §9's attenuation: the policy's
+// exceeds_token, field generation), so that the rate limit, which counts
+// a request against every minting ancestor (issue 19 item 7), touches a
+// bounded number of budgets.
+const MaxTokenGeneration = 8
+
+// Minter is a minting ancestor of a token, with what the rate limiter
+// needs of it.
+type Minter struct {
+	ID int64
+	// RateLimit is its own limit in requests per minute; 0: the server
+	// default.
+	RateLimit int
 }
 
 // Principal is an authenticated caller: a valid token, its account and the
@@ -88,4 +108,14 @@ type Principal struct {
 	// accounts above than the fixed levels allow (DESIGN §2). The policy
 	// then denies every request (fail closed).
 	AncestorsIncomplete bool
+	// Minters are the tokens that minted Token, nearest first: its parent,
+	// the parent's parent, and so on to a token made by an operator. A
+	// request counts against Token's rate limit and every minter's.
+	Minters []Minter
+	// MintersIncomplete is true when Minters could not be loaded whole (a
+	// loop of parent links, or more than MaxTokenGeneration, both only
+	// possible when written behind the API's back): the token is refused
+	// (fail closed), since its requests could not be counted against every
+	// minter.
+	MintersIncomplete bool
 }

@@ -60,6 +60,43 @@ func (l *Local) AllowN(_ context.Context, key string, limit, n int) (Result, err
 	return result(b, now, allowed), nil
 }
 
+// AllowAll implements Limiter. It never fails.
+func (l *Local) AllowAll(_ context.Context, budgets []Budget, n int) (Result, error) {
+	now := time.Now()
+	if l.Now != nil {
+		now = l.Now()
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.calls++
+	if l.calls%sweepEvery == 0 {
+		l.sweep(now)
+	}
+	if len(budgets) == 0 {
+		return Result{Allowed: true}, nil
+	}
+	buckets := make([]*bucket, len(budgets))
+	for i, bg := range budgets {
+		b := l.buckets[bg.Key]
+		if b == nil || b.limit != bg.Limit {
+			b = &bucket{limit: bg.Limit, lim: rate.NewLimiter(perMinute(bg.Limit), bg.Limit)}
+			l.buckets[bg.Key] = b
+		}
+		buckets[i] = b
+		if b.lim.TokensAt(now) < float64(n) {
+			return result(b, now, false), nil
+		}
+	}
+	var tightest Result
+	for i, b := range buckets {
+		b.lim.AllowN(now, n) // fits: checked above under the same lock
+		if r := result(b, now, true); i == 0 || r.Remaining < tightest.Remaining {
+			tightest = r
+		}
+	}
+	return tightest, nil
+}
+
 func perMinute(limit int) rate.Limit { return rate.Limit(float64(limit) / 60) }
 
 func result(b *bucket, now time.Time, allowed bool) Result {

@@ -26,9 +26,25 @@ type Result struct {
 	Degraded bool
 }
 
+// Budget is one per-minute budget a request counts against: a key
+// ("token:12") and its limit in requests per minute.
+type Budget struct {
+	Key   string
+	Limit int
+}
+
 // Limiter counts requests against per-minute budgets. A budget of limit
 // requests per minute allows bursts of up to limit requests.
 type Limiter interface {
 	// AllowN takes n requests from key's budget; n = 0 only looks.
 	AllowN(ctx context.Context, key string, limit, n int) (Result, error)
+	// AllowAll takes n (at least 1) requests from every budget, or from
+	// none: the request fits only when it fits in each, decided
+	// atomically, so that concurrent requests sharing a budget (tokens
+	// minted from one token) cannot both pass on its last request. The
+	// Result is the tightest budget's: the first that refuses, else the
+	// one with the fewest requests remaining. A request of a minted token
+	// counts against its own budget and every minter's (issue 19 item
+	// 7); an account's budget is one more Budget.
+	AllowAll(ctx context.Context, budgets []Budget, n int) (Result, error)
 }

@@ -140,3 +140,92 @@ func TestRedisOutageFallsBack(t *testing.T) {
 		t.Fatalf("%d fallbacks counted", fallbacks)
 	}
 }
+
+// allowAllCases runs the AllowAll contract against l: a parent budget of
+// 5 shared by its own key and two children of 5 each (tokens minted from
+// it) serves 5 requests in all, not 15; a refusal charges no budget; the
+// result is the tightest budget's.
+func allowAllCases(t *testing.T, l Limiter) {
+	t.Helper()
+	ctx := context.Background()
+	parent, child1, child2, other := randomKey(), randomKey(), randomKey(), randomKey()
+	served := 0
+	for i := range 15 {
+		kids := []Budget{{child1, 5}, {child2, 5}, {parent, 5}}
+		b := []Budget{kids[i%3], {parent, 5}}
+		if i%3 == 2 {
+			b = []Budget{{parent, 5}}
+		}
+		r, err := l.AllowAll(ctx, b, 1)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if r.Allowed {
+			served++
+		} else if r.Limit != 5 || r.RetryAfter <= 0 {
+			t.Fatalf("refusal %+v", r)
+		}
+	}
+	if served != 5 {
+		t.Fatalf("the parent's budget of 5 served %d requests of it and its children", served)
+	}
+	// a refused request charged nothing: another budget beside the
+	// exhausted parent is still full
+	if r, _ := l.AllowAll(ctx, []Budget{{other, 3}}, 1); !r.Allowed || r.Remaining != 2 {
+		t.Fatalf("a fresh budget: %+v", r)
+	}
+	// the tightest budget answers: 2 left of 3 beside a fresh 100
+	r, _ := l.AllowAll(ctx, []Budget{{randomKey(), 100}, {other, 3}}, 1)
+	if !r.Allowed || r.Limit != 3 || r.Remaining != 1 {
+		t.Fatalf("tightest: %+v", r)
+	}
+	// a child's own budget is charged too: exhausted on its own, it refuses
+	// whatever its parent has left
+	small, big := randomKey(), randomKey()
+	for range 2 {
+		if r, _ := l.AllowAll(ctx, []Budget{{small, 2}, {big, 100}}, 1); !r.Allowed {
+			t.Fatalf("within the child's budget: %+v", r)
+		}
+	}
+	if r, _ := l.AllowAll(ctx, []Budget{{small, 2}, {big, 100}}, 1); r.Allowed || r.Limit != 2 {
+		t.Fatalf("over the child's own budget: %+v", r)
+	}
+	if r, _ := l.AllowN(ctx, big, 100, 0); r.Remaining != 98 {
+		t.Fatalf("the refused request charged the parent: %+v", r)
+	}
+}
+
+func TestLocalAllowAll(t *testing.T) { allowAllCases(t, NewLocal()) }
+
+func TestRedisAllowAll(t *testing.T) {
+	allowAllCases(t, newRedis(t))
+	// AllowN and AllowAll share a key's budget across replicas
+	ctx := context.Background()
+	a, b := newRedis(t), newRedis(t)
+	key := randomKey()
+	if r, _ := a.AllowN(ctx, key, 2, 1); !r.Allowed {
+		t.Fatal(r)
+	}
+	if r, _ := b.AllowAll(ctx, []Budget{{key, 2}}, 1); !r.Allowed || r.Remaining != 0 || r.Degraded {
+		t.Fatalf("second request through AllowAll: %+v", r)
+	}
+	if r, _ := a.AllowN(ctx, key, 2, 1); r.Allowed {
+		t.Fatalf("third request: %+v", r)
+	}
+}
+
+func TestRedisAllowAllOutageFallsBack(t *testing.T) {
+	client, err := NewRedisClient("redis://127.0.0.1:1/0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer client.Close()
+	l := NewRedis(client, NewLocal(), nil)
+	r, err := l.AllowAll(context.Background(), []Budget{{"k", 1}, {"p", 1}}, 1)
+	if err != nil || !r.Allowed || !r.Degraded {
+		t.Fatalf("%+v %v", r, err)
+	}
+	if r, _ := l.AllowAll(context.Background(), []Budget{{"k2", 1}, {"p", 1}}, 1); r.Allowed || !r.Degraded {
+		t.Fatalf("the fallback shares the parent's budget: %+v", r)
+	}
+}

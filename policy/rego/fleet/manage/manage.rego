@@ -24,7 +24,9 @@
 #   Management decision, data.fleet.manage.decision. Input
 #   (schemas/manage_input.json): input.account is the caller as in
 #   fleet.authz (with chain); input.token {id, permissions, expires_at,
-#   rate_limit} is the calling token, where expires_at is an RFC 3339 time
+#   rate_limit, generation} is the calling token, where generation is the
+#   number of tokens that minted it (0 for one made by an operator),
+#   expires_at an RFC 3339 time
 #   or null (never expires) and rate_limit its effective limit in requests
 #   per minute (its own, or the server default when it has none) or null
 #   (unlimited); input.action is one of account.create, account.update,
@@ -76,7 +78,8 @@
 #   both unless it is a subaccount) > device_not_owned (grants.replace: a
 #   device the target's parent does not own) > exceeds_token (token.create:
 #   a permission not covered by the creating token's, then an expires_at
-#   later than its, then a rate_limit higher than its). Write access
+#   later than its, then a rate_limit higher than its, then a creating
+#   token minted max_generation times over). Write access
 #   (READ_ONLY_ACCOUNT) and the caller's state are the route decision's
 #   (fleet.authz), not repeated here; a caller that cannot use the API
 #   manages nothing, so it meets outside_scope. Missing or malformed facts
@@ -261,6 +264,13 @@ decision := deny("unknown_action", "the management action is not known", {"actio
 ) if {
 	input.action == "token.create"
 	not rate_within
+} else := deny(
+	"exceeds_token",
+	"the creating token was itself minted too many times over to mint another",
+	{"field": "generation", "max_generation": max_generation},
+) if {
+	input.action == "token.create"
+	not generation_within
 } else := {"allow": true}
 
 # action is input.action, or null when there is none.
@@ -489,6 +499,21 @@ expiry_within if {
 	is_string(input.change.expires_at)
 	is_string(input.token.expires_at)
 	time.parse_rfc3339_ns(input.change.expires_at) <= time.parse_rfc3339_ns(input.token.expires_at)
+}
+
+# max_generation is how many minting ancestors a token may have
+# (tenancy.MaxTokenGeneration; a Go test keeps the two equal): a token
+# minted that many times over mints no more, so that a request counts
+# against a bounded number of rate-limit budgets (its own and every
+# minter's, issue 19 item 7).
+max_generation := 8
+
+# generation_within: the creating token has fewer than max_generation
+# minting ancestors (input.token.generation), so the new token has at most
+# max_generation. A missing or non-numeric generation is not within.
+generation_within if {
+	is_number(input.token.generation)
+	input.token.generation < max_generation
 }
 
 # rate_within: the new token's limit is not higher than the creating one's

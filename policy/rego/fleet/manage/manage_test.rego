@@ -56,7 +56,7 @@ grand(id) := g if {
 	g := tree[id].up[1]
 } else := null
 
-token := {"id": 1, "permissions": ["*"], "expires_at": "2026-06-01T00:00:00Z", "rate_limit": 100}
+token := {"id": 1, "permissions": ["*"], "expires_at": "2026-06-01T00:00:00Z", "rate_limit": 100, "generation": 0}
 
 # decide is the decision for caller c acting on target t (an id, or null).
 decide(c, act, t, change) := d if {
@@ -607,6 +607,43 @@ test_token_minted_only_within_caller_scope if {
 
 	# other actions on the sub-manager are not this rule's
 	decide(caller(2), "token.revoke", 14, {}).allow
+}
+
+# mint_gen is a token.create by a token of the given generation.
+mint_gen(generation) := d if {
+	d := manage.decision with input as {
+		"account": caller(3), "token": object.union(token, {"generation": generation}), "action": "token.create",
+		"target": target(3), "change": {"permissions": ["*"], "expires_at": token.expires_at, "rate_limit": 100},
+	}
+}
+
+test_token_generation if {
+	# a token minted max_generation times over mints no more (its requests
+	# count against every minter's budget: a bounded number of them)
+	manage.max_generation == 8
+	mint_gen(0).allow
+	mint_gen(7).allow
+	d := mint_gen(8)
+	denied(d, "exceeds_token")
+	d.details == {"reason": "exceeds_token", "field": "generation", "max_generation": 8}
+	denied(mint_gen(9), "exceeds_token")
+
+	# a missing or malformed generation fails closed
+	every g in ["1", null, true] {
+		mint_gen(g).details.field == "generation"
+	}
+	e := manage.decision with input as {
+		"account": caller(3), "token": object.remove(token, ["generation"]), "action": "token.create",
+		"target": target(3), "change": {"permissions": ["*"], "expires_at": token.expires_at, "rate_limit": 100},
+	}
+	e.details.field == "generation"
+
+	# only token.create reads it
+	decide_with_gen := manage.decision with input as {
+		"account": caller(3), "token": object.union(token, {"generation": 8}), "action": "token.revoke",
+		"target": target(3), "change": {},
+	}
+	decide_with_gen.allow
 }
 
 test_token_for_managed_accounts if {
