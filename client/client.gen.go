@@ -1430,6 +1430,9 @@ type CreatedToken struct {
 	// Name Name, unique per account.
 	Name string `json:"name"`
 
+	// ParentTokenId The token that minted it (POST /tokens): revoking that token revokes this one, and this token's requests also count against that token's rate limit, and its minters'. Null for a token made by an operator (command line, import).
+	ParentTokenId nullable.Nullable[int64] `json:"parent_token_id"`
+
 	// Permissions The routes it may call: "*", "METHOD *" or "METHOD /route".
 	Permissions []string `json:"permissions"`
 
@@ -1837,6 +1840,9 @@ type ManagedToken struct {
 
 	// Name Name, unique per account.
 	Name string `json:"name"`
+
+	// ParentTokenId The token that minted it (POST /tokens): revoking that token revokes this one, and this token's requests also count against that token's rate limit, and its minters'. Null for a token made by an operator (command line, import).
+	ParentTokenId nullable.Nullable[int64] `json:"parent_token_id"`
 
 	// Permissions The routes it may call: "*", "METHOD *" or "METHOD /route".
 	Permissions []string `json:"permissions"`
@@ -2665,6 +2671,9 @@ type GetTokensParams struct {
 
 	// Name Exact-match filter on name.
 	Name *string `form:"name,omitempty" json:"name,omitempty"`
+
+	// ParentTokenId Exact-match filter on parent_token_id (decimal digits: no sign, leading zeros or spaces).
+	ParentTokenId *int64 `form:"parent_token_id,omitempty" json:"parent_token_id,omitempty"`
 }
 
 // GetTokensParamsOrder defines parameters for GetTokens.
@@ -6277,6 +6286,18 @@ func NewGetTokensRequest(server string, params *GetTokensParams) (*http.Request,
 		if params.Name != nil {
 
 			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "name", *params.Name, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.ParentTokenId != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "parent_token_id", *params.ParentTokenId, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "integer", Format: "int64"}); err != nil {
 				return nil, err
 			} else {
 				for _, qp := range strings.Split(queryFrag, "&") {
