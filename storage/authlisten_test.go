@@ -24,7 +24,8 @@ import (
 // on storage.AuthChannel. A new part (device grants, say) fails here
 // until it has its trigger and its place in this table.
 func TestPrincipalFactsNotified(t *testing.T) {
-	notified := map[string]string{"Token": "tokens", "Account": "accounts", "Ancestors": "accounts", "AncestorsIncomplete": "accounts"}
+	notified := map[string]string{"Token": "tokens", "Account": "accounts", "Ancestors": "accounts", "AncestorsIncomplete": "accounts",
+		"Minters": "tokens", "MintersIncomplete": "tokens"}
 	pt := reflect.TypeFor[tenancy.Principal]()
 	for i := range pt.NumField() {
 		if _, ok := notified[pt.Field(i).Name]; !ok {
