@@ -267,8 +267,9 @@ func rsaKeys(t *testing.T) (private, publicFile string) {
 
 // TestServeBundle: serve starts from a signed bundle file with its key
 // (the manifest revision on /readyz) and refuses to start, with a message
-// that says why, from an unsigned bundle when a key is configured, or
-// from a bundle signed by another key.
+// that says why, from an unsigned bundle when a key is configured, from a
+// bundle signed by another key, or from a bundle bomb (a header that
+// declares 1 TiB).
 func TestServeBundle(t *testing.T) {
 	db := storagetest.New(t)
 	private, publicFile := rsaKeys(t)
@@ -289,6 +290,8 @@ func TestServeBundle(t *testing.T) {
 	}{
 		"unsigned":  {regoBundle(t, rego, "r1", ""), "bundle missing .signatures.json"},
 		"other key": {regoBundle(t, rego, "r1", otherPrivate), "verification"},
+		// issue 19 item 2: an error, not "fatal error: runtime: out of memory"
+		"bomb": {headerBomb(t, 1<<40), "declares 1099511627776 bytes"},
 	} {
 		env := map[string]string{"FLEET_POLICY_BUNDLE": write(name+".tar.gz", c.bundle)}
 		for k, v := range base {
