@@ -111,7 +111,8 @@ type Options struct {
 type Engine struct {
 	*shared
 	cur atomic.Pointer[snapshot]
-	// reloadMu serialises loads of a new set (Reload, LoadBundle, Watch).
+	// reloadMu serialises the check and swap of a new set (Reload, Watch);
+	// a bundle URL is fetched and parsed without it (reloadURL).
 	reloadMu sync.Mutex
 	// seen is the fingerprint of Dir (sourceFingerprint) when the set in
 	// force, or the last refused, was read; guarded by reloadMu.
