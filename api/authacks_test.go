@@ -67,7 +67,9 @@ func (f *freezer) unfreeze() {
 // replicas over one database, each with its own listener (issue 19 item
 // 6): after a change to a principal answered by replica A (through the API
 // or the CLI's store call), replica B's very next request sees it, with no
-// barrier between, for every kind of change: a token revoked, an account
+// barrier between, for every kind of change: a token revoked (through the
+// API, the CLI's store call, or as the heir of a revoked minting token,
+// by the lineage trigger in the same transaction), an account
 // deactivated, made read-only, expired, its privileges narrowed. It holds
 // while B's listener works (B acknowledged before A answered), and while
 // B's listener is frozen, its goroutine blocked (A answered once B's lease
@@ -84,8 +86,11 @@ func TestAuthChangeReachesEveryReplica(t *testing.T) {
 		// change is made through replica A (or the CLI's store call) by
 		// the world's manager m; path and the answer B must give after it
 		// to the victim's token.
-		change   func(t *testing.T, w world) int
-		victim   string
+		change func(t *testing.T, w world) int
+		victim string
+		// heir, when set, makes the victim a token the victim role's token
+		// mints (POST /tokens through A) before it is cached.
+		heir     bool
 		path     string
 		want     int
 		wantCode string
@@ -101,6 +106,12 @@ func TestAuthChangeReachesEveryReplica(t *testing.T) {
 					t.Fatal(err)
 				}
 				return http.StatusNoContent
+			}},
+		{name: "minter_revoked", victim: "u", heir: true, path: "/me", want: 401, wantCode: "INVALID_TOKEN",
+			change: func(t *testing.T, w world) int {
+				// The heir is revoked by the trigger of its minter's
+				// revocation, in the same transaction.
+				return a.do(http.MethodDelete, fmt.Sprintf("/tokens/%d", w.ids["tok:u"]), w.secrets["m"], nil).status
 			}},
 		{name: "account_deactivated", victim: "u", path: "/me", want: 401, wantCode: "ACCOUNT_INACTIVE",
 			change: func(t *testing.T, w world) int {
@@ -126,6 +137,13 @@ func TestAuthChangeReachesEveryReplica(t *testing.T) {
 			t.Run(fmt.Sprintf("%s/frozen=%v", c.name, frozen), func(t *testing.T) {
 				w := newWorld(t, db, fmt.Sprintf("ack%d%v", i, frozen))
 				victim := w.secrets[c.victim]
+				if c.heir {
+					got := a.do(http.MethodPost, "/tokens", victim, map[string]any{"name": "heir", "account_id": w.ids[c.victim], "permissions": []string{"*"}})
+					data, _ := got.body["data"].(map[string]any)
+					if victim, _ = data["secret"].(string); got.status != http.StatusCreated || victim == "" {
+						t.Fatalf("POST /tokens (the heir): %d %v", got.status, got.body)
+					}
+				}
 				b.cachedSoon(victim)
 				if frozen {
 					frz.freeze(t)
