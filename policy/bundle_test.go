@@ -153,7 +153,7 @@ func TestLoadPolicySourceBundle(t *testing.T) {
 			t.Errorf("bundle lacks module %s", name)
 		}
 	}
-	if got.modules[routesModuleName] == nil {
+	if got.modules[RoutesModule] == nil {
 		t.Error("bundle set lacks the generated routes module")
 	}
 	rev := got.revision()

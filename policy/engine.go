@@ -378,10 +378,18 @@ func (e *Engine) ExplainManagement(ctx context.Context, in ManagementInput) (Man
 	return e.snap(ctx).ExplainManagement(ctx, in)
 }
 
-// NewRowOracle prepares the scope rule of resource of the revision in
-// force for evaluation on known rows; see snapshot.NewRowOracle.
-func (e *Engine) NewRowOracle(ctx context.Context, resource Resource) (*RowOracle, error) {
-	return e.snap(ctx).NewRowOracle(ctx, resource)
+// PrepareRule prepares rule (a reference such as
+// "data.fleet.scope.reports") of the revision pinned in ctx (or in force)
+// for evaluation on an input document the caller builds (Input.Document
+// and more): for tools that ask the set other questions than the request
+// path does (policy/oracle evaluates scope rules on known rows). The
+// request path never uses it.
+func (e *Engine) PrepareRule(ctx context.Context, rule string) (rego.PreparedEvalQuery, error) {
+	ref, err := ast.ParseRef(rule)
+	if err != nil {
+		return rego.PreparedEvalQuery{}, fmt.Errorf("prepare %s: %w", rule, err)
+	}
+	return e.snap(ctx).prepareEval(ctx, ref.String())
 }
 
 func (e *snapshot) prepare(ctx context.Context) error {

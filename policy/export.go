@@ -8,7 +8,7 @@ import (
 )
 
 // exportedRoutesName is where ExportModules writes the generated module of
-// the API routes (routesModuleName is not a file name).
+// the API routes (RoutesModule is not a file name).
 const exportedRoutesName = "generated/fleet/api/routes.rego"
 
 // ExportModules writes the Rego modules of the policy set in dir (the
@@ -30,7 +30,7 @@ func ExportModules(dir, out string) ([]string, error) {
 	var written []string
 	for _, name := range names {
 		src, target := set.files[name], name
-		if name == routesModuleName {
+		if name == RoutesModule {
 			target = exportedRoutesName
 		}
 		path := filepath.Join(out, filepath.FromSlash(target))

@@ -116,6 +116,11 @@ func (in scopeInput) value() ast.Object {
 	return ast.NewObject(ast.Item(ast.InternedTerm("account"), accountTerm(in.Account)))
 }
 
+// Document returns the Rego input document of in, as Decide evaluates it
+// (lists never null): for tools that evaluate other rules of the set on it
+// with more facts added (policy/oracle adds the row).
+func (in Input) Document() ast.Object { return in.value() }
+
 // value builds the Rego input document of in without a JSON round trip.
 // Lists are never null, so a missing list reads as empty.
 func (in Input) value() ast.Object {

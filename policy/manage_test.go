@@ -260,36 +260,6 @@ func TestManagementInputSchema(t *testing.T) {
 	}
 }
 
-// TestManagementRowOracle evaluates the management scope on known rows.
-func TestManagementRowOracle(t *testing.T) {
-	e := engine(t)
-	o, err := e.NewRowOracle(context.Background(), ManagementResource)
-	if err != nil {
-		t.Fatal(err)
-	}
-	row := func(id, manager int64, typ string, grand any) map[string]any {
-		return map[string]any{"id": id, "manager_id": manager, "type": typ, "grand_manager_id": grand}
-	}
-	for _, c := range []struct {
-		name string
-		in   Input
-		row  map[string]any
-		want bool
-	}{
-		{"manager_grand_subaccount", principal("manager"), row(20, 12, "subaccount", int64(7)), true},
-		{"manager_grand_user", principal("manager"), row(20, 12, "user", int64(7)), false},
-		{"user_subaccount", principal("user"), row(20, 7, "subaccount", nil), true},
-		{"user_user", principal("user"), row(20, 7, "user", nil), false},
-		{"subaccount_parent", principal("subaccount"), row(3, 1, "user", nil), false},
-		{"admin_any", principal("admin"), row(99, 98, "manager", nil), true},
-	} {
-		got, err := o.Admits(context.Background(), c.in, c.row)
-		if err != nil || got != c.want {
-			t.Errorf("%s: %t, %v; want %t", c.name, got, err, c.want)
-		}
-	}
-}
-
 // BenchmarkDecideManagement is the cost of one management decision (never
 // cached): a token.create by a user, allowed after every rule ran.
 func BenchmarkDecideManagement(b *testing.B) {

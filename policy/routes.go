@@ -9,9 +9,9 @@ import (
 	"github.com/fleetapi/fleetapi/tenancy"
 )
 
-// routesModuleName is the name of the generated module in a policy set:
+// RoutesModule is the name of the generated module in a policy set:
 // not a file of the directory (a path there never holds a colon).
-const routesModuleName = "generated:fleet/api/routes.rego"
+const RoutesModule = "generated:fleet/api/routes.rego"
 
 // routesModule is the Rego source of package fleet.api, generated from
 // tenancy.Routes(): routes lists every route of the client API as
@@ -32,11 +32,11 @@ func routesModule() []byte {
 // its files (so the revision covers it) and its modules.
 func (s *policySet) addRoutesModule() error {
 	src := routesModule()
-	mod, err := ast.ParseModuleWithOpts(routesModuleName, string(src), ast.ParserOptions{RegoVersion: ast.RegoV1})
+	mod, err := ast.ParseModuleWithOpts(RoutesModule, string(src), ast.ParserOptions{RegoVersion: ast.RegoV1})
 	if err != nil {
 		return fmt.Errorf("generated routes module: %w", err)
 	}
-	s.files[routesModuleName] = src
-	s.modules[routesModuleName] = mod
+	s.files[RoutesModule] = src
+	s.modules[RoutesModule] = mod
 	return nil
 }

@@ -90,9 +90,6 @@ func TestScopeUnknownResource(t *testing.T) {
 	if _, err := e.Scope(context.Background(), principal("admin"), "accounts"); !errors.Is(err, ErrUnknownResource) {
 		t.Errorf("Scope: %v", err)
 	}
-	if _, err := e.NewRowOracle(context.Background(), "tokens"); !errors.Is(err, ErrUnknownResource) {
-		t.Errorf("NewRowOracle: %v", err)
-	}
 }
 
 // TestScopeCompile: a scope that CompileScope rejects is an error (and New
@@ -124,47 +121,6 @@ func TestScopeCompile(t *testing.T) {
 	other.Token = TokenInput{ID: 99, Permissions: []string{"GET /events"}}
 	if again, err := e.Scope(context.Background(), other, "events"); err != nil || len(seen) != startup+1 || again.Compiled() != got.Compiled() {
 		t.Errorf("another token and route of the same account compiled again: %v (compile calls %d)", err, len(seen))
-	}
-}
-
-// TestRowOracle evaluates the scope rules on known rows.
-func TestRowOracle(t *testing.T) {
-	e := engine(t)
-	row := func(account, manager, granted int64) map[string]any {
-		return map[string]any{"account_id": account, "manager_id": manager, "granted_to": granted, "imei": "356938035643809"}
-	}
-	cases := []struct {
-		name     string
-		in       Input
-		resource Resource
-		row      map[string]any
-		want     bool
-	}{
-		{"admin_any", principal("admin"), "events", row(99, 98, 0), true},
-		{"manager_own", principal("manager"), "services", row(7, 1, 0), true},
-		{"manager_managed", principal("manager"), "reports", row(12, 7, 0), true},
-		{"manager_other", principal("manager"), "reports", row(12, 8, 0), false},
-		{"user_own", principal("user"), "passengers", row(7, 3, 0), true},
-		{"user_other", principal("user"), "passengers", row(8, 3, 0), false},
-		{"sub_granted", principal("subaccount"), "services", row(3, 1, 7), true},
-		{"sub_not_granted", principal("subaccount"), "services", row(3, 1, 8), false},
-		{"sub_report_without_privilege", principal("subaccount"), "reports", row(3, 1, 7), false},
-		{"sub_report_with_privilege", principal("subaccount", "reports"), "reports", row(3, 1, 7), true},
-		{"sub_parent_passenger", principal("subaccount"), "passengers", row(3, 1, 0), true},
-		{"sub_missing_columns", principal("subaccount"), "services", map[string]any{"account_id": 3}, false},
-		{"inactive_user", func() Input { in := principal("user"); in.Account.Active = false; return in }(), "services", row(7, 3, 0), false},
-	}
-	for _, c := range cases {
-		t.Run(c.name, func(t *testing.T) {
-			o, err := e.NewRowOracle(context.Background(), c.resource)
-			if err != nil {
-				t.Fatal(err)
-			}
-			got, err := o.Admits(context.Background(), c.in, c.row)
-			if err != nil || got != c.want {
-				t.Errorf("Admits = %t, %v; want %t", got, err, c.want)
-			}
-		})
 	}
 }
 

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/fleetapi/fleetapi/policy"
+	"github.com/fleetapi/fleetapi/policy/oracle"
 	"github.com/fleetapi/fleetapi/storage"
 	"github.com/fleetapi/fleetapi/tenancy"
 )
@@ -89,7 +90,7 @@ func TestManagementScopeDifferential(t *testing.T) {
 		add(tenancy.Subaccount, pick(tenancy.Subaccount))
 	}
 
-	o, err := e.NewRowOracle(ctx, policy.ManagementResource)
+	o, err := oracle.New(ctx, e, policy.ManagementResource)
 	if err != nil {
 		t.Fatal(err)
 	}

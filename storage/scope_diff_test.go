@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/fleetapi/fleetapi/policy"
+	"github.com/fleetapi/fleetapi/policy/oracle"
 	"github.com/fleetapi/fleetapi/storage"
 	"github.com/fleetapi/fleetapi/tenancy"
 )
@@ -42,14 +43,14 @@ func TestScopeDifferential(t *testing.T) {
 	}
 	t.Logf("world: %d accounts, %d devices%s (%v)", len(w.accounts), len(w.allIMEIs), counts, time.Since(start))
 
-	oracles := map[string]*policy.RowOracle{}
+	oracles := map[string]*oracle.Oracle{}
 	for _, resource := range storage.Resources() {
 		// The world must hold rows of every registered resource: a resource
 		// added without them would be checked on nothing.
 		if len(w.rows[string(resource)]) == 0 {
 			t.Fatalf("the differential world has no %s rows", resource)
 		}
-		o, err := e.NewRowOracle(ctx, resource)
+		o, err := oracle.New(ctx, e, resource)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -210,7 +211,7 @@ func (w *world) rowInput(in policy.Input, resource string, row worldRow) map[str
 
 // admitted returns the ids of the rows that the policy admits, evaluating
 // each distinct row input once.
-func (w *world) admitted(ctx context.Context, o *policy.RowOracle, in policy.Input, resource string, rows []worldRow) ([]int64, error) {
+func (w *world) admitted(ctx context.Context, o *oracle.Oracle, in policy.Input, resource string, rows []worldRow) ([]int64, error) {
 	memo := map[string]bool{}
 	out := []int64{}
 	for _, row := range rows {

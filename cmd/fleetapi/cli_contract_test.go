@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/fleetapi/fleetapi/policy/policydiff"
 	"github.com/fleetapi/fleetapi/storage/storagetest"
 )
 
@@ -45,7 +46,7 @@ func TestCLIOneValidationAndFlagOrder(t *testing.T) {
 		if r.code != 0 {
 			t.Fatalf("exit %d: %s", r.code, r.stderr)
 		}
-		var rep diffReport
+		var rep policydiff.Report
 		if err := json.Unmarshal([]byte(r.stdout), &rep); err != nil {
 			t.Fatalf("not JSON: %v: %q", err, r.stdout)
 		}

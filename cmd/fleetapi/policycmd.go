@@ -12,6 +12,7 @@ import (
 
 	"github.com/fleetapi/fleetapi/api"
 	"github.com/fleetapi/fleetapi/policy"
+	"github.com/fleetapi/fleetapi/policy/mutation"
 	"github.com/fleetapi/fleetapi/storage"
 	"github.com/fleetapi/fleetapi/tenancy"
 )
@@ -82,7 +83,7 @@ mutant survives, so CI can run it.`)
 		if *files != "" {
 			only = strings.Split(*files, ",")
 		}
-		return runMutate(ctx, cmd.fs.Arg(0), policy.MutateOptions{Workers: *workers, Files: only, Progress: con.log}, *asJSON, con)
+		return runMutate(ctx, cmd.fs.Arg(0), mutation.Options{Workers: *workers, Files: only, Progress: con.log}, *asJSON, con)
 	case "check":
 		cmd := newCommand("policy check", "[--policy-bundle-key FILE] DIR|BUNDLE|URL", `Check a policy set exactly as serve does at start-up before it uses it: a
 directory (FLEET_POLICY_DIR), an OPA bundle file or an HTTP(S) bundle URL
@@ -131,12 +132,12 @@ serve would refuse exits 1 with the reason.`)
 
 // runMutate runs policy test --mutate: the report goes to stdout (as JSON
 // with asJSON, the summary then to stderr), progress to stderr.
-func runMutate(ctx context.Context, dir string, opts policy.MutateOptions, asJSON bool, con console) error {
+func runMutate(ctx context.Context, dir string, opts mutation.Options, asJSON bool, con console) error {
 	w := con.out
 	if asJSON {
 		w = con.log
 	}
-	rep, err := policy.Mutate(ctx, dir, opts, w)
+	rep, err := mutation.Run(ctx, dir, opts, w)
 	if asJSON && rep.Mutants != nil {
 		enc := json.NewEncoder(con.out)
 		enc.SetIndent("", "  ")

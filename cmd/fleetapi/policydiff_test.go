@@ -17,6 +17,7 @@ import (
 	"github.com/open-policy-agent/opa/v1/bundle"
 	"github.com/uptrace/bun/dialect/pgdialect"
 
+	"github.com/fleetapi/fleetapi/policy/policydiff"
 	"github.com/fleetapi/fleetapi/storage"
 	"github.com/fleetapi/fleetapi/storage/storagetest"
 )
@@ -150,11 +151,11 @@ func (w diffWorld) granted(sub int64, imei []string) bool {
 }
 
 // diffJSON runs policy diff --json and returns its exit status and report.
-func diffJSON(t *testing.T, args ...string) (int, diffReport, map[string]any) {
+func diffJSON(t *testing.T, args ...string) (int, policydiff.Report, map[string]any) {
 	t.Helper()
 	var out, errOut syncBuffer
 	code := mainWith(context.Background(), append([]string{"policy", "diff", "--json"}, args...), envOf(nil), &out, &errOut)
-	var rep diffReport
+	var rep policydiff.Report
 	var raw map[string]any
 	if err := json.Unmarshal([]byte(out.String()), &rep); err != nil {
 		t.Fatalf("exit %d, not JSON: %v\n%s\n%s", code, err, out.String(), errOut.String())

@@ -1,10 +1,9 @@
-package policy
+package mutation
 
 import (
 	"context"
 	"errors"
 	"io"
-	"io/fs"
 	"os"
 	"path/filepath"
 	"slices"
@@ -18,7 +17,7 @@ func scopeSet(t *testing.T, edit func(tests string) string) string {
 	t.Helper()
 	dir := t.TempDir()
 	for _, f := range []string{"fleet/scope/scope.rego", "fleet/scope/scope_test.rego"} {
-		b, err := fs.ReadFile(embedded, "rego/"+f)
+		b, err := os.ReadFile(filepath.Join("..", "rego", filepath.FromSlash(f)))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -57,7 +56,7 @@ func TestMutateFindsPrivilegeSwaps(t *testing.T) {
 	ctx := context.Background()
 	weak := scopeSet(t, func(src string) string { return withoutTest(t, src, "test_subaccount_exactly_one_privilege") })
 	var out strings.Builder
-	rep, err := Mutate(ctx, weak, MutateOptions{}, &out)
+	rep, err := Run(ctx, weak, Options{}, &out)
 	if !errors.Is(err, ErrSurvivors) {
 		t.Fatalf("want surviving mutants, got %v\n%s", err, out.String())
 	}
@@ -83,19 +82,19 @@ func TestMutateFindsPrivilegeSwaps(t *testing.T) {
 	for _, m := range rep.Mutants {
 		kinds[m.Kind] = true
 	}
-	for _, k := range []string{MutNegateComparison, MutDeleteExpr, MutSwapString, MutSwapRef, MutToggleNot, MutBodyTrue, MutBodyFalse} {
+	for _, k := range []string{NegateComparison, DeleteExpr, SwapString, SwapRef, ToggleNot, BodyTrue, BodyFalse} {
 		if !kinds[k] {
 			t.Errorf("no %s mutant of the scope module", k)
 		}
 	}
 
 	// --files limits the mutations to named modules
-	if _, err := Mutate(ctx, weak, MutateOptions{Files: []string{"fleet/authz/authz.rego"}}, io.Discard); err == nil || !strings.Contains(err.Error(), "no policy module") {
+	if _, err := Run(ctx, weak, Options{Files: []string{"fleet/authz/authz.rego"}}, io.Discard); err == nil || !strings.Contains(err.Error(), "no policy module") {
 		t.Fatalf("a module the set lacks: %v", err)
 	}
 
 	full := scopeSet(t, func(src string) string { return src })
-	rep, err = Mutate(ctx, full, MutateOptions{}, io.Discard)
+	rep, err = Run(ctx, full, Options{}, io.Discard)
 	if err != nil || rep.Survived != 0 || rep.Killed == 0 || rep.Score != 100 {
 		t.Fatalf("with the exactly-one-privilege test: %v, %d killed, %d survived", err, rep.Killed, rep.Survived)
 	}
@@ -108,7 +107,7 @@ func TestMutateFindsPrivilegeSwaps(t *testing.T) {
 func TestMutateEquivalentMarkers(t *testing.T) {
 	ctx := context.Background()
 	weak := scopeSet(t, func(src string) string { return withoutTest(t, src, "test_subaccount_exactly_one_privilege") })
-	rep, err := Mutate(ctx, weak, MutateOptions{}, io.Discard)
+	rep, err := Run(ctx, weak, Options{}, io.Discard)
 	if !errors.Is(err, ErrSurvivors) {
 		t.Fatal(err)
 	}
@@ -130,16 +129,16 @@ func TestMutateEquivalentMarkers(t *testing.T) {
 		}
 	}
 	write("\n# mutation: equivalent " + ids[0] + " the test set of this test omits it on purpose\n# mutation: equivalent " + ids[1] + " likewise\n")
-	rep, err = Mutate(ctx, weak, MutateOptions{}, io.Discard)
+	rep, err = Run(ctx, weak, Options{}, io.Discard)
 	if err != nil || rep.Equivalent != 2 || rep.Survived != 0 {
 		t.Fatalf("marked: %v, %d equivalent, %d survived", err, rep.Equivalent, rep.Survived)
 	}
 	write("\n# mutation: equivalent " + ids[0] + "\n")
-	if _, err := Mutate(ctx, weak, MutateOptions{}, io.Discard); err == nil || !strings.Contains(err.Error(), "without a justification") {
+	if _, err := Run(ctx, weak, Options{}, io.Discard); err == nil || !strings.Contains(err.Error(), "without a justification") {
 		t.Fatalf("marker without a reason: %v", err)
 	}
 	write("\n# mutation: equivalent " + ids[0] + " a\n# mutation: equivalent " + ids[1] + " b\n# mutation: equivalent 0123456789ab nothing\n")
-	if _, err := Mutate(ctx, weak, MutateOptions{}, io.Discard); err == nil || !strings.Contains(err.Error(), "0123456789ab") {
+	if _, err := Run(ctx, weak, Options{}, io.Discard); err == nil || !strings.Contains(err.Error(), "0123456789ab") {
 		t.Fatalf("stale marker: %v", err)
 	}
 }
@@ -160,7 +159,7 @@ func TestMutateCompileErrorsApart(t *testing.T) {
 		}
 	}
 	var out strings.Builder
-	rep, err := Mutate(context.Background(), dir, MutateOptions{Workers: 1}, &out)
+	rep, err := Run(context.Background(), dir, Options{Workers: 1}, &out)
 	if err != nil {
 		t.Fatalf("%v\n%s", err, out.String())
 	}
@@ -168,7 +167,7 @@ func TestMutateCompileErrorsApart(t *testing.T) {
 		t.Fatalf("%+v\n%s", rep, out.String())
 	}
 	for _, m := range rep.Mutants {
-		if m.Outcome == "compile-error" && (m.Kind != MutDeleteExpr || m.Original != "some v in input.list" || m.Reason == "") {
+		if m.Outcome == "compile-error" && (m.Kind != DeleteExpr || m.Original != "some v in input.list" || m.Reason == "") {
 			t.Fatalf("compile error %+v", m)
 		}
 	}
