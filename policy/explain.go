@@ -28,18 +28,30 @@ type Explanation struct {
 // and the decision log) and reports the expressions that failed. It
 // returns ErrUndefined when the policy yields no decision.
 func (e *snapshot) Explain(ctx context.Context, in Input) (Explanation, error) {
-	buf := topdown.NewBufferTracer()
-	rs, err := e.decideQ.Eval(ctx, evalInput(in), rego.EvalQueryTracer(buf), rego.EvalRuleIndexing(false))
-	if err != nil {
-		return Explanation{}, fmt.Errorf("evaluate decision: %w", err)
-	}
-	d, err := decisionFrom(rs)
+	x := Explanation{Input: in, Revision: e.revision}
+	var err error
+	x.Decision, x.Failed, x.Trace, err = explainDecision(ctx, "decision", e.decideQ, in.value(), decisionFrom)
 	if err != nil {
 		return Explanation{}, err
 	}
-	x := Explanation{Input: in, Decision: d, Revision: e.revision}
-	x.Failed, x.Trace = failedConditions(buf)
 	return x, nil
+}
+
+// explainDecision evaluates the decision query q (named what in errors) on
+// input with a trace and without rule indexing (so the trace holds every
+// condition tried), reads the decision with from, and returns it with the
+// conditions that did not hold and OPA's trace of them (failedConditions).
+func explainDecision(ctx context.Context, what string, q rego.PreparedEvalQuery, input ast.Value, from func(rego.ResultSet) (Decision, error)) (d Decision, failed []string, trace string, err error) {
+	buf := topdown.NewBufferTracer()
+	rs, err := q.Eval(ctx, rego.EvalParsedInput(input), rego.EvalQueryTracer(buf), rego.EvalRuleIndexing(false))
+	if err != nil {
+		return Decision{}, nil, "", fmt.Errorf("evaluate %s: %w", what, err)
+	}
+	if d, err = from(rs); err != nil {
+		return Decision{}, nil, "", err
+	}
+	failed, trace = failedConditions(buf)
+	return d, failed, trace, nil
 }
 
 // failedConditions reads a trace: the policy expressions that were false,
@@ -72,14 +84,18 @@ func failedConditions(buf *topdown.BufferTracer) (failed []string, trace string)
 // String renders the explanation for the command line.
 func (x Explanation) String() string {
 	var sb strings.Builder
-	a := x.Input.Account
 	fmt.Fprintf(&sb, "route:    %s %s\n", x.Input.Request.Method, x.Input.Request.Route)
 	fmt.Fprintf(&sb, "token:    id %d, permissions %q\n", x.Input.Token.ID, x.Input.Token.Permissions)
-	fmt.Fprintf(&sb, "account:  id %d, type %s, manager %d, active %t, expired %t, read-only %t, privileges %q\n",
-		a.ID, a.Type, a.ManagerID, a.Active, a.Expired, a.ReadOnly, a.Privileges)
-	writeChain(&sb, a.Chain)
+	writeAccount(&sb, x.Input.Account)
 	writeOutcome(&sb, x.Revision, x.Decision, x.Failed)
 	return sb.String()
+}
+
+// writeAccount renders the calling account and the accounts above it.
+func writeAccount(sb *strings.Builder, a AccountInput) {
+	fmt.Fprintf(sb, "account:  id %d, type %s, manager %d, active %t, expired %t, read-only %t, privileges %q\n",
+		a.ID, a.Type, a.ManagerID, a.Active, a.Expired, a.ReadOnly, a.Privileges)
+	writeChain(sb, a.Chain)
 }
 
 // writeOutcome renders the revision, the decision and the conditions that

@@ -5,9 +5,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"strings"
-
-	"github.com/open-policy-agent/opa/v1/rego"
-	"github.com/open-policy-agent/opa/v1/topdown"
 )
 
 // ManagementExplanation says why DecideManagement answered as it did for
@@ -32,17 +29,11 @@ func (e *snapshot) ExplainManagement(ctx context.Context, in ManagementInput) (M
 	if err != nil {
 		return ManagementExplanation{}, err
 	}
-	buf := topdown.NewBufferTracer()
-	rs, err := e.manageQ.Eval(ctx, rego.EvalParsedInput(input), rego.EvalQueryTracer(buf), rego.EvalRuleIndexing(false))
-	if err != nil {
-		return ManagementExplanation{}, fmt.Errorf("evaluate management decision: %w", err)
-	}
-	d, err := managementDecisionFrom(rs)
+	x := ManagementExplanation{Input: in, Revision: e.revision}
+	x.Decision, x.Failed, x.Trace, err = explainDecision(ctx, "management decision", e.manageQ, input, managementDecisionFrom)
 	if err != nil {
 		return ManagementExplanation{}, err
 	}
-	x := ManagementExplanation{Input: in, Decision: d, Revision: e.revision}
-	x.Failed, x.Trace = failedConditions(buf)
 	return x, nil
 }
 
@@ -50,7 +41,6 @@ func (e *snapshot) ExplainManagement(ctx context.Context, in ManagementInput) (M
 func (x ManagementExplanation) String() string {
 	var sb strings.Builder
 	in := x.Input
-	a := in.Account
 	fmt.Fprintf(&sb, "action:   %s\n", in.Action)
 	rate := "unlimited"
 	if in.Token.RateLimit != nil {
@@ -61,9 +51,7 @@ func (x ManagementExplanation) String() string {
 		expires = in.Token.ExpiresAt.UTC().Format("2006-01-02T15:04:05Z07:00")
 	}
 	fmt.Fprintf(&sb, "token:    id %d, permissions %q, expires %s, rate limit %s\n", in.Token.ID, in.Token.Permissions, expires, rate)
-	fmt.Fprintf(&sb, "account:  id %d, type %s, manager %d, active %t, expired %t, read-only %t, privileges %q\n",
-		a.ID, a.Type, a.ManagerID, a.Active, a.Expired, a.ReadOnly, a.Privileges)
-	writeChain(&sb, a.Chain)
+	writeAccount(&sb, in.Account)
 	if t := in.Target; t != nil {
 		fmt.Fprintf(&sb, "target:   id %d, type %s, manager %d", t.ID, t.Type, t.ManagerID)
 		if in.Action == ActionGrantsReplace {
