@@ -69,6 +69,7 @@ var routeBodies = map[string]string{
 	"DELETE /tokens/{id}":        ``,
 	"PUT /accounts/{id}/objects": `{"imei":[]}`,
 	"POST /objects":              `{"imei":"query-test","account_id":1}`,
+	"PATCH /objects/{id}":        `{"account_id":1}`,
 }
 
 // everyRoute is one call of each route of the client API (tenancy.Routes:
