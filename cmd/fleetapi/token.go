@@ -124,16 +124,16 @@ func runTokenList(ctx context.Context, args []string, getenv func(string) string
 		return fmt.Errorf("token list: %w", err)
 	}
 	tw := tabwriter.NewWriter(con.out, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "ID\tNAME\tPERMISSIONS\tEXPIRES\tREVOKED\tLAST USED\tRATE LIMIT")
+	fmt.Fprintln(tw, "ID\tNAME\tPERMISSIONS\tEXPIRES\tREVOKED\tLAST USED\tRATE LIMIT\tMINTED BY")
 	for _, t := range toks {
-		fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\t%s\t%s\n", t.ID, t.Name, strings.Join(t.Permissions, ","),
-			timeOrDash(t.ExpiresAt), timeOrDash(t.RevokedAt), timeOrDash(t.LastUsedAt), intOrDash(t.RateLimit))
+		fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", t.ID, t.Name, strings.Join(t.Permissions, ","),
+			timeOrDash(t.ExpiresAt), timeOrDash(t.RevokedAt), timeOrDash(t.LastUsedAt), intOrDash(t.RateLimit), intOrDash(int(t.ParentID)))
 	}
 	return tw.Flush()
 }
 
 func runTokenRevoke(ctx context.Context, args []string, getenv func(string) string, con console) error {
-	cmd := newCommand("token revoke", "[flags] ID...", "Revoke the tokens with these ids (see `fleetapi token list`): they stop working at once. Revoking a revoked token again changes nothing.")
+	cmd := newCommand("token revoke", "[flags] ID...", "Revoke the tokens with these ids (see `fleetapi token list`), and every token minted from them, transitively: they stop working at once. Revoking a revoked token again changes nothing.")
 	cfg, err := databaseCommand(cmd, getenv)
 	if err != nil {
 		return err
