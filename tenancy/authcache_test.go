@@ -137,3 +137,46 @@ func TestPrincipalCacheBound(t *testing.T) {
 		t.Fatalf("%+v, want 3 entries and 3 evictions", s)
 	}
 }
+
+// TestPrincipalCacheTrustUntil: a cache trusted until a deadline is
+// bypassed once it has passed, with nobody acting (the entries stay, and
+// nothing new is stored); extending the deadline resumes it with its
+// entries; a deadline never moves back; a cache that was not trusted is
+// emptied when trusted again; Distrust ends it all.
+func TestPrincipalCacheTrustUntil(t *testing.T) {
+	now := time.Now()
+	c := tenancy.NewPrincipalCache(0, time.Hour)
+	c.TrustUntil(time.Now().Add(time.Hour))
+	if !c.Add(hash(1), principal(1, 10), c.Epoch(), now) {
+		t.Fatal("not stored in a trusted cache")
+	}
+	c.TrustUntil(time.Now().Add(-time.Second)) // never moves back
+	if _, got := c.Get(hash(1), now); got != tenancy.CacheHit {
+		t.Fatalf("after an earlier deadline: %s, want hit (a deadline never moves back)", got)
+	}
+
+	c = tenancy.NewPrincipalCache(0, time.Hour)
+	c.TrustUntil(time.Now().Add(50 * time.Millisecond))
+	if !c.Add(hash(1), principal(1, 10), c.Epoch(), now) {
+		t.Fatal("not stored in a trusted cache")
+	}
+	time.Sleep(60 * time.Millisecond)
+	if _, got := c.Get(hash(1), now); got != tenancy.CacheBypass {
+		t.Fatalf("after the deadline: %s, want bypass", got)
+	}
+	if c.Add(hash(2), principal(2, 10), c.Epoch(), now) {
+		t.Error("stored after the deadline")
+	}
+	if s := c.Stats(); s.Trusted || s.Entries != 1 {
+		t.Errorf("after the deadline: %+v, want untrusted with its entry kept", s)
+	}
+	c.TrustUntil(time.Now().Add(time.Hour)) // a ping came back: the entries are current
+	if _, got := c.Get(hash(1), now); got != tenancy.CacheHit {
+		t.Fatalf("after the extension: %s, want hit", got)
+	}
+	c.Distrust()
+	c.TrustUntil(time.Now().Add(time.Hour))
+	if s := c.Stats(); !s.Trusted || s.Entries != 0 {
+		t.Errorf("trusted again after Distrust: %+v, want trusted and empty", s)
+	}
+}
