@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"io"
-	"math"
 	"net/http"
 	"slices"
 	"time"
@@ -93,11 +92,8 @@ func (s *Server) getAccounts() func(fuego.ContextNoBody) (*Envelope[[]storage.Ac
 
 // getAccount answers GET /accounts/{id}.
 func (s *Server) getAccount(c fuego.ContextNoBody) (*Envelope[storage.Account], error) {
-	id, perr := parseInt("id", c.PathParam("id"), 1, math.MaxInt64)
-	if perr != nil {
-		return nil, perr
-	}
-	if err := noParams(c.Request().URL.RawQuery); err != nil {
+	id, err := idParamOnly(c)
+	if err != nil {
 		return nil, err
 	}
 	ctx := c.Context()
@@ -222,44 +218,20 @@ func accountChange(a storage.Account) map[string]any {
 
 // postAccounts answers POST /accounts: 201 with the created account.
 func (s *Server) postAccounts(c fuego.ContextWithBody[AccountInput]) (*Envelope[storage.Account], error) {
-	r := c.Request()
-	if err := noParams(r.URL.RawQuery); err != nil {
-		return nil, err
-	}
-	in, faults, err := decodeBody[AccountInput](r.Body)
-	if err != nil {
-		return nil, err
-	}
-	a, err := accountFrom(in, faults)
-	if err != nil {
-		return nil, err
-	}
 	ctx := c.Context()
-	m, err := s.managerFrom(ctx)
+	w, err := managementWrite[AccountInput, storage.Account]{validate: accountFrom, create: "POST /accounts",
+		account: func(a storage.Account) *int64 { return a.ManagerID }}.open(s, ctx, c.Request())
 	if err != nil {
 		return nil, err
 	}
-	idem, err := idempotencyRequest(r, m.principal.Account.ID, "POST /accounts", a)
-	if err != nil {
+	if err := s.decideManagement(ctx, w.manager, policy.ActionAccountCreate, w.target, accountChange(w.value)); err != nil {
 		return nil, err
 	}
-	var target *policy.TargetInput
-	if a.ManagerID != nil {
-		if _, target, err = s.target(ctx, m, *a.ManagerID); err != nil {
-			return nil, err
-		}
-	}
-	if err := s.decideManagement(ctx, m, policy.ActionAccountCreate, target, accountChange(a)); err != nil {
-		return nil, err
-	}
-	created, replayed, err := s.cfg.Store.CreateAccount(ctx, m.scope, actor(ctx, m), a, idem)
+	a, replayed, err := s.cfg.Store.CreateAccount(ctx, w.scope, actor(ctx, w.manager), w.value, w.idem)
 	if err != nil {
 		return nil, writeError(err, "an account with this username already exists (usernames are compared case-insensitively)", "username")
 	}
-	if replayed {
-		c.SetHeader("Idempotent-Replayed", "true")
-	}
-	return &Envelope[storage.Account]{Data: created}, nil
+	return createdEnvelope(c, a, replayed), nil
 }
 
 // writeError maps the storage errors of a management write.
@@ -343,15 +315,11 @@ func patchFrom(in AccountPatchInput, present map[string]json.RawMessage, faults 
 
 // patchAccount answers PATCH /accounts/{id}: 200 with the account.
 func (s *Server) patchAccount(c fuego.ContextWithBody[AccountPatchInput]) (*Envelope[storage.Account], error) {
-	r := c.Request()
-	id, perr := parseInt("id", c.PathParam("id"), 1, math.MaxInt64)
-	if perr != nil {
-		return nil, perr
-	}
-	if err := noParams(r.URL.RawQuery); err != nil {
+	id, err := idParamOnly(c)
+	if err != nil {
 		return nil, err
 	}
-	body, err := readBody(r)
+	body, err := readBody(c.Request())
 	if err != nil {
 		return nil, err
 	}

@@ -1,7 +1,6 @@
 package api
 
 import (
-	"math"
 	"net/http"
 
 	"github.com/go-fuego/fuego"
@@ -30,11 +29,8 @@ func (s *Server) registerEvents(g *fuego.Server) {
 // getEvent answers GET /events/{id}. A rule outside the caller's scope is
 // NOT_FOUND, exactly like one that does not exist.
 func (s *Server) getEvent(c fuego.ContextNoBody) (*Envelope[storage.Event], error) {
-	id, perr := parseInt("id", c.PathParam("id"), 1, math.MaxInt64)
-	if perr != nil {
-		return nil, perr
-	}
-	if err := noParams(c.Request().URL.RawQuery); err != nil {
+	id, err := idParamOnly(c)
+	if err != nil {
 		return nil, err
 	}
 	ctx := c.Context()

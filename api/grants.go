@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"math"
 	"net/http"
 	"regexp"
 
@@ -100,9 +99,9 @@ func (s *Server) subaccountTarget(ctx context.Context, m manager, id int64) (*po
 
 // getAccountObjects answers GET /accounts/{id}/objects.
 func (s *Server) getAccountObjects(c fuego.ContextNoBody) (*Envelope[[]storage.Object], error) {
-	id, perr := parseInt("id", c.PathParam("id"), 1, math.MaxInt64)
-	if perr != nil {
-		return nil, perr
+	id, err := idParam(c)
+	if err != nil {
+		return nil, err
 	}
 	req, err := parseListRequest(c.Request().URL.RawQuery, storage.Objects.Descriptor)
 	if err != nil {
@@ -126,38 +125,27 @@ func (s *Server) getAccountObjects(c fuego.ContextNoBody) (*Envelope[[]storage.O
 // putAccountObjects answers PUT /accounts/{id}/objects: 200 with the
 // granted devices.
 func (s *Server) putAccountObjects(c fuego.ContextWithBody[GrantsInput]) (*Envelope[[]storage.Object], error) {
-	r := c.Request()
-	id, perr := parseInt("id", c.PathParam("id"), 1, math.MaxInt64)
-	if perr != nil {
-		return nil, perr
-	}
-	if err := noParams(r.URL.RawQuery); err != nil {
-		return nil, err
-	}
-	in, faults, err := decodeBody[GrantsInput](r.Body)
-	if err != nil {
-		return nil, err
-	}
-	imei, err := grantsFrom(in, faults)
+	id, err := idParam(c)
 	if err != nil {
 		return nil, err
 	}
 	ctx := c.Context()
-	m, err := s.managerFrom(ctx)
+	w, err := managementWrite[GrantsInput, []string]{validate: grantsFrom}.open(s, ctx, c.Request())
 	if err != nil {
 		return nil, err
 	}
-	target, err := s.subaccountTarget(ctx, m, id)
+	imei := w.value
+	target, err := s.subaccountTarget(ctx, w.manager, id)
 	if err != nil {
 		return nil, err
 	}
-	if target.OwnedIMEI, err = s.cfg.Store.ParentDevices(ctx, m.scope, id, imei); err != nil {
+	if target.OwnedIMEI, err = s.cfg.Store.ParentDevices(ctx, w.scope, id, imei); err != nil {
 		return nil, writeError(err, "", "")
 	}
-	if err := s.decideManagement(ctx, m, policy.ActionGrantsReplace, target, map[string]any{"imei": anys(imei)}); err != nil {
+	if err := s.decideManagement(ctx, w.manager, policy.ActionGrantsReplace, target, map[string]any{"imei": anys(imei)}); err != nil {
 		return nil, err
 	}
-	granted, err := s.cfg.Store.ReplaceGrants(ctx, m.scope, actor(ctx, m), id, imei)
+	granted, err := s.cfg.Store.ReplaceGrants(ctx, w.scope, actor(ctx, w.manager), id, imei)
 	if errors.Is(err, storage.ErrDeviceNotOwned) {
 		return nil, newError(CodeManagementDenied, "a device is not owned by the subaccount's parent", map[string]any{"reason": "device_not_owned"})
 	}

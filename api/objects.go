@@ -3,7 +3,6 @@ package api
 import (
 	"errors"
 	"fmt"
-	"math"
 	"net/http"
 	"unicode/utf8"
 
@@ -70,20 +69,8 @@ func objectMoveSchema() wireType {
 		}}
 }
 
-// patchObject answers PATCH /objects/{id}: 200 with the moved device.
-func (s *Server) patchObject(c fuego.ContextWithBody[ObjectMove]) (*Envelope[storage.Object], error) {
-	r := c.Request()
-	id, perr := parseInt("id", c.PathParam("id"), 1, math.MaxInt64)
-	if perr != nil {
-		return nil, perr
-	}
-	if err := noParams(r.URL.RawQuery); err != nil {
-		return nil, err
-	}
-	in, faults, err := decodeBody[ObjectMove](r.Body)
-	if err != nil {
-		return nil, err
-	}
+// moveFrom validates a PATCH /objects/{id} body: the new owner's id.
+func moveFrom(in ObjectMove, faults textFaults) (int64, error) {
 	v := validation{}
 	if in.AccountID == nil || *in.AccountID < 1 {
 		v["account_id"] = "required: the id of the new owner (1 or more)"
@@ -92,29 +79,41 @@ func (s *Server) patchObject(c fuego.ContextWithBody[ObjectMove]) (*Envelope[sto
 		v[f] = reason
 	}
 	if err := v.err("the move"); err != nil {
-		return nil, err
+		return 0, err
 	}
-	ctx := c.Context()
-	m, err := s.managerFrom(ctx)
+	return *in.AccountID, nil
+}
+
+// patchObject answers PATCH /objects/{id}: 200 with the moved device.
+func (s *Server) patchObject(c fuego.ContextWithBody[ObjectMove]) (*Envelope[storage.Object], error) {
+	id, err := idParam(c)
 	if err != nil {
 		return nil, err
 	}
-	cur, err := s.cfg.Store.ManagedObject(ctx, m.scope, id)
+	ctx := c.Context()
+	// The device is looked up before the new owner: a device outside the
+	// caller's scope is 404 whatever the body names.
+	w, err := managementWrite[ObjectMove, int64]{validate: moveFrom}.open(s, ctx, c.Request())
+	if err != nil {
+		return nil, err
+	}
+	cur, err := s.cfg.Store.ManagedObject(ctx, w.scope, id)
 	if errors.Is(err, storage.ErrNotFound) {
 		return nil, newError(CodeNotFound, fmt.Sprintf("device %d not found", id), nil)
 	}
 	if err != nil {
 		return nil, err
 	}
-	_, target, err := s.target(ctx, m, *in.AccountID)
+	owner := w.value
+	_, target, err := s.target(ctx, w.manager, owner)
 	if err != nil {
 		return nil, err
 	}
-	change := map[string]any{"imei": cur.IMEI, "from_account_id": cur.AccountID, "account_id": *in.AccountID}
-	if err := s.decideManagement(ctx, m, policy.ActionObjectMove, target, change); err != nil {
+	change := map[string]any{"imei": cur.IMEI, "from_account_id": cur.AccountID, "account_id": owner}
+	if err := s.decideManagement(ctx, w.manager, policy.ActionObjectMove, target, change); err != nil {
 		return nil, err
 	}
-	moved, err := s.cfg.Store.MoveObject(ctx, m.scope, actor(ctx, m), id, *in.AccountID)
+	moved, err := s.cfg.Store.MoveObject(ctx, w.scope, actor(ctx, w.manager), id, owner)
 	if err != nil {
 		return nil, writeError(err, "", "")
 	}
@@ -171,43 +170,22 @@ func objectFrom(in ObjectInput, faults textFaults) (storage.Object, error) {
 
 // postObjects answers POST /objects: 201 with the registered device.
 func (s *Server) postObjects(c fuego.ContextWithBody[ObjectInput]) (*Envelope[storage.Object], error) {
-	r := c.Request()
-	if err := noParams(r.URL.RawQuery); err != nil {
-		return nil, err
-	}
-	in, faults, err := decodeBody[ObjectInput](r.Body)
-	if err != nil {
-		return nil, err
-	}
-	o, err := objectFrom(in, faults)
-	if err != nil {
-		return nil, err
-	}
 	ctx := c.Context()
-	m, err := s.managerFrom(ctx)
+	w, err := managementWrite[ObjectInput, storage.Object]{validate: objectFrom, create: "POST /objects",
+		account: func(o storage.Object) *int64 { return &o.AccountID }}.open(s, ctx, c.Request())
 	if err != nil {
 		return nil, err
 	}
-	idem, err := idempotencyRequest(r, m.principal.Account.ID, "POST /objects", o)
-	if err != nil {
-		return nil, err
-	}
-	_, target, err := s.target(ctx, m, o.AccountID)
-	if err != nil {
-		return nil, err
-	}
+	o := w.value
 	change := map[string]any{"imei": o.IMEI, "name": o.Name, "account_id": o.AccountID, "odometer": o.Odometer, "engine_hours": o.EngineHours}
-	if err := s.decideManagement(ctx, m, policy.ActionObjectCreate, target, change); err != nil {
+	if err := s.decideManagement(ctx, w.manager, policy.ActionObjectCreate, w.target, change); err != nil {
 		return nil, err
 	}
-	created, replayed, err := s.cfg.Store.CreateObject(ctx, m.scope, actor(ctx, m), o, idem)
+	o, replayed, err := s.cfg.Store.CreateObject(ctx, w.scope, actor(ctx, w.manager), o, w.idem)
 	if err != nil {
 		return nil, writeError(err, "a device with this imei already exists", "imei")
 	}
-	if replayed {
-		c.SetHeader("Idempotent-Replayed", "true")
-	}
-	return &Envelope[storage.Object]{Data: created}, nil
+	return createdEnvelope(c, o, replayed), nil
 }
 
 // objectInputSchema is the ObjectInput component, the body of POST

@@ -126,14 +126,7 @@ func idempotencyRequest(r *http.Request, accountID int64, route string, request 
 // Idempotency-Key, a retry returns the first response.
 func (s *Server) postPassengers(c fuego.ContextWithBody[PassengerInput]) (*Envelope[storage.Passenger], error) {
 	r := c.Request()
-	if err := noParams(r.URL.RawQuery); err != nil {
-		return nil, err
-	}
-	in, faults, err := decodeBody[PassengerInput](r.Body)
-	if err != nil {
-		return nil, err
-	}
-	p, err := passengerFrom(in, faults)
+	p, err := validBody(r, passengerFrom)
 	if err != nil {
 		return nil, err
 	}
@@ -167,10 +160,7 @@ func (s *Server) postPassengers(c fuego.ContextWithBody[PassengerInput]) (*Envel
 	case err != nil:
 		return nil, err
 	}
-	if replayed {
-		c.SetHeader("Idempotent-Replayed", "true")
-	}
-	return &Envelope[storage.Passenger]{Data: created}, nil
+	return createdEnvelope(c, created, replayed), nil
 }
 
 // passengerSchema is the Passenger component.

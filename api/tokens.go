@@ -2,7 +2,6 @@ package api
 
 import (
 	"errors"
-	"math"
 	"net/http"
 	"strings"
 	"time"
@@ -155,57 +154,28 @@ func tokenFrom(in TokenInput, faults textFaults, now time.Time) (storage.Managed
 
 // postTokens answers POST /tokens: 201 with the token and its secret.
 func (s *Server) postTokens(c fuego.ContextWithBody[TokenInput]) (*Envelope[CreatedToken], error) {
-	r := c.Request()
-	if err := noParams(r.URL.RawQuery); err != nil {
-		return nil, err
-	}
-	in, faults, err := decodeBody[TokenInput](r.Body)
-	if err != nil {
-		return nil, err
-	}
-	now := s.cfg.Now().UTC()
-	nt, err := tokenFrom(in, faults, now)
-	if err != nil {
-		return nil, err
-	}
 	ctx := c.Context()
-	m, err := s.managerFrom(ctx)
+	w, err := managementWrite[TokenInput, storage.ManagedTokenInput]{
+		validate: func(in TokenInput, faults textFaults) (storage.ManagedTokenInput, error) {
+			return tokenFrom(in, faults, s.cfg.Now().UTC())
+		},
+		inherit: inheritLimits,
+		create:  "POST /tokens",
+		account: func(nt storage.ManagedTokenInput) *int64 { return &nt.AccountID },
+	}.open(s, ctx, c.Request())
 	if err != nil {
 		return nil, err
 	}
-	caller := m.principal.Token
-	if nt.AccountID == 0 {
-		nt.AccountID = m.principal.Account.ID
-	}
-	// Omitted limits inherit the caller's: its expiry, its own rate limit
-	// (none: the server default, as for the caller).
-	if nt.ExpiresAt == nil && caller.ExpiresAt != nil {
-		t := caller.ExpiresAt.UTC()
-		nt.ExpiresAt = &t
-	}
-	if nt.RateLimit == 0 {
-		nt.RateLimit = caller.RateLimit
-	}
-	// The lineage: the new token records the token that mints it, whose
-	// revocation revokes it and whose budget its requests also use.
-	nt.ParentTokenID = caller.ID
-	idem, err := idempotencyRequest(r, m.principal.Account.ID, "POST /tokens", nt)
-	if err != nil {
-		return nil, err
-	}
-	_, target, err := s.target(ctx, m, nt.AccountID)
-	if err != nil {
-		return nil, err
-	}
+	nt := w.value
 	effective := nt.RateLimit
 	if effective == 0 {
 		effective = s.cfg.RateLimit
 	}
 	change := policy.TokenChange(nt.AccountID, nt.Name, nt.Permissions, nt.ExpiresAt, &effective)
-	if err := s.decideManagement(ctx, m, policy.ActionTokenCreate, target, change); err != nil {
+	if err := s.decideManagement(ctx, w.manager, policy.ActionTokenCreate, w.target, change); err != nil {
 		return nil, err
 	}
-	secret, created, replayed, err := s.cfg.Store.CreateManagedToken(ctx, m.scope, actor(ctx, m), nt, idem)
+	secret, created, replayed, err := s.cfg.Store.CreateManagedToken(ctx, w.scope, actor(ctx, w.manager), nt, w.idem)
 	if err != nil {
 		if errors.Is(err, storage.ErrInvalid) {
 			return nil, newError(CodeValidationFailed, "the token is not valid", map[string]any{"fields": map[string]any{
@@ -213,19 +183,33 @@ func (s *Server) postTokens(c fuego.ContextWithBody[TokenInput]) (*Envelope[Crea
 		}
 		return nil, writeError(err, "the account already has a token of this name", "name")
 	}
-	if replayed {
-		c.SetHeader("Idempotent-Replayed", "true")
+	return createdEnvelope(c, createdToken(created, secret), replayed), nil
+}
+
+// inheritLimits completes a token asked for by the caller m: the caller's
+// account when none is named, omitted limits inherit the caller's (its
+// expiry, its own rate limit; none: the server default, as for the
+// caller), and the lineage: the new token records the token that mints it,
+// whose revocation revokes it and whose budget its requests also use.
+func inheritLimits(m manager, nt *storage.ManagedTokenInput) {
+	caller := m.principal.Token
+	if nt.AccountID == 0 {
+		nt.AccountID = m.principal.Account.ID
 	}
-	return &Envelope[CreatedToken]{Data: createdToken(created, secret)}, nil
+	if nt.ExpiresAt == nil && caller.ExpiresAt != nil {
+		t := caller.ExpiresAt.UTC()
+		nt.ExpiresAt = &t
+	}
+	if nt.RateLimit == 0 {
+		nt.RateLimit = caller.RateLimit
+	}
+	nt.ParentTokenID = caller.ID
 }
 
 // deleteToken answers DELETE /tokens/{id}: 204 once the token is revoked.
 func (s *Server) deleteToken(c fuego.ContextNoBody) (any, error) {
-	id, perr := parseInt("id", c.PathParam("id"), 1, math.MaxInt64)
-	if perr != nil {
-		return nil, perr
-	}
-	if err := noParams(c.Request().URL.RawQuery); err != nil {
+	id, err := idParamOnly(c)
+	if err != nil {
 		return nil, err
 	}
 	ctx := c.Context()
