@@ -180,6 +180,9 @@ func TestLoadInvalidChangesNothing(t *testing.T) {
 			record(t, doc, "accounts", 2)["manager"] = "northwind"
 			record(t, doc, "accounts", 9)["manager"] = "fleetco"
 		}, "accounts", 2, `manager cycle`, nil},
+		{"manager_under_a_manager", func(t *testing.T, doc map[string]any) {
+			record(t, doc, "accounts", 9)["manager"] = "fleetco" // northwind, a manager, under the manager fleetco
+		}, "accounts", 9, `manager "fleetco" is a manager, which cannot manage a manager`, nil},
 		{"wrong_manager_type", func(t *testing.T, doc map[string]any) {
 			record(t, doc, "accounts", 4)["manager"] = "acme"
 		}, "accounts", 4, `manager "acme" is a user`, nil},
