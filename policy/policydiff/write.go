@@ -66,6 +66,8 @@ func (rep *Report) Write(w io.Writer) error {
 	return nil
 }
 
+// String names the caller for people: a synthetic principal with its
+// token's permissions, or a token of the database with its account.
 func (c Caller) String() string {
 	if c.Principal != "" {
 		return fmt.Sprintf("%s, token %q", c.Principal, strings.Join(c.Permissions, " "))
