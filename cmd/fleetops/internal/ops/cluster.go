@@ -23,6 +23,24 @@ type cluster struct {
 	frozen  bool
 }
 
+// demoCluster starts the run's private cluster with the demo data and
+// creates a token with every permission for account, named name, with a
+// limit the load never meets.
+func demoCluster(ctx context.Context, e *env, account, name string) (*cluster, token, error) {
+	pg, err := startCluster(ctx, e)
+	if err != nil {
+		return nil, token{}, err
+	}
+	if err := e.importDemo(ctx, pg.server.URL); err != nil {
+		return nil, token{}, err
+	}
+	tok, err := e.createToken(ctx, pg.server.URL, account, name, 100_000_000)
+	if err != nil {
+		return nil, token{}, err
+	}
+	return pg, tok, nil
+}
+
 // startCluster starts the run's private cluster in the work folder,
 // stopped (and thawed first if frozen) when the run ends.
 func startCluster(ctx context.Context, e *env) (*cluster, error) {

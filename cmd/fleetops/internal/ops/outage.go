@@ -25,14 +25,7 @@ func outageRun(fs *flag.FlagSet) func(context.Context, *env) error {
 	maxRequests := fs.Int64("max-requests", 500_000, "upper bound on the logical requests of the run")
 	freeze := fs.Bool("freeze", false, "freeze the database (SIGSTOP to its processes, then SIGCONT) instead of stopping it: a server that hangs instead of refusing")
 	return func(ctx context.Context, e *env) error {
-		pg, err := startCluster(ctx, e)
-		if err != nil {
-			return err
-		}
-		if err := e.importDemo(ctx, pg.server.URL); err != nil {
-			return err
-		}
-		tok, err := e.createToken(ctx, pg.server.URL, "acme", "ops-outage", 100_000_000)
+		pg, tok, err := demoCluster(ctx, e, "acme", "ops-outage")
 		if err != nil {
 			return err
 		}

@@ -25,14 +25,11 @@ func redisOutagePhase(ctx context.Context, e *env, c *checks, dbURL string, tok 
 	}
 	url := "redis://" + rd.addr + "/0"
 	vars := map[string]string{"FLEET_DATABASE_URL": dbURL, "FLEET_REDIS_URL": url}
-	x, err := e.startReplica(ctx, "replica-c", vars)
+	reps, err := e.startReplicas(ctx, vars, "replica-c", "replica-d")
 	if err != nil {
 		return err
 	}
-	y, err := e.startReplica(ctx, "replica-d", vars)
-	if err != nil {
-		return err
-	}
+	x, y := reps[0], reps[1]
 	e.logf("phase 3: token %d (limit %d/min) at replicas c and d on a private Redis %s; Redis stopped at %s, started again at %s",
 		tok.ID, limit, rd.addr, step, 2*step)
 	client := newClient(conc, "")
@@ -86,7 +83,6 @@ func redisOutagePhase(ctx context.Context, e *env, c *checks, dbURL string, tok 
 		}
 		e.logf("private Redis started again (empty); the replicas return to it within %s", ratelimitRetry)
 	}()
-	reps := []*replica{x, y}
 	setStage(0)
 	stats.Drive(ctx, bounds(conc, 3*step+ratelimitRetry, 1_000_000), func(ctx context.Context, _ int, n int64) {
 		r := reps[(n+1)%2]

@@ -28,6 +28,19 @@ type replica struct {
 // base is the replica's URL.
 func (r *replica) base() string { return "http://" + r.addr }
 
+// startReplicas starts one replica per name, each with vars (startReplica).
+func (e *env) startReplicas(ctx context.Context, vars map[string]string, names ...string) ([]*replica, error) {
+	reps := make([]*replica, len(names))
+	for i, name := range names {
+		r, err := e.startReplica(ctx, name, vars)
+		if err != nil {
+			return nil, err
+		}
+		reps[i] = r
+	}
+	return reps, nil
+}
+
 // startReplica starts `fleetapi serve` on a free loopback port with the
 // FLEET_*/OTEL_* variables of vars, its output in the work folder, and
 // waits until it listens (on loopback: any other address is refused).

@@ -50,16 +50,13 @@ func replicasRun(fs *flag.FlagSet) func(context.Context, *env) error {
 			return fmt.Errorf("redis: %w", err)
 		}
 		vars := map[string]string{"FLEET_DATABASE_URL": dbURL, "FLEET_REDIS_URL": *redisURL}
-		a, err := e.startReplica(ctx, "replica-a", vars)
+		reps, err := e.startReplicas(ctx, vars, "replica-a", "replica-b")
 		if err != nil {
 			return err
 		}
-		b, err := e.startReplica(ctx, "replica-b", vars)
-		if err != nil {
-			return err
-		}
+		a, b := reps[0], reps[1]
 		c := &checks{e: e}
-		sharedLimitPhase(ctx, e, c, []*replica{a, b}, limited, *limit, *conc, *window, *maxRequests)
+		sharedLimitPhase(ctx, e, c, reps, limited, *limit, *conc, *window, *maxRequests)
 		if ctx.Err() != nil {
 			return ctx.Err()
 		}

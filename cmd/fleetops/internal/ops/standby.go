@@ -32,14 +32,7 @@ func standbyRun(fs *flag.FlagSet) func(context.Context, *env) error {
 	maxLag := fs.Duration("max-lag", 5*time.Second, "FLEET_REPLICA_MAX_LAG of the replicas")
 	maxRequests := fs.Int64("max-requests", 1_000_000, "upper bound on the requests of the run")
 	return func(ctx context.Context, e *env) error {
-		pg, err := startCluster(ctx, e)
-		if err != nil {
-			return err
-		}
-		if err := e.importDemo(ctx, pg.server.URL); err != nil {
-			return err
-		}
-		tok, err := e.createToken(ctx, pg.server.URL, "fleetco", "ops-standby", 100_000_000)
+		pg, tok, err := demoCluster(ctx, e, "fleetco", "ops-standby")
 		if err != nil {
 			return err
 		}
@@ -53,15 +46,11 @@ func standbyRun(fs *flag.FlagSet) func(context.Context, *env) error {
 		}
 		vars := map[string]string{"FLEET_DATABASE_URL": pg.server.URL, "FLEET_DATABASE_READ_URLS": sb.URL,
 			"FLEET_REPLICA_MAX_LAG": maxLag.String(), "FLEET_REDIS_URL": "redis://" + rd.addr + "/0"}
-		a, err := e.startReplica(ctx, "replica-a", vars)
+		reps, err := e.startReplicas(ctx, vars, "replica-a", "replica-b")
 		if err != nil {
 			return err
 		}
-		b, err := e.startReplica(ctx, "replica-b", vars)
-		if err != nil {
-			return err
-		}
-		s := &standbyLoad{e: e, reps: []*replica{a, b}, tok: tok, client: newClient(*conc, ""), rec: stats.NewRecorder()}
+		s := &standbyLoad{e: e, reps: reps, tok: tok, client: newClient(*conc, ""), rec: stats.NewRecorder()}
 		e.logf("load: %d clients at replicas a and b for 4 × %s (1 request in 8 a passenger create); standby stopped at %s, Redis at %s, standby started again at %s",
 			*conc, *step, *step, 2**step, 3**step)
 		var wg sync.WaitGroup
