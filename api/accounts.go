@@ -30,8 +30,7 @@ func (s *Server) registerAccounts(g *fuego.Server) {
 		paramSchema(openapi3.ParameterInQuery, "type", func(s *openapi3.Schema) { s.WithEnum(anys(accountTypes)...) }),
 		respondsPage(managedAccountSchema(), []storage.Account{exampleManagedAccount()}),
 	})...)
-	fuego.Get(g, "/accounts/{id}", s.getAccount, routeOptions(errorResponses(http.StatusBadRequest, http.StatusUnauthorized,
-		http.StatusForbidden, http.StatusNotFound, http.StatusTooManyRequests, http.StatusInternalServerError, http.StatusServiceUnavailable),
+	fuego.Get(g, "/accounts/{id}", s.getAccount, routeOptions(oneErrors(),
 		[]fuego.RouteOption{
 			fuego.OptionOperationID("get_account"), fuego.OptionTags("Account"),
 			fuego.OptionSummary("One account the caller manages"),
@@ -45,17 +44,11 @@ func (s *Server) registerAccounts(g *fuego.Server) {
 			"a manager users under itself and subaccounts under its users, a user subaccounts under itself. " +
 			"Anything else is 403 MANAGEMENT_DENIED (not_below_caller); a manager_id outside the caller's scope is 404. " +
 			"Needs the token permission POST /accounts and write access."),
-		fuego.OptionDefaultStatusCode(http.StatusCreated),
-		fuego.OptionHeader("Idempotency-Key", "Makes a retried create return the first response; the same key with another body is 409 IDEMPOTENCY_KEY_REUSED."),
-		paramSchema(openapi3.ParameterInHeader, "Idempotency-Key", func(s *openapi3.Schema) {
-			s.WithMinLength(1).WithMaxLength(maxIdempotencyKey).WithPattern(`^[!-~]+$`)
-		}),
+		idempotentCreate(idempotencyKeyHeader),
 		takesBody(accountInputSchema(), exampleAccountInput()),
 		respondsOne(managedAccountSchema(), exampleManagedAccount()),
 	})...)
-	fuego.Patch(g, "/accounts/{id}", s.patchAccount, routeOptions(errorResponses(http.StatusBadRequest, http.StatusUnauthorized,
-		http.StatusForbidden, http.StatusNotFound, http.StatusRequestEntityTooLarge, http.StatusUnsupportedMediaType,
-		http.StatusTooManyRequests, http.StatusInternalServerError, http.StatusServiceUnavailable), []fuego.RouteOption{
+	fuego.Patch(g, "/accounts/{id}", s.patchAccount, routeOptions(changeErrors(), []fuego.RouteOption{
 		fuego.OptionOperationID("update_account"), fuego.OptionTags("Account"),
 		fuego.OptionSummary("Change an account the caller manages"),
 		fuego.OptionDescription("Changes email, active, read_only, account_expire, account_expire_dt and (subaccounts only) privileges. " +
@@ -64,13 +57,6 @@ func (s *Server) registerAccounts(g *fuego.Server) {
 		takesBody(accountPatchSchema(), exampleAccountPatch()),
 		respondsOne(managedAccountSchema(), exampleManagedAccount()),
 	}, pathID("id", "Account id.", exampleManagedAccount().ID))...)
-}
-
-// writeErrors are the error statuses of a management create.
-func writeErrors() []fuego.RouteOption {
-	return errorResponses(http.StatusBadRequest, http.StatusUnauthorized, http.StatusForbidden, http.StatusNotFound,
-		http.StatusConflict, http.StatusRequestEntityTooLarge, http.StatusUnsupportedMediaType, http.StatusTooManyRequests,
-		http.StatusInternalServerError, http.StatusServiceUnavailable)
 }
 
 // accountTypes are the values of an account's type.

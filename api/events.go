@@ -1,8 +1,6 @@
 package api
 
 import (
-	"net/http"
-
 	"github.com/go-fuego/fuego"
 
 	"github.com/fleetapi/fleetapi/storage"
@@ -17,7 +15,7 @@ func (s *Server) registerEvents(g *fuego.Server) {
 		fuego.OptionDescription("The event rules the caller may see. Needs the token permission GET /events; a subaccount also needs the event_notifications privilege."),
 		respondsPage(eventSchema(), []storage.Event{exampleEvent()}),
 	})
-	fuego.Get(g, "/events/{id}", s.getEvent, routeOptions(authErrors(), errorResponses(http.StatusNotFound), []fuego.RouteOption{
+	fuego.Get(g, "/events/{id}", s.getEvent, routeOptions(oneErrors(), []fuego.RouteOption{
 		fuego.OptionOperationID("get_event"), fuego.OptionTags("Events"),
 		fuego.OptionSummary("Read one event rule"),
 		fuego.OptionDescription("One event rule by id. A rule outside the caller's scope is 404, like one that does not exist. " +

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net/http"
 	"regexp"
 
 	"github.com/getkin/kin-openapi/openapi3"
@@ -19,8 +18,7 @@ import (
 // the devices granted to a subaccount.
 func (s *Server) registerGrants(g *fuego.Server) {
 	d := storage.Objects.Descriptor
-	fuego.Get(g, "/accounts/{id}/objects", s.getAccountObjects, routeOptions(errorResponses(http.StatusBadRequest, http.StatusUnauthorized,
-		http.StatusForbidden, http.StatusNotFound, http.StatusTooManyRequests, http.StatusInternalServerError, http.StatusServiceUnavailable),
+	fuego.Get(g, "/accounts/{id}/objects", s.getAccountObjects, routeOptions(oneErrors(),
 		listParams(d), []fuego.RouteOption{
 			fuego.OptionOperationID("get_account_objects"), fuego.OptionTags("Account"),
 			fuego.OptionSummary("Paged list of the devices granted to a subaccount"),
@@ -29,9 +27,7 @@ func (s *Server) registerGrants(g *fuego.Server) {
 				"Needs the token permission GET /accounts/{id}/objects."),
 			respondsPage(objectSchema(), []storage.Object{exampleObject()}),
 		}, pathID("id", "Id of the subaccount.", exampleManagedAccount().ID))...)
-	fuego.Put(g, "/accounts/{id}/objects", s.putAccountObjects, routeOptions(errorResponses(http.StatusBadRequest, http.StatusUnauthorized,
-		http.StatusForbidden, http.StatusNotFound, http.StatusRequestEntityTooLarge, http.StatusUnsupportedMediaType,
-		http.StatusTooManyRequests, http.StatusInternalServerError, http.StatusServiceUnavailable), []fuego.RouteOption{
+	fuego.Put(g, "/accounts/{id}/objects", s.putAccountObjects, routeOptions(changeErrors(), []fuego.RouteOption{
 		fuego.OptionOperationID("replace_account_objects"), fuego.OptionTags("Account"),
 		fuego.OptionSummary("Replace the devices granted to a subaccount"),
 		fuego.OptionDescription("Replaces the grants of a subaccount in the caller's management scope with the listed devices, each owned by " +

@@ -3,7 +3,6 @@ package api
 import (
 	"errors"
 	"fmt"
-	"net/http"
 	"unicode/utf8"
 
 	"github.com/getkin/kin-openapi/openapi3"
@@ -30,17 +29,11 @@ func (s *Server) registerObjects(g *fuego.Server) {
 			"across the platform: one physical device. An IMEI already registered, by anyone, is 409 CONFLICT, the same answer " +
 			"whoever holds it (it names no account); an admin moves a device between accounts with PATCH /objects/{id}. A subaccount owns no devices: 403 MANAGEMENT_DENIED (wrong_target_type). " +
 			"Needs the token permission POST /objects and write access."),
-		fuego.OptionDefaultStatusCode(http.StatusCreated),
-		fuego.OptionHeader("Idempotency-Key", "Makes a retried create return the first response; the same key with another body is 409 IDEMPOTENCY_KEY_REUSED."),
-		paramSchema(openapi3.ParameterInHeader, "Idempotency-Key", func(s *openapi3.Schema) {
-			s.WithMinLength(1).WithMaxLength(maxIdempotencyKey).WithPattern(`^[!-~]+$`)
-		}),
+		idempotentCreate(idempotencyKeyHeader),
 		takesBody(objectInputSchema(), exampleObjectInput()),
 		respondsOne(objectSchema(), exampleObject()),
 	})...)
-	fuego.Patch(g, "/objects/{id}", s.patchObject, routeOptions(errorResponses(http.StatusBadRequest, http.StatusUnauthorized,
-		http.StatusForbidden, http.StatusNotFound, http.StatusRequestEntityTooLarge, http.StatusUnsupportedMediaType,
-		http.StatusTooManyRequests, http.StatusInternalServerError, http.StatusServiceUnavailable),
+	fuego.Patch(g, "/objects/{id}", s.patchObject, routeOptions(changeErrors(),
 		[]fuego.RouteOption{
 			fuego.OptionOperationID("move_object"), fuego.OptionTags("Fleet"),
 			fuego.OptionSummary("Move a device to another account"),

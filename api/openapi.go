@@ -76,6 +76,40 @@ func authErrors() []fuego.RouteOption {
 		http.StatusTooManyRequests, http.StatusInternalServerError, http.StatusServiceUnavailable)
 }
 
+// oneErrors are the error statuses of an operation on one id: authErrors
+// and 404.
+func oneErrors() []fuego.RouteOption {
+	return routeOptions(authErrors(), errorResponses(http.StatusNotFound))
+}
+
+// changeErrors are the error statuses of a write with a JSON body on one
+// id: oneErrors, 413 and 415.
+func changeErrors() []fuego.RouteOption {
+	return routeOptions(oneErrors(), errorResponses(http.StatusRequestEntityTooLarge, http.StatusUnsupportedMediaType))
+}
+
+// writeErrors are the error statuses of a management create: changeErrors
+// and 409.
+func writeErrors() []fuego.RouteOption {
+	return routeOptions(changeErrors(), errorResponses(http.StatusConflict))
+}
+
+// idempotentCreate declares a create (201) that takes an Idempotency-Key;
+// header describes the key.
+func idempotentCreate(header string) fuego.RouteOption {
+	return func(r *fuego.BaseRoute) {
+		fuego.OptionDefaultStatusCode(http.StatusCreated)(r)
+		fuego.OptionHeader("Idempotency-Key", header)(r)
+		paramSchema(openapi3.ParameterInHeader, "Idempotency-Key", func(s *openapi3.Schema) {
+			s.WithMinLength(1).WithMaxLength(maxIdempotencyKey).WithPattern(`^[!-~]+$`)
+		})(r)
+	}
+}
+
+// idempotencyKeyHeader is the description of the Idempotency-Key of a
+// create.
+const idempotencyKeyHeader = "Makes a retried create return the first response; the same key with another body is 409 IDEMPOTENCY_KEY_REUSED."
+
 // operationDoc is what the document says of an operation beyond Fuego's
 // options: the success response (its envelope and data component schemas,
 // and an example) and the request body. The options below store it in the

@@ -17,19 +17,13 @@ import (
 // registerPassengers declares POST /passengers.
 func (s *Server) registerPassengers(g *fuego.Server) {
 	fuego.Post(g, "/passengers", s.postPassengers, routeOptions(
-		errorResponses(http.StatusBadRequest, http.StatusUnauthorized, http.StatusForbidden, http.StatusConflict,
-			http.StatusRequestEntityTooLarge, http.StatusUnsupportedMediaType, http.StatusTooManyRequests,
-			http.StatusInternalServerError, http.StatusServiceUnavailable),
+		authErrors(), errorResponses(http.StatusConflict, http.StatusRequestEntityTooLarge, http.StatusUnsupportedMediaType),
 		[]fuego.RouteOption{
 			fuego.OptionOperationID("create_passenger"), fuego.OptionTags("People and groups"),
 			fuego.OptionSummary("Create a passenger"),
 			fuego.OptionDescription("Creates a passenger in the caller's account (a subaccount's passenger belongs to its parent). " +
 				"Needs the token permission POST /passengers and an account that is not read-only."),
-			fuego.OptionDefaultStatusCode(http.StatusCreated),
-			fuego.OptionHeader("Idempotency-Key", "Makes a retried create return the first response; the same key with another body is 409 IDEMPOTENCY_KEY_REUSED."),
-			paramSchema(openapi3.ParameterInHeader, "Idempotency-Key", func(s *openapi3.Schema) {
-				s.WithMinLength(1).WithMaxLength(maxIdempotencyKey).WithPattern(`^[!-~]+$`)
-			}),
+			idempotentCreate(idempotencyKeyHeader),
 			takesBody(passengerInputSchema(), examplePassengerInput()),
 			respondsOne(passengerSchema(), examplePassenger()),
 		})...)

@@ -33,16 +33,11 @@ func (s *Server) registerTokens(g *fuego.Server) {
 			"not later and a rate limit not higher (403 MANAGEMENT_DENIED exceeds_token); an omitted or null expires_at or " +
 			"rate_limit inherits the caller's. The response holds the secret once; a retry with the same Idempotency-Key " +
 			"answers the token without it. Needs the token permission POST /tokens and write access."),
-		fuego.OptionDefaultStatusCode(http.StatusCreated),
-		fuego.OptionHeader("Idempotency-Key", "Makes a retried create return the first response (without the secret); the same key with another body is 409 IDEMPOTENCY_KEY_REUSED."),
-		paramSchema(openapi3.ParameterInHeader, "Idempotency-Key", func(s *openapi3.Schema) {
-			s.WithMinLength(1).WithMaxLength(maxIdempotencyKey).WithPattern(`^[!-~]+$`)
-		}),
+		idempotentCreate("Makes a retried create return the first response (without the secret); the same key with another body is 409 IDEMPOTENCY_KEY_REUSED."),
 		takesBody(tokenInputSchema(), exampleTokenInput()),
 		respondsOne(createdTokenSchema(), exampleCreatedToken()),
 	})...)
-	fuego.Delete(g, "/tokens/{id}", s.deleteToken, routeOptions(errorResponses(http.StatusBadRequest, http.StatusUnauthorized,
-		http.StatusForbidden, http.StatusNotFound, http.StatusTooManyRequests, http.StatusInternalServerError, http.StatusServiceUnavailable),
+	fuego.Delete(g, "/tokens/{id}", s.deleteToken, routeOptions(oneErrors(),
 		[]fuego.RouteOption{
 			fuego.OptionOperationID("revoke_token"), fuego.OptionTags("Account"),
 			fuego.OptionSummary("Revoke a token"),
@@ -74,26 +69,10 @@ type TokenInput struct {
 // CreatedToken is the answer of POST /tokens: the token and, on the first
 // response only, its secret.
 type CreatedToken struct {
-	ID          int64      `json:"id"`
-	AccountID   int64      `json:"account_id"`
-	Name        string     `json:"name"`
-	Permissions []string   `json:"permissions"`
-	ExpiresAt   *time.Time `json:"expires_at"`
-	RevokedAt   *time.Time `json:"revoked_at"`
-	LastUsedAt  *time.Time `json:"last_used_at"`
-	RateLimit   *int       `json:"rate_limit"`
-	// ParentTokenID is the token that minted it.
-	ParentTokenID *int64    `json:"parent_token_id"`
-	CreatedAt     time.Time `json:"created_at"`
+	storage.ManagedToken
 	// Secret is the token to send as Authorization; empty (absent) on a
 	// replay.
 	Secret string `json:"secret,omitempty"`
-}
-
-func createdToken(t storage.ManagedToken, secret string) CreatedToken {
-	return CreatedToken{ID: t.ID, AccountID: t.AccountID, Name: t.Name, Permissions: []string(t.Permissions),
-		ExpiresAt: t.ExpiresAt, RevokedAt: t.RevokedAt, LastUsedAt: t.LastUsedAt, RateLimit: t.RateLimit,
-		ParentTokenID: t.ParentTokenID, CreatedAt: t.CreatedAt, Secret: secret}
 }
 
 // tokenFrom validates a POST /tokens body: the token asked for, with
@@ -183,7 +162,7 @@ func (s *Server) postTokens(c fuego.ContextWithBody[TokenInput]) (*Envelope[Crea
 		}
 		return nil, writeError(err, "the account already has a token of this name", "name")
 	}
-	return createdEnvelope(c, createdToken(created, secret), replayed), nil
+	return createdEnvelope(c, CreatedToken{created, secret}, replayed), nil
 }
 
 // inheritLimits completes a token asked for by the caller m: the caller's
@@ -291,7 +270,7 @@ func exampleManagedToken() storage.ManagedToken {
 }
 
 func exampleCreatedToken() CreatedToken {
-	return createdToken(exampleManagedToken(), "flt_"+strings.Repeat("Ab3", 10)+"x9")
+	return CreatedToken{exampleManagedToken(), "flt_" + strings.Repeat("Ab3", 10) + "x9"}
 }
 
 func exampleTokenInput() TokenInput {
