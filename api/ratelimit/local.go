@@ -36,21 +36,9 @@ func NewLocal() *Local {
 
 // AllowN implements Limiter. It never fails.
 func (l *Local) AllowN(_ context.Context, key string, limit, n int) (Result, error) {
-	now := time.Now()
-	if l.Now != nil {
-		now = l.Now()
-	}
-	l.mu.Lock()
+	now := l.lock()
 	defer l.mu.Unlock()
-	l.calls++
-	if l.calls%sweepEvery == 0 {
-		l.sweep(now)
-	}
-	b := l.buckets[key]
-	if b == nil || b.limit != limit {
-		b = &bucket{limit: limit, lim: rate.NewLimiter(perMinute(limit), limit)}
-		l.buckets[key] = b
-	}
+	b := l.bucket(key, limit)
 	allowed := true
 	if n > 0 {
 		allowed = b.lim.AllowN(now, n)
@@ -62,26 +50,14 @@ func (l *Local) AllowN(_ context.Context, key string, limit, n int) (Result, err
 
 // AllowAll implements Limiter. It never fails.
 func (l *Local) AllowAll(_ context.Context, budgets []Budget, n int) (Result, error) {
-	now := time.Now()
-	if l.Now != nil {
-		now = l.Now()
-	}
-	l.mu.Lock()
+	now := l.lock()
 	defer l.mu.Unlock()
-	l.calls++
-	if l.calls%sweepEvery == 0 {
-		l.sweep(now)
-	}
 	if len(budgets) == 0 {
 		return Result{Allowed: true}, nil
 	}
 	buckets := make([]*bucket, len(budgets))
 	for i, bg := range budgets {
-		b := l.buckets[bg.Key]
-		if b == nil || b.limit != bg.Limit {
-			b = &bucket{limit: bg.Limit, lim: rate.NewLimiter(perMinute(bg.Limit), bg.Limit)}
-			l.buckets[bg.Key] = b
-		}
+		b := l.bucket(bg.Key, bg.Limit)
 		buckets[i] = b
 		if b.lim.TokensAt(now) < float64(n) {
 			return result(b, now, false), nil
@@ -95,6 +71,32 @@ func (l *Local) AllowAll(_ context.Context, budgets []Budget, n int) (Result, er
 		}
 	}
 	return tightest, nil
+}
+
+// lock takes l's lock for one call, counts the call, sweeps every
+// sweepEvery calls and returns the time of the call. The caller unlocks.
+func (l *Local) lock() time.Time {
+	now := time.Now()
+	if l.Now != nil {
+		now = l.Now()
+	}
+	l.mu.Lock()
+	l.calls++
+	if l.calls%sweepEvery == 0 {
+		l.sweep(now)
+	}
+	return now
+}
+
+// bucket returns key's bucket, made full when it is new or its limit
+// changed. The caller holds l's lock.
+func (l *Local) bucket(key string, limit int) *bucket {
+	b := l.buckets[key]
+	if b == nil || b.limit != limit {
+		b = &bucket{limit: limit, lim: rate.NewLimiter(perMinute(limit), limit)}
+		l.buckets[key] = b
+	}
+	return b
 }
 
 func perMinute(limit int) rate.Limit { return rate.Limit(float64(limit) / 60) }
