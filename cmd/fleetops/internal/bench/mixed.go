@@ -71,6 +71,19 @@ func (h *harness) members(name string, roles ...string) ([]member, error) {
 	return out, nil
 }
 
+// memberScopes compiles the scope of each member of a pool for one
+// request, in the pool's order.
+func (h *harness) memberScopes(ctx context.Context, ms []member, method, route string, resource policy.Resource) ([]policy.Scope, error) {
+	scopes := make([]policy.Scope, len(ms))
+	for i, m := range ms {
+		var err error
+		if scopes[i], err = h.engine.Scope(ctx, policy.NewInput(m.principal, method, route, h.today), resource); err != nil {
+			return nil, err
+		}
+	}
+	return scopes, nil
+}
+
 // poolText describes a pool for the request column: "60 users".
 func poolText(ms []member) string {
 	counts := map[string]int{}
@@ -316,11 +329,9 @@ func (h *harness) dueMixed(ctx context.Context) (scenario, error) {
 	if err != nil {
 		return scenario{}, err
 	}
-	scopes := make([]policy.Scope, len(ms))
-	for i, m := range ms {
-		if scopes[i], err = h.engine.Scope(ctx, policy.NewInput(m.principal, "GET", "/services/due", h.today), "services"); err != nil {
-			return scenario{}, fmt.Errorf("%s: %w", name, err)
-		}
+	scopes, err := h.memberScopes(ctx, ms, "GET", "/services/due", "services")
+	if err != nil {
+		return scenario{}, fmt.Errorf("%s: %w", name, err)
 	}
 	draw := func(k int64) int { return h.rng("due_services", k).IntN(len(ms)) }
 	return scenario{
@@ -354,11 +365,9 @@ func (h *harness) passengerMixed(ctx context.Context) (scenario, error) {
 	if err != nil {
 		return scenario{}, err
 	}
-	scopes := make([]policy.Scope, len(ms))
-	for i, m := range ms {
-		if scopes[i], err = h.engine.Scope(ctx, policy.NewInput(m.principal, "POST", "/passengers", h.today), "passengers"); err != nil {
-			return scenario{}, fmt.Errorf("%s: %w", name, err)
-		}
+	scopes, err := h.memberScopes(ctx, ms, "POST", "/passengers", "passengers")
+	if err != nil {
+		return scenario{}, fmt.Errorf("%s: %w", name, err)
 	}
 	draw := func(k int64) int { return h.rng("passenger_create", k).IntN(len(ms)) }
 	return scenario{

@@ -214,15 +214,7 @@ func (h *harness) eventScenario(ctx context.Context) (scenario, error) {
 			ev, err := h.store.EventByID(ctx, scope, id(c.n))
 			return ev.EventID, err
 		},
-		answer: func(body []byte) (int64, error) {
-			var env struct {
-				Data struct {
-					EventID int64 `json:"event_id"`
-				} `json:"data"`
-			}
-			err := json.Unmarshal(body, &env)
-			return env.Data.EventID, err
-		},
+		answer: eventID,
 	}, nil
 }
 
@@ -244,13 +236,7 @@ func (h *harness) dueScenario(ctx context.Context) (scenario, error) {
 			rows, err := h.store.DueServices(ctx, scope, h.today, maxDue)
 			return int64(len(rows)), err
 		},
-		answer: func(body []byte) (int64, error) {
-			var env struct {
-				Data []json.RawMessage `json:"data"`
-			}
-			err := json.Unmarshal(body, &env)
-			return int64(len(env.Data)), err
-		},
+		answer: dataCount,
 	}, nil
 }
 
