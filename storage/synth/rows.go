@@ -257,6 +257,19 @@ func (p *genPlan) perUser(r *rand.Rand, total int) ([]int, []int) {
 	return spread(r, total, p.cfg.Users), r.Perm(p.cfg.Users)
 }
 
+// perUserRows calls emit for total rows of a table owned by users, drawn
+// from stream: with the stream, the row's id (1, 2, ...), its user u and
+// its number j among u's rows, in the rounds of perUser's order.
+func (p *genPlan) perUserRows(stream uint64, total int, emit func(r *rand.Rand, id int64, u, j int) error) error {
+	r := p.rng(stream)
+	counts, order := p.perUser(r, total)
+	id := int64(0)
+	return rounds(counts, order, func(u, j int) error {
+		id++
+		return emit(r, id, u, j)
+	})
+}
+
 // someDevices draws 1 to 3 distinct devices of user u, as IMEIs.
 func (p *genPlan) someDevices(r *rand.Rand, u int) []string {
 	devs := p.userDevices[u]
@@ -269,11 +282,7 @@ func (p *genPlan) someDevices(r *rand.Rand, u int) []string {
 }
 
 func (p *genPlan) writeReports(c *copier) error {
-	r := p.rng(streamReports)
-	counts, order := p.perUser(r, p.cfg.Reports)
-	id := int64(0)
-	return rounds(counts, order, func(u, j int) error {
-		id++
+	return p.perUserRows(streamReports, p.cfg.Reports, func(r *rand.Rand, id int64, u, j int) error {
 		typ := reportTypes[r.IntN(len(reportTypes))]
 		period := storage.SchedulePeriods()[r.IntN(4)]
 		email := ""
@@ -316,12 +325,8 @@ func zones(r *rand.Rand, most int) []string {
 }
 
 func (p *genPlan) writeEvents(c *copier) error {
-	r := p.rng(streamEvents)
-	counts, order := p.perUser(r, p.cfg.Events)
 	days := storage.WeekDays()
-	id := int64(0)
-	return rounds(counts, order, func(u, j int) error {
-		id++
+	return p.perUserRows(streamEvents, p.cfg.Events, func(r *rand.Rand, id int64, u, j int) error {
 		typ := eventTypes[r.IntN(len(eventTypes))]
 		week := days
 		if r.IntN(3) == 0 {
@@ -358,11 +363,7 @@ func ifThen(on bool, s string) string {
 }
 
 func (p *genPlan) writePassengers(c *copier) error {
-	r := p.rng(streamPassengers)
-	counts, order := p.perUser(r, p.cfg.Passengers)
-	id := int64(0)
-	return rounds(counts, order, func(u, j int) error {
-		id++
+	return p.perUserRows(streamPassengers, p.cfg.Passengers, func(r *rand.Rand, id int64, u, j int) error {
 		first, last := firstNames[r.IntN(len(firstNames))], lastNames[r.IntN(len(lastNames))]
 		row := c.next().Int(id).Int(p.userID(u)).Text(first + " " + last).Text(fmt.Sprintf("EMP-%05d", j+1)).
 			Text(fmt.Sprintf("%08d", r.IntN(100_000_000))).Text(fmt.Sprintf("%d Harbour Road, Springfield", 1+r.IntN(200))).
