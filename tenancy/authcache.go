@@ -219,10 +219,7 @@ func (c *PrincipalCache) Clear() {
 func (c *PrincipalCache) Trust() {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	c.epoch++
-	c.clear()
-	c.trusted = true
-	c.until = time.Time{}
+	c.restart(true, time.Time{})
 }
 
 // TrustUntil consults the cache until deadline (a time.Now reading, so
@@ -237,10 +234,7 @@ func (c *PrincipalCache) TrustUntil(deadline time.Time) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if !c.trusted {
-		c.epoch++
-		c.clear()
-		c.trusted = true
-		c.until = deadline
+		c.restart(true, deadline)
 		return
 	}
 	if !c.until.IsZero() && deadline.After(c.until) {
@@ -258,10 +252,16 @@ func (c *PrincipalCache) trustedNow() bool {
 func (c *PrincipalCache) Distrust() {
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	c.restart(false, time.Time{})
+}
+
+// restart empties the cache, ends the lookups in flight and sets whether
+// it is consulted, until when (zero: no end); c.mu is held.
+func (c *PrincipalCache) restart(trusted bool, until time.Time) {
 	c.epoch++
 	c.clear()
-	c.trusted = false
-	c.until = time.Time{}
+	c.trusted = trusted
+	c.until = until
 }
 
 // Contains reports whether a principal is cached under hash (fresh or
