@@ -77,6 +77,24 @@ func (c *lruCache) len() int {
 	return c.order.Len()
 }
 
+// cached returns the value e's cache holds under key, or computes it with
+// compute and caches it; hit reports which. The lookup is counted in
+// fleet.policy.cache as kind. An error of compute is returned and
+// nothing is cached.
+func cached[T any](ctx context.Context, e *snapshot, kind, key string, compute func() (T, error)) (v T, hit bool, err error) {
+	if c, ok := e.cache.get(key); ok {
+		e.countLookup(ctx, kind, true)
+		return c.(T), true, nil
+	}
+	e.countLookup(ctx, kind, false)
+	if v, err = compute(); err != nil {
+		var zero T
+		return zero, false, err
+	}
+	e.cache.put(key, v)
+	return v, false, nil
+}
+
 // countLookup records one cache lookup in fleet.policy.cache.
 func (e *snapshot) countLookup(ctx context.Context, kind string, hit bool) {
 	e.lookups.Add(ctx, 1, lookupOption(kind, hit))

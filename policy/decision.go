@@ -64,21 +64,17 @@ func (e *snapshot) decide(ctx context.Context, in Input) (Decision, bool, error)
 	if err != nil {
 		return Decision{}, false, err
 	}
-	v, ok := e.cache.get(key)
-	e.countLookup(ctx, "decide", ok)
-	if ok {
-		return cloneDecision(v.(Decision)), true, nil
-	}
-	rs, err := e.decideQ.Eval(ctx, rego.EvalParsedInput(in.value()))
-	if err != nil {
-		return Decision{}, false, fmt.Errorf("evaluate decision: %w", err)
-	}
-	d, err := decisionFrom(rs)
+	d, hit, err := cached(ctx, e, "decide", key, func() (Decision, error) {
+		rs, err := e.decideQ.Eval(ctx, rego.EvalParsedInput(in.value()))
+		if err != nil {
+			return Decision{}, fmt.Errorf("evaluate decision: %w", err)
+		}
+		return decisionFrom(rs)
+	})
 	if err != nil {
 		return Decision{}, false, err
 	}
-	e.cache.put(key, d)
-	return cloneDecision(d), false, nil
+	return cloneDecision(d), hit, nil
 }
 
 // decisionFrom reads the decision object; anything malformed is an error

@@ -287,17 +287,7 @@ func (e *snapshot) managementScope(ctx context.Context, in scopeInput) (Scope, b
 	if err != nil {
 		return Scope{}, false, err
 	}
-	v, ok := e.cache.get(key)
-	e.countLookup(ctx, "scope", ok)
-	if ok {
-		return v.(Scope), true, nil
-	}
-	s, err := e.compileManagementScope(ctx, in)
-	if err != nil {
-		return Scope{}, false, err
-	}
-	e.cache.put(key, s)
-	return s, false, nil
+	return cached(ctx, e, "scope", key, func() (Scope, error) { return e.compileManagementScope(ctx, in) })
 }
 
 func (e *snapshot) compileManagementScope(ctx context.Context, in scopeInput) (Scope, error) {

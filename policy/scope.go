@@ -113,17 +113,7 @@ func (e *snapshot) scope(ctx context.Context, in scopeInput, resource Resource) 
 	if err != nil {
 		return Scope{}, false, err
 	}
-	v, ok := e.cache.get(key)
-	e.countLookup(ctx, "scope", ok)
-	if ok {
-		return v.(Scope), true, nil
-	}
-	s, err := e.compileScope(ctx, in, resource)
-	if err != nil {
-		return Scope{}, false, err
-	}
-	e.cache.put(key, s)
-	return s, false, nil
+	return cached(ctx, e, "scope", key, func() (Scope, error) { return e.compileScope(ctx, in, resource) })
 }
 
 // compileScope runs the prepared partial evaluation, checks its result and
