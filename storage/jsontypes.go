@@ -48,27 +48,35 @@ func (o JSONObject) MarshalJSON() ([]byte, error) {
 // object, which most rows hold, is recognised without running the JSON
 // decoder; NULL scans as nil.
 func (o *JSONObject) Scan(src any) error {
+	if b, ok := src.([]byte); ok && string(b) == "{}" || src == "{}" {
+		*o = JSONObject{}
+		return nil
+	}
+	return scanJSON(o, src, "storage.JSONObject")
+}
+
+// scanJSON decodes src, a json or jsonb column as a sql.Scanner receives
+// it, into *dst; NULL scans as the zero value. what names the
+// destination in errors.
+func scanJSON[T any](dst *T, src any, what string) error {
 	var b []byte
 	switch v := src.(type) {
 	case nil:
-		*o = nil
+		var zero T
+		*dst = zero
 		return nil
 	case []byte:
 		b = v
 	case string:
 		b = []byte(v)
 	default:
-		return fmt.Errorf("storage.JSONObject: cannot scan %T", src)
+		return fmt.Errorf("%s: cannot scan %T", what, src)
 	}
-	if string(b) == "{}" {
-		*o = JSONObject{}
-		return nil
+	var out T
+	if err := json.Unmarshal(b, &out); err != nil {
+		return fmt.Errorf("%s: %w", what, err)
 	}
-	var m map[string]any
-	if err := json.Unmarshal(b, &m); err != nil {
-		return fmt.Errorf("storage.JSONObject: %w", err)
-	}
-	*o = m
+	*dst = out
 	return nil
 }
 

@@ -2,7 +2,6 @@ package storage
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 
@@ -85,24 +84,7 @@ type minterList []minter
 
 // Scan reads the json column; NULL scans as no minters.
 func (l *minterList) Scan(src any) error {
-	var b []byte
-	switch v := src.(type) {
-	case nil:
-		*l = nil
-		return nil
-	case []byte:
-		b = v
-	case string:
-		b = []byte(v)
-	default:
-		return fmt.Errorf("storage.minterList: cannot scan %T", src)
-	}
-	var out minterList
-	if err := json.Unmarshal(b, &out); err != nil {
-		return fmt.Errorf("storage.minterList: %w", err)
-	}
-	*l = out
-	return nil
+	return scanJSON(l, src, "storage.minterList")
 }
 
 // wholeMinters reports whether up, the tokens loaded above a token whose
@@ -186,24 +168,7 @@ type ancestor struct {
 
 // Scan reads the json column; NULL scans as no ancestors.
 func (l *ancestorList) Scan(src any) error {
-	var b []byte
-	switch v := src.(type) {
-	case nil:
-		*l = nil
-		return nil
-	case []byte:
-		b = v
-	case string:
-		b = []byte(v)
-	default:
-		return fmt.Errorf("storage.ancestorList: cannot scan %T", src)
-	}
-	var out ancestorList
-	if err := json.Unmarshal(b, &out); err != nil {
-		return fmt.Errorf("storage.ancestorList: %w", err)
-	}
-	*l = out
-	return nil
+	return scanJSON(l, src, "storage.ancestorList")
 }
 
 // Tenancy returns the ancestor as the tenancy package sees it.
