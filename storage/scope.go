@@ -360,23 +360,21 @@ func listValue(v any, kind columnKind) (any, error) {
 		return nil, fmt.Errorf("%w: in needs a non-empty list, got %T", policy.ErrScope, v)
 	}
 	if kind == kindText {
-		out := make([]string, len(items))
-		for i, it := range items {
-			s, err := scalarValue(it, kindText)
-			if err != nil {
-				return nil, err
-			}
-			out[i] = s.(string)
-		}
-		return pgdialect.Array(out), nil
+		return arrayValue[string](items, kindText)
 	}
-	out := make([]int64, len(items))
+	return arrayValue[int64](items, kindInt)
+}
+
+// arrayValue checks each item as a scalar of kind, which scalarValue
+// returns as a T, and returns them as one array argument.
+func arrayValue[T any](items []any, kind columnKind) (any, error) {
+	out := make([]T, len(items))
 	for i, it := range items {
-		n, err := scalarValue(it, kindInt)
+		v, err := scalarValue(it, kind)
 		if err != nil {
 			return nil, err
 		}
-		out[i] = n.(int64)
+		out[i] = v.(T)
 	}
 	return pgdialect.Array(out), nil
 }
