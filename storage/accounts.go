@@ -75,11 +75,7 @@ func (s *Store) CreateAccount(ctx context.Context, scope policy.Scope, actor Act
 			return AuditEvent{}, err
 		}
 		created = a
-		changes, err := Diff(nil, accountAudit(a))
-		if err != nil {
-			return AuditEvent{}, err
-		}
-		return AuditEvent{Action: policy.ActionAccountCreate, TargetAccountID: a.ID, TargetID: a.ID, Changes: changes}, nil
+		return auditEvent(policy.ActionAccountCreate, a.ID, a.ID, nil, accountAudit(a))
 	}}
 	if a.ManagerID != nil {
 		w.Accounts = []int64{*a.ManagerID}

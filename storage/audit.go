@@ -66,6 +66,16 @@ func (c Changes) MarshalJSON() ([]byte, error) {
 	return json.Marshal(map[string]Change(c))
 }
 
+// auditEvent is the audit event of action on the target: the changes from
+// before to after (Diff; before nil for a create).
+func auditEvent(action string, targetAccountID, targetID int64, before, after map[string]any) (AuditEvent, error) {
+	changes, err := Diff(before, after)
+	if err != nil {
+		return AuditEvent{}, err
+	}
+	return AuditEvent{Action: action, TargetAccountID: targetAccountID, TargetID: targetID, Changes: changes}, nil
+}
+
 // Diff returns the changes from before to after: the fields whose values
 // differ (compared as their JSON encodings), with before nil for a field
 // absent from before (a create passes a nil before).

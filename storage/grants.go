@@ -123,11 +123,7 @@ func (s *Store) ReplaceGrants(ctx context.Context, scope policy.Scope, actor Act
 			if err := tx.db.NewSelect().Model(&granted).Where(grantedTo, id).OrderExpr(Objects.col("id")).Scan(ctx); err != nil {
 				return AuditEvent{}, err
 			}
-			changes, err := Diff(map[string]any{"imei": before}, map[string]any{"imei": after})
-			if err != nil {
-				return AuditEvent{}, err
-			}
-			return AuditEvent{Action: policy.ActionGrantsReplace, TargetAccountID: id, TargetID: id, Changes: changes}, nil
+			return auditEvent(policy.ActionGrantsReplace, id, id, map[string]any{"imei": before}, map[string]any{"imei": after})
 		}})
 	if err != nil {
 		return nil, err
@@ -158,11 +154,7 @@ func (s *Store) CreateObject(ctx context.Context, scope policy.Scope, actor Acto
 			return AuditEvent{}, err
 		}
 		created = o
-		changes, err := Diff(nil, objectAudit(o))
-		if err != nil {
-			return AuditEvent{}, err
-		}
-		return AuditEvent{Action: policy.ActionObjectCreate, TargetAccountID: o.AccountID, TargetID: o.ID, Changes: changes}, nil
+		return auditEvent(policy.ActionObjectCreate, o.AccountID, o.ID, nil, objectAudit(o))
 	}}
 	if replayed, err = idempotentManage(ctx, s, scope, w, idem, &created); err != nil {
 		return Object{}, false, err

@@ -135,11 +135,7 @@ func (s *Store) CreateManagedToken(ctx context.Context, scope policy.Scope, acto
 			return AuditEvent{}, err
 		}
 		secret, created = sec, tok.managed()
-		changes, err := Diff(nil, tokenAudit(created))
-		if err != nil {
-			return AuditEvent{}, err
-		}
-		return AuditEvent{Action: policy.ActionTokenCreate, TargetAccountID: tok.AccountID, TargetID: tok.ID, Changes: changes}, nil
+		return auditEvent(policy.ActionTokenCreate, tok.AccountID, tok.ID, nil, tokenAudit(created))
 	}}
 	// The key stores the token without its secret: a replay cannot show it.
 	if replayed, err = idempotentManage(ctx, s, scope, w, idem, &created); err != nil {
