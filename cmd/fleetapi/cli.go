@@ -103,6 +103,15 @@ func (c *command) parse(args []string, con console) error {
 	return nil
 }
 
+// parseArgs parses args (parse) and checks that min to max positional
+// arguments are left (args).
+func (c *command) parseArgs(args []string, con console, min, max int) error {
+	if err := c.parse(args, con); err != nil {
+		return err
+	}
+	return c.args(min, max)
+}
+
 // flagsFirst reorders args so that the standard flag package, which stops
 // at the first positional argument, sees every flag: the flags (each with
 // its value, when it takes one as the next argument), then "--", then the

@@ -157,44 +157,42 @@ func defaultConfig(getenv func(string) string) (config, error) {
 
 // envInt reads a positive integer variable, or def when it is unset.
 func envInt(getenv func(string) string, name string, def int, errs *[]error) int {
-	v := getenv(name)
-	if v == "" {
-		return def
-	}
-	n, err := strconv.Atoi(v)
-	if err != nil || n < 1 {
-		*errs = append(*errs, fmt.Errorf("%s=%q: want a positive integer", name, v))
-		return def
-	}
-	return n
+	return envValue(getenv, name, def, "a positive integer", func(v string) (int, bool) {
+		n, err := strconv.Atoi(v)
+		return n, err == nil && n >= 1
+	}, errs)
 }
 
 // envCount reads a non-negative integer variable, or def when it is unset.
 func envCount(getenv func(string) string, name string, def int, errs *[]error) int {
-	v := getenv(name)
-	if v == "" {
-		return def
-	}
-	n, err := strconv.Atoi(v)
-	if err != nil || n < 0 {
-		*errs = append(*errs, fmt.Errorf("%s=%q: want 0 or a positive integer", name, v))
-		return def
-	}
-	return n
+	return envValue(getenv, name, def, "0 or a positive integer", func(v string) (int, bool) {
+		n, err := strconv.Atoi(v)
+		return n, err == nil && n >= 0
+	}, errs)
 }
 
 // envDuration reads a non-negative duration variable, or def when unset.
 func envDuration(getenv func(string) string, name string, def time.Duration, errs *[]error) time.Duration {
+	return envValue(getenv, name, def, "a duration such as 5s", func(v string) (time.Duration, bool) {
+		d, err := time.ParseDuration(v)
+		return d, err == nil && d >= 0
+	}, errs)
+}
+
+// envValue reads the variable name with parse, or def when it is unset. A
+// value parse refuses appends an error saying what is wanted (want) to
+// errs and gives def.
+func envValue[T any](getenv func(string) string, name string, def T, want string, parse func(string) (T, bool), errs *[]error) T {
 	v := getenv(name)
 	if v == "" {
 		return def
 	}
-	d, err := time.ParseDuration(v)
-	if err != nil || d < 0 {
-		*errs = append(*errs, fmt.Errorf("%s=%q: want a duration such as 5s", name, v))
+	x, ok := parse(v)
+	if !ok {
+		*errs = append(*errs, fmt.Errorf("%s=%q: want %s", name, v, want))
 		return def
 	}
-	return d
+	return x
 }
 
 // databaseURL is the configured database, or DESIGN §7's default.

@@ -40,10 +40,7 @@ account that is not in the demo data.`)
 	cfg.flags(cmd.fs)
 	dataDir := ".fleetapi/postgres"
 	cmd.fs.StringVar(&dataDir, "pg-dir", dataDir, "where a private PostgreSQL cluster lives when none is found")
-	if err := cmd.parse(args, con); err != nil {
-		return err
-	}
-	if err := cmd.args(0, 0); err != nil {
+	if err := cmd.parseArgs(args, con, 0, 0); err != nil {
 		return err
 	}
 	srv, err := pgserver.Find(ctx, cfg.DatabaseURL, dataDir, con.log)

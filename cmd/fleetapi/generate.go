@@ -35,10 +35,7 @@ standard output, or into --tokens FILE; progress goes to standard error.`)
 	for _, name := range []string{"managers", "users", "subaccounts", "devices", "services", "reports", "events", "passengers"} {
 		sizes[name] = fs.Int(name, -1, "override the preset's number of "+name)
 	}
-	if err := cmd.parse(args, con); err != nil {
-		return err
-	}
-	if err := cmd.args(0, 0); err != nil {
+	if err := cmd.parseArgs(args, con, 0, 0); err != nil {
 		return err
 	}
 	gc, err := synth.Preset(*preset)

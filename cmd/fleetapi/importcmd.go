@@ -19,10 +19,7 @@ importing the same file twice adds nothing.`)
 	if err != nil {
 		return err
 	}
-	if err := cmd.parse(args, con); err != nil {
-		return err
-	}
-	if err := cmd.args(1, 1); err != nil {
+	if err := cmd.parseArgs(args, con, 1, 1); err != nil {
 		return err
 	}
 	name := cmd.fs.Arg(0)

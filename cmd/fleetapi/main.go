@@ -78,31 +78,24 @@ func runWith(ctx context.Context, args []string, getenv func(string) string, con
 	return err
 }
 
+// commands are the subcommands of DESIGN §7 by name, each run with the
+// arguments after its name.
+func commands() map[string]func(ctx context.Context, args []string, getenv func(string) string, con console) error {
+	return map[string]func(context.Context, []string, func(string) string, console) error{
+		"serve": runServe, "dev": runDev, "migrate": runMigrate, "import": runImport, "generate": runGenerate,
+		"token": runToken, "policy": runPolicy, "openapi": runOpenAPI, "version": runVersion,
+	}
+}
+
+// dispatch runs the command args[0] with the rest of args.
 func dispatch(ctx context.Context, args []string, getenv func(string) string, con console) error {
 	if len(args) == 0 {
 		fmt.Fprint(con.log, usage)
 		return usagef("", "no command given")
 	}
 	cmd, rest := args[0], args[1:]
-	switch cmd {
-	case "serve":
-		return runServe(ctx, rest, getenv, con)
-	case "dev":
-		return runDev(ctx, rest, getenv, con)
-	case "migrate":
-		return runMigrate(ctx, rest, getenv, con)
-	case "import":
-		return runImport(ctx, rest, getenv, con)
-	case "generate":
-		return runGenerate(ctx, rest, getenv, con)
-	case "token":
-		return runToken(ctx, rest, getenv, con)
-	case "policy":
-		return runPolicy(ctx, rest, getenv, con)
-	case "openapi":
-		return runOpenAPI(ctx, rest, getenv, con)
-	case "version":
-		return runVersion(ctx, rest, getenv, con)
+	if run, ok := commands()[cmd]; ok {
+		return run(ctx, rest, getenv, con)
 	}
 	if isHelp(cmd) {
 		fmt.Fprint(con.out, usage)

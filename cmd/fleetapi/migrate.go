@@ -35,10 +35,7 @@ func runMigrate(ctx context.Context, args []string, getenv func(string) string, 
 	}
 	// The action may come before or after the flags (parse); a second
 	// argument is unexpected, not an unknown action.
-	if err := cmd.parse(args, con); err != nil {
-		return err
-	}
-	if err := cmd.args(0, 1); err != nil {
+	if err := cmd.parseArgs(args, con, 0, 1); err != nil {
 		return err
 	}
 	action := "up"

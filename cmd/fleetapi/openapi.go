@@ -8,10 +8,7 @@ import (
 
 func runOpenAPI(_ context.Context, args []string, _ func(string) string, con console) error {
 	cmd := newCommand("openapi", "", "Print the OpenAPI 3.1 document of the API, byte for byte the body of GET /api/v2/openapi.json.")
-	if err := cmd.parse(args, con); err != nil {
-		return err
-	}
-	if err := cmd.args(0, 0); err != nil {
+	if err := cmd.parseArgs(args, con, 0, 0); err != nil {
 		return err
 	}
 	srv, err := api.New(api.Config{})

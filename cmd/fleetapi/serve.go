@@ -38,10 +38,7 @@ checks is refused and the one in force keeps serving.`)
 	cfg.flags(cmd.fs)
 	cmd.fs.BoolVar(&cfg.NoMigrate, "no-migrate", false, "do not apply pending migrations at start-up")
 	cmd.fs.BoolVar(&cfg.AllowDemoTokens, "allow-demo-tokens", false, "serve even though demo tokens, whose secrets are public, work in the database (demo databases only)")
-	if err := cmd.parse(args, con); err != nil {
-		return err
-	}
-	if err := cmd.args(0, 0); err != nil {
+	if err := cmd.parseArgs(args, con, 0, 0); err != nil {
 		return err
 	}
 	return serve(ctx, cfg, getenv, con, nil)

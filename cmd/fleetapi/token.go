@@ -66,10 +66,7 @@ Without --permission the token reads only /me, as POST /tokens with
 	cmd.fs.StringVar(&name, "name", "", "token name, unique per account (generated when empty)")
 	cmd.fs.DurationVar(&expires, "expires", 0, "lifetime, e.g. 720h (no expiry when 0)")
 	cmd.fs.IntVar(&rateLimit, "rate-limit", 0, "requests per minute for this token (server default when 0)")
-	if err := cmd.parse(args, con); err != nil {
-		return err
-	}
-	if err := cmd.args(0, 0); err != nil {
+	if err := cmd.parseArgs(args, con, 0, 0); err != nil {
 		return err
 	}
 	switch {
@@ -108,10 +105,7 @@ func runTokenList(ctx context.Context, args []string, getenv func(string) string
 	}
 	var account string
 	cmd.fs.StringVar(&account, "account", "", "username of the account (required)")
-	if err := cmd.parse(args, con); err != nil {
-		return err
-	}
-	if err := cmd.args(0, 0); err != nil {
+	if err := cmd.parseArgs(args, con, 0, 0); err != nil {
 		return err
 	}
 	if account == "" {
@@ -138,10 +132,7 @@ func runTokenRevoke(ctx context.Context, args []string, getenv func(string) stri
 	if err != nil {
 		return err
 	}
-	if err := cmd.parse(args, con); err != nil {
-		return err
-	}
-	if err := cmd.args(1, -1); err != nil {
+	if err := cmd.parseArgs(args, con, 1, -1); err != nil {
 		return err
 	}
 	ids := make([]int64, cmd.fs.NArg())

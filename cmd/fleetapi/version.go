@@ -57,10 +57,7 @@ func versionFrom(bi *debug.BuildInfo) buildVersion {
 
 func runVersion(_ context.Context, args []string, _ func(string) string, con console) error {
 	cmd := newCommand("version", "", "Print the version, the commit the binary was built from, the Go version and the revision of the embedded policy set (the policy_revision of the decision log).")
-	if err := cmd.parse(args, con); err != nil {
-		return err
-	}
-	if err := cmd.args(0, 0); err != nil {
+	if err := cmd.parseArgs(args, con, 0, 0); err != nil {
 		return err
 	}
 	v, err := readBuildVersion()
