@@ -66,7 +66,7 @@ func newCachedReplica(t *testing.T, db *storagetest.DB, opts replicaOptions) *ca
 	pool := storage.Open(db.URL, storage.Options{MaxOpenConns: 4})
 	t.Cleanup(func() { pool.Close() })
 	store := storage.NewStore(pool)
-	engine, err := policy.New(ctx, policy.Options{Resources: storage.Resources(), CompileScope: storage.CompileScope})
+	engine, err := policy.New(ctx, policy.Options{Schema: storage.Schema()})
 	if err != nil {
 		t.Fatalf("policy: %v", err)
 	}

@@ -95,7 +95,7 @@ func TestBackendsTerminated(t *testing.T) {
 	pdb := storage.Open(proxy.URL, storage.Options{MaxOpenConns: 8})
 	t.Cleanup(func() { pdb.Close() })
 	store := storage.NewStore(pdb)
-	engine, err := policy.New(ctx, policy.Options{Resources: storage.Resources(), CompileScope: storage.CompileScope})
+	engine, err := policy.New(ctx, policy.Options{Schema: storage.Schema()})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -28,7 +28,7 @@ func TestDecisionLogPrivacy(t *testing.T) {
 	log := &lockedBuffer{}
 	a := newTestAPIWith(t, func(c *api.Config) {})
 	// The same database and router with a decision log.
-	engine, err := policy.New(t.Context(), policy.Options{DecisionLog: log, Resources: storage.Resources(), CompileScope: storage.CompileScope})
+	engine, err := policy.New(t.Context(), policy.Options{DecisionLog: log, Schema: storage.Schema()})
 	if err != nil {
 		t.Fatal(err)
 	}

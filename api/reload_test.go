@@ -130,7 +130,7 @@ func newReloadAPI(t testing.TB, dir string) *reloadAPI {
 		t.Fatal(err)
 	}
 	log := &lockedBuffer{}
-	engine, err := policy.New(ctx, policy.Options{Dir: dir, DecisionLog: log, Resources: storage.Resources(), CompileScope: storage.CompileScope})
+	engine, err := policy.New(ctx, policy.Options{Dir: dir, DecisionLog: log, Schema: storage.Schema()})
 	if err != nil {
 		t.Fatal(err)
 	}

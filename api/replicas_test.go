@@ -67,7 +67,7 @@ func (r *replicaAPI) server(t *testing.T, store *storage.Store) http.Handler {
 // tracedServer is server with a tracer provider (nil: none).
 func (r *replicaAPI) tracedServer(t *testing.T, store *storage.Store, tp *sdktrace.TracerProvider) http.Handler {
 	t.Helper()
-	engine, err := policy.New(context.Background(), policy.Options{Resources: storage.Resources(), CompileScope: storage.CompileScope})
+	engine, err := policy.New(context.Background(), policy.Options{Schema: storage.Schema()})
 	if err != nil {
 		t.Fatal(err)
 	}

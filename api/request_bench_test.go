@@ -79,7 +79,7 @@ func BenchmarkEventByIDFloor(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	engine, err := policy.New(ctx, policy.Options{Resources: storage.Resources(), CompileScope: storage.CompileScope})
+	engine, err := policy.New(ctx, policy.Options{Schema: storage.Schema()})
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -56,7 +56,7 @@ func newTestAPIWith(t testing.TB, configure func(*api.Config)) *testAPI {
 		t.Cleanup(func() { traced.Close() })
 		store = storage.NewStore(traced)
 	}
-	engine, err := policy.New(ctx, policy.Options{Resources: storage.Resources(), CompileScope: storage.CompileScope, TracerProvider: cfg.TracerProvider, MeterProvider: cfg.MeterProvider})
+	engine, err := policy.New(ctx, policy.Options{Schema: storage.Schema(), TracerProvider: cfg.TracerProvider, MeterProvider: cfg.MeterProvider})
 	if err != nil {
 		t.Fatalf("policy: %v", err)
 	}
@@ -174,7 +174,7 @@ func (a *testAPI) exec(t *testing.T, query string, args ...any) {
 // limiter (a replica behind the same load balancer).
 func newReplica(t *testing.T, base *testAPI, limiter ratelimit.Limiter, rateLimit int) *testAPI {
 	t.Helper()
-	engine, err := policy.New(context.Background(), policy.Options{Resources: storage.Resources(), CompileScope: storage.CompileScope})
+	engine, err := policy.New(context.Background(), policy.Options{Schema: storage.Schema()})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -99,7 +99,7 @@ func BenchmarkReload(b *testing.B) {
 	}
 	a, nb := files(dirA), files(dirB)
 	dir := copyPolicy(b)
-	e := newEngine(b, Options{Dir: dir, Resources: testResources})
+	e := newEngine(b, Options{Dir: dir, Schema: ResourceList(testResources)})
 	install := func(set map[string][]byte) {
 		for f, content := range set {
 			p := filepath.Join(dir, f)

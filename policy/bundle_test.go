@@ -238,7 +238,7 @@ func TestBundleSignatures(t *testing.T) {
 		}
 	}
 	// New refuses the same way (start-up).
-	_, err = New(context.Background(), Options{Dir: writeTemp(t, "u.tar.gz", cases[0].bundle), BundleVerification: verify, Resources: testResources})
+	_, err = New(context.Background(), Options{Dir: writeTemp(t, "u.tar.gz", cases[0].bundle), BundleVerification: verify, Schema: ResourceList(testResources)})
 	if err == nil {
 		t.Error("New loaded an unsigned bundle with a verification key")
 	}

@@ -214,13 +214,13 @@ func TestBundleBombsRefused(t *testing.T) {
 			check("load with a key", err, alloc)
 
 			// At start, from a file and from a URL: an error, not a crash.
-			alloc = allocated(func() { _, err = New(ctx, Options{Dir: path, Resources: testResources}) })
+			alloc = allocated(func() { _, err = New(ctx, Options{Dir: path, Schema: ResourceList(testResources)}) })
 			check("start from the file", err, alloc)
 			mu.Lock()
 			body = b.body
 			mu.Unlock()
 			alloc = allocated(func() {
-				_, err = New(ctx, Options{BundleURL: ts.URL, HTTPClient: ts.Client(), Resources: testResources})
+				_, err = New(ctx, Options{BundleURL: ts.URL, HTTPClient: ts.Client(), Schema: ResourceList(testResources)})
 			})
 			check("start from the URL", err, alloc)
 

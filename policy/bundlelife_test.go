@@ -91,7 +91,7 @@ func TestBundleURLHangs(t *testing.T) {
 
 	var err error
 	if !returns(func() {
-		_, err = New(ctx, Options{BundleURL: ts.URL, HTTPClient: ts.Client(), BundleTimeout: 200 * time.Millisecond, Resources: testResources})
+		_, err = New(ctx, Options{BundleURL: ts.URL, HTTPClient: ts.Client(), BundleTimeout: 200 * time.Millisecond, Schema: ResourceList(testResources)})
 	}) {
 		t.Fatal("New against a hanging bundle URL did not return")
 	}
@@ -463,7 +463,7 @@ func TestBundleRollbackRefused(t *testing.T) {
 }
 
 func withResources(o Options) Options {
-	o.Resources = testResources
+	o.Schema = ResourceList(testResources)
 	return o
 }
 

@@ -115,7 +115,7 @@ func TestBundleURL(t *testing.T) {
 			t.Errorf("%s bundle refused twice: %v", c.name, err)
 		}
 		// A start from it fails.
-		if _, err := New(ctx, Options{BundleURL: ts.URL, BundleVerification: verify, HTTPClient: ts.Client(), Resources: testResources}); err == nil {
+		if _, err := New(ctx, Options{BundleURL: ts.URL, BundleVerification: verify, HTTPClient: ts.Client(), Schema: ResourceList(testResources)}); err == nil {
 			t.Errorf("%s bundle: New succeeded", c.name)
 		}
 	}

@@ -8,9 +8,9 @@ import (
 
 // Check validates the policy set in dir ("" = the embedded set) as the
 // server would at start-up: it loads and compiles it, runs its tests, and
-// compiles every scope rule of opts.Resources for a principal of every
-// account type, and the management scope (data.fleet.manage.accounts) the
-// same way, passing each Scope to opts.CompileScope when it is set.
+// compiles every scope rule of opts.Schema's resources for a principal of
+// every account type, and the management scope (data.fleet.manage.accounts)
+// the same way, each checked by opts.Schema (Schema.CheckScope) when set.
 // opts.Dir is the directory or bundle file, or opts.BundleURL the bundle
 // URL; opts.BundleVerification, when set, must verify the bundle's
 // signature, and a bundle is checked for its sequence (bundleOrder) as at

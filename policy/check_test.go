@@ -15,7 +15,7 @@ import (
 // every scope.
 func TestCheckEmbedded(t *testing.T) {
 	var out bytes.Buffer
-	if err := Check(context.Background(), Options{Resources: testResources}, &out); err != nil {
+	if err := Check(context.Background(), Options{Schema: ResourceList(testResources)}, &out); err != nil {
 		t.Fatal(err)
 	}
 	for _, want := range []string{"revision ", "coverage 100.00%", "scope services   user       (account 7, manager 3): account_id = 7", "ok\n"} {
@@ -36,7 +36,7 @@ services if {
 }
 `)
 	var out bytes.Buffer
-	err := Check(context.Background(), Options{Dir: dir, Resources: testResources}, &out)
+	err := Check(context.Background(), Options{Dir: dir, Schema: ResourceList(testResources)}, &out)
 	if err == nil {
 		t.Fatalf("Check passed:\n%s", out.String())
 	}
@@ -70,7 +70,7 @@ func TestCheckOtherFailures(t *testing.T) {
 			if err := os.Remove(filepath.Join(dir, "fleet/scope/scope_test.rego")); err != nil {
 				t.Fatal(err)
 			}
-			err := Check(context.Background(), Options{Dir: dir, Resources: testResources}, &bytes.Buffer{})
+			err := Check(context.Background(), Options{Dir: dir, Schema: ResourceList(testResources)}, &bytes.Buffer{})
 			if c.want == "" {
 				if err != nil {
 					t.Errorf("harmless addition refused: %v", err)
@@ -83,7 +83,7 @@ func TestCheckOtherFailures(t *testing.T) {
 			t.Log(err)
 		})
 	}
-	if err := Check(context.Background(), Options{Dir: filepath.Join(t.TempDir(), "missing"), Resources: testResources}, &bytes.Buffer{}); err == nil {
+	if err := Check(context.Background(), Options{Dir: filepath.Join(t.TempDir(), "missing"), Schema: ResourceList(testResources)}, &bytes.Buffer{}); err == nil {
 		t.Error("a missing directory passed")
 	}
 }
@@ -92,11 +92,11 @@ func TestCheckOtherFailures(t *testing.T) {
 // scope rule without a resource, both stop New with a message naming it.
 func TestScopeRulesMatchResources(t *testing.T) {
 	ctx := context.Background()
-	_, err := New(ctx, Options{Resources: append(slices.Clone(testResources), "no_such_resource")})
+	_, err := New(ctx, Options{Schema: ResourceList(append(slices.Clone(testResources), "no_such_resource"))})
 	if err == nil || !strings.Contains(err.Error(), `resource "no_such_resource" has no scope rule data.fleet.scope.no_such_resource`) {
 		t.Errorf("a resource without a rule: %v", err)
 	}
-	_, err = New(ctx, Options{Resources: testResources[:3]})
+	_, err = New(ctx, Options{Schema: ResourceList(testResources)[:3]})
 	if err == nil || !strings.Contains(err.Error(), "scope rule data.fleet.scope.passengers") {
 		t.Errorf("a rule without a resource: %v", err)
 	}

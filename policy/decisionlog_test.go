@@ -243,7 +243,7 @@ func TestDecisionLogShape(t *testing.T) {
 		t.Errorf("management record: path %s, custom %v, erased %v", mgmt.Path, mgmt.Custom, mgmt.Erased)
 	}
 	for _, reserved := range []string{"id", "version"} {
-		if _, err := New(ctx, Options{Resources: testResources, DecisionLogLabels: map[string]string{reserved: "x"}}); err == nil {
+		if _, err := New(ctx, Options{Schema: ResourceList(testResources), DecisionLogLabels: map[string]string{reserved: "x"}}); err == nil {
 			t.Errorf("label %q accepted", reserved)
 		}
 	}

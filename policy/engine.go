@@ -50,17 +50,14 @@ type Options struct {
 	// CacheSize bounds the answer cache: 0 means DefaultCacheSize, a
 	// negative value turns the cache off.
 	CacheSize int
-	// Resources are the tenant resources (storage.Resources). Each needs a
-	// scope rule data.fleet.scope.<resource>, and every scope rule (a rule
-	// of data.fleet.scope that reads input.<its name>) needs a resource:
-	// New fails on either mismatch.
-	Resources []Resource
-	// CompileScope, when set, compiles every Scope the engine makes into
-	// the form its user queries with (storage passes its SQL translator,
-	// storage.CompileScope). It runs once per compiled scope, on a cache
-	// miss; the result is kept in the Scope (Scope.Compiled) and cached
-	// with it. A scope it rejects is an error wrapping ErrScope.
-	CompileScope func(Scope) (any, error)
+	// Schema is what the engine knows of the data its scopes restrict
+	// (storage.Schema): the tenant resources, each of which needs a scope
+	// rule data.fleet.scope.<resource> while every scope rule (a rule of
+	// data.fleet.scope that reads input.<its name>) needs a resource (New
+	// fails on either mismatch), and the check that a scope can be
+	// enforced, asked while a policy set is checked (Schema). nil: no
+	// resources.
+	Schema Schema
 	// MeterProvider receives the cache counter
 	// fleet.policy.cache{kind, result}, the decision counter, the reload
 	// counter fleet.policy.reloads{result} and the gauge
@@ -134,9 +131,11 @@ type shared struct {
 	opts Options
 	// resources are Options.Resources, in their order.
 	resources []Resource
-	compile   func(Scope) (any, error)
-	tracer    trace.Tracer
-	logger    *slog.Logger
+	// checkScope is Options.Schema's CheckScope (nil: none), asked by
+	// verify only.
+	checkScope func(Scope) error
+	tracer     trace.Tracer
+	logger     *slog.Logger
 	// lookups counts cache lookups by kind (decide, scope, permissions)
 	// and result (hit, miss).
 	lookups metric.Int64Counter
@@ -220,15 +219,17 @@ func New(ctx context.Context, opts Options) (*Engine, error) {
 			opts:      opts,
 			lookups:   lookups,
 			decisions: decisions,
-			compile:   opts.CompileScope,
 			tracer:    tp.Tracer(tracerName),
 			logger:    logger,
 			log:       opts.DecisionLog,
 			labels:    labels,
-			resources: slices.Clone(opts.Resources),
 		},
 		reloads: reloads,
 		now:     time.Now,
+	}
+	if opts.Schema != nil {
+		e.resources = slices.Clone(opts.Schema.Resources())
+		e.checkScope = opts.Schema.CheckScope
 	}
 	var set *policySet
 	if opts.BundleURL != "" {
@@ -419,7 +420,7 @@ func (e *snapshot) prepare(ctx context.Context) error {
 }
 
 // Resources returns the tenant resources the engine was built with
-// (Options.Resources), in their order.
+// (Options.Schema), in their order.
 func (e *shared) Resources() []Resource { return slices.Clone(e.resources) }
 
 // checkScopeRules checks that the scope rules of the set and the resources

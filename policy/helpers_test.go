@@ -13,7 +13,7 @@ import (
 // sharedEngine is built once: New runs the Rego tests and compiles every
 // query, which takes a moment.
 var sharedEngine = sync.OnceValues(func() (*Engine, error) {
-	return New(context.Background(), Options{Resources: testResources})
+	return New(context.Background(), Options{Schema: ResourceList(testResources)})
 })
 
 // testResources are the resources of the embedded policy's scope rules,
@@ -44,8 +44,8 @@ func engine(t testing.TB) *Engine {
 
 func newEngine(t testing.TB, opts Options) *Engine {
 	t.Helper()
-	if opts.Resources == nil {
-		opts.Resources = testResources
+	if opts.Schema == nil {
+		opts.Schema = ResourceList(testResources)
 	}
 	e, err := New(context.Background(), opts)
 	if err != nil {

@@ -50,7 +50,7 @@ func TestHiddenFilesIgnored(t *testing.T) {
 	addHiddenFiles(t, dir)
 
 	want := newEngine(t, Options{Dir: clean}).Revision()
-	e, err := New(ctx, Options{Dir: dir, Resources: testResources})
+	e, err := New(ctx, Options{Dir: dir, Schema: ResourceList(testResources)})
 	if err != nil {
 		t.Fatalf("New with hidden files in the directory: %v", err)
 	}
@@ -60,7 +60,7 @@ func TestHiddenFilesIgnored(t *testing.T) {
 	if d, err := e.Decide(ctx, principal("user").at("GET", "/reports")); err != nil || !d.Allow {
 		t.Errorf("decision: %+v %v", d, err)
 	}
-	if err := Check(ctx, Options{Dir: dir, Resources: testResources}, io.Discard); err != nil {
+	if err := Check(ctx, Options{Dir: dir, Schema: ResourceList(testResources)}, io.Discard); err != nil {
 		t.Errorf("Check: %v", err)
 	}
 	rep, err := RunTests(ctx, dir, io.Discard)

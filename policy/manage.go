@@ -262,9 +262,9 @@ func (e *snapshot) logManagement(ctx context.Context, in ManagementInput, d Deci
 // ManagementScope compiles data.fleet.manage.accounts for the account of
 // in into the accounts it manages: a Scope of ManagementResource, made
 // exactly like the row scopes (Engine.Scope): partially evaluated with
-// input.accounts unknown and input.account alone known, compiled with
-// Options.CompileScope, cached by the policy revision and the account,
-// fail closed (an error wrapping ErrScope).
+// input.accounts unknown and input.account alone known, cached by the
+// policy revision and the account (Scope.Key), fail closed (an error
+// wrapping ErrScope).
 func (e *snapshot) ManagementScope(ctx context.Context, in Input) (Scope, error) {
 	ctx, span := e.tracer.Start(ctx, "policy.scope")
 	defer span.End()
@@ -287,7 +287,11 @@ func (e *snapshot) managementScope(ctx context.Context, in scopeInput) (Scope, b
 	if err != nil {
 		return Scope{}, false, err
 	}
-	return cached(ctx, e, "scope", key, func() (Scope, error) { return e.compileManagementScope(ctx, in) })
+	return cached(ctx, e, "scope", key, func() (Scope, error) {
+		s, err := e.compileManagementScope(ctx, in)
+		s.key = key
+		return s, err
+	})
 }
 
 func (e *snapshot) compileManagementScope(ctx context.Context, in scopeInput) (Scope, error) {
@@ -328,8 +332,8 @@ func (e *snapshot) prepareManagement(ctx context.Context) error {
 
 // verifyManagement checks, for a sample principal of accountType, that the
 // management decision is well formed and that the management scope
-// compiles into a Scope that Options.CompileScope accepts, unrestricted
-// for admins only.
+// compiles into a Scope that the schema accepts (Schema.CheckScope),
+// unrestricted for admins only.
 func (e *snapshot) verifyManagement(ctx context.Context, accountType string) error {
 	in := samplePrincipal(accountType)
 	mi := ManagementInput{
@@ -344,6 +348,9 @@ func (e *snapshot) verifyManagement(ctx context.Context, accountType string) err
 	scope, err := e.compileManagementScope(ctx, scopeInput{Account: in.Account})
 	if err == nil && accountType != "admin" && scope.unrestricted {
 		err = fmt.Errorf("unrestricted for a principal that is not an admin")
+	}
+	if err == nil {
+		err = e.enforceable(scope)
 	}
 	if err != nil {
 		return fmt.Errorf("management scope for %s principal: %w", article(accountType), err)

@@ -43,6 +43,7 @@ func TestManagementScopeTrees(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
+			got.key = "" // the cache's (TestManagementScopeCompiled)
 			want.resource = ManagementResource
 			if !reflect.DeepEqual(got, want) {
 				t.Errorf("got %s %+v\nwant %s", got, got, want)
@@ -72,26 +73,31 @@ func TestManagementScopeNone(t *testing.T) {
 	}
 }
 
-// TestManagementScopeCompiled: the management scope goes through
-// Options.CompileScope and the cache like the row scopes; New refuses a
-// CompileScope that rejects it.
+// TestManagementScopeCompiled: the management scope goes through the
+// schema's check at start-up and the cache like the row scopes (one Key
+// per account), and is not handed to the schema on a request; New refuses
+// a Schema that rejects it.
 func TestManagementScopeCompiled(t *testing.T) {
 	var seen []Resource
-	e := newEngine(t, Options{CompileScope: func(s Scope) (any, error) { seen = append(seen, s.Resource()); return "sql of " + s.String(), nil }})
+	e := newEngine(t, Options{Schema: checkingSchema{ResourceList(testResources), func(s Scope) error { seen = append(seen, s.Resource()); return nil }}})
 	n := len(seen)
+	if n == 0 || seen[n-1] != ManagementResource {
+		t.Fatalf("the schema checked %v at start-up, not the management scope last", seen)
+	}
 	got, err := e.ManagementScope(context.Background(), principal("subaccount"))
-	if err != nil || got.Compiled() != "sql of id = 7" || len(seen) != n+1 || seen[n] != ManagementResource {
-		t.Fatalf("ManagementScope: %v, %v (compile calls %v)", got.Compiled(), err, seen[n:])
+	if err != nil || got.String() != "id = 7" || got.Key() == "" || len(seen) != n {
+		t.Fatalf("ManagementScope: %v, %v, key %q (schema asked %v on a request)", got, err, got.Key(), seen[n:])
 	}
-	if _, err := e.ManagementScope(context.Background(), principal("subaccount").at("POST", "/tokens")); err != nil || len(seen) != n+1 {
-		t.Errorf("the same account compiled again: %v (%d calls)", err, len(seen)-n)
+	again, err := e.ManagementScope(context.Background(), principal("subaccount").at("POST", "/tokens"))
+	if err != nil || again.Key() != got.Key() || again.where != got.where || len(seen) != n {
+		t.Errorf("the same account compiled again: %v (key %q, %q)", err, again.Key(), got.Key())
 	}
-	_, err = New(context.Background(), Options{Resources: testResources, CompileScope: func(s Scope) (any, error) {
+	_, err = New(context.Background(), Options{Schema: checkingSchema{ResourceList(testResources), func(s Scope) error {
 		if _, ok := s.Where(); ok && s.Resource() == ManagementResource {
-			return nil, errors.New("column grand_manager_id not allowed")
+			return errors.New("column grand_manager_id not allowed")
 		}
-		return nil, nil
-	}})
+		return nil
+	}}})
 	if err == nil || !strings.Contains(err.Error(), "management scope for a manager principal") {
 		t.Errorf("New: %v", err)
 	}
@@ -104,11 +110,11 @@ func TestManagementRulesRequired(t *testing.T) {
 	if err := os.RemoveAll(filepath.Join(dir, "fleet/manage")); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := New(context.Background(), Options{Dir: dir, Resources: testResources}); err == nil ||
+	if _, err := New(context.Background(), Options{Dir: dir, Schema: ResourceList(testResources)}); err == nil ||
 		!strings.Contains(err.Error(), "data.fleet.manage.decision") {
 		t.Errorf("New without fleet.manage: %v", err)
 	}
-	if _, err := New(context.Background(), Options{Resources: append(testResources[:4:4], ManagementResource)}); err == nil {
+	if _, err := New(context.Background(), Options{Schema: ResourceList(append(testResources[:4:4], ManagementResource))}); err == nil {
 		t.Error("New accepted a tenant resource named accounts")
 	}
 }

@@ -12,7 +12,7 @@ import (
 // and storage's registry name the same resources (New checks both
 // directions: a resource without a rule, a rule without a resource).
 func TestScopeRulesAreStorageResources(t *testing.T) {
-	if _, err := policy.New(context.Background(), policy.Options{Resources: storage.Resources(), CompileScope: storage.CompileScope}); err != nil {
+	if _, err := policy.New(context.Background(), policy.Options{Schema: storage.Schema()}); err != nil {
 		t.Fatalf("the scope rules and storage.Resources() disagree: %v", err)
 	}
 }

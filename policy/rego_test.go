@@ -58,7 +58,7 @@ test_deliberately_wrong if {
 	if !strings.Contains(out.String(), "FAIL data.fleet.authz_test.test_deliberately_wrong") {
 		t.Errorf("output:\n%s", out.String())
 	}
-	_, err = New(context.Background(), Options{Dir: dir, Resources: testResources})
+	_, err = New(context.Background(), Options{Dir: dir, Schema: ResourceList(testResources)})
 	if !errors.Is(err, ErrTestsFailed) || !strings.Contains(err.Error(), "test_deliberately_wrong") {
 		t.Errorf("New: %v", err)
 	}

@@ -32,15 +32,15 @@ type Resource string
 // one of Unrestricted (every row), None (no row) or Where (the condition a
 // row must meet) holds. Only the Engine makes one, so a Scope in hand was
 // answered by the policy; the zero Scope is of no resource and admits
-// nothing. Compiled holds what Options.CompileScope made of it (storage's
-// SQL), computed once when the scope was compiled and shared by every
-// request that hits the cache.
+// nothing. Its user turns it into its own query language itself (storage
+// translates it into SQL and keeps the translation by Key): the engine
+// never calls back.
 type Scope struct {
 	resource     Resource
 	unrestricted bool
 	none         bool
 	where        *Condition
-	compiled     any
+	key          string
 }
 
 // Resource returns the resource the scope is of.
@@ -61,13 +61,16 @@ func (s Scope) Where() (Condition, bool) {
 	return *s.where, true
 }
 
-// Compiled returns the result of Options.CompileScope for this scope; nil
-// when the engine has no CompileScope.
-func (s Scope) Compiled() any { return s.compiled }
+// Key identifies the answer: the policy revision, the resource and the
+// account facts the scope was compiled from, exactly what the engine's
+// own cache is keyed by. Two scopes with the same Key are the same
+// answer, so a user may cache what it makes of a scope by its Key
+// (storage's compiled SQL). The zero Scope's Key is empty.
+func (s Scope) Key() string { return s.key }
 
 // MarshalJSON renders the scope for logs and golden files:
-// {"Resource":…,"Unrestricted":…,"None":…,"Where":…}. The compiled form
-// is not part of it.
+// {"Resource":…,"Unrestricted":…,"None":…,"Where":…}. The key is not
+// part of it.
 func (s Scope) MarshalJSON() ([]byte, error) {
 	return json.Marshal(struct {
 		Resource     Resource
@@ -81,13 +84,12 @@ func (s Scope) MarshalJSON() ([]byte, error) {
 // the rows it may see. The rule is partially evaluated with input.<resource>
 // unknown and input.account alone known (the scope depends on the account,
 // not on the token or the route), and its UCAST residue becomes the
-// Scope's condition, which Options.CompileScope then compiles. The answer
-// is cached by the policy revision, the resource and the account.
+// Scope's condition. The answer is cached by the policy revision, the
+// resource and the account (Scope.Key).
 // It returns ErrUnknownResource for a resource without a rule and an error
 // wrapping ErrScope when the residue cannot be used: a field of another
-// table, a nested field, an unknown operator, a residue that
-// Options.CompileScope rejects, or no restriction for a principal that
-// data.fleet.scope.unrestricted does not mark.
+// table, a nested field, an unknown operator, or no restriction for a
+// principal that data.fleet.scope.unrestricted does not mark.
 func (e *snapshot) Scope(ctx context.Context, in Input, resource Resource) (Scope, error) {
 	ctx, span := e.tracer.Start(ctx, "policy.scope")
 	defer span.End()
@@ -113,11 +115,14 @@ func (e *snapshot) scope(ctx context.Context, in scopeInput, resource Resource) 
 	if err != nil {
 		return Scope{}, false, err
 	}
-	return cached(ctx, e, "scope", key, func() (Scope, error) { return e.compileScope(ctx, in, resource) })
+	return cached(ctx, e, "scope", key, func() (Scope, error) {
+		s, err := e.compileScope(ctx, in, resource)
+		s.key = key
+		return s, err
+	})
 }
 
-// compileScope runs the prepared partial evaluation, checks its result and
-// compiles it with Options.CompileScope.
+// compileScope runs the prepared partial evaluation and checks its result.
 func (e *snapshot) compileScope(ctx context.Context, in scopeInput, resource Resource) (Scope, error) {
 	return e.compileWith(ctx, in, resource, e.scopeQ[resource], e.unrestrictedQ)
 }
@@ -154,11 +159,6 @@ func (e *snapshot) compileWith(ctx context.Context, in scopeInput, resource Reso
 		s.where = &where
 	default:
 		return Scope{}, fmt.Errorf("%w: %q: unexpected query %T", ErrScope, resource, q)
-	}
-	if e.compile != nil {
-		if s.compiled, err = e.compile(s); err != nil {
-			return Scope{}, fmt.Errorf("%w: %q rejected by the storage check: %w", ErrScope, resource, err)
-		}
 	}
 	return s, nil
 }

@@ -40,6 +40,7 @@ func TestScopeTrees(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
+				got.key = "" // the cache's (TestScopeCompile)
 				want, pinned := c.want[r]
 				if !pinned {
 					// a resource the table does not pin has one of the
@@ -92,36 +93,50 @@ func TestScopeUnknownResource(t *testing.T) {
 	}
 }
 
-// TestScopeCompile: a scope that CompileScope rejects is an error (and New
-// refuses to start when a sample principal's scope is rejected); its
-// result is kept in the Scope, and compiled once per cache miss only.
+// TestScopeCompile: a scope that the schema rejects (Schema.CheckScope)
+// stops New when a sample principal's scope is rejected; the schema is
+// asked at start-up only, never on a request (no callback on the request
+// path), and a scope is compiled once per cache miss: another token and
+// route of the same account get the same answer, of the same Key.
 func TestScopeCompile(t *testing.T) {
-	reject := func(s Scope) (any, error) {
+	reject := func(s Scope) error {
 		if w, ok := s.Where(); ok && w.Op == OpOr {
-			return nil, errors.New("column manager_id not allowed")
+			return errors.New("column manager_id not allowed")
 		}
-		return nil, nil
+		return nil
 	}
-	_, err := New(context.Background(), Options{Resources: testResources, CompileScope: reject})
+	_, err := New(context.Background(), Options{Schema: checkingSchema{ResourceList(testResources), reject}})
 	if err == nil || !strings.Contains(err.Error(), `scope rule "services" for a manager principal`) ||
 		!strings.Contains(err.Error(), "manager_id not allowed") {
 		t.Errorf("New: %v", err)
 	}
 	var seen []Resource
-	e := newEngine(t, Options{CompileScope: func(s Scope) (any, error) { seen = append(seen, s.Resource()); return "sql of " + s.String(), nil }})
+	e := newEngine(t, Options{Schema: checkingSchema{ResourceList(testResources), func(s Scope) error { seen = append(seen, s.Resource()); return nil }}})
 	startup := len(accountTypes()) * (len(testResources) + 1)
 	if len(seen) != startup {
-		t.Errorf("CompileScope saw %d scopes at start-up, want %d types × (%d resources + the management scope)", len(seen), len(accountTypes()), len(testResources))
+		t.Errorf("the schema saw %d scopes at start-up, want %d types × (%d resources + the management scope)", len(seen), len(accountTypes()), len(testResources))
 	}
 	got, err := e.Scope(context.Background(), principal("user"), "events")
-	if err != nil || len(seen) != startup+1 || got.Compiled() != "sql of account_id = 7" {
-		t.Errorf("Scope: %v, compiled %v (compile calls %d)", err, got.Compiled(), len(seen))
+	if err != nil || len(seen) != startup || got.String() != "account_id = 7" || got.Key() == "" {
+		t.Errorf("Scope: %v, %v, key %q (schema asked %d times on a request)", got, err, got.Key(), len(seen)-startup)
 	}
 	other := principal("user").at("GET", "/reports")
 	other.Token = TokenInput{ID: 99, Permissions: []string{"GET /events"}}
-	if again, err := e.Scope(context.Background(), other, "events"); err != nil || len(seen) != startup+1 || again.Compiled() != got.Compiled() {
-		t.Errorf("another token and route of the same account compiled again: %v (compile calls %d)", err, len(seen))
+	if again, err := e.Scope(context.Background(), other, "events"); err != nil || len(seen) != startup || again.Key() != got.Key() || again.where != got.where {
+		t.Errorf("another token and route of the same account compiled again: %v (key %q, %q)", err, again.Key(), got.Key())
+	}
+	if mine, err := e.Scope(context.Background(), principal("manager"), "events"); err != nil || mine.Key() == got.Key() {
+		t.Errorf("another account shares the key %q: %v", mine.Key(), err)
 	}
 }
+
+// checkingSchema is a Schema of the test resources with a check of the
+// test's own.
+type checkingSchema struct {
+	ResourceList
+	check func(Scope) error
+}
+
+func (s checkingSchema) CheckScope(scope Scope) error { return s.check(scope) }
 
 func ptr[T any](v T) *T { return &v }

@@ -28,9 +28,9 @@ func accountTypes() []string { return []string{"admin", "manager", "user", "suba
 
 // verify checks, for a sample principal of every account type, that the
 // decision and permissions are well formed and that every scope rule
-// compiles into a Scope that Options.CompileScope accepts, and that only admins get
-// an unrestricted one; and the same of the management decision and scope
-// (verifyManagement).
+// compiles into a Scope that the schema accepts (Schema.CheckScope), and
+// that only admins get an unrestricted one; and the same of the
+// management decision and scope (verifyManagement).
 func (e *snapshot) verify(ctx context.Context) error {
 	for _, t := range accountTypes() {
 		in := samplePrincipal(t)
@@ -53,6 +53,9 @@ func (e *snapshot) verify(ctx context.Context) error {
 			if err == nil && t != "admin" && scope.unrestricted {
 				err = errors.New("unrestricted for a principal that is not an admin")
 			}
+			if err == nil {
+				err = e.enforceable(scope)
+			}
 			if err != nil {
 				return fmt.Errorf("scope rule %q for %s principal: %w", r, article(t), err)
 			}
@@ -70,4 +73,16 @@ func article(accountType string) string {
 		return "an admin"
 	}
 	return "a " + accountType
+}
+
+// enforceable asks the schema whether scope can be enforced
+// (Schema.CheckScope); a refusal is an error wrapping ErrScope.
+func (e *snapshot) enforceable(scope Scope) error {
+	if e.checkScope == nil {
+		return nil
+	}
+	if err := e.checkScope(scope); err != nil {
+		return fmt.Errorf("%w: %q rejected by the storage check: %w", ErrScope, scope.resource, err)
+	}
+	return nil
 }

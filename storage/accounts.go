@@ -66,7 +66,7 @@ func accountAudit(a Account) map[string]any {
 // another request it is ErrIdempotencyKeyReused. A duplicate username is
 // ErrConflict.
 func (s *Store) CreateAccount(ctx context.Context, scope policy.Scope, actor Actor, a Account, idem *IdempotentRequest) (created Account, replayed bool, err error) {
-	if _, err := compiledFor(scope, accountsScope); err != nil {
+	if _, err := s.compiledFor(scope, accountsScope); err != nil {
 		return Account{}, false, err
 	}
 	a.ID, a.CreatedAt = 0, time.Time{}

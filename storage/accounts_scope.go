@@ -15,7 +15,7 @@ import (
 // It is not a listed tenant resource (Descriptors, Resources): accounts
 // carry no account_id, so its scope columns are its own: the real columns
 // id, manager_id and type, and the virtual grand_manager_id (the manager
-// of the account's manager). CompileScope translates the management scope
+// of the account's manager). compileScope translates the management scope
 // with it.
 var accountsScope = describeAccounts()
 
@@ -56,8 +56,8 @@ func scopeDescriptor(resource policy.Resource) *Descriptor {
 // of those in the management scope (policy.Engine.ManagementScope), in
 // ascending order. A management write checks its target (and a new
 // account's manager) with it before it asks the policy: an id it does not
-// return is 404. A scope of another resource, or one not compiled by
-// CompileScope, is policy.ErrScope.
+// return is 404. A scope of another resource, or one storage cannot
+// translate, is policy.ErrScope.
 func (s *Store) ManagedAccounts(ctx context.Context, scope policy.Scope, ids ...int64) ([]int64, error) {
 	q, err := s.scopedSelect(scope, accountsScope, (*Account)(nil))
 	if err != nil {

@@ -21,7 +21,7 @@ import (
 // (account 7, manager 3). Run with -update to rewrite.
 func TestManagementScopeGolden(t *testing.T) {
 	ctx := context.Background()
-	e, err := policy.New(ctx, policy.Options{Resources: Resources(), CompileScope: CompileScope})
+	e, err := policy.New(ctx, policy.Options{Schema: Schema()})
 	if err != nil {
 		t.Fatal(err)
 	}

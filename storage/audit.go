@@ -336,14 +336,14 @@ type ManagementWrite struct {
 // stored without one. Errors are translated (Translate); ErrNotFound for
 // an account outside the scope.
 func (s *Store) ManageInTx(ctx context.Context, scope policy.Scope, w ManagementWrite) (AuditEvent, error) {
-	if _, err := compiledFor(scope, accountsScope); err != nil {
+	if _, err := s.compiledFor(scope, accountsScope); err != nil {
 		return AuditEvent{}, err
 	}
 	var ev AuditEvent
 	var changed bool
 	err := s.db.RunInTx(ctx, nil, func(ctx context.Context, tx bun.Tx) error {
 		var err error
-		if ev, err = manage(ctx, tx, scope, w); err != nil {
+		if ev, err = manage(ctx, s.on(tx), tx, scope, w); err != nil {
 			return err
 		}
 		changed, err = principalChanged(ctx, tx)
@@ -390,11 +390,11 @@ func (s *Store) awaitAuth(ctx context.Context) {
 	trace.SpanFromContext(ctx).AddEvent("auth.acks", trace.WithAttributes(attrs...))
 }
 
-// manage runs w inside the transaction tx (ManageInTx): its accounts
-// checked against scope and locked, the change, the audit row. Its errors
-// are untranslated; the caller's transaction rolls back on any of them.
-func manage(ctx context.Context, tx bun.Tx, scope policy.Scope, w ManagementWrite) (AuditEvent, error) {
-	ts := NewStore(tx)
+// manage runs w inside the transaction tx (ManageInTx), whose Store is ts:
+// its accounts checked against scope and locked, the change, the audit
+// row. Its errors are untranslated; the caller's transaction rolls back on
+// any of them.
+func manage(ctx context.Context, ts *Store, tx bun.Tx, scope policy.Scope, w ManagementWrite) (AuditEvent, error) {
 	if len(w.Accounts) > 0 {
 		ids := uniqueIDs(w.Accounts)
 		q, err := ts.scopedSelect(scope, accountsScope, (*Account)(nil))
@@ -471,7 +471,7 @@ func idempotentManage[T any](ctx context.Context, s *Store, scope policy.Scope, 
 				return nil
 			}
 		}
-		if _, err := manage(ctx, tx, scope, w); err != nil {
+		if _, err := manage(ctx, s.on(tx), tx, scope, w); err != nil {
 			return err
 		}
 		if idem == nil {

@@ -8,7 +8,7 @@ import (
 
 // ScopeCounts counts the rows of scope.Resource() that scope admits twice:
 // through the page shape of the scope and through its counting shape
-// (CompileScope), and returns the counting SQL. It exists for the
+// (compileScope), and returns the counting SQL. It exists for the
 // external test package.
 func (s *Store) ScopeCounts(ctx context.Context, scope policy.Scope) (page, count int64, countSQL string, err error) {
 	d := descriptorOf(scope.Resource())

@@ -57,7 +57,7 @@ func compileCounters(d *Descriptor, unrestricted, none bool, where *policy.Condi
 // counters, and whether the scope has a counter form (otherwise the caller
 // counts rows).
 func (s *Store) countedTotal(ctx context.Context, scope policy.Scope, d *Descriptor) (int64, bool, error) {
-	c, err := compiledFor(scope, d.scopeOwner())
+	c, err := s.compiledFor(scope, d.scopeOwner())
 	if err != nil || c.counter == nil || d.scopedBy != "" {
 		return 0, false, nil
 	}

@@ -13,7 +13,7 @@ import (
 // newEngine returns the real embedded policy with storage's scope check.
 func newEngine(t testing.TB) *policy.Engine {
 	t.Helper()
-	e, err := policy.New(context.Background(), policy.Options{Resources: storage.Resources(), CompileScope: storage.CompileScope})
+	e, err := policy.New(context.Background(), policy.Options{Schema: storage.Schema()})
 	if err != nil {
 		t.Fatalf("policy: %v", err)
 	}

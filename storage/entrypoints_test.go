@@ -28,6 +28,7 @@ var unscopedStore = map[string]string{
 	"ListTokens":           "tokens: the CLI",
 	"RevokeToken":          "tokens: the CLI",
 	"WithReplicas":         "routing configuration: no table",
+	"ScopesTranslated":     "a counter of the Store's scope translations, in memory: no table",
 	"ActivePrincipals":     "tokens and accounts: policy diff's callers (a trusted CLI job), before any scope exists",
 	"AccountPrincipals":    "accounts: policy diff's accounts (a trusted CLI job), whose scopes it then compiles",
 }

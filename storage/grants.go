@@ -145,7 +145,7 @@ func objectAudit(o Object) map[string]any {
 // nothing; with another request it is ErrIdempotencyKeyReused. An imei
 // that exists anywhere on the platform is ErrConflict.
 func (s *Store) CreateObject(ctx context.Context, scope policy.Scope, actor Actor, o Object, idem *IdempotentRequest) (created Object, replayed bool, err error) {
-	if _, err := compiledFor(scope, accountsScope); err != nil {
+	if _, err := s.compiledFor(scope, accountsScope); err != nil {
 		return Object{}, false, err
 	}
 	o.ID = 0

@@ -113,7 +113,7 @@ type IdempotentRequest struct {
 // ErrInvalid, ErrConflict (a duplicate passenger_assign_id in the account),
 // policy.ErrScope, ErrIdempotencyKeyReused and ErrUnavailable.
 func (s *Store) CreatePassenger(ctx context.Context, scope policy.Scope, owner int64, p Passenger, idem *IdempotentRequest) (created Passenger, replayed bool, err error) {
-	if _, err := compiledFor(scope, Passengers.Descriptor); err != nil {
+	if _, err := s.compiledFor(scope, Passengers.Descriptor); err != nil {
 		return Passenger{}, false, err
 	}
 	p.Normalize()
@@ -131,7 +131,7 @@ func (s *Store) CreatePassenger(ctx context.Context, scope policy.Scope, owner i
 				return err
 			}
 		}
-		created, err = NewStore(tx).insertPassenger(ctx, scope, p)
+		created, err = s.on(tx).insertPassenger(ctx, scope, p)
 		if err != nil || idem == nil {
 			return err
 		}

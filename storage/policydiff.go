@@ -38,8 +38,8 @@ func ScopeTables() map[policy.Resource]string {
 // DiffScopes compares two compiled scopes of the same resource on the
 // rows of its table (the accounts table for the management scope): added
 // holds the rows next admits and prev does not, removed the rows prev
-// admits and next does not. Both scopes must have been compiled by
-// CompileScope (policy.Options.CompileScope), so that the SQL compared is
+// admits and next does not. Both scopes are translated as the API's
+// queries translate them (compiledFor), so that the SQL compared is
 // exactly the SQL the API would run; the conditions are rendered once
 // each, as the list queries render them, and combined in one statement per
 // direction:
@@ -47,9 +47,8 @@ func ScopeTables() map[policy.Resource]string {
 //	SELECT count(*), (array_agg(id ORDER BY id))[1:5] FROM t WHERE (next) IS TRUE AND (prev) IS NOT TRUE
 //
 // Two scopes whose SQL and arguments are the same admit the same rows
-// whatever the data: no statement runs then. A scope that was not
-// compiled by CompileScope, or scopes of different resources, are
-// policy.ErrScope.
+// whatever the data: no statement runs then. A scope that storage cannot
+// translate, or scopes of different resources, are policy.ErrScope.
 func (s *Store) DiffScopes(ctx context.Context, prev, next policy.Scope) (added, removed RowDelta, err error) {
 	if prev.Resource() != next.Resource() {
 		return RowDelta{}, RowDelta{}, fmt.Errorf("%w: scopes of %q and %q compared", policy.ErrScope, prev.Resource(), next.Resource())
@@ -58,11 +57,11 @@ func (s *Store) DiffScopes(ctx context.Context, prev, next policy.Scope) (added,
 	if d == nil {
 		return RowDelta{}, RowDelta{}, fmt.Errorf("%w: unknown resource %q", policy.ErrScope, prev.Resource())
 	}
-	p, err := compiledFor(prev, d)
+	p, err := s.compiledFor(prev, d)
 	if err != nil {
 		return RowDelta{}, RowDelta{}, err
 	}
-	n, err := compiledFor(next, d)
+	n, err := s.compiledFor(next, d)
 	if err != nil {
 		return RowDelta{}, RowDelta{}, err
 	}

@@ -10,14 +10,16 @@ import (
 )
 
 // TestDiffScopesFailsClosed: DiffScopes compares only scopes of one
-// resource compiled by CompileScope (an engine without storage's compiler,
-// or two resources, is policy.ErrScope: no statement), and two equal
-// scopes differ in no row.
+// resource that storage translates itself (two resources, or the zero
+// Scope that no engine made, is policy.ErrScope: no statement), and two
+// equal scopes differ in no row, whichever engine answered them (an
+// engine wired without storage's schema too: storage translates every
+// scope it queries with).
 func TestDiffScopesFailsClosed(t *testing.T) {
 	ctx := context.Background()
 	s, _ := newStore(t)
 	e := newEngine(t)
-	bare, err := policy.New(ctx, policy.Options{Resources: storage.Resources(), CacheSize: -1})
+	bare, err := policy.New(ctx, policy.Options{Schema: policy.ResourceList(storage.Resources()), CacheSize: -1})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -30,17 +32,19 @@ func TestDiffScopesFailsClosed(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	uncompiled, err := bare.Scope(ctx, in, "services")
+	unchecked, err := bare.Scope(ctx, in, "services")
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, pair := range [][2]policy.Scope{{services, reports}, {services, uncompiled}, {uncompiled, services}} {
+	for _, pair := range [][2]policy.Scope{{services, reports}, {services, {}}, {{}, services}} {
 		if _, _, err := s.DiffScopes(ctx, pair[0], pair[1]); !errors.Is(err, policy.ErrScope) {
 			t.Fatalf("want policy.ErrScope, got %v", err)
 		}
 	}
-	added, removed, err := s.DiffScopes(ctx, services, services)
-	if err != nil || added.Count != 0 || removed.Count != 0 || added.Examples == nil {
-		t.Fatalf("equal scopes: %+v %+v %v", added, removed, err)
+	for _, pair := range [][2]policy.Scope{{services, services}, {services, unchecked}, {unchecked, services}} {
+		added, removed, err := s.DiffScopes(ctx, pair[0], pair[1])
+		if err != nil || added.Count != 0 || removed.Count != 0 || added.Examples == nil {
+			t.Fatalf("equal scopes: %+v %+v %v", added, removed, err)
+		}
 	}
 }

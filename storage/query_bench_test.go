@@ -14,7 +14,7 @@ import (
 func benchScopes(b *testing.B) map[string]policy.Scope {
 	b.Helper()
 	ctx := context.Background()
-	e, err := policy.New(ctx, policy.Options{Resources: Resources(), CompileScope: CompileScope})
+	e, err := policy.New(ctx, policy.Options{Schema: Schema()})
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -34,14 +34,14 @@ func benchScopes(b *testing.B) map[string]policy.Scope {
 }
 
 // BenchmarkScopeSQL: translating a compiled row scope into its WHERE
-// fragments (page and count, CompileScope), per account type.
+// fragments (page and count, compileScope), per account type.
 func BenchmarkScopeSQL(b *testing.B) {
 	scopes := benchScopes(b)
 	for _, typ := range []string{"admin", "manager", "user", "subaccount"} {
 		b.Run(typ, func(b *testing.B) {
 			b.ReportAllocs()
 			for b.Loop() {
-				if _, err := CompileScope(scopes[typ]); err != nil {
+				if _, err := compileScope(scopes[typ]); err != nil {
 					b.Fatal(err)
 				}
 			}

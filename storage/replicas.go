@@ -358,7 +358,7 @@ func (r *Replicas) read(ctx context.Context, primary *Store, body func(context.C
 		rctx, cancel = context.WithDeadline(ctx, time.Now().Add(time.Until(deadline)/2))
 		defer cancel()
 	}
-	err := body(rctx, &Store{db: r.dbs[i]})
+	err := body(rctx, primary.on(r.dbs[i]))
 	if err == nil || !errors.Is(err, ErrUnavailable) || ctx.Err() != nil {
 		return err
 	}

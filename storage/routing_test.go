@@ -37,6 +37,7 @@ var primaryOnly = map[string]string{
 	"ListTokens":           "the CLI, after its own writes",
 	"RevokeToken":          "a write (the CLI)",
 	"WithReplicas":         "configuration",
+	"ScopesTranslated":     "a counter in memory: no query",
 	"ActivePrincipals":     "policy diff (the CLI): the tokens as they are now",
 	"AccountPrincipals":    "policy diff (the CLI): the accounts as they are now",
 	"DiffScopes":           "policy diff (the CLI): compares two scopes over the primary's rows",

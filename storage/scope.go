@@ -34,9 +34,9 @@ const (
 	kindGrandManager
 )
 
-// compiledScope is a scope translated to SQL once (CompileScope): the
+// compiledScope is a scope translated to SQL once (compileScope): the
 // WHERE fragment of page queries and the one of counts, with their bound
-// arguments. The engine caches it inside the policy.Scope, so every
+// arguments. The Store keeps it by the scope's Key (scopeCache), so every
 // request of the same account reuses it.
 type compiledScope struct {
 	d     *Descriptor
@@ -53,14 +53,12 @@ type sqlFragment struct {
 	args []any
 }
 
-// CompileScope translates scope into the SQL of storage's queries: the
-// policy engine calls it once per compiled scope (policy.Options.
-// CompileScope) and keeps the result in the scope (Scope.Compiled), which
-// every query on a tenant table then uses. It returns an error wrapping
-// policy.ErrScope for a scope it cannot translate exactly: a resource
-// without a descriptor, a column outside the resource's whitelist, an
-// operator or value the column does not support, an empty compound.
-func CompileScope(scope policy.Scope) (any, error) {
+// compileScope translates scope into the SQL of storage's queries. It
+// returns an error wrapping policy.ErrScope for a scope it cannot
+// translate exactly: a resource without a descriptor, a column outside the
+// resource's whitelist, an operator or value the column does not support,
+// an empty compound.
+func compileScope(scope policy.Scope) (*compiledScope, error) {
 	d := scopeDescriptor(scope.Resource())
 	if d == nil {
 		return nil, fmt.Errorf("%w: unknown resource %q", policy.ErrScope, scope.Resource())
@@ -92,27 +90,31 @@ func CompileScope(scope policy.Scope) (any, error) {
 	return c, nil
 }
 
-// compiledFor returns the SQL of scope for the resource d. A scope of
-// another resource, or one the engine did not compile with CompileScope
-// (an engine wired without storage), is policy.ErrScope: no query.
-func compiledFor(scope policy.Scope, d *Descriptor) (*compiledScope, error) {
+// compiledFor returns the SQL of scope for the resource d, from the
+// Store's cache or translated now (compileScope). A scope of another
+// resource (the zero Scope included), or one storage cannot translate, is
+// policy.ErrScope: no query.
+func (s *Store) compiledFor(scope policy.Scope, d *Descriptor) (*compiledScope, error) {
 	if scope.Resource() != d.resource {
 		return nil, fmt.Errorf("%w: scope of %q used on %q", policy.ErrScope, scope.Resource(), d.resource)
 	}
-	c, ok := scope.Compiled().(*compiledScope)
-	if !ok || c.d != d {
-		return nil, fmt.Errorf("%w: scope of %q was not compiled by storage.CompileScope", policy.ErrScope, d.resource)
+	c, err := s.scopes.compiled(scope)
+	if err != nil {
+		return nil, err
+	}
+	if c.d != d {
+		return nil, fmt.Errorf("%w: scope of %q was compiled for %s", policy.ErrScope, d.resource, c.d.table)
 	}
 	return c, nil
 }
 
 // scopedSelect starts a SELECT on the tenant table of d that is already
 // restricted by the caller's row scope. It is the only way storage builds
-// a query on tenant data: without a scope of d compiled by CompileScope
-// there is no query, only policy.ErrScope. model is the bun model of d's
+// a query on tenant data: without a scope of d that storage translates
+// (compiledFor) there is no query, only policy.ErrScope. model is the bun model of d's
 // table (or one that extends it).
 func (s *Store) scopedSelect(scope policy.Scope, d *Descriptor, model any) (*bun.SelectQuery, error) {
-	c, err := compiledFor(scope, d.scopeOwner())
+	c, err := s.compiledFor(scope, d.scopeOwner())
 	if err != nil {
 		return nil, err
 	}
@@ -123,7 +125,7 @@ func (s *Store) scopedSelect(scope policy.Scope, d *Descriptor, model any) (*bun
 // scopedCount starts a SELECT for counting the rows of d's table that the
 // caller's row scope admits, with the scope in its counting shape.
 func (s *Store) scopedCount(scope policy.Scope, d *Descriptor, model any) (*bun.SelectQuery, error) {
-	c, err := compiledFor(scope, d.scopeOwner())
+	c, err := s.compiledFor(scope, d.scopeOwner())
 	if err != nil {
 		return nil, err
 	}
@@ -134,7 +136,7 @@ func (s *Store) scopedCount(scope policy.Scope, d *Descriptor, model any) (*bun.
 // translateScope translates the parts of a row scope of d into a WHERE
 // fragment with "?" placeholders and its arguments. Every value is bound,
 // never inlined; a list is one array argument. forCount asks for the
-// counting shape (CompileScope).
+// counting shape (compileScope).
 func translateScope(d *Descriptor, unrestricted, none bool, where *policy.Condition, forCount bool) (string, []any, error) {
 	switch {
 	case unrestricted && !none && where == nil:
@@ -155,7 +157,7 @@ type translator struct {
 	d    *Descriptor
 	b    strings.Builder
 	args []any
-	// forCount merges ORs of account conditions (CompileScope).
+	// forCount merges ORs of account conditions (compileScope).
 	forCount bool
 }
 
@@ -216,7 +218,7 @@ func (tr *translator) node(c policy.Condition, depth int) error {
 
 // accountSemiJoin renders the account conditions among the children of an
 // OR (account_id = a, manager_id = m) as one semi-join over accounts (see
-// CompileScope) and returns the other children. With fewer than two such
+// compileScope) and returns the other children. With fewer than two such
 // conditions, or no manager_id among them, it renders nothing.
 func (tr *translator) accountSemiJoin(children []policy.Condition) ([]policy.Condition, error) {
 	var conds []string

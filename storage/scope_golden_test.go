@@ -25,7 +25,7 @@ var update = flag.Bool("update", false, "rewrite the golden files in testdata/go
 // every privilege) and every resource. Run with -update to rewrite.
 func TestScopeGolden(t *testing.T) {
 	ctx := context.Background()
-	e, err := policy.New(ctx, policy.Options{Resources: Resources(), CompileScope: CompileScope})
+	e, err := policy.New(ctx, policy.Options{Schema: Schema()})
 	if err != nil {
 		t.Fatal(err)
 	}

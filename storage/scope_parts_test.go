@@ -17,7 +17,7 @@ type rawScope struct {
 	Where        *policy.Condition
 }
 
-// scopeSQL translates rs in the page shape, as CompileScope does.
+// scopeSQL translates rs in the page shape, as compileScope does.
 func scopeSQL(rs rawScope) (string, []any, error) {
 	d := descriptorOf(policy.Resource(rs.Resource))
 	if d == nil {

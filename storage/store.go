@@ -23,18 +23,27 @@ type Store struct {
 	db bun.IDB
 	// replicas, when not nil, take the reads of the client API.
 	replicas *Replicas
+	// scopes are the row scopes translated into SQL (scopeCache), shared
+	// with the Stores made from this one (on).
+	scopes *scopeCache
 }
 
 // NewStore returns a Store over db: a *bun.DB, or a bun.Tx to run its
 // methods inside a caller's transaction.
 func NewStore(db bun.IDB) *Store {
-	return &Store{db: db}
+	return &Store{db: db, scopes: newScopeCache()}
 }
 
 // WithReplicas returns a Store over the same primary that sends the reads
 // of the client API to the replica set r (nil: every read on the primary).
 func (s *Store) WithReplicas(r *Replicas) *Store {
-	return &Store{db: s.db, replicas: r}
+	return &Store{db: s.db, replicas: r, scopes: s.scopes}
+}
+
+// on returns a Store over db (a transaction, a replica's pool) that shares
+// s's translated scopes.
+func (s *Store) on(db bun.IDB) *Store {
+	return &Store{db: db, scopes: s.scopes}
 }
 
 // read runs body, a read of the client API that writes nothing, on a

@@ -114,7 +114,7 @@ var errTokenName = errors.New("the account already has a token of this name")
 // CreateToken does, and ErrConflict when the account has a token of that
 // name.
 func (s *Store) CreateManagedToken(ctx context.Context, scope policy.Scope, actor Actor, in ManagedTokenInput, idem *IdempotentRequest) (secret string, created ManagedToken, replayed bool, err error) {
-	if _, err := compiledFor(scope, accountsScope); err != nil {
+	if _, err := s.compiledFor(scope, accountsScope); err != nil {
 		return "", ManagedToken{}, false, err
 	}
 	if err := ValidateNewToken(in.Permissions, in.ExpiresAt, in.RateLimit, time.Now()); err != nil {

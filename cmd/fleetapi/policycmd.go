@@ -122,7 +122,7 @@ serve would refuse exits 1 with the reason.`)
 		if err != nil {
 			return fmt.Errorf("policy check %s: %w", cmd.fs.Arg(0), err)
 		}
-		opts.Resources, opts.CompileScope = storage.Resources(), storage.CompileScope
+		opts.Schema = storage.Schema()
 		return policy.Check(ctx, opts, con.out)
 	case "diff":
 		return runPolicyDiff(ctx, args, getenv, con)
@@ -207,7 +207,7 @@ API's 404, and the policy is asked without it.`)
 	if err != nil {
 		return fmt.Errorf("policy explain: %w", err)
 	}
-	engine, err := policy.New(ctx, policy.Options{Dir: cfg.PolicyDir, Resources: storage.Resources(), CompileScope: storage.CompileScope})
+	engine, err := policy.New(ctx, policy.Options{Dir: cfg.PolicyDir, Schema: storage.Schema()})
 	if err != nil {
 		return fmt.Errorf("policy: %w", err)
 	}
@@ -284,7 +284,7 @@ func explainManagement(ctx context.Context, cfg *config, tokenID int64, m manage
 	if err != nil {
 		return fmt.Errorf("policy explain: %w", err)
 	}
-	engine, err := policy.New(ctx, policy.Options{Dir: cfg.PolicyDir, Resources: storage.Resources(), CompileScope: storage.CompileScope})
+	engine, err := policy.New(ctx, policy.Options{Dir: cfg.PolicyDir, Schema: storage.Schema()})
 	if err != nil {
 		return fmt.Errorf("policy: %w", err)
 	}

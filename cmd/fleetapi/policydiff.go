@@ -93,7 +93,7 @@ also when NEW only narrows access; 1 on failure; 2 for a usage mistake.`)
 // a decision log: the one way policy diff turns a path into a policy set.
 func diffEngine(ctx context.Context, which, path string) (*policy.Engine, error) {
 	e, err := policy.New(ctx, policy.Options{
-		Dir: path, Resources: storage.Resources(), CompileScope: storage.CompileScope, CacheSize: -1,
+		Dir: path, Schema: storage.Schema(), CacheSize: -1,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("policy diff: %s %s: %w", which, path, err)

@@ -244,8 +244,7 @@ func serve(ctx context.Context, cfg config, getenv func(string) string, con cons
 	popts.DecisionLogLabels = map[string]string{"service": "fleetapi", "fleetapi_version": versionFrom(bi).Version}
 	popts.TracerProvider = tel.Tracer
 	popts.MeterProvider = tel.Meter
-	popts.Resources = storage.Resources()
-	popts.CompileScope = storage.CompileScope
+	popts.Schema = storage.Schema()
 	popts.Logger = log
 	engine, err := policy.New(ctx, popts)
 	if err != nil {

@@ -13,7 +13,7 @@ import (
 // engine is the embedded policy set with storage's resources.
 func engine(t *testing.T) *policy.Engine {
 	t.Helper()
-	e, err := policy.New(context.Background(), policy.Options{Resources: storage.Resources()})
+	e, err := policy.New(context.Background(), policy.Options{Schema: storage.Schema()})
 	if err != nil {
 		t.Fatalf("New: %v", err)
 	}

@@ -169,7 +169,7 @@ func TestRunSmall(t *testing.T) {
 		t.Fatal(err)
 	}
 	store := storage.NewStore(db.DB)
-	engine, err := policy.New(ctx, policy.Options{Resources: storage.Resources(), CompileScope: storage.CompileScope})
+	engine, err := policy.New(ctx, policy.Options{Schema: storage.Schema()})
 	if err != nil {
 		t.Fatal(err)
 	}

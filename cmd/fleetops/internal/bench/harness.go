@@ -67,7 +67,7 @@ func newHarness(ctx context.Context, cfg config, out io.Writer) (*harness, error
 		return nil, fmt.Errorf("database: %w", err)
 	}
 	h.store = storage.NewStore(h.db)
-	if h.engine, err = policy.New(ctx, policy.Options{Resources: storage.Resources(), CompileScope: storage.CompileScope}); err != nil {
+	if h.engine, err = policy.New(ctx, policy.Options{Schema: storage.Schema()}); err != nil {
 		h.db.Close()
 		return nil, fmt.Errorf("policy: %w", err)
 	}
