@@ -58,13 +58,22 @@ func compileCounters(d *Descriptor, unrestricted, none bool, where *policy.Condi
 // counts rows).
 func (s *Store) countedTotal(ctx context.Context, scope policy.Scope, d *Descriptor) (int64, bool, error) {
 	c, err := s.compiledFor(scope, d.scopeOwner())
-	if err != nil || c.counter == nil || d.scopedBy != "" {
+	if err != nil {
+		return 0, false, nil
+	}
+	return s.counterTotal(ctx, c, d)
+}
+
+// counterTotal is countedTotal for the compiled scope c of d's scope
+// owner (compiledFor).
+func (s *Store) counterTotal(ctx context.Context, c *compiledScope, d *Descriptor) (int64, bool, error) {
+	if c.counter == nil || d.scopedBy != "" {
 		return 0, false, nil
 	}
 	var total int64
 	t := accountCounters
 	args := append([]any{c.counter.resource}, c.counter.where.args...)
-	err = s.db.NewSelect().
+	err := s.db.NewSelect().
 		TableExpr(`"`+t.table+`" AS "`+t.alias+`"`).
 		ColumnExpr(`COALESCE(sum(`+t.col("n")+`), 0)`).
 		Where(t.col("resource")+` = ? AND (`+c.counter.where.sql+`)`, args...).

@@ -55,7 +55,7 @@ type Page[T any] struct {
 // count query is built only then). The list of a tenant resource may run
 // on a read replica (Store.WithReplicas); the lists under the management
 // scope run on the primary. It returns policy.ErrScope for a
-// scope of another resource or one storage did not compile,
+// scope of another resource or one storage cannot translate,
 // ErrBadListRequest for a request the api should not have made, and
 // ErrUnavailable when the database cannot be reached.
 func List[T any](ctx context.Context, s *Store, scope policy.Scope, m Model[T], req ListRequest) (Page[T], error) {
@@ -63,14 +63,20 @@ func List[T any](ctx context.Context, s *Store, scope policy.Scope, m Model[T], 
 		return Page[T]{}, fmt.Errorf("%w: page %d, per page %d", ErrBadListRequest, req.Page, req.PerPage)
 	}
 	d := m.Descriptor
+	// The scope's SQL, once per request: the page, the count and the
+	// counters' total all come from it.
+	c, err := s.compiledFor(scope, d.scopeOwner())
+	if err != nil {
+		return Page[T]{}, err
+	}
 	on := func(ctx context.Context, s *Store) (Page[T], error) {
 		return listPage[T](ctx, d, req, func(model any, forCount bool) (*bun.SelectQuery, error) {
 			if forCount {
-				return s.scopedCount(scope, d, model)
+				return s.selectIn(d, c.count, model), nil
 			}
-			return s.scopedSelect(scope, d, model)
+			return s.selectIn(d, c.page, model), nil
 		}, func(ctx context.Context) (int64, bool, error) {
-			return s.countedTotal(ctx, scope, d)
+			return s.counterTotal(ctx, c, d)
 		})
 	}
 	if descriptorOf(d.resource) != d {
@@ -80,7 +86,7 @@ func List[T any](ctx context.Context, s *Store, scope policy.Scope, m Model[T], 
 		return on(ctx, s)
 	}
 	var page Page[T]
-	err := s.read(ctx, func(ctx context.Context, rs *Store) error {
+	err = s.read(ctx, func(ctx context.Context, rs *Store) error {
 		var err error
 		page, err = on(ctx, rs)
 		return err

@@ -111,15 +111,14 @@ func (s *Store) compiledFor(scope policy.Scope, d *Descriptor) (*compiledScope, 
 // scopedSelect starts a SELECT on the tenant table of d that is already
 // restricted by the caller's row scope. It is the only way storage builds
 // a query on tenant data: without a scope of d that storage translates
-// (compiledFor) there is no query, only policy.ErrScope. model is the bun model of d's
-// table (or one that extends it).
+// (compiledFor) there is no query, only policy.ErrScope. model is the bun
+// model of d's table (or one that extends it).
 func (s *Store) scopedSelect(scope policy.Scope, d *Descriptor, model any) (*bun.SelectQuery, error) {
 	c, err := s.compiledFor(scope, d.scopeOwner())
 	if err != nil {
 		return nil, err
 	}
-	where, args := d.scopedWhere(c.page)
-	return s.db.NewSelect().Model(model).Where(where, args...), nil
+	return s.selectIn(d, c.page, model), nil
 }
 
 // scopedCount starts a SELECT for counting the rows of d's table that the
@@ -129,8 +128,15 @@ func (s *Store) scopedCount(scope policy.Scope, d *Descriptor, model any) (*bun.
 	if err != nil {
 		return nil, err
 	}
-	where, args := d.scopedWhere(c.count)
-	return s.db.NewSelect().Model(model).Where(where, args...), nil
+	return s.selectIn(d, c.count, model), nil
+}
+
+// selectIn starts a SELECT of model on d's table restricted by f, a
+// fragment of the compiled scope of d's scope owner (compiledFor): for a
+// caller that has the compiled scope in hand already (List).
+func (s *Store) selectIn(d *Descriptor, f sqlFragment, model any) *bun.SelectQuery {
+	where, args := d.scopedWhere(f)
+	return s.db.NewSelect().Model(model).Where(where, args...)
 }
 
 // translateScope translates the parts of a row scope of d into a WHERE
