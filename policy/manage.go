@@ -266,20 +266,9 @@ func (e *snapshot) logManagement(ctx context.Context, in ManagementInput, d Deci
 // policy revision and the account (Scope.Key), fail closed (an error
 // wrapping ErrScope).
 func (e *snapshot) ManagementScope(ctx context.Context, in Input) (Scope, error) {
-	ctx, span := e.tracer.Start(ctx, "policy.scope")
-	defer span.End()
-	span.SetAttributes(
-		attribute.String("fleet.scope.resource", string(ManagementResource)),
-		attribute.String("fleet.policy.revision", e.revision),
-	)
-	s, cached, err := e.managementScope(ctx, scopeInput{Account: in.Account})
-	span.SetAttributes(attribute.Bool("fleet.policy.cached", cached))
-	if err != nil {
-		span.RecordError(err)
-		span.SetStatus(codes.Error, "scope compilation failed")
-		return Scope{}, err
-	}
-	return s, nil
+	return e.tracedScope(ctx, ManagementResource, func(ctx context.Context) (Scope, bool, error) {
+		return e.managementScope(ctx, scopeInput{Account: in.Account})
+	})
 }
 
 func (e *snapshot) managementScope(ctx context.Context, in scopeInput) (Scope, bool, error) {

@@ -91,13 +91,22 @@ func (s Scope) MarshalJSON() ([]byte, error) {
 // table, a nested field, an unknown operator, or no restriction for a
 // principal that data.fleet.scope.unrestricted does not mark.
 func (e *snapshot) Scope(ctx context.Context, in Input, resource Resource) (Scope, error) {
+	return e.tracedScope(ctx, resource, func(ctx context.Context) (Scope, bool, error) {
+		return e.scope(ctx, scopeInput{Account: in.Account}, resource)
+	})
+}
+
+// tracedScope runs compile, which returns a scope of resource and whether
+// it came from the cache, in the span policy.scope, and records the
+// answer's origin and any error on it.
+func (e *snapshot) tracedScope(ctx context.Context, resource Resource, compile func(context.Context) (Scope, bool, error)) (Scope, error) {
 	ctx, span := e.tracer.Start(ctx, "policy.scope")
 	defer span.End()
 	span.SetAttributes(
 		attribute.String("fleet.scope.resource", string(resource)),
 		attribute.String("fleet.policy.revision", e.revision),
 	)
-	s, cached, err := e.scope(ctx, scopeInput{Account: in.Account}, resource)
+	s, cached, err := compile(ctx)
 	span.SetAttributes(attribute.Bool("fleet.policy.cached", cached))
 	if err != nil {
 		span.RecordError(err)
