@@ -93,17 +93,7 @@ func (l *minterList) Scan(src any) error {
 // most tenancy.MaxTokenGeneration. A loop or a deeper lineage (written
 // behind the API's back) is not whole.
 func wholeMinters(parentID *int64, up minterList) bool {
-	if len(up) > tenancy.MaxTokenGeneration {
-		return false
-	}
-	next := parentID
-	for _, m := range up {
-		if next == nil || *next != m.ID {
-			return false
-		}
-		next = m.ParentTokenID
-	}
-	return next == nil
+	return wholeLine(parentID, up, tenancy.MaxTokenGeneration, func(m minter) (int64, *int64) { return m.ID, m.ParentTokenID })
 }
 
 // principal returns the row as the tenancy package sees it; a chain of
@@ -137,15 +127,24 @@ func (r principalRow) principal() tenancy.Principal {
 // whole: the policy then denies (DESIGN §2, fail closed), and the chain
 // never looks shorter than it is.
 func wholeChain(managerID *int64, up ancestorList) bool {
-	if len(up) > MaxAncestors {
+	return wholeLine(managerID, up, MaxAncestors, func(a ancestor) (int64, *int64) { return a.ID, a.ManagerID })
+}
+
+// wholeLine reports whether up, the rows loaded above a row that links to
+// start (nil: to none), is the whole line above it: each row the one the
+// row below it links to, the last linking to none, at most most rows.
+// link returns a row's id and the id it links to.
+func wholeLine[T any](start *int64, up []T, most int, link func(T) (id int64, next *int64)) bool {
+	if len(up) > most {
 		return false
 	}
-	next := managerID
-	for _, a := range up {
-		if next == nil || *next != a.ID {
+	next := start
+	for _, r := range up {
+		id, above := link(r)
+		if next == nil || *next != id {
 			return false
 		}
-		next = a.ManagerID
+		next = above
 	}
 	return next == nil
 }
