@@ -71,17 +71,21 @@ func (h *harness) members(name string, roles ...string) ([]member, error) {
 	return out, nil
 }
 
-// memberScopes compiles the scope of each member of a pool for one
-// request, in the pool's order.
-func (h *harness) memberScopes(ctx context.Context, ms []member, method, route string, resource policy.Resource) ([]policy.Scope, error) {
+// scopedPool returns the pool of scenario name (the members of roles, as
+// members does) and the scope each member has for one request, in the
+// pool's order.
+func (h *harness) scopedPool(ctx context.Context, name, method, route string, resource policy.Resource, roles ...string) ([]member, []policy.Scope, error) {
+	ms, err := h.members(name, roles...)
+	if err != nil {
+		return nil, nil, err
+	}
 	scopes := make([]policy.Scope, len(ms))
 	for i, m := range ms {
-		var err error
 		if scopes[i], err = h.engine.Scope(ctx, policy.NewInput(m.principal, method, route, h.today), resource); err != nil {
-			return nil, err
+			return nil, nil, fmt.Errorf("%s: %w", name, err)
 		}
 	}
-	return scopes, nil
+	return ms, scopes, nil
 }
 
 // poolText describes a pool for the request column: "60 users".
@@ -325,13 +329,9 @@ func eventID(body []byte) (int64, error) {
 // dueMixed is GET /services/due by a drawn principal of --due-role.
 func (h *harness) dueMixed(ctx context.Context) (scenario, error) {
 	const name = "due_services_mixed"
-	ms, err := h.members(name, h.cfg.DueRole)
+	ms, scopes, err := h.scopedPool(ctx, name, "GET", "/services/due", "services", h.cfg.DueRole)
 	if err != nil {
 		return scenario{}, err
-	}
-	scopes, err := h.memberScopes(ctx, ms, "GET", "/services/due", "services")
-	if err != nil {
-		return scenario{}, fmt.Errorf("%s: %w", name, err)
 	}
 	draw := func(k int64) int { return h.rng("due_services", k).IntN(len(ms)) }
 	return scenario{
@@ -361,13 +361,9 @@ func dataCount(body []byte) (int64, error) {
 // passengerMixed is POST /passengers by a drawn user.
 func (h *harness) passengerMixed(ctx context.Context) (scenario, error) {
 	const name = "passenger_create_mixed"
-	ms, err := h.members(name, "user")
+	ms, scopes, err := h.scopedPool(ctx, name, "POST", "/passengers", "passengers", "user")
 	if err != nil {
 		return scenario{}, err
-	}
-	scopes, err := h.memberScopes(ctx, ms, "POST", "/passengers", "passengers")
-	if err != nil {
-		return scenario{}, fmt.Errorf("%s: %w", name, err)
 	}
 	draw := func(k int64) int { return h.rng("passenger_create", k).IntN(len(ms)) }
 	return scenario{
