@@ -21,7 +21,7 @@ import (
 // registerAccounts declares GET/POST /accounts and GET/PATCH
 // /accounts/{id} (DESIGN §9).
 func (s *Server) registerAccounts(g *fuego.Server) {
-	fuego.Get(g, "/accounts", s.getAccounts(), routeOptions(authErrors(), listParams(storage.Accounts.Descriptor), []fuego.RouteOption{
+	managedListRoute(g, s, "/accounts", storage.Accounts, accountTypeFilter, []fuego.RouteOption{
 		fuego.OptionOperationID("get_accounts"), fuego.OptionTags("Account"),
 		fuego.OptionSummary("Paged list of the accounts the caller manages"),
 		fuego.OptionDescription("The accounts in the caller's management scope: an admin every account; a manager itself, " +
@@ -29,7 +29,7 @@ func (s *Server) registerAccounts(g *fuego.Server) {
 			"Needs the token permission GET /accounts."),
 		paramSchema(openapi3.ParameterInQuery, "type", func(s *openapi3.Schema) { s.WithEnum(anys(accountTypes)...) }),
 		respondsPage(managedAccountSchema(), []storage.Account{exampleManagedAccount()}),
-	})...)
+	})
 	fuego.Get(g, "/accounts/{id}", s.getAccount, routeOptions(oneErrors(),
 		[]fuego.RouteOption{
 			fuego.OptionOperationID("get_account"), fuego.OptionTags("Account"),
@@ -69,21 +69,16 @@ var privilegeNames = []string{"event_notifications", "reports"}
 // grammar of DESIGN §9 (storage.UsernamePattern).
 var usernamePattern = storage.UsernamePattern
 
-// getAccounts answers GET /accounts.
-func (s *Server) getAccounts() func(fuego.ContextNoBody) (*Envelope[[]storage.Account], error) {
-	return managedList(s, storage.Accounts, func(_ string, req *storage.ListRequest) error {
-		return enumFilter(*req, "type", accountTypes, "must be one of admin, manager, user, subaccount")
-	})
+// accountTypeFilter refuses a type filter of GET /accounts that names no
+// account type.
+func accountTypeFilter(_ string, req *storage.ListRequest) error {
+	return enumFilter(*req, "type", accountTypes, "must be one of admin, manager, user, subaccount")
 }
 
 // getAccount answers GET /accounts/{id}.
 func (s *Server) getAccount(c fuego.ContextNoBody) (*Envelope[storage.Account], error) {
-	id, err := idParamOnly(c)
-	if err != nil {
-		return nil, err
-	}
 	ctx := c.Context()
-	m, err := s.managerFrom(ctx)
+	id, m, err := s.managedID(c)
 	if err != nil {
 		return nil, err
 	}

@@ -13,7 +13,7 @@ import (
 // registerAuditEvents declares GET /audit-events (DESIGN §9).
 func (s *Server) registerAuditEvents(g *fuego.Server) {
 	q := openapi3.ParameterInQuery
-	fuego.Get(g, "/audit-events", s.getAuditEvents(), routeOptions(authErrors(), listParams(storage.AuditEvents.Descriptor), []fuego.RouteOption{
+	managedListRoute(g, s, "/audit-events", storage.AuditEvents, newestFirst, []fuego.RouteOption{
 		fuego.OptionOperationID("get_audit_events"), fuego.OptionTags("Account"),
 		fuego.OptionSummary("Paged audit trail of management changes"),
 		fuego.OptionDescription("The management writes whose target account is in the caller's management scope, newest first by default " +
@@ -22,26 +22,25 @@ func (s *Server) registerAuditEvents(g *fuego.Server) {
 		paramSchema(q, paramOrder, func(s *openapi3.Schema) { s.Default = "desc" }),
 		paramSchema(q, "action", func(s *openapi3.Schema) { s.WithEnum(anys(auditActions)...) }),
 		respondsPage(auditEventSchema(), []storage.AuditEvent{exampleAuditEvent()}),
-	})...)
+	})
 }
 
 // auditActions are the actions of the audit trail.
 var auditActions = []string{policy.ActionAccountCreate, policy.ActionAccountUpdate, policy.ActionGrantsReplace,
 	policy.ActionObjectCreate, policy.ActionObjectMove, policy.ActionTokenCreate, policy.ActionTokenRevoke}
 
-// getAuditEvents answers GET /audit-events: newest first unless the query
-// names a sort (and, with no order, descending by at).
-func (s *Server) getAuditEvents() func(fuego.ContextNoBody) (*Envelope[[]storage.AuditEvent], error) {
-	return managedList(s, storage.AuditEvents, func(raw string, req *storage.ListRequest) error {
-		q, _ := parseQuery(raw) // parseListRequest has parsed it without error
-		if _, ok := q[paramSort]; !ok {
-			req.Sort, _ = storage.AuditEvents.Field("at")
-			if _, ok := q[paramOrder]; !ok {
-				req.Desc = true
-			}
+// newestFirst completes a request of GET /audit-events: newest first
+// unless the query names a sort (and, with no order, descending by at); an
+// action filter names an audit action.
+func newestFirst(raw string, req *storage.ListRequest) error {
+	q, _ := parseQuery(raw) // parseListRequest has parsed it without error
+	if _, ok := q[paramSort]; !ok {
+		req.Sort, _ = storage.AuditEvents.Field("at")
+		if _, ok := q[paramOrder]; !ok {
+			req.Desc = true
 		}
-		return enumFilter(*req, "action", auditActions, "must be one of the audit actions")
-	})
+	}
+	return enumFilter(*req, "action", auditActions, "must be one of the audit actions")
 }
 
 // auditEventSchema is the AuditEvent component.

@@ -34,23 +34,38 @@ func (s *Server) scopeFor(ctx context.Context, resource policy.Resource) (policy
 // and the operation's own options opts: its operationId, tag, summary and
 // description, and respondsPage(<the wire type's schema>, <example items>).
 func listRoute[T, W any](g *fuego.Server, s *Server, m storage.Model[T], wire func([]T) []W, errs, opts []fuego.RouteOption) {
-	handler := func(c fuego.ContextNoBody) (*Envelope[[]W], error) {
+	scope := func(ctx context.Context) (policy.Scope, error) { return s.scopeFor(ctx, m.Resource()) }
+	fuego.Get(g, "/"+string(m.Resource()), listHandler(s, m, wire, nil, scope), routeOptions(errs, listParams(m.Descriptor), opts)...)
+}
+
+// listHandler is the handler of a list: it parses the query with m's
+// descriptor, lets adjust (when not nil) refine the request from the raw
+// query, gets the caller's scope, runs storage.List and wraps the page,
+// turned into its wire form, in the envelope.
+func listHandler[T, W any](s *Server, m storage.Model[T], wire func([]T) []W, adjust func(raw string, req *storage.ListRequest) error,
+	scope func(context.Context) (policy.Scope, error)) func(fuego.ContextNoBody) (*Envelope[[]W], error) {
+	return func(c fuego.ContextNoBody) (*Envelope[[]W], error) {
 		ctx := c.Context()
-		req, err := parseListRequest(c.Request().URL.RawQuery, m.Descriptor)
+		raw := c.Request().URL.RawQuery
+		req, err := parseListRequest(raw, m.Descriptor)
 		if err != nil {
 			return nil, err
 		}
-		scope, err := s.scopeFor(ctx, m.Resource())
+		if adjust != nil {
+			if err := adjust(raw, &req); err != nil {
+				return nil, err
+			}
+		}
+		sc, err := scope(ctx)
 		if err != nil {
 			return nil, err
 		}
-		page, err := storage.List(ctx, s.cfg.Store, scope, m, req)
+		page, err := storage.List(ctx, s.cfg.Store, sc, m, req)
 		if err != nil {
 			return nil, err
 		}
 		return &Envelope[[]W]{Data: wire(page.Items), Meta: Meta{Paging: paging(req, page.Total)}}, nil
 	}
-	fuego.Get(g, "/"+string(m.Resource()), handler, routeOptions(errs, listParams(m.Descriptor), opts)...)
 }
 
 func same[T any](rows []T) []T { return rows }

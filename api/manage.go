@@ -80,33 +80,17 @@ func actor(ctx context.Context, m manager) storage.Actor {
 	return a
 }
 
-// managedList is the handler of a list under the caller's management scope
-// (GET /accounts, /tokens, /audit-events: DESIGN §9): the list of listRoute
-// with the management scope in place of a row scope. adjust, when not nil,
-// refines the parsed request (defaults, enum filters) from the raw query.
-func managedList[T any](s *Server, m storage.Model[T], adjust func(raw string, req *storage.ListRequest) error) func(fuego.ContextNoBody) (*Envelope[[]T], error) {
-	return func(c fuego.ContextNoBody) (*Envelope[[]T], error) {
-		ctx := c.Context()
-		raw := c.Request().URL.RawQuery
-		req, err := parseListRequest(raw, m.Descriptor)
-		if err != nil {
-			return nil, err
-		}
-		if adjust != nil {
-			if err := adjust(raw, &req); err != nil {
-				return nil, err
-			}
-		}
+// managedListRoute registers GET path, a list under the caller's
+// management scope (GET /accounts, /tokens, /audit-events: DESIGN §9): the
+// list of listRoute with the management scope in place of a row scope.
+// adjust, when not nil, refines the parsed request (defaults, enum
+// filters) from the raw query; opts are the operation's own options.
+func managedListRoute[T any](g *fuego.Server, s *Server, path string, m storage.Model[T], adjust func(raw string, req *storage.ListRequest) error, opts []fuego.RouteOption) {
+	scope := func(ctx context.Context) (policy.Scope, error) {
 		caller, err := s.managerFrom(ctx)
-		if err != nil {
-			return nil, err
-		}
-		page, err := storage.List(ctx, s.cfg.Store, caller.scope, m, req)
-		if err != nil {
-			return nil, err
-		}
-		return &Envelope[[]T]{Data: page.Items, Meta: Meta{Paging: paging(req, page.Total)}}, nil
+		return caller.scope, err
 	}
+	fuego.Get(g, path, listHandler(s, m, same[T], adjust, scope), routeOptions(authErrors(), listParams(m.Descriptor), opts)...)
 }
 
 // enumFilter refuses an exact-match filter on field whose value is not one

@@ -5,6 +5,8 @@ import (
 	"math"
 	"net/http"
 
+	"github.com/go-fuego/fuego"
+
 	"github.com/fleetapi/fleetapi/policy"
 	"github.com/fleetapi/fleetapi/storage"
 )
@@ -104,13 +106,24 @@ func idParam(c pathRequest) (int64, error) {
 }
 
 // idParamOnly parses the path parameter id of a route that takes no query
-// parameter and no body.
+// parameter.
 func idParamOnly(c pathRequest) (int64, error) {
 	id, err := idParam(c)
 	if err != nil {
 		return 0, err
 	}
 	return id, noParams(c.Request().URL.RawQuery)
+}
+
+// managedID opens a management route on one id that takes no query
+// parameter and no body: the id and the calling manager.
+func (s *Server) managedID(c fuego.ContextNoBody) (int64, manager, error) {
+	id, err := idParamOnly(c)
+	if err != nil {
+		return 0, manager{}, err
+	}
+	m, err := s.managerFrom(c.Context())
+	return id, m, err
 }
 
 // createdEnvelope answers a create: the value, with the header

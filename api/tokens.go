@@ -18,13 +18,13 @@ import (
 // registerTokens declares GET/POST /tokens and DELETE /tokens/{id}
 // (DESIGN §9).
 func (s *Server) registerTokens(g *fuego.Server) {
-	fuego.Get(g, "/tokens", s.getTokens(), routeOptions(authErrors(), listParams(storage.Tokens.Descriptor), []fuego.RouteOption{
+	managedListRoute(g, s, "/tokens", storage.Tokens, nil, []fuego.RouteOption{
 		fuego.OptionOperationID("get_tokens"), fuego.OptionTags("Account"),
 		fuego.OptionSummary("Paged list of the tokens of the accounts the caller manages"),
 		fuego.OptionDescription("The tokens whose account is in the caller's management scope, revoked ones included (with revoked_at). " +
 			"Never shows a secret or its hash. Needs the token permission GET /tokens."),
 		respondsPage(managedTokenSchema(), []storage.ManagedToken{exampleManagedToken()}),
-	})...)
+	})
 	fuego.Post(g, "/tokens", s.postTokens, routeOptions(writeErrors(), []fuego.RouteOption{
 		fuego.OptionOperationID("create_token"), fuego.OptionTags("Account"),
 		fuego.OptionSummary("Create a token, its secret shown once"),
@@ -51,11 +51,6 @@ func (s *Server) registerTokens(g *fuego.Server) {
 
 // maxTokenRateLimit bounds a rate limit asked for through the API.
 const maxTokenRateLimit = 1_000_000
-
-// getTokens answers GET /tokens.
-func (s *Server) getTokens() func(fuego.ContextNoBody) (*Envelope[[]storage.ManagedToken], error) {
-	return managedList(s, storage.Tokens, nil)
-}
 
 // TokenInput is the body of POST /tokens (DESIGN §9).
 type TokenInput struct {
@@ -187,12 +182,8 @@ func inheritLimits(m manager, nt *storage.ManagedTokenInput) {
 
 // deleteToken answers DELETE /tokens/{id}: 204 once the token is revoked.
 func (s *Server) deleteToken(c fuego.ContextNoBody) (any, error) {
-	id, err := idParamOnly(c)
-	if err != nil {
-		return nil, err
-	}
 	ctx := c.Context()
-	m, err := s.managerFrom(ctx)
+	id, m, err := s.managedID(c)
 	if err != nil {
 		return nil, err
 	}
