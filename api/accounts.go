@@ -51,7 +51,7 @@ func (s *Server) registerAccounts(g *fuego.Server) {
 	fuego.Patch(g, "/accounts/{id}", s.patchAccount, routeOptions(changeErrors(), []fuego.RouteOption{
 		fuego.OptionOperationID("update_account"), fuego.OptionTags("Account"),
 		fuego.OptionSummary("Change an account the caller manages"),
-		fuego.OptionDescription("Changes email, active, read_only, account_expire, account_expire_dt and (subaccounts only) privileges. " +
+		fuego.OptionDescription("Changes email, active, read_only, account_expire, account_expire_dt, rate_limit and (subaccounts only) privileges. " +
 			"Any other field is 400 INVALID_BODY. Nobody changes its own limits (403 MANAGEMENT_DENIED own_account), and privileges " +
 			"come only from those the caller holds. Needs the token permission PATCH /accounts/{id} and write access."),
 		takesBody(accountPatchSchema(), exampleAccountPatch()),
@@ -100,6 +100,7 @@ type AccountInput struct {
 	AccountExpire   *bool    `json:"account_expire,omitempty"`
 	AccountExpireDt *string  `json:"account_expire_dt,omitempty"`
 	Privileges      []string `json:"privileges,omitempty"`
+	RateLimit       *int     `json:"rate_limit,omitempty"`
 }
 
 // validation collects VALIDATION_FAILED reasons per field.
@@ -128,6 +129,14 @@ func (v validation) date(p *string) *storage.Date {
 		return nil
 	}
 	return &d
+}
+
+// rateLimit checks an account's rate_limit (DESIGN §12): requests per
+// minute within the bounds of a token's.
+func (v validation) rateLimit(p *int) {
+	if p != nil && (*p < 1 || *p > maxTokenRateLimit) {
+		v["rate_limit"] = "requests per minute from 1 to 1000000, or null for none"
+	}
 }
 
 func (v validation) privileges(ps []string) storage.StringList {
@@ -173,6 +182,8 @@ func accountFrom(in AccountInput, faults textFaults) (storage.Account, error) {
 	a.AccountExpire = in.AccountExpire != nil && *in.AccountExpire
 	a.AccountExpireDt = v.date(in.AccountExpireDt)
 	a.Privileges = v.privileges(in.Privileges)
+	v.rateLimit(in.RateLimit)
+	a.RateLimit = in.RateLimit
 	if len(in.Privileges) > 0 && a.Type != tenancy.Subaccount {
 		v["privileges"] = "only a subaccount has privileges"
 	}
@@ -188,13 +199,16 @@ func accountChange(a storage.Account) map[string]any {
 	if a.ManagerID != nil {
 		manager = *a.ManagerID
 	}
-	var dt any
+	var dt, rate any
 	if a.AccountExpireDt != nil {
 		dt = a.AccountExpireDt.String()
 	}
+	if a.RateLimit != nil {
+		rate = *a.RateLimit
+	}
 	return map[string]any{"username": a.Username, "email": a.Email, "type": string(a.Type), "manager_id": manager,
 		"active": a.Active, "read_only": a.ReadOnly, "account_expire": a.AccountExpire, "account_expire_dt": dt,
-		"privileges": anys([]string(a.Privileges))}
+		"privileges": anys([]string(a.Privileges)), "rate_limit": rate}
 }
 
 // postAccounts answers POST /accounts: 201 with the created account.
@@ -204,6 +218,11 @@ func (s *Server) postAccounts(c fuego.ContextWithBody[AccountInput]) (*Envelope[
 		account: func(a storage.Account) *int64 { return a.ManagerID }}.open(s, ctx, c.Request())
 	if err != nil {
 		return nil, err
+	}
+	if own := w.manager.principal.Account.RateLimit; w.value.RateLimit == nil && own > 0 {
+		// an omitted rate_limit inherits the caller's own account limit,
+		// as a token's inherits its creator's (DESIGN §12)
+		w.value.RateLimit = &own
 	}
 	if err := s.decideManagement(ctx, w.manager, policy.ActionAccountCreate, w.target, accountChange(w.value)); err != nil {
 		return nil, err
@@ -238,6 +257,7 @@ type AccountPatchInput struct {
 	AccountExpire   *bool    `json:"account_expire,omitempty"`
 	AccountExpireDt *string  `json:"account_expire_dt,omitempty"`
 	Privileges      []string `json:"privileges,omitempty"`
+	RateLimit       *int     `json:"rate_limit,omitempty"`
 }
 
 // patchFrom validates a PATCH body whose present keys are present and
@@ -286,6 +306,13 @@ func patchFrom(in AccountPatchInput, present map[string]json.RawMessage, faults 
 			list := v.privileges(in.Privileges)
 			p.Privileges = &list
 			change[key] = anys([]string(list))
+		case "rate_limit":
+			v.rateLimit(in.RateLimit)
+			p.SetRateLimit, p.RateLimit = true, in.RateLimit
+			change[key] = nil
+			if in.RateLimit != nil {
+				change[key] = *in.RateLimit
+			}
 		}
 	}
 	for f, reason := range faults {
@@ -350,6 +377,7 @@ func managedAccountSchema() wireType {
 			"account_expire":    {desc("Whether account_expire_dt applies.")},
 			"account_expire_dt": {typed(openapi3.TypeString), format("date"), nullable(), desc("Expiry day (YYYY-MM-DD), or null.")},
 			"privileges":        {itemEnum(privilegeNames...), desc("A subaccount's privileges; empty for other accounts, which hold every privilege.")},
+			"rate_limit":        {typed(openapi3.TypeInteger), minimum(1), nullable(), desc("The account's budget in requests per minute, shared by every token of the account and of its subaccounts; a token's own rate_limit only narrows it (DESIGN §12). null: none.")},
 			"created_at":        {desc("When the account was created.")},
 		}}
 }
@@ -370,6 +398,7 @@ func accountInputSchema() wireType {
 			"account_expire":    {desc("Defaults to false.")},
 			"account_expire_dt": {typed(openapi3.TypeString), format("date"), nullable(), desc("Expiry day YYYY-MM-DD, or null.")},
 			"privileges":        {itemEnum(privilegeNames...), desc("Subaccounts only (400 otherwise); each held by the caller.")},
+			"rate_limit":        {typed(openapi3.TypeInteger), minimum(1), nullable(), desc("Requests per minute for every token of the account and of its subaccounts; not above the caller's own account limit (403 MANAGEMENT_DENIED exceeds_account). Omitted or null: the caller's own account limit, or none when it has none.")},
 		}}
 }
 
@@ -385,6 +414,7 @@ func accountPatchSchema() wireType {
 			"account_expire":    {typed(openapi3.TypeBoolean), desc("Whether account_expire_dt applies; not on one's own account.")},
 			"account_expire_dt": {typed(openapi3.TypeString), format("date"), nullable(), desc("Expiry day YYYY-MM-DD, or null to clear it; not on one's own account.")},
 			"privileges":        {typed(openapi3.TypeArray), itemEnum(privilegeNames...), desc("A subaccount's privileges, replaced; each held by the caller; not on one's own account.")},
+			"rate_limit":        {typed(openapi3.TypeInteger), minimum(1), nullable(), desc("Requests per minute for every token of the account and of its subaccounts, or null for none; not on one's own account, not above the caller's own account limit (403 MANAGEMENT_DENIED exceeds_account).")},
 		}}
 }
 

@@ -74,9 +74,13 @@ func ceilSeconds(d time.Duration) int {
 	return int(math.Ceil(d.Seconds()))
 }
 
+// scopeClient is a 429's details.scope for a client address's budget of
+// failed authentications.
+const scopeClient = "client"
+
 // rateLimited is the 429 RATE_LIMITED error for a refused request.
 func rateLimited(res ratelimit.Result, message string) *Error {
-	e := newError(CodeRateLimited, message, map[string]any{"limit": res.Limit, "window_seconds": 60})
+	e := newError(CodeRateLimited, message, map[string]any{"limit": res.Limit, "window_seconds": 60, "scope": scopeClient})
 	e.RetryAfter = max(1, ceilSeconds(res.RetryAfter))
 	return e
 }
@@ -105,10 +109,14 @@ func (s *Server) recordAuthFailure(ctx context.Context, ip string) {
 }
 
 // budgets are the rate-limit budgets a request of principal p counts
-// against, all at once (docs/decisions.md, issue 19 item 7): its token's
-// and every minting ancestor's (p.Minters), each with its own limit or
-// the server default, so that minting children cannot multiply what a
-// token is served. An account-level budget is one more entry here.
+// against, all at once (docs/decisions.md, issue 19 item 7 and issue 21
+// item 1): its token's and every minting ancestor's (p.Minters), each with
+// its own limit or the server default, so that minting children cannot
+// multiply what a token is served; then the account budgets (DESIGN §12):
+// the token's account's own rate_limit and, for a subaccount, its parent
+// user's, each one budget for every token of that account and of its
+// subaccounts. An account without a rate_limit adds no budget. The first
+// tokenBudgets(p) entries are token budgets, the rest account budgets.
 func (s *Server) budgets(p tenancy.Principal) []ratelimit.Budget {
 	limit := func(own int) int {
 		if own > 0 {
@@ -116,13 +124,33 @@ func (s *Server) budgets(p tenancy.Principal) []ratelimit.Budget {
 		}
 		return s.cfg.RateLimit
 	}
-	out := make([]ratelimit.Budget, 0, 1+len(p.Minters))
+	out := make([]ratelimit.Budget, 0, 3+len(p.Minters))
 	out = append(out, ratelimit.Budget{Key: "token:" + strconv.FormatInt(p.Token.ID, 10), Limit: limit(p.Token.RateLimit)})
 	for _, m := range p.Minters {
 		out = append(out, ratelimit.Budget{Key: "token:" + strconv.FormatInt(m.ID, 10), Limit: limit(m.RateLimit)})
 	}
+	if p.Account.RateLimit > 0 {
+		out = append(out, ratelimit.Budget{Key: accountBudgetKey(p.Account.ID), Limit: p.Account.RateLimit})
+	}
+	if p.Account.Type == tenancy.Subaccount && len(p.Ancestors) > 0 && p.Ancestors[0].RateLimit > 0 {
+		out = append(out, ratelimit.Budget{Key: accountBudgetKey(p.Ancestors[0].ID), Limit: p.Ancestors[0].RateLimit})
+	}
 	return out
 }
+
+// tokenBudgets is how many of budgets(p) are token budgets (the token's
+// and its minters'); the others are account budgets.
+func tokenBudgets(p tenancy.Principal) int { return 1 + len(p.Minters) }
+
+// accountBudgetKey is the rate-limit key of account id's budget.
+func accountBudgetKey(id int64) string { return "account:" + strconv.FormatInt(id, 10) }
+
+// The values of a 429's details.scope for a token (DESIGN §12): which
+// budget refused the request.
+const (
+	scopeToken   = "token"
+	scopeAccount = "account"
+)
 
 // checkToken takes one request from every budget of the principal
 // (budgets) and sets the RateLimit-* headers from the tightest.
@@ -145,10 +173,20 @@ func (s *Server) checkToken(ctx context.Context, w http.ResponseWriter, p tenanc
 		attribute.Bool("fleet.ratelimit.degraded", res.Degraded),
 		attribute.Int("fleet.ratelimit.budgets", len(budgets)),
 	)
+	scope := scopeToken
+	if res.Budget >= tokenBudgets(p) {
+		scope = scopeAccount
+	}
+	span.SetAttributes(attribute.String("fleet.ratelimit.scope", scope))
 	if !res.Allowed {
 		s.metrics.rateLimited(ctx, rejectToken)
 		span.SetAttributes(attrErrorCode.String(CodeRateLimited)) // a refusal, not a failure: the status stays unset
-		return rateLimited(res, "the token's rate limit is exhausted")
+		e := rateLimited(res, "the token's rate limit is exhausted")
+		if scope == scopeAccount {
+			e.Message = "the account's rate limit is exhausted"
+		}
+		e.Details["scope"] = scope
+		return e
 	}
 	return nil
 }

@@ -51,6 +51,9 @@ type ManagementInput struct {
 	// already checked that it is in the caller's management scope (404
 	// otherwise); the policy checks it again.
 	Target *TargetInput `json:"target"`
+	// Limits are the caller's own account limits, which what it sets on
+	// the accounts it manages stays within (DESIGN §12).
+	Limits AccountLimits `json:"limits"`
 	// Change holds the fields asked for, as JSON values (strings, numbers,
 	// booleans, nil, []string, []any, map[string]any): account.create the
 	// new account's fields (manager_id 0 for none); account.update exactly
@@ -74,6 +77,14 @@ type ManagementToken struct {
 	// Generation is how many tokens minted it (its minters); 0 for a token
 	// made by an operator.
 	Generation int `json:"generation"`
+}
+
+// AccountLimits are an account's own limits as the management decision
+// reads them (input.limits).
+type AccountLimits struct {
+	// RateLimit is the account's rate_limit in requests per minute; nil:
+	// it has none.
+	RateLimit *int `json:"rate_limit"`
 }
 
 // TargetInput holds the facts of the account a management action is on.
@@ -111,7 +122,11 @@ func NewManagementInput(p tenancy.Principal, today time.Time, defaultRateLimit i
 	case defaultRateLimit > 0:
 		tok.RateLimit = &defaultRateLimit
 	}
-	return ManagementInput{Account: in.Account, Token: tok, Change: map[string]any{}}
+	mi := ManagementInput{Account: in.Account, Token: tok, Change: map[string]any{}}
+	if p.Account.RateLimit > 0 {
+		mi.Limits.RateLimit = &p.Account.RateLimit
+	}
+	return mi
 }
 
 // NewTargetInput builds the target of a management input from the stored
@@ -151,6 +166,10 @@ func (in ManagementInput) value() (ast.Object, error) {
 	if in.Token.RateLimit != nil {
 		rate = intTerm(int64(*in.Token.RateLimit))
 	}
+	accountRate := ast.InternedNullTerm
+	if in.Limits.RateLimit != nil {
+		accountRate = intTerm(int64(*in.Limits.RateLimit))
+	}
 	target := ast.InternedNullTerm
 	if t := in.Target; t != nil {
 		target = ast.ObjectTerm(
@@ -179,6 +198,7 @@ func (in ManagementInput) value() (ast.Object, error) {
 			ast.Item(ast.InternedTerm("rate_limit"), rate),
 			ast.Item(ast.InternedTerm("generation"), intTerm(int64(in.Token.Generation))),
 		)),
+		ast.Item(ast.InternedTerm("limits"), ast.ObjectTerm(ast.Item(ast.InternedTerm("rate_limit"), accountRate))),
 		ast.Item(ast.InternedTerm("action"), ast.StringTerm(in.Action)),
 		ast.Item(ast.InternedTerm("target"), target),
 		ast.Item(ast.InternedTerm("change"), ast.NewTerm(cv)),

@@ -44,9 +44,12 @@ func (s *Store) ManagedAccount(ctx context.Context, scope policy.Scope, id int64
 // accountAudit is the audited form of an account's fields: what
 // account.create and account.update record.
 func accountAudit(a Account) map[string]any {
-	var manager, dt any
+	var manager, dt, rate any
 	if a.ManagerID != nil {
 		manager = *a.ManagerID
+	}
+	if a.RateLimit != nil {
+		rate = *a.RateLimit
 	}
 	if a.AccountExpireDt != nil {
 		dt = a.AccountExpireDt.String()
@@ -54,7 +57,7 @@ func accountAudit(a Account) map[string]any {
 	return map[string]any{
 		"username": a.Username, "email": a.Email, "type": string(a.Type), "manager_id": manager,
 		"active": a.Active, "read_only": a.ReadOnly, "account_expire": a.AccountExpire,
-		"account_expire_dt": dt, "privileges": []string(a.Privileges.orEmpty()),
+		"account_expire_dt": dt, "privileges": []string(a.Privileges.orEmpty()), "rate_limit": rate,
 	}
 }
 
@@ -96,6 +99,9 @@ type AccountPatch struct {
 	SetExpireDt     bool
 	AccountExpireDt *Date
 	Privileges      *StringList
+	// SetRateLimit says that RateLimit is asked for (nil clears it).
+	SetRateLimit bool
+	RateLimit    *int
 }
 
 // UpdateAccount applies patch to the account id (account.update, DESIGN
@@ -129,13 +135,16 @@ func (s *Store) UpdateAccount(ctx context.Context, scope policy.Scope, actor Act
 			if patch.Privileges != nil {
 				a.Privileges = *patch.Privileges
 			}
+			if patch.SetRateLimit {
+				a.RateLimit = patch.RateLimit
+			}
 			changes, err := Diff(before, accountAudit(a))
 			if err != nil {
 				return AuditEvent{}, err
 			}
 			if len(changes) > 0 {
 				if _, err := tx.db.NewUpdate().Model(&a).
-					Column("email", "active", "read_only", "account_expire", "account_expire_dt", "privileges").
+					Column("email", "active", "read_only", "account_expire", "account_expire_dt", "privileges", "rate_limit").
 					WherePK().Exec(ctx); err != nil {
 					return AuditEvent{}, err
 				}

@@ -26,7 +26,11 @@ type Account struct {
 	AccountExpire   bool       `bun:"account_expire,notnull" json:"account_expire"`
 	AccountExpireDt *Date      `bun:"account_expire_dt,type:date" json:"account_expire_dt"`
 	Privileges      StringList `bun:"privileges,array,notnull" json:"privileges"`
-	CreatedAt       time.Time  `bun:"created_at,nullzero,notnull,default:current_timestamp" json:"created_at" list:"sort"`
+	// RateLimit is the account's budget in requests per minute, shared by
+	// every token of the account and of its subaccounts (DESIGN §12); nil:
+	// none.
+	RateLimit *int      `bun:"rate_limit" json:"rate_limit"`
+	CreatedAt time.Time `bun:"created_at,nullzero,notnull,default:current_timestamp" json:"created_at" list:"sort"`
 }
 
 var _ bun.BeforeAppendModelHook = (*Account)(nil)
@@ -54,6 +58,9 @@ func (a Account) Tenancy() tenancy.Account {
 	}
 	if a.AccountExpireDt != nil {
 		t.ExpireDate = a.AccountExpireDt.Time
+	}
+	if a.RateLimit != nil {
+		t.RateLimit = *a.RateLimit
 	}
 	return t
 }

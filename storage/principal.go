@@ -25,18 +25,18 @@ const MaxAncestors = 3
 // authentication stays one round trip. wholeChain judges the result.
 var ancestorsColumn = fmt.Sprintf(`(
 	WITH RECURSIVE up AS (
-		SELECT m.id, m.username, m.type, m.manager_id, m.active, m.read_only, m.account_expire, m.account_expire_dt,
+		SELECT m.id, m.username, m.type, m.manager_id, m.active, m.read_only, m.account_expire, m.account_expire_dt, m.rate_limit,
 			1 AS depth, ARRAY["account"."id", m.id] AS path
 		FROM accounts AS m WHERE m.id = "account"."manager_id"
 		UNION ALL
-		SELECT m.id, m.username, m.type, m.manager_id, m.active, m.read_only, m.account_expire, m.account_expire_dt,
+		SELECT m.id, m.username, m.type, m.manager_id, m.active, m.read_only, m.account_expire, m.account_expire_dt, m.rate_limit,
 			up.depth + 1, up.path || m.id
 		FROM up JOIN accounts AS m ON m.id = up.manager_id
 		WHERE up.depth <= %d AND m.id <> ALL (up.path)
 	)
 	SELECT COALESCE(json_agg(json_build_object(
 		'id', id, 'username', username, 'type', type, 'manager_id', manager_id, 'active', active,
-		'read_only', read_only, 'account_expire', account_expire, 'account_expire_dt', account_expire_dt
+		'read_only', read_only, 'account_expire', account_expire, 'account_expire_dt', account_expire_dt, 'rate_limit', rate_limit
 	) ORDER BY depth), '[]') FROM up
 ) AS "ancestors"`, MaxAncestors)
 
@@ -163,6 +163,7 @@ type ancestor struct {
 	ReadOnly        bool                `json:"read_only"`
 	AccountExpire   bool                `json:"account_expire"`
 	AccountExpireDt *Date               `json:"account_expire_dt"`
+	RateLimit       *int                `json:"rate_limit"`
 }
 
 // Scan reads the json column; NULL scans as no ancestors.
@@ -175,6 +176,7 @@ func (a ancestor) Tenancy() tenancy.Account {
 	return Account{
 		ID: a.ID, Username: a.Username, Type: a.Type, ManagerID: a.ManagerID, Active: a.Active,
 		ReadOnly: a.ReadOnly, AccountExpire: a.AccountExpire, AccountExpireDt: a.AccountExpireDt,
+		RateLimit: a.RateLimit,
 	}.Tenancy()
 }
 

@@ -45,6 +45,10 @@ type Account struct {
 	ExpireDate time.Time
 	// Privileges are the subaccount privileges ("reports", "event_notifications").
 	Privileges []string
+	// RateLimit is the account's own budget in requests per minute, shared
+	// by every token of the account and of its subaccounts (DESIGN §12);
+	// 0 when it has none.
+	RateLimit int
 }
 
 // Expired reports whether the account has expired on the given day: it is

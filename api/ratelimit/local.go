@@ -60,7 +60,9 @@ func (l *Local) AllowAll(_ context.Context, budgets []Budget, n int) (Result, er
 		b := l.bucket(bg.Key, bg.Limit)
 		buckets[i] = b
 		if b.lim.TokensAt(now) < float64(n) {
-			return result(b, now, false), nil
+			r := result(b, now, false)
+			r.Budget = i
+			return r, nil
 		}
 	}
 	var tightest Result
@@ -68,6 +70,7 @@ func (l *Local) AllowAll(_ context.Context, budgets []Budget, n int) (Result, er
 		b.lim.AllowN(now, n) // fits: checked above under the same lock
 		if r := result(b, now, true); i == 0 || r.Remaining < tightest.Remaining {
 			tightest = r
+			tightest.Budget = i
 		}
 	}
 	return tightest, nil

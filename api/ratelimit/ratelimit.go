@@ -24,6 +24,10 @@ type Result struct {
 	// Degraded is true when a shared limiter answered from its local
 	// fallback.
 	Degraded bool
+	// Budget is, for AllowAll, the index in its budgets of the budget the
+	// Result describes (the one that refused, else the tightest); 0 for
+	// AllowN.
+	Budget int
 }
 
 // Budget is one per-minute budget a request counts against: a key

@@ -176,7 +176,7 @@ func allowAllCases(t *testing.T, l Limiter) {
 	}
 	// the tightest budget answers: 2 left of 3 beside a fresh 100
 	r, _ := l.AllowAll(ctx, []Budget{{randomKey(), 100}, {other, 3}}, 1)
-	if !r.Allowed || r.Limit != 3 || r.Remaining != 1 {
+	if !r.Allowed || r.Limit != 3 || r.Remaining != 1 || r.Budget != 1 {
 		t.Fatalf("tightest: %+v", r)
 	}
 	// a child's own budget is charged too: exhausted on its own, it refuses
@@ -187,11 +187,15 @@ func allowAllCases(t *testing.T, l Limiter) {
 			t.Fatalf("within the child's budget: %+v", r)
 		}
 	}
-	if r, _ := l.AllowAll(ctx, []Budget{{small, 2}, {big, 100}}, 1); r.Allowed || r.Limit != 2 {
+	if r, _ := l.AllowAll(ctx, []Budget{{small, 2}, {big, 100}}, 1); r.Allowed || r.Limit != 2 || r.Budget != 0 {
 		t.Fatalf("over the child's own budget: %+v", r)
 	}
 	if r, _ := l.AllowN(ctx, big, 100, 0); r.Remaining != 98 {
 		t.Fatalf("the refused request charged the parent: %+v", r)
+	}
+	// the refusing budget is named, wherever it stands in the list
+	if r, _ := l.AllowAll(ctx, []Budget{{big, 100}, {small, 2}}, 1); r.Allowed || r.Budget != 1 || r.Limit != 2 {
+		t.Fatalf("refused by the second budget: %+v", r)
 	}
 }
 

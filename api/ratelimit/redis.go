@@ -182,7 +182,7 @@ func allowAllResult(v []any, budgets []Budget) (Result, error) {
 		return Result{}, fmt.Errorf("ratelimit: malformed script answer %v", v)
 	}
 	limit := budgets[i-1].Limit
-	out := Result{Allowed: allowed == 1, Limit: limit, Remaining: int(remaining), ResetAfter: max(seconds(reset), 0)}
+	out := Result{Allowed: allowed == 1, Limit: limit, Remaining: int(remaining), ResetAfter: max(seconds(reset), 0), Budget: int(i - 1)}
 	if !out.Allowed {
 		out.RetryAfter = seconds(retry)
 		if out.RetryAfter == 0 {

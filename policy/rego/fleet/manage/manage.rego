@@ -39,9 +39,11 @@
 #   at the top; for tokens and objects it is the owning account (for
 #   object.move the new owner: the Go side has checked the current owner
 #   against the management scope too, 404 outside).
+#   input.limits {rate_limit} are the caller's own account limits (null:
+#   none), which what it sets on other accounts stays within (DESIGN §12).
 #   input.change holds the fields asked for: account.create {username,
 #   email, type, manager_id (0: none), active, read_only, account_expire,
-#   account_expire_dt, privileges}; account.update exactly the fields of
+#   account_expire_dt, privileges, rate_limit (null: none)}; account.update exactly the fields of
 #   the request body; grants.replace {imei: [...]}; object.create {imei,
 #   name, account_id, ...}; object.move {imei, from_account_id,
 #   account_id}; token.create {account_id, name, permissions,
@@ -70,10 +72,13 @@
 #   subaccount; object.create or object.move for a subaccount, which owns
 #   no devices) >
 #   immutable_field (account.update of a field other than email, active,
-#   read_only, account_expire, account_expire_dt, privileges) >
+#   read_only, account_expire, account_expire_dt, privileges, rate_limit) >
 #   own_account (account.update of the caller's own active, read_only,
-#   account_expire, account_expire_dt or privileges; grants.replace on the
-#   caller's own account) > privilege_not_held (a privilege outside
+#   account_expire, account_expire_dt, privileges or rate_limit;
+#   grants.replace on the caller's own account) > exceeds_account
+#   (account.create or account.update: a rate_limit higher than the
+#   caller's own account limit input.limits.rate_limit, or none when the
+#   caller has one) > privilege_not_held (a privilege outside
 #   reports, event_notifications, or not held by the caller, which holds
 #   both unless it is a subaccount) > device_not_owned (grants.replace: a
 #   device the target's parent does not own) > exceeds_token (token.create:
@@ -101,10 +106,10 @@ actions := {
 all_privileges := ["event_notifications", "reports"]
 
 # updatable are the fields account.update may change.
-updatable := {"email", "active", "read_only", "account_expire", "account_expire_dt", "privileges"}
+updatable := {"email", "active", "read_only", "account_expire", "account_expire_dt", "privileges", "rate_limit"}
 
 # own_limits are the fields nobody changes on its own account.
-own_limits := {"active", "read_only", "account_expire", "account_expire_dt", "privileges"}
+own_limits := {"active", "read_only", "account_expire", "account_expire_dt", "privileges", "rate_limit"}
 
 # usable: the caller may use the API at all (its own state; the chain is
 # fleet.authz's).
@@ -231,6 +236,13 @@ decision := deny("unknown_action", "the management action is not known", {"actio
 	{"fields": own_changes},
 ) if {
 	own_change
+} else := deny(
+	"exceeds_account",
+	"the account's rate limit would be higher than the caller's own account limit",
+	{"field": "rate_limit", "limit": object.get(input, ["limits", "rate_limit"], null)},
+) if {
+	input.action in {"account.create", "account.update"}
+	not account_rate_within
 } else := deny(
 	"privilege_not_held",
 	sprintf("the caller cannot grant the privilege %s", [not_held[0]]),
@@ -499,6 +511,22 @@ expiry_within if {
 	is_string(input.change.expires_at)
 	is_string(input.token.expires_at)
 	time.parse_rfc3339_ns(input.change.expires_at) <= time.parse_rfc3339_ns(input.token.expires_at)
+}
+
+# account_rate_within: an account.create or account.update gives the
+# account a rate_limit (requests per minute, DESIGN §12) no higher than the
+# caller's own account limit (input.limits.rate_limit; null: the caller has
+# none, and may set any). A caller with a limit cannot give an account none
+# (null): unlimited is higher than any limit. An account.update that does
+# not name rate_limit sets none.
+account_rate_within if not "rate_limit" in object.keys(input.change)
+
+account_rate_within if input.limits.rate_limit == null
+
+account_rate_within if {
+	is_number(input.change.rate_limit)
+	is_number(input.limits.rate_limit)
+	input.change.rate_limit <= input.limits.rate_limit
 }
 
 # max_generation is how many minting ancestors a token may have

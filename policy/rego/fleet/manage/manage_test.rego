@@ -61,7 +61,7 @@ token := {"id": 1, "permissions": ["*"], "expires_at": "2026-06-01T00:00:00Z", "
 # decide is the decision for caller c acting on target t (an id, or null).
 decide(c, act, t, change) := d if {
 	d := manage.decision with input as {
-		"account": c, "token": token, "action": act,
+		"account": c, "token": token, "limits": {"rate_limit": null}, "action": act,
 		"target": target_or_null(t), "change": change,
 	}
 }
@@ -403,7 +403,7 @@ test_own_limits if {
 # limits are a valid value of every own limit.
 limits := {
 	"active": false, "read_only": true, "account_expire": true,
-	"account_expire_dt": "2026-12-31", "privileges": ["reports"],
+	"account_expire_dt": "2026-12-31", "privileges": ["reports"], "rate_limit": 50,
 }
 
 test_own_limits_of_others_change if {
@@ -742,4 +742,63 @@ test_precedence if {
 	d.details.field == "permissions"
 	denied(mint(["*"], null, null), "exceeds_token")
 	mint(["*"], null, null).details.field == "expires_at"
+}
+
+# --- exceeds_account (DESIGN §12: never above one's own limit) ---
+
+# limited(c, act, t, change, own) is the decision for caller c whose own
+# account has the rate limit own (null: none).
+limited(c, act, t, change, own) := d if {
+	d := manage.decision with input as {
+		"account": caller(c), "token": token, "limits": {"rate_limit": own}, "action": act,
+		"target": target_or_null(t), "change": change,
+	}
+}
+
+test_account_rate_limit_within_own if {
+	# a manager limited to 100 gives its user 50 or 100, not 101, and
+	# not none (unlimited is above any limit)
+	limited(2, "account.update", 3, {"rate_limit": 50}, 100).allow
+	limited(2, "account.update", 3, {"rate_limit": 100}, 100).allow
+	d := limited(2, "account.update", 3, {"rate_limit": 101}, 100)
+	denied(d, "exceeds_account")
+	d.details == {"reason": "exceeds_account", "field": "rate_limit", "limit": 100}
+	denied(limited(2, "account.update", 3, {"rate_limit": null}, 100), "exceeds_account")
+
+	# not a number is never within a limit
+	denied(limited(2, "account.update", 3, {"rate_limit": true}, 100), "exceeds_account")
+	denied(limited(2, "account.update", 3, {"rate_limit": 50}, "100"), "exceeds_account")
+
+	# the same on create: a user created under the manager
+	limited(2, "account.create", 2, create_change("user", 2, 100), 100).allow
+	denied(limited(2, "account.create", 2, create_change("user", 2, 200), 100), "exceeds_account")
+	denied(limited(2, "account.create", 2, create_change("user", 2, null), 100), "exceeds_account")
+
+	# a limited caller changes other fields freely
+	limited(2, "account.update", 3, {"email": "x@example.com"}, 100).allow
+}
+
+create_change(type, manager, rate) := {
+	"username": "new", "email": "", "type": type, "manager_id": manager, "active": true,
+	"read_only": false, "account_expire": false, "account_expire_dt": null, "privileges": [],
+	"rate_limit": rate,
+}
+
+test_account_rate_limit_unlimited_caller if {
+	# a caller without a limit sets any, or none
+	limited(1, "account.update", 3, {"rate_limit": 100000}, null).allow
+	limited(2, "account.update", 3, {"rate_limit": null}, null).allow
+	limited(3, "account.create", 3, create_change("subaccount", 3, 7), null).allow
+}
+
+test_account_rate_limit_not_own if {
+	# nobody sets its own, not even lower (own_account wins)
+	every c in [1, 2, 3, 5] {
+		d := limited(c, "account.update", c, {"rate_limit": 1}, 100)
+		denied(d, "own_account")
+		d.details.fields == ["rate_limit"]
+	}
+
+	# exceeds_account only for the account writes
+	limited(2, "token.create", 3, {"permissions": ["GET *"], "expires_at": "2026-01-01T00:00:00Z", "rate_limit": 50}, 10).allow
 }
