@@ -1305,6 +1305,9 @@ type AccountInput struct {
 	// Privileges Subaccounts only (400 otherwise); each held by the caller.
 	Privileges *[]AccountInputPrivileges `json:"privileges,omitempty"`
 
+	// RateLimit Requests per minute for every token of the account and of its subaccounts; not above the caller's own account limit (403 MANAGEMENT_DENIED exceeds_account). Omitted or null: the caller's own account limit, or none when it has none.
+	RateLimit nullable.Nullable[int] `json:"rate_limit,omitempty"`
+
 	// ReadOnly Defaults to false.
 	ReadOnly nullable.Nullable[bool] `json:"read_only,omitempty"`
 
@@ -1337,6 +1340,9 @@ type AccountPatchInput struct {
 
 	// Privileges A subaccount's privileges, replaced; each held by the caller; not on one's own account.
 	Privileges *[]AccountPatchInputPrivileges `json:"privileges,omitempty"`
+
+	// RateLimit Requests per minute for every token of the account and of its subaccounts, or null for none; not on one's own account, not above the caller's own account limit (403 MANAGEMENT_DENIED exceeds_account).
+	RateLimit nullable.Nullable[int] `json:"rate_limit,omitempty"`
 
 	// ReadOnly Read-only; not on one's own account.
 	ReadOnly *bool `json:"read_only,omitempty"`
@@ -1775,6 +1781,9 @@ type ManagedAccount struct {
 
 	// Privileges A subaccount's privileges; empty for other accounts, which hold every privilege.
 	Privileges []ManagedAccountPrivileges `json:"privileges"`
+
+	// RateLimit The account's budget in requests per minute, shared by every token of the account and of its subaccounts; a token's own rate_limit only narrows it (DESIGN §12). null: none.
+	RateLimit nullable.Nullable[int] `json:"rate_limit"`
 
 	// ReadOnly Whether the account is read-only.
 	ReadOnly bool `json:"read_only"`
@@ -3523,7 +3532,7 @@ type ClientInterface interface {
 
 	// UpdateAccountWithBody Change an account the caller manages
 	//
-	// Changes email, active, read_only, account_expire, account_expire_dt and (subaccounts only) privileges. Any other field is 400 INVALID_BODY. Nobody changes its own limits (403 MANAGEMENT_DENIED own_account), and privileges come only from those the caller holds. Needs the token permission PATCH /accounts/{id} and write access.
+	// Changes email, active, read_only, account_expire, account_expire_dt, rate_limit and (subaccounts only) privileges. Any other field is 400 INVALID_BODY. Nobody changes its own limits (403 MANAGEMENT_DENIED own_account), and privileges come only from those the caller holds. Needs the token permission PATCH /accounts/{id} and write access.
 	//
 	// Takes any type of body and a specified content type.
 	//
@@ -3532,7 +3541,7 @@ type ClientInterface interface {
 
 	// UpdateAccount Change an account the caller manages
 	//
-	// Changes email, active, read_only, account_expire, account_expire_dt and (subaccounts only) privileges. Any other field is 400 INVALID_BODY. Nobody changes its own limits (403 MANAGEMENT_DENIED own_account), and privileges come only from those the caller holds. Needs the token permission PATCH /accounts/{id} and write access.
+	// Changes email, active, read_only, account_expire, account_expire_dt, rate_limit and (subaccounts only) privileges. Any other field is 400 INVALID_BODY. Nobody changes its own limits (403 MANAGEMENT_DENIED own_account), and privileges come only from those the caller holds. Needs the token permission PATCH /accounts/{id} and write access.
 	//
 	// Takes a body of the `application/json` content type.
 	//
@@ -3781,7 +3790,7 @@ func (c *Client) GetAccount(ctx context.Context, id int64, reqEditors ...Request
 
 // UpdateAccountWithBody Change an account the caller manages
 //
-// Changes email, active, read_only, account_expire, account_expire_dt and (subaccounts only) privileges. Any other field is 400 INVALID_BODY. Nobody changes its own limits (403 MANAGEMENT_DENIED own_account), and privileges come only from those the caller holds. Needs the token permission PATCH /accounts/{id} and write access.
+// Changes email, active, read_only, account_expire, account_expire_dt, rate_limit and (subaccounts only) privileges. Any other field is 400 INVALID_BODY. Nobody changes its own limits (403 MANAGEMENT_DENIED own_account), and privileges come only from those the caller holds. Needs the token permission PATCH /accounts/{id} and write access.
 //
 // Takes any type of body and a specified content type.
 //
@@ -3800,7 +3809,7 @@ func (c *Client) UpdateAccountWithBody(ctx context.Context, id int64, contentTyp
 
 // UpdateAccount Change an account the caller manages
 //
-// Changes email, active, read_only, account_expire, account_expire_dt and (subaccounts only) privileges. Any other field is 400 INVALID_BODY. Nobody changes its own limits (403 MANAGEMENT_DENIED own_account), and privileges come only from those the caller holds. Needs the token permission PATCH /accounts/{id} and write access.
+// Changes email, active, read_only, account_expire, account_expire_dt, rate_limit and (subaccounts only) privileges. Any other field is 400 INVALID_BODY. Nobody changes its own limits (403 MANAGEMENT_DENIED own_account), and privileges come only from those the caller holds. Needs the token permission PATCH /accounts/{id} and write access.
 //
 // Takes a body of the `application/json` content type.
 //
@@ -6492,7 +6501,7 @@ type ClientWithResponsesInterface interface {
 
 	// UpdateAccountWithBodyWithResponse Change an account the caller manages
 	//
-	// Changes email, active, read_only, account_expire, account_expire_dt and (subaccounts only) privileges. Any other field is 400 INVALID_BODY. Nobody changes its own limits (403 MANAGEMENT_DENIED own_account), and privileges come only from those the caller holds. Needs the token permission PATCH /accounts/{id} and write access.
+	// Changes email, active, read_only, account_expire, account_expire_dt, rate_limit and (subaccounts only) privileges. Any other field is 400 INVALID_BODY. Nobody changes its own limits (403 MANAGEMENT_DENIED own_account), and privileges come only from those the caller holds. Needs the token permission PATCH /accounts/{id} and write access.
 	//
 	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 	//
@@ -6501,7 +6510,7 @@ type ClientWithResponsesInterface interface {
 
 	// UpdateAccountWithResponse Change an account the caller manages
 	//
-	// Changes email, active, read_only, account_expire, account_expire_dt and (subaccounts only) privileges. Any other field is 400 INVALID_BODY. Nobody changes its own limits (403 MANAGEMENT_DENIED own_account), and privileges come only from those the caller holds. Needs the token permission PATCH /accounts/{id} and write access.
+	// Changes email, active, read_only, account_expire, account_expire_dt, rate_limit and (subaccounts only) privileges. Any other field is 400 INVALID_BODY. Nobody changes its own limits (403 MANAGEMENT_DENIED own_account), and privileges come only from those the caller holds. Needs the token permission PATCH /accounts/{id} and write access.
 	//
 	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 	//
@@ -10153,7 +10162,7 @@ func (c *ClientWithResponses) GetAccountWithResponse(ctx context.Context, id int
 
 // UpdateAccountWithBodyWithResponse Change an account the caller manages
 //
-// Changes email, active, read_only, account_expire, account_expire_dt and (subaccounts only) privileges. Any other field is 400 INVALID_BODY. Nobody changes its own limits (403 MANAGEMENT_DENIED own_account), and privileges come only from those the caller holds. Needs the token permission PATCH /accounts/{id} and write access.
+// Changes email, active, read_only, account_expire, account_expire_dt, rate_limit and (subaccounts only) privileges. Any other field is 400 INVALID_BODY. Nobody changes its own limits (403 MANAGEMENT_DENIED own_account), and privileges come only from those the caller holds. Needs the token permission PATCH /accounts/{id} and write access.
 //
 // Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 //
@@ -10168,7 +10177,7 @@ func (c *ClientWithResponses) UpdateAccountWithBodyWithResponse(ctx context.Cont
 
 // UpdateAccountWithResponse Change an account the caller manages
 //
-// Changes email, active, read_only, account_expire, account_expire_dt and (subaccounts only) privileges. Any other field is 400 INVALID_BODY. Nobody changes its own limits (403 MANAGEMENT_DENIED own_account), and privileges come only from those the caller holds. Needs the token permission PATCH /accounts/{id} and write access.
+// Changes email, active, read_only, account_expire, account_expire_dt, rate_limit and (subaccounts only) privileges. Any other field is 400 INVALID_BODY. Nobody changes its own limits (403 MANAGEMENT_DENIED own_account), and privileges come only from those the caller holds. Needs the token permission PATCH /accounts/{id} and write access.
 //
 // Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 //
