@@ -8,6 +8,7 @@ import (
 	"math"
 	"net/http"
 	"net/http/httptest"
+	"strconv"
 	"syscall"
 	"testing"
 	"time"
@@ -61,6 +62,29 @@ func BenchmarkEventByIDRequest(b *testing.B) {
 		a.handler.ServeHTTP(rec, req)
 		if rec.Code != http.StatusOK {
 			b.Fatalf("status %d: %s", rec.Code, rec.Body.Bytes())
+		}
+	}
+}
+
+// BenchmarkEventByIDRequestAccountLimit: BenchmarkEventByIDRequest with an
+// account rate limit on the token's account (DESIGN §12), one more budget
+// in the same rate-limit call: its difference from BenchmarkEventByIDRequest
+// is the per-request cost of the account budget (docs/performance.md).
+func BenchmarkEventByIDRequestAccountLimit(b *testing.B) {
+	a, id, token := benchEvent(b)
+	if _, err := a.db.DB.NewRaw("UPDATE accounts SET rate_limit = ? WHERE username = 'acme'", math.MaxInt32).Exec(context.Background()); err != nil {
+		b.Fatal(err)
+	}
+	path := fmt.Sprintf("/api/v2/events/%d", id)
+	b.ReportAllocs()
+	defer reportCPU(b)()
+	for b.Loop() {
+		req := httptest.NewRequest(http.MethodGet, path, nil)
+		req.Header.Set("Authorization", "Bearer "+token)
+		rec := httptest.NewRecorder()
+		a.handler.ServeHTTP(rec, req)
+		if rec.Code != http.StatusOK || rec.Header().Get("RateLimit-Limit") != strconv.Itoa(math.MaxInt32) {
+			b.Fatalf("status %d, RateLimit-Limit %q: %s", rec.Code, rec.Header().Get("RateLimit-Limit"), rec.Body.Bytes())
 		}
 	}
 }

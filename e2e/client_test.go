@@ -295,6 +295,17 @@ func TestGeneratedClient(t *testing.T) {
 		if err != nil || again.JSON200 == nil || !again.JSON200.Data.AccountExpireDt.IsNull() || again.JSON200.Data.AccountExpire {
 			t.Fatalf("GET after clearing: %v %d %s", err, again.StatusCode(), again.Body)
 		}
+		// An account rate limit (issue 21 item 1): set on the subaccount
+		// by its user, shown by GET; not on one's own account.
+		limited, err := acme.UpdateAccountWithResponse(ctx, id, client.AccountPatchInput{RateLimit: nullable.NewNullableWithValue(30)})
+		if err != nil || limited.JSON200 == nil || limited.JSON200.Data.RateLimit.MustGet() != 30 {
+			t.Fatalf("PATCH rate_limit: %v %d %s", err, limited.StatusCode(), limited.Body)
+		}
+		ownLimit, err := acme.UpdateAccountWithResponse(ctx, acmeID, client.AccountPatchInput{RateLimit: nullable.NewNullableWithValue(30)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		failure(t, ownLimit.HTTPResponse, ownLimit.JSON403, http.StatusForbidden, client.ErrorCodeMANAGEMENTDENIED)
 	})
 	t.Run("grants_and_objects", func(t *testing.T) {
 		me, err := acme.GetMeWithResponse(ctx)

@@ -139,6 +139,9 @@ type oCase struct {
 	relation   string
 	change     map[string]any
 	owned      []string
+	// limit is the caller's own account rate limit (input.limits); nil:
+	// none.
+	limit *int
 }
 
 // §9 in Go. Each function cites the sentence it implements.
@@ -292,7 +295,7 @@ func oDecide(t *oTree, c oCase) string {
 	// change through the API".
 	if c.action == ActionAccountUpdate {
 		for k := range c.change {
-			if !slices.Contains([]string{"email", "active", "read_only", "account_expire", "account_expire_dt", "privileges"}, k) {
+			if !slices.Contains([]string{"email", "active", "read_only", "account_expire", "account_expire_dt", "privileges", "rate_limit"}, k) {
 				return "immutable_field"
 			}
 		}
@@ -304,10 +307,19 @@ func oDecide(t *oTree, c oCase) string {
 			return "own_account"
 		}
 		if c.action == ActionAccountUpdate {
-			for _, k := range []string{"active", "read_only", "account_expire", "account_expire_dt", "privileges"} {
+			for _, k := range []string{"active", "read_only", "account_expire", "account_expire_dt", "privileges", "rate_limit"} {
 				if _, ok := c.change[k]; ok {
 					return "own_account"
 				}
+			}
+		}
+	}
+	// "never above the setter's own account limit when it has one"
+	// (DESIGN §12); none (null) is above any limit.
+	if (c.action == ActionAccountCreate || c.action == ActionAccountUpdate) && c.limit != nil {
+		if v, ok := c.change["rate_limit"]; ok {
+			if n, isInt := v.(int); !isInt || n > *c.limit {
+				return "exceeds_account"
 			}
 		}
 	}
@@ -376,6 +388,7 @@ var (
 		{"account_expire_dt": "2026-12-31"}, {"privileges": []any{"reports"}}, {"privileges": []any{"reports", "event_notifications"}},
 		{"privileges": []any{"bogus"}}, {"type": "admin"}, {"manager_id": int64(1)}, {"username": "root"},
 		{"email": "y@example.com", "active": true},
+		{"rate_limit": 50}, {"rate_limit": 100}, {"rate_limit": 101}, {"rate_limit": nil},
 	}
 	oracleExpiry = time.Date(2026, 6, 1, 0, 0, 0, 0, time.UTC)
 )
@@ -406,6 +419,9 @@ func oracleCasesOf(t *oTree, r *rand.Rand, actions []string) []oCase {
 					caller := byType[typ][r.IntN(len(byType[typ]))]
 					c := oCase{caller: caller, active: r.IntN(12) != 0, expired: r.IntN(15) == 0,
 						action: action, relation: rel, change: change}
+					if caller.id%2 == 0 { // not from r: see oracleChanges
+						c.limit = ptr(100)
+					}
 					for _, p := range []string{"reports", "event_notifications", "bogus"} {
 						if r.IntN(2) == 0 {
 							c.privileges = append(c.privileges, p)
@@ -450,9 +466,11 @@ func oracleChanges(r *rand.Rand, action string) []map[string]any {
 	switch action {
 	case ActionAccountCreate:
 		var out []map[string]any
-		for _, typ := range []string{"admin", "manager", "user", "subaccount"} {
+		for i, typ := range []string{"admin", "manager", "user", "subaccount"} {
 			privs := [][]any{{}, {"reports"}, {"bogus"}}[r.IntN(3)]
-			out = append(out, map[string]any{"type": typ, "username": "new", "privileges": privs})
+			// the rate limit varies with the type, not from r, so that the
+			// random stream of the other fields stays what it was
+			out = append(out, map[string]any{"type": typ, "username": "new", "privileges": privs, "rate_limit": []any{nil, 100, 101, 50}[i]})
 		}
 		return out
 	case ActionAccountUpdate:
@@ -537,6 +555,7 @@ func (c oCase) input(t *oTree) ManagementInput {
 		Account: AccountInput{ID: c.caller.id, Type: c.caller.typ, ManagerID: c.caller.manager, Active: c.active,
 			Expired: c.expired, Privileges: c.privileges, Chain: t.chain(c.caller.id), ChainComplete: true},
 		Token:  c.token,
+		Limits: AccountLimits{RateLimit: c.limit},
 		Action: c.action,
 		Change: c.change,
 	}
@@ -561,7 +580,7 @@ func TestManagementOracle(t *testing.T) {
 		t.Errorf("only %d cases, want at least 1000", res.total)
 	}
 	for _, reason := range []string{"unknown_action", "outside_scope", "not_below_caller", "wrong_target_type", "immutable_field",
-		"own_account", "privilege_not_held", "device_not_owned", "exceeds_token"} {
+		"own_account", "exceeds_account", "privilege_not_held", "device_not_owned", "exceeds_token"} {
 		if res.reasons[reason] == 0 {
 			t.Errorf("no case is denied for %s", reason)
 		}
@@ -581,11 +600,14 @@ func TestManagementOracleCatchesMutations(t *testing.T) {
 		"rate limit equal refused": {"input.change.rate_limit <= input.token.rate_limit", "input.change.rate_limit < input.token.rate_limit"},
 		"expiry later allowed": {"time.parse_rfc3339_ns(input.change.expires_at) <= time.parse_rfc3339_ns(input.token.expires_at)",
 			"time.parse_rfc3339_ns(input.change.expires_at) >= 0"},
-		"user manages any child":             {"input.account.type == \"user\"\n\ta.type == \"subaccount\"\n", "input.account.type == \"user\"\n"},
-		"own privileges changeable":          {`"account_expire_dt", "privileges"}`, `"account_expire_dt"}`},
-		"manager creates users under others": {"input.change.type == \"user\"\n\tunder_target\n\tinput.target.id == input.account.id\n", "input.change.type == \"user\"\n\tunder_target\n"},
-		"devices unchecked":                  {"not d in object.get(input.target, \"owned_imei\", [])", "d == false"},
-		"GET * covers POST routes":           {`sprintf("%s *", [method]) in input.token.permissions`, `"GET *" in input.token.permissions`},
+		"user manages any child":                         {"input.account.type == \"user\"\n\ta.type == \"subaccount\"\n", "input.account.type == \"user\"\n"},
+		"own privileges changeable":                      {`own_limits := {"active", "read_only", "account_expire", "account_expire_dt", "privileges", "rate_limit"}`, `own_limits := {"active", "read_only", "account_expire", "account_expire_dt", "rate_limit"}`},
+		"own rate limit changeable":                      {`own_limits := {"active", "read_only", "account_expire", "account_expire_dt", "privileges", "rate_limit"}`, `own_limits := {"active", "read_only", "account_expire", "account_expire_dt", "privileges"}`},
+		"account rate limit above one's own":             {"input.change.rate_limit <= input.limits.rate_limit", "input.change.rate_limit <= input.limits.rate_limit + 1"},
+		"account rate limit cleared by a limited caller": {"account_rate_within if input.limits.rate_limit == null", "account_rate_within if input.change.rate_limit == null"},
+		"manager creates users under others":             {"input.change.type == \"user\"\n\tunder_target\n\tinput.target.id == input.account.id\n", "input.change.type == \"user\"\n\tunder_target\n"},
+		"devices unchecked":                              {"not d in object.get(input.target, \"owned_imei\", [])", "d == false"},
+		"GET * covers POST routes":                       {`sprintf("%s *", [method]) in input.token.permissions`, `"GET *" in input.token.permissions`},
 		"admin creates a manager under a manager": {"input.change.type == \"user\"\n\tunder_target\n\tinput.target.type == \"manager\"",
 			"input.change.type in {\"manager\", \"user\"}\n\tunder_target\n\tinput.target.type == \"manager\""},
 		"a manager mints for a sub-manager": {`input.target.type in {"user", "subaccount"}`, `input.target.type in {"user", "subaccount", "manager"}`},
