@@ -29,6 +29,7 @@ type escAccount struct {
 	token      string // a "*" token without limits; "" for accounts not used as callers
 	narrow     string // "GET *", "POST /tokens", expiring at escNarrowExpiry, escNarrowRate per minute
 	devices    []string
+	rateLimit  int // the account's own rate_limit (escAccountRate on every other tree account); 0: none
 }
 
 // escWorld is one random tree and the oracle's view of it.
@@ -46,6 +47,9 @@ type escWorld struct {
 const (
 	escMissingID  = 999999999
 	escNarrowRate = 600
+	// escAccountRate is the account rate limit of every other account of
+	// the tree: roomy enough never to refuse a request of the test.
+	escAccountRate = 100000
 )
 
 // escExpect is the answer DESIGN §9 requires.
@@ -95,7 +99,7 @@ func TestEscalation(t *testing.T) {
 	// API: every caller that manages another subaccount holds both
 	// privileges, and an immutable field is 400 INVALID_BODY before the
 	// policy. They are covered by the Rego tests; here the 400 is checked.
-	for _, r := range []string{"not_below_caller", "own_account", "device_not_owned", "exceeds_token", "wrong_target_type",
+	for _, r := range []string{"not_below_caller", "own_account", "exceeds_account", "device_not_owned", "exceeds_token", "wrong_target_type",
 		"NOT_FOUND", "INVALID_BODY", "VALIDATION_FAILED", "INVALID_PARAMETER", "READ_ONLY_ACCOUNT", "ACCOUNT_INACTIVE"} {
 		if reasons[r] == 0 {
 			t.Errorf("no case answered %s", r)
@@ -202,8 +206,12 @@ func newEscWorld(t *testing.T, seed uint64) *escWorld {
 	for _, d := range devs {
 		w.accounts[d.AccountID].devices = append(w.accounts[d.AccountID].devices, d.IMEI)
 	}
-	for _, id := range tree {
+	for i, id := range tree {
 		acc := w.accounts[id]
+		if i%2 == 0 {
+			acc.rateLimit = escAccountRate
+			a.exec(t, "UPDATE accounts SET rate_limit = ? WHERE id = ?", escAccountRate, id)
+		}
 		acc.token = a.mintToken(t, acc.username, "esc-all", []string{"*"}, nil, 0)
 		acc.narrow = a.mintToken(t, acc.username, "esc-narrow", []string{"GET *", "POST /tokens"}, &w.expiry, escNarrowRate)
 		w.callers = append(w.callers, acc)
@@ -420,7 +428,7 @@ func (w *escWorld) run(t *testing.T, reasons, allows, relations map[string]int) 
 			}
 
 			// account.update of one or two fields of the target.
-			fields := []string{"email", "active", "read_only", "account_expire", "account_expire_dt", "privileges", "type", "manager_id", "username"}
+			fields := []string{"email", "active", "read_only", "account_expire", "account_expire_dt", "privileges", "type", "manager_id", "username", "rate_limit"}
 			body := map[string]any{}
 			for range 1 + w.rng.IntN(2) {
 				f := fields[w.rng.IntN(len(fields))]
@@ -441,12 +449,17 @@ func (w *escWorld) run(t *testing.T, reasons, allows, relations map[string]int) 
 					body[f] = c.id
 				case "username":
 					body[f] = w.name("rename")
+				case "rate_limit":
+					body[f] = []any{escAccountRate / 2, escAccountRate, escAccountRate + 1, nil}[w.rng.IntN(4)]
 				}
 			}
 			want := allow(http.StatusOK)
 			immutable := slices.ContainsFunc([]string{"type", "manager_id", "username"}, func(f string) bool { _, ok := body[f]; return ok })
 			_, privs := body["privileges"]
-			ownFields := slices.ContainsFunc([]string{"active", "read_only", "account_expire", "account_expire_dt", "privileges"}, func(f string) bool { _, ok := body[f]; return ok })
+			ownFields := slices.ContainsFunc([]string{"active", "read_only", "account_expire", "account_expire_dt", "privileges", "rate_limit"}, func(f string) bool { _, ok := body[f]; return ok })
+			rate, rated := body["rate_limit"]
+			// never above the caller's own account limit, nor none (DESIGN §12)
+			aboveOwn := rated && c.rateLimit > 0 && (rate == nil || rate.(int) > c.rateLimit)
 			switch {
 			case immutable:
 				want = escBadBody
@@ -456,6 +469,8 @@ func (w *escWorld) run(t *testing.T, reasons, allows, relations map[string]int) 
 				want = escValidation
 			case target == c.id && ownFields:
 				want = deny403("own_account")
+			case aboveOwn:
+				want = deny403("exceeds_account")
 			case privs && slices.ContainsFunc(body["privileges"].([]string), func(p string) bool { return !slices.Contains(heldPrivileges(c), p) }):
 				want = deny403("privilege_not_held")
 			}
@@ -463,7 +478,8 @@ func (w *escWorld) run(t *testing.T, reasons, allows, relations map[string]int) 
 			check(c, "account.update", rel, fmt.Sprint(body), gate(want), r)
 			if r.status == http.StatusOK {
 				w.a.exec(t, `UPDATE accounts a SET email = s.email, active = s.active, read_only = s.read_only,
-					account_expire = s.account_expire, account_expire_dt = s.account_expire_dt, privileges = s.privileges
+					account_expire = s.account_expire, account_expire_dt = s.account_expire_dt, privileges = s.privileges,
+					rate_limit = s.rate_limit
 					FROM esc_snapshot s WHERE a.id = s.id AND a.id = ?`, target)
 			}
 
