@@ -173,14 +173,14 @@ func (s *Server) checkToken(ctx context.Context, w http.ResponseWriter, p tenanc
 		attribute.Bool("fleet.ratelimit.degraded", res.Degraded),
 		attribute.Int("fleet.ratelimit.budgets", len(budgets)),
 	)
-	scope := scopeToken
-	if res.Budget >= tokenBudgets(p) {
-		scope = scopeAccount
-	}
-	span.SetAttributes(attribute.String("fleet.ratelimit.scope", scope))
 	if !res.Allowed {
+		scope := scopeToken
+		if res.Budget >= tokenBudgets(p) {
+			scope = scopeAccount
+		}
 		s.metrics.rateLimited(ctx, rejectToken)
-		span.SetAttributes(attrErrorCode.String(CodeRateLimited)) // a refusal, not a failure: the status stays unset
+		// a refusal, not a failure: the status stays unset
+		span.SetAttributes(attrErrorCode.String(CodeRateLimited), attribute.String("fleet.ratelimit.scope", scope))
 		e := rateLimited(res, "the token's rate limit is exhausted")
 		if scope == scopeAccount {
 			e.Message = "the account's rate limit is exhausted"
