@@ -2,8 +2,10 @@ package api
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"net/http"
 	"slices"
@@ -86,7 +88,73 @@ func (s *Server) getAccount(c fuego.ContextNoBody) (*Envelope[storage.Account], 
 	if err != nil {
 		return nil, err
 	}
+	if err := s.withQuotas(ctx, &a); err != nil {
+		return nil, err
+	}
 	return &Envelope[storage.Account]{Data: a}, nil
+}
+
+// withQuotas fills in the quota limits in force for a and their current
+// use (DESIGN §12), which GET and PATCH /accounts/{id} show.
+func (s *Server) withQuotas(ctx context.Context, a *storage.Account) error {
+	q, u, err := s.cfg.Store.AccountQuotas(ctx, *a)
+	if err != nil {
+		return err
+	}
+	a.Quotas, a.Usage = &q, &u
+	return nil
+}
+
+// maxQuota is the largest quota a PATCH sets.
+const maxQuota = 1_000_000_000
+
+// QuotasInput is the quotas object of PATCH /accounts/{id} (DESIGN §12):
+// each named quota is set to a number of rows, or returned to the platform
+// default with null.
+type QuotasInput struct {
+	Subaccounts *int64 `json:"subaccounts,omitempty"`
+	Tokens      *int64 `json:"tokens,omitempty"`
+	Devices     *int64 `json:"devices,omitempty"`
+	Passengers  *int64 `json:"passengers,omitempty"`
+}
+
+// quotasFrom validates the quotas of a PATCH body (raw: the object as
+// sent) into the overrides asked for and the decision's change: each
+// quota's limit after the change, its platform default filled in for a
+// quota returned to it.
+func (v validation) quotas(in *QuotasInput, raw json.RawMessage, defaults storage.Quotas) (map[storage.Quota]*int64, map[string]any) {
+	var present map[string]json.RawMessage
+	if in == nil || json.Unmarshal(raw, &present) != nil {
+		v["quotas"] = "an object of subaccounts, tokens, devices, passengers: each a number of rows, or null for the platform default"
+		return nil, nil
+	}
+	if len(present) == 0 {
+		v["quotas"] = "name at least one of subaccounts, tokens, devices, passengers"
+		return nil, nil
+	}
+	set := map[storage.Quota]*int64{}
+	change := map[string]any{}
+	values := storage.Quotas{Subaccounts: in.Subaccounts, Tokens: in.Tokens, Devices: in.Devices, Passengers: in.Passengers}
+	for _, name := range storage.AllQuotas {
+		if _, ok := present[string(name)]; !ok {
+			continue
+		}
+		val := values.Get(name)
+		if val != nil && (*val < 0 || *val > maxQuota) {
+			v["quotas."+string(name)] = fmt.Sprintf("a number of rows from 0 to %d, or null for the platform default", maxQuota)
+			continue
+		}
+		set[name] = val
+		limit := val
+		if limit == nil {
+			limit = defaults.Get(name)
+		}
+		change[string(name)] = nil
+		if limit != nil {
+			change[string(name)] = *limit
+		}
+	}
+	return set, change
 }
 
 // AccountInput is the body of POST /accounts (DESIGN §9).
@@ -258,12 +326,14 @@ type AccountPatchInput struct {
 	AccountExpireDt *string  `json:"account_expire_dt,omitempty"`
 	Privileges      []string `json:"privileges,omitempty"`
 	RateLimit       *int     `json:"rate_limit,omitempty"`
+	// Quotas sets quota overrides (DESIGN §12).
+	Quotas *QuotasInput `json:"quotas,omitempty"`
 }
 
 // patchFrom validates a PATCH body whose present keys are present and
 // returns the patch and the decision's change (exactly the fields of the
 // body).
-func patchFrom(in AccountPatchInput, present map[string]json.RawMessage, faults textFaults, target storage.Account) (storage.AccountPatch, map[string]any, error) {
+func patchFrom(in AccountPatchInput, present map[string]json.RawMessage, faults textFaults, target storage.Account, defaults storage.Quotas) (storage.AccountPatch, map[string]any, error) {
 	v := validation{}
 	p := storage.AccountPatch{Email: in.Email, Active: in.Active, ReadOnly: in.ReadOnly, AccountExpire: in.AccountExpire}
 	change := map[string]any{}
@@ -313,6 +383,13 @@ func patchFrom(in AccountPatchInput, present map[string]json.RawMessage, faults 
 			if in.RateLimit != nil {
 				change[key] = *in.RateLimit
 			}
+		case "quotas":
+			set, c := v.quotas(in.Quotas, raw, defaults)
+			if c == nil {
+				continue
+			}
+			p.Quotas = set
+			change[key] = c
 		}
 	}
 	for f, reason := range faults {
@@ -348,11 +425,23 @@ func (s *Server) patchAccount(c fuego.ContextWithBody[AccountPatchInput]) (*Enve
 	if err != nil {
 		return nil, err
 	}
-	patch, change, err := patchFrom(in, present, faults, a)
+	patch, change, err := patchFrom(in, present, faults, a, s.cfg.Store.DefaultQuotas())
 	if err != nil {
 		return nil, err
 	}
-	if err := s.decideManagement(ctx, m, policy.ActionAccountUpdate, target, change); err != nil {
+	var own map[string]*int64
+	if _, ok := change["quotas"]; ok {
+		// The caller's own limits bound those it sets (DESIGN §12).
+		q, err := s.cfg.Store.QuotasOf(ctx, m.principal.Account.ID)
+		if err != nil {
+			return nil, err
+		}
+		own = map[string]*int64{}
+		for _, name := range storage.AllQuotas {
+			own[string(name)] = q.Get(name)
+		}
+	}
+	if err := s.decideManagementQuotas(ctx, m, policy.ActionAccountUpdate, target, change, own); err != nil {
 		return nil, err
 	}
 	updated, err := s.cfg.Store.UpdateAccount(ctx, m.scope, actor(ctx, m), id, patch)
@@ -360,6 +449,9 @@ func (s *Server) patchAccount(c fuego.ContextWithBody[AccountPatchInput]) (*Enve
 		return nil, writeError(err, "the change conflicts with an existing account", "email")
 	}
 	s.authChanged(ctx)
+	if err := s.withQuotas(ctx, &updated); err != nil {
+		return nil, err
+	}
 	return &Envelope[storage.Account]{Data: updated}, nil
 }
 
@@ -379,6 +471,10 @@ func managedAccountSchema() wireType {
 			"privileges":        {itemEnum(privilegeNames...), desc("A subaccount's privileges; empty for other accounts, which hold every privilege.")},
 			"rate_limit":        {typed(openapi3.TypeInteger), minimum(1), nullable(), desc("The account's budget in requests per minute, shared by every token of the account and of its subaccounts; a token's own rate_limit only narrows it (DESIGN §12). null: none.")},
 			"created_at":        {desc("When the account was created.")},
+			"quotas": {desc("GET and PATCH /accounts/{id} only: the quota limits in force (DESIGN §12), the account's own overrides " +
+				"or the platform defaults, each a number of rows or null for unlimited (an admin has none). subaccounts: the accounts " +
+				"directly below it; tokens: its active tokens; devices and passengers: those it owns.")},
+			"usage": {desc("GET and PATCH /accounts/{id} only: how much of each quota the account uses now.")},
 		}}
 }
 
@@ -415,6 +511,9 @@ func accountPatchSchema() wireType {
 			"account_expire_dt": {typed(openapi3.TypeString), format("date"), nullable(), desc("Expiry day YYYY-MM-DD, or null to clear it; not on one's own account.")},
 			"privileges":        {typed(openapi3.TypeArray), itemEnum(privilegeNames...), desc("A subaccount's privileges, replaced; each held by the caller; not on one's own account.")},
 			"rate_limit":        {typed(openapi3.TypeInteger), minimum(1), nullable(), desc("Requests per minute for every token of the account and of its subaccounts, or null for none; not on one's own account, not above the caller's own account limit (403 MANAGEMENT_DENIED exceeds_account).")},
+			"quotas": {desc("Quota overrides (DESIGN §12): subaccounts, tokens, devices, passengers, each a number of rows from 0 to " +
+				"1000000000, or null to return to the platform default. Not on one's own account; never above the caller's own limit " +
+				"(403 MANAGEMENT_DENIED exceeds_own_quota) unless the caller is an admin.")},
 		}}
 }
 

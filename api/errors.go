@@ -3,6 +3,7 @@ package api
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net/http"
 
 	"github.com/go-fuego/fuego"
@@ -48,6 +49,7 @@ const (
 	CodePrivilegeRequired     = "PRIVILEGE_REQUIRED"
 	CodeReadOnlyAccount       = "READ_ONLY_ACCOUNT"
 	CodeManagementDenied      = "MANAGEMENT_DENIED"
+	CodeQuotaExceeded         = "QUOTA_EXCEEDED"
 	CodeNotFound              = "NOT_FOUND"
 	CodeMethodNotAllowed      = "METHOD_NOT_ALLOWED"
 	CodeConflict              = "CONFLICT"
@@ -73,6 +75,7 @@ var codeStatus = map[string]int{
 	CodePrivilegeRequired:     http.StatusForbidden,
 	CodeReadOnlyAccount:       http.StatusForbidden,
 	CodeManagementDenied:      http.StatusForbidden,
+	CodeQuotaExceeded:         http.StatusForbidden,
 	CodeNotFound:              http.StatusNotFound,
 	CodeMethodNotAllowed:      http.StatusMethodNotAllowed,
 	CodeConflict:              http.StatusConflict,
@@ -102,7 +105,12 @@ func errorFor(err error) *Error {
 	}
 	var tooLarge *http.MaxBytesError
 	var secret *storage.SecretValueError
+	var quota *storage.QuotaError
 	switch {
+	case errors.As(err, &quota):
+		// A create over one of the account's quotas (DESIGN §12).
+		return newError(CodeQuotaExceeded, fmt.Sprintf("the account's %s quota (%d) is used up", quota.Quota, quota.Limit),
+			map[string]any{"quota": string(quota.Quota), "limit": quota.Limit, "used": quota.Used})
 	case errors.As(err, &secret):
 		// A value of the request is the secret of an existing token or its
 		// stored hash: the audit trail would hold it (DESIGN §9). The

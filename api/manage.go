@@ -56,8 +56,15 @@ func (s *Server) target(ctx context.Context, m manager, id int64) (storage.Accou
 // decideManagement asks the management decision for action on target
 // with change; a denial is 403 MANAGEMENT_DENIED with details.reason.
 func (s *Server) decideManagement(ctx context.Context, m manager, action string, target *policy.TargetInput, change map[string]any) error {
+	return s.decideManagementQuotas(ctx, m, action, target, change, nil)
+}
+
+// decideManagementQuotas is decideManagement with the caller's own quota
+// limits in force (input.quotas; nil: absent), for an account.update that
+// sets quotas (DESIGN §12).
+func (s *Server) decideManagementQuotas(ctx context.Context, m manager, action string, target *policy.TargetInput, change map[string]any, quotas map[string]*int64) error {
 	in := policy.NewManagementInput(m.principal, s.cfg.Now().UTC(), s.cfg.RateLimit)
-	in.Action, in.Target, in.Change = action, target, change
+	in.Action, in.Target, in.Change, in.Quotas = action, target, change, quotas
 	d, err := s.cfg.Policy.DecideManagement(ctx, in)
 	if err != nil {
 		return err

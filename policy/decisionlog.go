@@ -153,12 +153,13 @@ func (e *snapshot) newRecord(ctx context.Context, tokenID int64, account Account
 
 // keptChangeFields are the fields of a management change that the
 // decision log keeps: ids, types, flags, dates, permissions, privileges
-// and devices. Any other (username, email, a token's or a device's name,
+// devices and quotas. Any other (username, email, a token's or a device's name,
 // a field added later) is erased.
 var keptChangeFields = map[string]bool{
 	"type": true, "manager_id": true, "active": true, "read_only": true, "privileges": true,
 	"account_expire": true, "expire_date": true, "account_id": true, "permissions": true,
 	"expires_at": true, "rate_limit": true, "imei": true, "token_id": true,
+	"quotas": true,
 }
 
 // redactedManagementInput is the management input as the decision log

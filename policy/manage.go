@@ -62,6 +62,10 @@ type ManagementInput struct {
 	// "account_id"}; token.create TokenChange's. Never a
 	// secret.
 	Change map[string]any `json:"change"`
+	// Quotas, when not nil, are the caller's own quota limits in force
+	// (DESIGN §12): quota name → limit, nil for unlimited. The Go side
+	// sets them for an account.update that asks for quotas.
+	Quotas map[string]*int64 `json:"quotas,omitempty"`
 }
 
 // ManagementToken holds the facts of the calling token that the
@@ -189,7 +193,19 @@ func (in ManagementInput) value() (ast.Object, error) {
 	if err != nil {
 		return nil, fmt.Errorf("policy: management change: %w", err)
 	}
-	return ast.NewObject(
+	items := []*ast.Term{}
+	if in.Quotas != nil {
+		q := ast.NewObject()
+		for name, v := range in.Quotas {
+			t := ast.InternedNullTerm
+			if v != nil {
+				t = intTerm(*v)
+			}
+			q.Insert(ast.StringTerm(name), t)
+		}
+		items = append(items, ast.InternedTerm("quotas"), ast.NewTerm(q))
+	}
+	obj := ast.NewObject(
 		ast.Item(ast.InternedTerm("account"), accountTerm(in.Account)),
 		ast.Item(ast.InternedTerm("token"), ast.ObjectTerm(
 			ast.Item(ast.InternedTerm("id"), intTerm(in.Token.ID)),
@@ -202,7 +218,11 @@ func (in ManagementInput) value() (ast.Object, error) {
 		ast.Item(ast.InternedTerm("action"), ast.StringTerm(in.Action)),
 		ast.Item(ast.InternedTerm("target"), target),
 		ast.Item(ast.InternedTerm("change"), ast.NewTerm(cv)),
-	), nil
+	)
+	for i := 0; i < len(items); i += 2 {
+		obj.Insert(items[i], items[i+1])
+	}
+	return obj, nil
 }
 
 // DecideManagement evaluates data.fleet.manage.decision for in: may the

@@ -74,6 +74,11 @@ func (s *Store) CreateAccount(ctx context.Context, scope policy.Scope, actor Act
 	}
 	a.ID, a.CreatedAt = 0, time.Time{}
 	w := ManagementWrite{Actor: actor, Change: func(ctx context.Context, tx *Store) (AuditEvent, error) {
+		if a.ManagerID != nil {
+			if err := s.checkQuota(ctx, tx.db, *a.ManagerID, QuotaSubaccounts); err != nil {
+				return AuditEvent{}, err
+			}
+		}
 		if _, err := tx.db.NewInsert().Model(&a).Returning("*").Exec(ctx); err != nil {
 			return AuditEvent{}, err
 		}
@@ -102,6 +107,9 @@ type AccountPatch struct {
 	// SetRateLimit says that RateLimit is asked for (nil clears it).
 	SetRateLimit bool
 	RateLimit    *int
+	// Quotas are the quota overrides asked for: a nil value returns the
+	// quota to the platform default.
+	Quotas map[Quota]*int64
 }
 
 // UpdateAccount applies patch to the account id (account.update, DESIGN
@@ -117,6 +125,7 @@ func (s *Store) UpdateAccount(ctx context.Context, scope policy.Scope, actor Act
 				return AuditEvent{}, err
 			}
 			before := accountAudit(a)
+			before["quotas"] = a.overrides().Map()
 			if patch.Email != nil {
 				a.Email = *patch.Email
 			}
@@ -138,13 +147,21 @@ func (s *Store) UpdateAccount(ctx context.Context, scope policy.Scope, actor Act
 			if patch.SetRateLimit {
 				a.RateLimit = patch.RateLimit
 			}
-			changes, err := Diff(before, accountAudit(a))
+			q := a.overrides()
+			for name, v := range patch.Quotas {
+				q.Set(name, v)
+			}
+			a.setOverrides(q)
+			after := accountAudit(a)
+			after["quotas"] = a.overrides().Map()
+			changes, err := Diff(before, after)
 			if err != nil {
 				return AuditEvent{}, err
 			}
 			if len(changes) > 0 {
 				if _, err := tx.db.NewUpdate().Model(&a).
-					Column("email", "active", "read_only", "account_expire", "account_expire_dt", "privileges", "rate_limit").
+					Column("email", "active", "read_only", "account_expire", "account_expire_dt", "privileges", "rate_limit",
+						"quota_subaccounts", "quota_tokens", "quota_devices", "quota_passengers").
 					WherePK().Exec(ctx); err != nil {
 					return AuditEvent{}, err
 				}

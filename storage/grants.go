@@ -150,6 +150,9 @@ func (s *Store) CreateObject(ctx context.Context, scope policy.Scope, actor Acto
 	}
 	o.ID = 0
 	w := ManagementWrite{Accounts: []int64{o.AccountID}, Actor: actor, Change: func(ctx context.Context, tx *Store) (AuditEvent, error) {
+		if err := s.checkQuota(ctx, tx.db, o.AccountID, QuotaDevices); err != nil {
+			return AuditEvent{}, err
+		}
 		if _, err := tx.db.NewInsert().Model(&o).Returning("*").Exec(ctx); err != nil {
 			return AuditEvent{}, err
 		}
@@ -211,6 +214,9 @@ func (s *Store) MoveObject(ctx context.Context, scope policy.Scope, actor Actor,
 			}
 			granted, services := []int64{}, []int64{}
 			if o.AccountID != to {
+				if err := s.checkQuota(ctx, tx.db, to, QuotaDevices); err != nil {
+					return AuditEvent{}, err
+				}
 				if err := tx.db.NewSelect().Model((*ObjectGrant)(nil)).Column("subaccount_id").Where("imei = ?", o.IMEI).
 					OrderExpr("subaccount_id").Scan(ctx, &granted); err != nil {
 					return AuditEvent{}, err

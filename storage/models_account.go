@@ -31,6 +31,16 @@ type Account struct {
 	// none.
 	RateLimit *int      `bun:"rate_limit" json:"rate_limit"`
 	CreatedAt time.Time `bun:"created_at,nullzero,notnull,default:current_timestamp" json:"created_at" list:"sort"`
+	// The account's quota overrides (DESIGN §12; nil: the platform
+	// default). The wire shows the limits in force (Quotas) instead.
+	QuotaSubaccounts *int64 `bun:"quota_subaccounts" json:"-"`
+	QuotaTokens      *int64 `bun:"quota_tokens" json:"-"`
+	QuotaDevices     *int64 `bun:"quota_devices" json:"-"`
+	QuotaPassengers  *int64 `bun:"quota_passengers" json:"-"`
+	// Quotas and Usage are the limits in force and their current use,
+	// shown by GET and PATCH /accounts/{id} only (nil elsewhere).
+	Quotas *Quotas     `bun:"-" json:"quotas,omitempty"`
+	Usage  *QuotaUsage `bun:"-" json:"usage,omitempty"`
 }
 
 var _ bun.BeforeAppendModelHook = (*Account)(nil)

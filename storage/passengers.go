@@ -131,6 +131,9 @@ func (s *Store) CreatePassenger(ctx context.Context, scope policy.Scope, owner i
 				return err
 			}
 		}
+		if err := s.checkQuota(ctx, tx, owner, QuotaPassengers); err != nil {
+			return err
+		}
 		created, err = s.on(tx).insertPassenger(ctx, scope, p)
 		if err != nil || idem == nil {
 			return err

@@ -26,6 +26,8 @@ type Store struct {
 	// scopes are the row scopes translated into SQL (scopeCache), shared
 	// with the Stores made from this one (on).
 	scopes *scopeCache
+	// quotas are the platform default quotas (WithQuotas).
+	quotas Quotas
 }
 
 // NewStore returns a Store over db: a *bun.DB, or a bun.Tx to run its
@@ -37,13 +39,13 @@ func NewStore(db bun.IDB) *Store {
 // WithReplicas returns a Store over the same primary that sends the reads
 // of the client API to the replica set r (nil: every read on the primary).
 func (s *Store) WithReplicas(r *Replicas) *Store {
-	return &Store{db: s.db, replicas: r, scopes: s.scopes}
+	return &Store{db: s.db, replicas: r, scopes: s.scopes, quotas: s.quotas}
 }
 
 // on returns a Store over db (a transaction, a replica's pool) that shares
 // s's translated scopes.
 func (s *Store) on(db bun.IDB) *Store {
-	return &Store{db: db, scopes: s.scopes}
+	return &Store{db: db, scopes: s.scopes, quotas: s.quotas}
 }
 
 // read runs body, a read of the client API that writes nothing, on a

@@ -121,6 +121,9 @@ func (s *Store) CreateManagedToken(ctx context.Context, scope policy.Scope, acto
 		return "", ManagedToken{}, false, err
 	}
 	w := ManagementWrite{Accounts: []int64{in.AccountID}, Actor: actor, Change: func(ctx context.Context, tx *Store) (AuditEvent, error) {
+		if err := s.checkQuota(ctx, tx.db, in.AccountID, QuotaTokens); err != nil {
+			return AuditEvent{}, err
+		}
 		sec, tok, err := newTokenRow(in.AccountID, in.Name, in.Permissions, in.ExpiresAt, in.RateLimit)
 		if err != nil {
 			return AuditEvent{}, err

@@ -48,6 +48,9 @@ type config struct {
 	// client address's budget of failed authentications per minute.
 	RateLimit        int
 	AuthFailureLimit int
+	// Quotas are the platform default quotas of every account (DESIGN §12;
+	// a nil limit is unlimited).
+	Quotas storage.Quotas
 	// TrustedProxies are the load balancers whose X-Forwarded-For names
 	// the client.
 	TrustedProxies []netip.Prefix
@@ -100,6 +103,9 @@ func defaultConfig(getenv func(string) string) (config, error) {
 	c.RateLimit = envInt(getenv, "FLEET_RATE_LIMIT", api.DefaultRateLimit, &errs)
 	c.AuthFailureLimit = envInt(getenv, "FLEET_AUTH_FAILURE_LIMIT", api.DefaultAuthFailureLimit, &errs)
 	c.DBMaxConns = envInt(getenv, "FLEET_DB_MAX_CONNS", 16, &errs)
+	for _, q := range storage.AllQuotas {
+		c.Quotas.Set(q, envQuota(getenv, quotaEnv(q), defaultQuotas.Get(q), &errs))
+	}
 	c.AuthCacheSize = envCount(getenv, "FLEET_AUTH_CACHE_SIZE", tenancy.DefaultCacheSize, &errs)
 	c.RequestTimeout = envDuration(getenv, "FLEET_REQUEST_TIMEOUT", 10*time.Second, &errs)
 	c.DrainDelay = envDuration(getenv, "FLEET_DRAIN_DELAY", 0, &errs)
@@ -163,6 +169,45 @@ func envInt(getenv func(string) string, name string, def int, errs *[]error) int
 	}, errs)
 }
 
+// defaultQuotas are the platform default quotas when FLEET_QUOTA_* are
+// unset (DESIGN §12, docs/management.md "Quotas").
+var defaultQuotas = storage.Quotas{
+	Subaccounts: ptrInt(1000), Tokens: ptrInt(1000), Devices: ptrInt(100_000), Passengers: ptrInt(1_000_000),
+}
+
+func ptrInt(n int64) *int64 { return &n }
+
+// quotaEnv is the variable of the platform default of quota q
+// (FLEET_QUOTA_SUBACCOUNTS, ...).
+func quotaEnv(q storage.Quota) string { return "FLEET_QUOTA_" + strings.ToUpper(string(q)) }
+
+// parseQuota reads a quota: a number of rows (0 or more), or "unlimited"
+// (nil).
+func parseQuota(v string) (*int64, error) {
+	if v == "unlimited" {
+		return nil, nil
+	}
+	n, err := strconv.ParseInt(v, 10, 64)
+	if err != nil || n < 0 {
+		return nil, fmt.Errorf("%q: want 0 or a positive integer, or unlimited", v)
+	}
+	return &n, nil
+}
+
+// envQuota reads a quota variable (parseQuota), or def when it is unset.
+func envQuota(getenv func(string) string, name string, def *int64, errs *[]error) *int64 {
+	v := getenv(name)
+	if v == "" {
+		return def
+	}
+	q, err := parseQuota(v)
+	if err != nil {
+		*errs = append(*errs, fmt.Errorf("%s=%w", name, err))
+		return def
+	}
+	return q
+}
+
 // envCount reads a non-negative integer variable, or def when it is unset.
 func envCount(getenv func(string) string, name string, def int, errs *[]error) int {
 	return envValue(getenv, name, def, "0 or a positive integer", func(v string) (int, bool) {
@@ -219,6 +264,16 @@ func (c *config) flags(fs *flag.FlagSet) {
 	fs.Int64Var(&c.PolicyBundleMinSequence, "policy-bundle-min-sequence", c.PolicyBundleMinSequence, "refuse a bundle whose sequence is below this, at start too (FLEET_POLICY_BUNDLE_MIN_SEQUENCE)")
 	fs.StringVar(&c.DecisionLog, "decision-log", c.DecisionLog, "decision log: stdout, a file path, or off (FLEET_DECISION_LOG)")
 	fs.IntVar(&c.RateLimit, "rate-limit", c.RateLimit, "default per-token requests per minute (FLEET_RATE_LIMIT)")
+	for _, q := range storage.AllQuotas {
+		fs.Func("quota-"+string(q), "platform default quota of "+string(q)+" per account: a number, or unlimited ("+quotaEnv(q)+"; default "+
+			quotaString(defaultQuotas.Get(q))+")", func(v string) error {
+			n, err := parseQuota(v)
+			if err == nil {
+				c.Quotas.Set(q, n)
+			}
+			return err
+		})
+	}
 	fs.StringVar(&c.RedisURL, "redis-url", c.RedisURL, "Redis URL for rate limits shared by every replica (FLEET_REDIS_URL)")
 	fs.StringVar(&c.MetricsAddr, "metrics-addr", c.MetricsAddr, "serve /metrics, /healthz and /readyz on this address instead of the API's (FLEET_METRICS_ADDR)")
 	fs.IntVar(&c.AuthFailureLimit, "auth-failure-limit", c.AuthFailureLimit, "failed authentications per minute per client address (FLEET_AUTH_FAILURE_LIMIT)")
@@ -237,6 +292,14 @@ func (c *config) flags(fs *flag.FlagSet) {
 		return nil
 	})
 	fs.DurationVar(&c.ReplicaMaxLag, "replica-max-lag", c.ReplicaMaxLag, "skip a read replica that lags more than this (FLEET_REPLICA_MAX_LAG)")
+}
+
+// quotaString is a quota as parseQuota reads it.
+func quotaString(q *int64) string {
+	if q == nil {
+		return "unlimited"
+	}
+	return strconv.FormatInt(*q, 10)
 }
 
 // databaseFlag registers --database-url on fs. Its default (from

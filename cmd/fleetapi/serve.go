@@ -261,7 +261,7 @@ func serve(ctx context.Context, cfg config, getenv func(string) string, con cons
 	}
 	defer closeLimiter()
 
-	store := storage.NewStore(db)
+	store := storage.NewStore(db).WithQuotas(cfg.Quotas)
 	if len(cfg.ReadURLs) > 0 {
 		reps, stopReplicas, err := openReplicas(ctx, cfg, db, log, tel)
 		if err != nil {

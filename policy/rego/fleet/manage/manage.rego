@@ -50,7 +50,11 @@
 #   expires_at, rate_limit}, with the values the new token will have: an
 #   omitted expires_at or rate_limit is filled in by the Go side with the
 #   creating token's before asking (same units as input.token); token.revoke
-#   {} (the token id in change.token_id is informative).
+#   {} (the token id in change.token_id is informative). An account.update
+#   with quotas has change.quotas {quota: the limit the account will have,
+#   null for unlimited} and input.quotas, the caller's own limits in force
+#   ({subaccounts, tokens, devices, passengers}, each a number or null for
+#   unlimited).
 #
 #   decision is always defined: {"allow": true} or {"allow": false, "code":
 #   "MANAGEMENT_DENIED", "message", "details": {"reason", ...}}. When
@@ -72,13 +76,15 @@
 #   subaccount; object.create or object.move for a subaccount, which owns
 #   no devices) >
 #   immutable_field (account.update of a field other than email, active,
-#   read_only, account_expire, account_expire_dt, privileges, rate_limit) >
-#   own_account (account.update of the caller's own active, read_only,
-#   account_expire, account_expire_dt, privileges or rate_limit;
-#   grants.replace on the caller's own account) > exceeds_account
+#   read_only, account_expire, account_expire_dt, privileges, rate_limit,
+#   quotas) > own_account (account.update of the caller's own active,
+#   read_only, account_expire, account_expire_dt, privileges, rate_limit or
+#   quotas; grants.replace on the caller's own account) > exceeds_account
 #   (account.create or account.update: a rate_limit higher than the
 #   caller's own account limit input.limits.rate_limit, or none when the
-#   caller has one) > privilege_not_held (a privilege outside
+#   caller has one) > exceeds_own_quota (account.update of a quota above
+#   the caller's own limit in force, input.quotas, DESIGN §12; an admin
+#   sets any) > privilege_not_held (a privilege outside
 #   reports, event_notifications, or not held by the caller, which holds
 #   both unless it is a subaccount) > device_not_owned (grants.replace: a
 #   device the target's parent does not own) > exceeds_token (token.create:
@@ -106,10 +112,13 @@ actions := {
 all_privileges := ["event_notifications", "reports"]
 
 # updatable are the fields account.update may change.
-updatable := {"email", "active", "read_only", "account_expire", "account_expire_dt", "privileges", "rate_limit"}
+updatable := {"email", "active", "read_only", "account_expire", "account_expire_dt", "privileges", "rate_limit", "quotas"}
 
 # own_limits are the fields nobody changes on its own account.
-own_limits := {"active", "read_only", "account_expire", "account_expire_dt", "privileges", "rate_limit"}
+own_limits := {"active", "read_only", "account_expire", "account_expire_dt", "privileges", "rate_limit", "quotas"}
+
+# quota_names are the quotas of DESIGN §12 an account.update may set.
+quota_names := {"subaccounts", "tokens", "devices", "passengers"}
 
 # usable: the caller may use the API at all (its own state; the chain is
 # fleet.authz's).
@@ -243,6 +252,12 @@ decision := deny("unknown_action", "the management action is not known", {"actio
 ) if {
 	input.action in {"account.create", "account.update"}
 	not account_rate_within
+} else := deny(
+	"exceeds_own_quota",
+	sprintf("the caller cannot set the %s quota above its own", [above_own_quota[0]]),
+	{"quota": above_own_quota[0], "limit": object.get(input, ["quotas", above_own_quota[0]], null)},
+) if {
+	some _ in above_own_quota
 } else := deny(
 	"privilege_not_held",
 	sprintf("the caller cannot grant the privilege %s", [not_held[0]]),
@@ -430,6 +445,34 @@ own_change if {
 }
 
 own_target if input.target.id == input.account.id
+
+# above_own_quota are the quotas an account.update asks to set higher than
+# the caller's own limit in force (input.quotas; null: unlimited), sorted;
+# ["quotas"] when change.quotas is not an object. An admin sets any quota;
+# unlimited (null) is above every number; a quota the caller's limits do
+# not name counts against it.
+above_own_quota := ["quotas"] if {
+	input.action == "account.update"
+	not is_object(object.get(input.change, "quotas", {}))
+} else := sort([q |
+	input.action == "account.update"
+	some q, v in object.get(input.change, "quotas", {})
+	not quota_within(q, v)
+])
+
+quota_within(_, _) if unrestricted
+
+quota_within(q, _) if {
+	q in quota_names
+	input.quotas[q] == null
+}
+
+quota_within(q, v) if {
+	q in quota_names
+	is_number(v)
+	is_number(input.quotas[q])
+	v <= input.quotas[q]
+}
 
 # held are the privileges the caller holds: both unless it is a subaccount.
 held := all_privileges if {

@@ -404,6 +404,7 @@ test_own_limits if {
 limits := {
 	"active": false, "read_only": true, "account_expire": true,
 	"account_expire_dt": "2026-12-31", "privileges": ["reports"], "rate_limit": 50,
+	"quotas": {},
 }
 
 test_own_limits_of_others_change if {
@@ -417,6 +418,83 @@ test_own_limits_of_others_change if {
 
 test_own_grants if {
 	denied(decide(caller(5), "grants.replace", 5, {"imei": []}), "own_account")
+}
+
+# --- exceeds_own_quota ---
+
+# decide_quotas is decide for an account.update of target t asking for
+# quotas, the caller's own limits in force being own (absent when null).
+decide_quotas(c, t, quotas, own) := d if {
+	own != null
+	d := manage.decision with input as {
+		"account": c, "token": token, "action": "account.update",
+		"target": target(t), "change": {"quotas": quotas}, "quotas": own,
+	}
+} else := decide(c, "account.update", t, {"quotas": quotas})
+
+own_quotas := {"subaccounts": 10, "tokens": 20, "devices": 30, "passengers": null}
+
+test_quota_within_own if {
+	# up to the caller's own limit, one quota or all at once
+	decide_quotas(caller(2), 3, {"devices": 30}, own_quotas).allow
+	decide_quotas(caller(2), 3, {"devices": 0, "tokens": 20, "subaccounts": 1}, own_quotas).allow
+	decide_quotas(caller(3), 5, {"tokens": 5}, own_quotas).allow
+
+	# an unlimited own quota bounds nothing, unlimited included
+	decide_quotas(caller(2), 3, {"passengers": 1000000}, own_quotas).allow
+	decide_quotas(caller(2), 3, {"passengers": null}, own_quotas).allow
+	decide_quotas(caller(2), 3, {}, own_quotas).allow
+}
+
+test_quota_above_own if {
+	d := decide_quotas(caller(2), 3, {"devices": 31}, own_quotas)
+	denied(d, "exceeds_own_quota")
+	d.details.quota == "devices"
+	d.details.limit == 30
+
+	# unlimited is above every number
+	e := decide_quotas(caller(3), 5, {"tokens": null}, own_quotas)
+	denied(e, "exceeds_own_quota")
+	e.details.quota == "tokens"
+
+	# several: the first by name
+	f := decide_quotas(caller(2), 3, {"tokens": 21, "devices": 31}, own_quotas)
+	f.details.quota == "devices"
+}
+
+test_quota_admin_sets_any if {
+	decide_quotas(caller(1), 2, {"devices": 1000000, "tokens": null}, own_quotas).allow
+	decide_quotas(caller(1), 2, {"devices": 5}, null).allow
+}
+
+test_quota_fails_closed if {
+	# the caller's own limits missing, or not naming the quota
+	denied(decide_quotas(caller(2), 3, {"devices": 1}, null), "exceeds_own_quota")
+	denied(decide_quotas(caller(2), 3, {"devices": 1}, {"tokens": 5}), "exceeds_own_quota")
+
+	# an unknown quota, a value that is not a number, quotas that are not an object
+	g := decide_quotas(caller(2), 3, {"drivers": 1}, own_quotas)
+	denied(g, "exceeds_own_quota")
+	g.details.quota == "drivers"
+	denied(decide_quotas(caller(2), 3, {"devices": "5"}, own_quotas), "exceeds_own_quota")
+	h := decide_quotas(caller(2), 3, [1], own_quotas)
+	denied(h, "exceeds_own_quota")
+	h.details.quota == "quotas"
+	denied(decide_quotas(caller(1), 2, "x", own_quotas), "exceeds_own_quota")
+}
+
+test_quota_never_own if {
+	# never oneself, an admin included, whatever the value
+	every c in [1, 2, 3, 5] {
+		d := decide_quotas(caller(c), c, {"devices": 0}, own_quotas)
+		denied(d, "own_account")
+		d.details.fields == ["quotas"]
+	}
+}
+
+test_quota_only_account_update if {
+	# other actions never read change.quotas
+	decide(caller(3), "token.create", 3, {"account_id": 3, "name": "n", "permissions": ["GET *"], "expires_at": "2026-05-01T00:00:00Z", "rate_limit": 10, "quotas": {"x": 1}}).allow
 }
 
 # --- privilege_not_held ---

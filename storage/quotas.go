@@ -1,0 +1,240 @@
+package storage
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/uptrace/bun"
+
+	"github.com/fleetapi/fleetapi/tenancy"
+)
+
+// Quotas on what a customer creates (DESIGN §12, docs/management.md
+// "Quotas"). Each account has a limit per quota: its own override (the
+// accounts' quota_* columns, set through PATCH /accounts/{id}) or the
+// platform default (Store.WithQuotas, from FLEET_QUOTA_*). A create checks
+// the limit of the account it counts against in its own transaction,
+// after locking that account's row (FOR UPDATE), and counts the account's
+// rows after the lock: two creates in one account wait for each other, and
+// the second counts the first's row, so concurrent creators never exceed
+// a quota. Admin accounts (the operator's own) have no quotas. Operator
+// paths (fleetapi import, fleetapi token create) are not limited.
+
+// Quota names one quota.
+type Quota string
+
+// The quotas: what each counts, for one account.
+const (
+	// QuotaSubaccounts counts the accounts directly below the account
+	// (a user's subaccounts, a manager's users).
+	QuotaSubaccounts Quota = "subaccounts"
+	// QuotaTokens counts the account's active tokens: not revoked, not
+	// expired.
+	QuotaTokens Quota = "tokens"
+	// QuotaDevices counts the devices (objects) the account owns.
+	QuotaDevices Quota = "devices"
+	// QuotaPassengers counts the passengers the account owns (a
+	// subaccount's passengers are its parent's).
+	QuotaPassengers Quota = "passengers"
+)
+
+// AllQuotas lists the quotas in their documented order.
+var AllQuotas = []Quota{QuotaSubaccounts, QuotaTokens, QuotaDevices, QuotaPassengers}
+
+// Quotas holds one limit per quota; nil is unlimited.
+type Quotas struct {
+	Subaccounts *int64 `json:"subaccounts"`
+	Tokens      *int64 `json:"tokens"`
+	Devices     *int64 `json:"devices"`
+	Passengers  *int64 `json:"passengers"`
+}
+
+// Get returns the limit of q (nil: unlimited).
+func (q Quotas) Get(name Quota) *int64 {
+	switch name {
+	case QuotaSubaccounts:
+		return q.Subaccounts
+	case QuotaTokens:
+		return q.Tokens
+	case QuotaDevices:
+		return q.Devices
+	case QuotaPassengers:
+		return q.Passengers
+	}
+	return nil
+}
+
+// Set sets the limit of q.
+func (q *Quotas) Set(name Quota, v *int64) {
+	switch name {
+	case QuotaSubaccounts:
+		q.Subaccounts = v
+	case QuotaTokens:
+		q.Tokens = v
+	case QuotaDevices:
+		q.Devices = v
+	case QuotaPassengers:
+		q.Passengers = v
+	}
+}
+
+// Map returns the limits by quota name (nil: unlimited).
+func (q Quotas) Map() map[string]any {
+	out := map[string]any{}
+	for _, name := range AllQuotas {
+		var v any
+		if p := q.Get(name); p != nil {
+			v = *p
+		}
+		out[string(name)] = v
+	}
+	return out
+}
+
+// QuotaUsage is how much of each quota an account uses.
+type QuotaUsage struct {
+	Subaccounts int64 `json:"subaccounts"`
+	Tokens      int64 `json:"tokens"`
+	Devices     int64 `json:"devices"`
+	Passengers  int64 `json:"passengers"`
+}
+
+// ErrQuotaExceeded is wrapped by a *QuotaError.
+var ErrQuotaExceeded = errors.New("quota exceeded")
+
+// QuotaError is a create refused because it would exceed a quota of the
+// account: Used rows counted, Limit allowed.
+type QuotaError struct {
+	Quota     Quota
+	AccountID int64
+	Limit     int64
+	Used      int64
+}
+
+func (e *QuotaError) Error() string {
+	return fmt.Sprintf("account %d: the %s quota is %d and %d are used", e.AccountID, e.Quota, e.Limit, e.Used)
+}
+
+// Is makes a *QuotaError an ErrQuotaExceeded.
+func (e *QuotaError) Is(target error) bool { return target == ErrQuotaExceeded }
+
+// WithQuotas returns a Store over the same database whose platform default
+// quotas are defaults (nil limits: unlimited).
+func (s *Store) WithQuotas(defaults Quotas) *Store {
+	c := *s
+	c.quotas = defaults
+	return &c
+}
+
+// DefaultQuotas returns the platform default quotas of s.
+func (s *Store) DefaultQuotas() Quotas { return s.quotas }
+
+// overrides returns the account's own quota overrides (nil: the default).
+func (a Account) overrides() Quotas {
+	return Quotas{Subaccounts: a.QuotaSubaccounts, Tokens: a.QuotaTokens, Devices: a.QuotaDevices, Passengers: a.QuotaPassengers}
+}
+
+// setOverrides sets the account's quota overrides.
+func (a *Account) setOverrides(q Quotas) {
+	a.QuotaSubaccounts, a.QuotaTokens, a.QuotaDevices, a.QuotaPassengers = q.Subaccounts, q.Tokens, q.Devices, q.Passengers
+}
+
+// Overrides returns the account's own quota overrides: nil where the
+// platform default applies.
+func (a Account) Overrides() Quotas { return a.overrides() }
+
+// EffectiveQuotas returns the limits in force for a with the platform
+// defaults: its overrides, else the defaults; none for an admin.
+func EffectiveQuotas(a Account, defaults Quotas) Quotas {
+	if a.Type == tenancy.Admin {
+		return Quotas{}
+	}
+	out := defaults
+	for _, name := range AllQuotas {
+		if v := a.overrides().Get(name); v != nil {
+			out.Set(name, v)
+		}
+	}
+	return out
+}
+
+// quotaUsed counts the rows of account that quota q counts, with db (the
+// create's transaction, after the account's row is locked).
+func quotaUsed(ctx context.Context, db bun.IDB, account int64, q Quota) (int64, error) {
+	var n int64
+	var err error
+	switch q {
+	case QuotaSubaccounts:
+		err = db.NewRaw(`SELECT count(*) FROM accounts WHERE manager_id = ?`, account).Scan(ctx, &n)
+	case QuotaTokens:
+		err = db.NewRaw(`SELECT count(*) FROM tokens WHERE account_id = ? AND revoked_at IS NULL
+			AND (expires_at IS NULL OR expires_at > now())`, account).Scan(ctx, &n)
+	case QuotaDevices:
+		// The row counters (docs/architecture.md, "Counters"), kept in the
+		// writing transactions by the triggers: exact, without a scan.
+		err = db.NewRaw(`SELECT COALESCE(sum(n), 0) FROM account_row_counts WHERE resource = 'objects' AND account_id = ?`, account).Scan(ctx, &n)
+	case QuotaPassengers:
+		err = db.NewRaw(`SELECT COALESCE(sum(n), 0) FROM account_row_counts WHERE resource = 'passengers' AND account_id = ?`, account).Scan(ctx, &n)
+	default:
+		err = fmt.Errorf("storage: unknown quota %q", q)
+	}
+	return n, err
+}
+
+// checkQuota locks the account's row (FOR UPDATE; already locked by a
+// management write, the lock is re-entrant) and refuses, with a
+// *QuotaError, one more row of quota q when the account already uses its
+// limit. It runs inside the create's transaction, before the insert.
+func (s *Store) checkQuota(ctx context.Context, db bun.IDB, account int64, q Quota) error {
+	var a Account
+	if err := db.NewSelect().Model(&a).Where(accountsScope.col("id")+" = ?", account).For("UPDATE").Scan(ctx); err != nil {
+		return err
+	}
+	limit := EffectiveQuotas(a, s.quotas).Get(q)
+	if limit == nil {
+		return nil
+	}
+	used, err := quotaUsed(ctx, db, account, q)
+	if err != nil {
+		return err
+	}
+	if used+1 > *limit {
+		return &QuotaError{Quota: q, AccountID: account, Limit: *limit, Used: used}
+	}
+	return nil
+}
+
+// AccountQuotas returns the quotas in force for the account a (EffectiveQuotas
+// with the platform defaults) and how much of each it uses now.
+func (s *Store) AccountQuotas(ctx context.Context, a Account) (Quotas, QuotaUsage, error) {
+	var u QuotaUsage
+	for _, q := range AllQuotas {
+		n, err := quotaUsed(ctx, s.db, a.ID, q)
+		if err != nil {
+			return Quotas{}, QuotaUsage{}, Translate(err)
+		}
+		switch q {
+		case QuotaSubaccounts:
+			u.Subaccounts = n
+		case QuotaTokens:
+			u.Tokens = n
+		case QuotaDevices:
+			u.Devices = n
+		case QuotaPassengers:
+			u.Passengers = n
+		}
+	}
+	return EffectiveQuotas(a, s.quotas), u, nil
+}
+
+// QuotasOf returns the quota limits in force for the account id
+// (EffectiveQuotas with the platform defaults): a caller's own, which the
+// quotas it sets on others may not exceed (DESIGN §12).
+func (s *Store) QuotasOf(ctx context.Context, id int64) (Quotas, error) {
+	var a Account
+	if err := s.db.NewSelect().Model(&a).Where(accountsScope.col("id")+" = ?", id).Scan(ctx); err != nil {
+		return Quotas{}, translateOwn(err)
+	}
+	return EffectiveQuotas(a, s.quotas), nil
+}
