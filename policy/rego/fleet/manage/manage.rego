@@ -203,6 +203,7 @@ grand_manager_id := g if {
 # without them the value is undefined when the list is empty, and Rego then
 # goes on to the next else, exactly as when the guard fails.
 # mutation: equivalent 03ef84bb7c21 body → true (immutable_field): immutable[0] in the value needs `some _ in immutable`
+# mutation: equivalent c248f7ac77d5 body → true (exceeds_own_quota): above_own_quota[0] in the value needs `some _ in above_own_quota`
 # mutation: equivalent d999536ceeef body → true (privilege_not_held): not_held[0] in the value needs `some _ in not_held`
 # mutation: equivalent c1c1380524fb body → true (device_not_owned): not_owned[0] in the value needs `some _ in not_owned`
 # mutation: equivalent 91d835e72fbb delete `not permissions_within` (exceeds_token permissions): uncovered[0] in the value needs it

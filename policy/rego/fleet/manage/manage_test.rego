@@ -481,6 +481,11 @@ test_quota_fails_closed if {
 	denied(h, "exceeds_own_quota")
 	h.details.quota == "quotas"
 	denied(decide_quotas(caller(1), 2, "x", own_quotas), "exceeds_own_quota")
+
+	# own limits that name an unknown quota, or are not numbers, bound nothing
+	denied(decide_quotas(caller(2), 3, {"drivers": 1}, object.union(own_quotas, {"drivers": null})), "exceeds_own_quota")
+	denied(decide_quotas(caller(2), 3, {"drivers": 1}, object.union(own_quotas, {"drivers": 5})), "exceeds_own_quota")
+	denied(decide_quotas(caller(2), 3, {"devices": 1}, object.union(own_quotas, {"devices": "x"})), "exceeds_own_quota")
 }
 
 test_quota_never_own if {
@@ -495,6 +500,7 @@ test_quota_never_own if {
 test_quota_only_account_update if {
 	# other actions never read change.quotas
 	decide(caller(3), "token.create", 3, {"account_id": 3, "name": "n", "permissions": ["GET *"], "expires_at": "2026-05-01T00:00:00Z", "rate_limit": 10, "quotas": {"x": 1}}).allow
+	decide(caller(3), "token.create", 3, {"account_id": 3, "name": "n", "permissions": ["GET *"], "expires_at": "2026-05-01T00:00:00Z", "rate_limit": 10, "quotas": "x"}).allow
 }
 
 # --- privilege_not_held ---
