@@ -21,7 +21,7 @@ func newQuotaAPI(t *testing.T, defaults storage.Quotas) *testAPI {
 	t.Helper()
 	a := newTestAPI(t)
 	store := storage.NewStore(a.db.DB).WithQuotas(defaults)
-	engine, err := policy.New(context.Background(), policy.Options{Resources: storage.Resources(), CompileScope: storage.CompileScope})
+	engine, err := policy.New(context.Background(), policy.Options{Schema: storage.Schema()})
 	if err != nil {
 		t.Fatal(err)
 	}
