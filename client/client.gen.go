@@ -287,6 +287,7 @@ const (
 	ErrorCodeNOTFOUND              ErrorCode = "NOT_FOUND"
 	ErrorCodePAYLOADTOOLARGE       ErrorCode = "PAYLOAD_TOO_LARGE"
 	ErrorCodePRIVILEGEREQUIRED     ErrorCode = "PRIVILEGE_REQUIRED"
+	ErrorCodeQUOTAEXCEEDED         ErrorCode = "QUOTA_EXCEEDED"
 	ErrorCodeRATELIMITED           ErrorCode = "RATE_LIMITED"
 	ErrorCodeREADONLYACCOUNT       ErrorCode = "READ_ONLY_ACCOUNT"
 	ErrorCodeSERVICEUNAVAILABLE    ErrorCode = "SERVICE_UNAVAILABLE"
@@ -326,6 +327,8 @@ func (e ErrorCode) Valid() bool {
 	case ErrorCodePAYLOADTOOLARGE:
 		return true
 	case ErrorCodePRIVILEGEREQUIRED:
+		return true
+	case ErrorCodeQUOTAEXCEEDED:
 		return true
 	case ErrorCodeRATELIMITED:
 		return true
@@ -1341,6 +1344,14 @@ type AccountPatchInput struct {
 	// Privileges A subaccount's privileges, replaced; each held by the caller; not on one's own account.
 	Privileges *[]AccountPatchInputPrivileges `json:"privileges,omitempty"`
 
+	// Quotas Quota overrides (DESIGN §12): subaccounts, tokens, devices, passengers, each a number of rows from 0 to 1000000000, or null to return to the platform default. Not on one's own account; never above the caller's own limit (403 MANAGEMENT_DENIED exceeds_own_quota) unless the caller is an admin.
+	Quotas nullable.Nullable[struct {
+		Devices     *int64 `json:"devices,omitempty"`
+		Passengers  *int64 `json:"passengers,omitempty"`
+		Subaccounts *int64 `json:"subaccounts,omitempty"`
+		Tokens      *int64 `json:"tokens,omitempty"`
+	}] `json:"quotas,omitempty"`
+
 	// RateLimit Requests per minute for every token of the account and of its subaccounts, or null for none; not on one's own account, not above the caller's own account limit (403 MANAGEMENT_DENIED exceeds_account).
 	RateLimit nullable.Nullable[int] `json:"rate_limit,omitempty"`
 
@@ -1782,6 +1793,14 @@ type ManagedAccount struct {
 	// Privileges A subaccount's privileges; empty for other accounts, which hold every privilege.
 	Privileges []ManagedAccountPrivileges `json:"privileges"`
 
+	// Quotas GET and PATCH /accounts/{id} only: the quota limits in force (DESIGN §12), the account's own overrides or the platform defaults, each a number of rows or null for unlimited (an admin has none). subaccounts: the accounts directly below it; tokens: its active tokens; devices and passengers: those it owns.
+	Quotas nullable.Nullable[struct {
+		Devices     int64 `json:"devices"`
+		Passengers  int64 `json:"passengers"`
+		Subaccounts int64 `json:"subaccounts"`
+		Tokens      int64 `json:"tokens"`
+	}] `json:"quotas,omitempty"`
+
 	// RateLimit The account's budget in requests per minute, shared by every token of the account and of its subaccounts; a token's own rate_limit only narrows it (DESIGN §12). null: none.
 	RateLimit nullable.Nullable[int] `json:"rate_limit"`
 
@@ -1790,6 +1809,14 @@ type ManagedAccount struct {
 
 	// Type Place in the tree: admin, manager, user or subaccount.
 	Type ManagedAccountType `json:"type"`
+
+	// Usage GET and PATCH /accounts/{id} only: how much of each quota the account uses now.
+	Usage nullable.Nullable[struct {
+		Devices     int64 `json:"devices"`
+		Passengers  int64 `json:"passengers"`
+		Subaccounts int64 `json:"subaccounts"`
+		Tokens      int64 `json:"tokens"`
+	}] `json:"usage,omitempty"`
 
 	// Username Unique login name.
 	Username string `json:"username"`
