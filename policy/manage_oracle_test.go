@@ -3,6 +3,7 @@ package policy
 import (
 	"context"
 	"fmt"
+	"maps"
 	"math/rand/v2"
 	"os"
 	"slices"
@@ -295,7 +296,7 @@ func oDecide(t *oTree, c oCase) string {
 	// change through the API".
 	if c.action == ActionAccountUpdate {
 		for k := range c.change {
-			if !slices.Contains([]string{"email", "active", "read_only", "account_expire", "account_expire_dt", "privileges", "rate_limit"}, k) {
+			if !slices.Contains([]string{"email", "active", "read_only", "account_expire", "account_expire_dt", "privileges", "rate_limit", "quotas"}, k) {
 				return "immutable_field"
 			}
 		}
@@ -307,7 +308,7 @@ func oDecide(t *oTree, c oCase) string {
 			return "own_account"
 		}
 		if c.action == ActionAccountUpdate {
-			for _, k := range []string{"active", "read_only", "account_expire", "account_expire_dt", "privileges", "rate_limit"} {
+			for _, k := range []string{"active", "read_only", "account_expire", "account_expire_dt", "privileges", "rate_limit", "quotas"} {
 				if _, ok := c.change[k]; ok {
 					return "own_account"
 				}
@@ -320,6 +321,19 @@ func oDecide(t *oTree, c oCase) string {
 		if v, ok := c.change["rate_limit"]; ok {
 			if n, isInt := v.(int); !isInt || n > *c.limit {
 				return "exceeds_account"
+			}
+		}
+	}
+	// §12: quotas are set "never above the setter's own" (an admin sets
+	// any; unlimited is above every number).
+	if q, ok := c.change["quotas"].(map[string]any); ok && c.action == ActionAccountUpdate && c.caller.typ != "admin" {
+		for _, name := range slices.Sorted(maps.Keys(q)) {
+			own := oCallerQuotas(c)[name]
+			if own == nil {
+				continue
+			}
+			if v, ok := q[name].(int64); !ok || v > *own {
+				return "exceeds_own_quota"
 			}
 		}
 	}
@@ -389,6 +403,8 @@ var (
 		{"privileges": []any{"bogus"}}, {"type": "admin"}, {"manager_id": int64(1)}, {"username": "root"},
 		{"email": "y@example.com", "active": true},
 		{"rate_limit": 50}, {"rate_limit": 100}, {"rate_limit": 101}, {"rate_limit": nil},
+		{"quotas": map[string]any{"devices": int64(5)}}, {"quotas": map[string]any{"devices": int64(6), "passengers": int64(100)}},
+		{"quotas": map[string]any{"tokens": nil}}, {"quotas": map[string]any{"subaccounts": int64(1000), "tokens": int64(0)}},
 	}
 	oracleExpiry = time.Date(2026, 6, 1, 0, 0, 0, 0, time.UTC)
 )
@@ -550,6 +566,16 @@ func (c *oCase) fill(t *oTree, r *rand.Rand) {
 	}
 }
 
+// oCallerQuotas are a caller's own quota limits in force: every caller but
+// an admin has tokens 10 and devices 5, the others unlimited.
+func oCallerQuotas(c oCase) map[string]*int64 {
+	ten, five := int64(10), int64(5)
+	if c.caller.typ == "admin" {
+		return map[string]*int64{"subaccounts": nil, "tokens": nil, "devices": nil, "passengers": nil}
+	}
+	return map[string]*int64{"subaccounts": nil, "tokens": &ten, "devices": &five, "passengers": nil}
+}
+
 func (c oCase) input(t *oTree) ManagementInput {
 	in := ManagementInput{
 		Account: AccountInput{ID: c.caller.id, Type: c.caller.typ, ManagerID: c.caller.manager, Active: c.active,
@@ -561,6 +587,9 @@ func (c oCase) input(t *oTree) ManagementInput {
 	}
 	if in.Account.Privileges == nil {
 		in.Account.Privileges = []string{}
+	}
+	if _, ok := c.change["quotas"]; ok && c.action == ActionAccountUpdate {
+		in.Quotas = oCallerQuotas(c)
 	}
 	if c.target != nil {
 		in.Target = &TargetInput{ID: c.target.id, Type: c.target.typ, ManagerID: c.target.manager,
@@ -580,7 +609,7 @@ func TestManagementOracle(t *testing.T) {
 		t.Errorf("only %d cases, want at least 1000", res.total)
 	}
 	for _, reason := range []string{"unknown_action", "outside_scope", "not_below_caller", "wrong_target_type", "immutable_field",
-		"own_account", "exceeds_account", "privilege_not_held", "device_not_owned", "exceeds_token"} {
+		"own_account", "exceeds_account", "exceeds_own_quota", "privilege_not_held", "device_not_owned", "exceeds_token"} {
 		if res.reasons[reason] == 0 {
 			t.Errorf("no case is denied for %s", reason)
 		}
@@ -601,13 +630,15 @@ func TestManagementOracleCatchesMutations(t *testing.T) {
 		"expiry later allowed": {"time.parse_rfc3339_ns(input.change.expires_at) <= time.parse_rfc3339_ns(input.token.expires_at)",
 			"time.parse_rfc3339_ns(input.change.expires_at) >= 0"},
 		"user manages any child":                         {"input.account.type == \"user\"\n\ta.type == \"subaccount\"\n", "input.account.type == \"user\"\n"},
-		"own privileges changeable":                      {`own_limits := {"active", "read_only", "account_expire", "account_expire_dt", "privileges", "rate_limit"}`, `own_limits := {"active", "read_only", "account_expire", "account_expire_dt", "rate_limit"}`},
-		"own rate limit changeable":                      {`own_limits := {"active", "read_only", "account_expire", "account_expire_dt", "privileges", "rate_limit"}`, `own_limits := {"active", "read_only", "account_expire", "account_expire_dt", "privileges"}`},
+		"own privileges changeable":                      {`own_limits := {"active", "read_only", "account_expire", "account_expire_dt", "privileges", "rate_limit", "quotas"}`, `own_limits := {"active", "read_only", "account_expire", "account_expire_dt", "rate_limit", "quotas"}`},
+		"own rate limit changeable":                      {`own_limits := {"active", "read_only", "account_expire", "account_expire_dt", "privileges", "rate_limit", "quotas"}`, `own_limits := {"active", "read_only", "account_expire", "account_expire_dt", "privileges", "quotas"}`},
 		"account rate limit above one's own":             {"input.change.rate_limit <= input.limits.rate_limit", "input.change.rate_limit <= input.limits.rate_limit + 1"},
 		"account rate limit cleared by a limited caller": {"account_rate_within if input.limits.rate_limit == null", "account_rate_within if input.change.rate_limit == null"},
 		"manager creates users under others":             {"input.change.type == \"user\"\n\tunder_target\n\tinput.target.id == input.account.id\n", "input.change.type == \"user\"\n\tunder_target\n"},
 		"devices unchecked":                              {"not d in object.get(input.target, \"owned_imei\", [])", "d == false"},
 		"GET * covers POST routes":                       {`sprintf("%s *", [method]) in input.token.permissions`, `"GET *" in input.token.permissions`},
+		"own quotas changeable":                          {`own_limits := {"active", "read_only", "account_expire", "account_expire_dt", "privileges", "rate_limit", "quotas"}`, `own_limits := {"active", "read_only", "account_expire", "account_expire_dt", "privileges", "rate_limit"}`},
+		"quota above one's own":                          {"v <= input.quotas[q]", "v >= 0"},
 		"admin creates a manager under a manager": {"input.change.type == \"user\"\n\tunder_target\n\tinput.target.type == \"manager\"",
 			"input.change.type in {\"manager\", \"user\"}\n\tunder_target\n\tinput.target.type == \"manager\""},
 		"a manager mints for a sub-manager": {`input.target.type in {"user", "subaccount"}`, `input.target.type in {"user", "subaccount", "manager"}`},
