@@ -511,7 +511,7 @@ func accountPatchSchema() wireType {
 			"account_expire_dt": {typed(openapi3.TypeString), format("date"), nullable(), desc("Expiry day YYYY-MM-DD, or null to clear it; not on one's own account.")},
 			"privileges":        {typed(openapi3.TypeArray), itemEnum(privilegeNames...), desc("A subaccount's privileges, replaced; each held by the caller; not on one's own account.")},
 			"rate_limit":        {typed(openapi3.TypeInteger), minimum(1), nullable(), desc("Requests per minute for every token of the account and of its subaccounts, or null for none; not on one's own account, not above the caller's own account limit (403 MANAGEMENT_DENIED exceeds_account).")},
-			"quotas": {desc("Quota overrides (DESIGN §12): subaccounts, tokens, devices, passengers, each a number of rows from 0 to " +
+			"quotas": {notNull(), desc("Quota overrides (DESIGN §12): subaccounts, tokens, devices, passengers, each a number of rows from 0 to " +
 				"1000000000, or null to return to the platform default. Not on one's own account; never above the caller's own limit " +
 				"(403 MANAGEMENT_DENIED exceeds_own_quota) unless the caller is an admin.")},
 		}}

@@ -66,7 +66,7 @@ func TestBodiesAgreeWithSchema(t *testing.T) {
 		}},
 		"PATCH /accounts/{id}": {"acme-all", fmt.Sprintf("/api/v2/accounts/%d", night), func(int) map[string]any {
 			return map[string]any{"email": "night@acme.example", "active": true, "read_only": false, "account_expire": false,
-				"account_expire_dt": "2099-12-31", "privileges": []any{"reports"}, "rate_limit": 60}
+				"account_expire_dt": "2099-12-31", "privileges": []any{"reports"}, "rate_limit": 60, "quotas": map[string]any{"tokens": 5}}
 		}},
 		"PUT /accounts/{id}/objects": {"acme-all", fmt.Sprintf("/api/v2/accounts/%d/objects", night), func(int) map[string]any {
 			return map[string]any{"imei": []any{"356938035643809"}}

@@ -168,6 +168,11 @@ func wireSchema(w wireType) (*openapi3.SchemaRef, error) {
 	s.Description = w.description
 	for name, p := range s.Properties {
 		normalizeNull(p.Value)
+		for _, sub := range p.Value.Properties {
+			if sub.Value != nil {
+				normalizeNull(sub.Value)
+			}
+		}
 		opts, ok := w.fields[name]
 		if !ok {
 			return nil, fmt.Errorf("schema %s: property %q has no entry in its fields (describe it)", w.name, name)

@@ -70,6 +70,8 @@ func TestServerSpanStatus(t *testing.T) {
 		{"PRIVILEGE_REQUIRED", 403, nil, get("/api/v2/events", "acme-night-all")},
 		{"READ_ONLY_ACCOUNT", 403, nil, post("umbrella-all", "application/json", `{"passenger_name":"x"}`)},
 		{"MANAGEMENT_DENIED", 403, nil, call{"POST", "/api/v2/accounts", "acme-night-all", "application/json", `{"username":"span-x","type":"user"}`, nil}},
+		{"QUOTA_EXCEEDED", 403, []call{{"PATCH", fmt.Sprintf("/api/v2/accounts/%d", a.accountID(t, "tailspin")), "northwind-all", "application/json", `{"quotas":{"passengers":0}}`, nil}},
+			post("tailspin-all", "application/json", `{"passenger_name":"over"}`)},
 		{"NOT_FOUND", 404, nil, get("/api/v2/events/999999999", "acme-all")},
 		{"NOT_FOUND", 404, nil, get("/api/v2/nope", "")},
 		{"METHOD_NOT_ALLOWED", 405, nil, call{method: "DELETE", path: "/api/v2/me"}},

@@ -1345,12 +1345,12 @@ type AccountPatchInput struct {
 	Privileges *[]AccountPatchInputPrivileges `json:"privileges,omitempty"`
 
 	// Quotas Quota overrides (DESIGN §12): subaccounts, tokens, devices, passengers, each a number of rows from 0 to 1000000000, or null to return to the platform default. Not on one's own account; never above the caller's own limit (403 MANAGEMENT_DENIED exceeds_own_quota) unless the caller is an admin.
-	Quotas nullable.Nullable[struct {
-		Devices     *int64 `json:"devices,omitempty"`
-		Passengers  *int64 `json:"passengers,omitempty"`
-		Subaccounts *int64 `json:"subaccounts,omitempty"`
-		Tokens      *int64 `json:"tokens,omitempty"`
-	}] `json:"quotas,omitempty"`
+	Quotas *struct {
+		Devices     nullable.Nullable[int64] `json:"devices,omitempty"`
+		Passengers  nullable.Nullable[int64] `json:"passengers,omitempty"`
+		Subaccounts nullable.Nullable[int64] `json:"subaccounts,omitempty"`
+		Tokens      nullable.Nullable[int64] `json:"tokens,omitempty"`
+	} `json:"quotas,omitempty"`
 
 	// RateLimit Requests per minute for every token of the account and of its subaccounts, or null for none; not on one's own account, not above the caller's own account limit (403 MANAGEMENT_DENIED exceeds_account).
 	RateLimit nullable.Nullable[int] `json:"rate_limit,omitempty"`
@@ -1795,10 +1795,10 @@ type ManagedAccount struct {
 
 	// Quotas GET and PATCH /accounts/{id} only: the quota limits in force (DESIGN §12), the account's own overrides or the platform defaults, each a number of rows or null for unlimited (an admin has none). subaccounts: the accounts directly below it; tokens: its active tokens; devices and passengers: those it owns.
 	Quotas nullable.Nullable[struct {
-		Devices     int64 `json:"devices"`
-		Passengers  int64 `json:"passengers"`
-		Subaccounts int64 `json:"subaccounts"`
-		Tokens      int64 `json:"tokens"`
+		Devices     nullable.Nullable[int64] `json:"devices"`
+		Passengers  nullable.Nullable[int64] `json:"passengers"`
+		Subaccounts nullable.Nullable[int64] `json:"subaccounts"`
+		Tokens      nullable.Nullable[int64] `json:"tokens"`
 	}] `json:"quotas,omitempty"`
 
 	// RateLimit The account's budget in requests per minute, shared by every token of the account and of its subaccounts; a token's own rate_limit only narrows it (DESIGN §12). null: none.

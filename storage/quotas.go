@@ -15,7 +15,7 @@ import (
 // accounts' quota_* columns, set through PATCH /accounts/{id}) or the
 // platform default (Store.WithQuotas, from FLEET_QUOTA_*). A create checks
 // the limit of the account it counts against in its own transaction,
-// after locking that account's row (FOR UPDATE), and counts the account's
+// after locking that account's row (FOR NO KEY UPDATE), and counts the account's
 // rows after the lock: two creates in one account wait for each other, and
 // the second counts the first's row, so concurrent creators never exceed
 // a quota. Admin accounts (the operator's own) have no quotas. Operator
@@ -182,13 +182,17 @@ func quotaUsed(ctx context.Context, db bun.IDB, account int64, q Quota) (int64, 
 	return n, err
 }
 
-// checkQuota locks the account's row (FOR UPDATE; already locked by a
-// management write, the lock is re-entrant) and refuses, with a
+// checkQuota locks the account's row (FOR NO KEY UPDATE, which every
+// quota check takes, so that two wait for each other; it does not wait for
+// the KEY SHARE locks that inserts referencing the account take, such as
+// an Idempotency-Key's claim earlier in the same transactions, which FOR
+// UPDATE would deadlock with; a management write has already locked the
+// row FOR UPDATE, which is stronger) and refuses, with a
 // *QuotaError, one more row of quota q when the account already uses its
 // limit. It runs inside the create's transaction, before the insert.
 func (s *Store) checkQuota(ctx context.Context, db bun.IDB, account int64, q Quota) error {
 	var a Account
-	if err := db.NewSelect().Model(&a).Where(accountsScope.col("id")+" = ?", account).For("UPDATE").Scan(ctx); err != nil {
+	if err := db.NewSelect().Model(&a).Where(accountsScope.col("id")+" = ?", account).For("NO KEY UPDATE").Scan(ctx); err != nil {
 		return err
 	}
 	limit := EffectiveQuotas(a, s.quotas).Get(q)
