@@ -31,6 +31,10 @@ var unscopedStore = map[string]string{
 	"ScopesTranslated":     "a counter of the Store's scope translations, in memory: no table",
 	"ActivePrincipals":     "tokens and accounts: policy diff's callers (a trusted CLI job), before any scope exists",
 	"AccountPrincipals":    "accounts: policy diff's accounts (a trusted CLI job), whose scopes it then compiles",
+	"AccountQuotas":        "quota use of an account the management scope already returned (GET/PATCH /accounts/{id})",
+	"QuotasOf":             "accounts: the calling principal's own account, for the policy's input",
+	"DefaultQuotas":        "configuration: no table",
+	"WithQuotas":           "configuration: no table",
 }
 
 // unscopedFuncs are the exported functions of package storage that take a
