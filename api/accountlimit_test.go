@@ -229,7 +229,7 @@ func TestAccountRateLimitHeaders(t *testing.T) {
 	}
 }
 
-// TestAccountRateLimitWhoSets (DESIGN §12): a manager gives its users a
+// TestAccountRateLimitWhoSets (docs/design.md §12): a manager gives its users a
 // limit and an admin its managers; nobody changes its own (own_account);
 // a caller with a limit never sets a higher one, nor none
 // (exceeds_account), and an account it creates without one inherits its

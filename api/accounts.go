@@ -21,7 +21,7 @@ import (
 )
 
 // registerAccounts declares GET/POST /accounts and GET/PATCH
-// /accounts/{id} (DESIGN §9).
+// /accounts/{id} (docs/design.md §9).
 func (s *Server) registerAccounts(g *fuego.Server) {
 	managedListRoute(g, s, "/accounts", storage.Accounts, accountTypeFilter, []fuego.RouteOption{
 		fuego.OptionOperationID("get_accounts"), fuego.OptionTags("Account"),
@@ -64,11 +64,11 @@ func (s *Server) registerAccounts(g *fuego.Server) {
 // accountTypes are the values of an account's type.
 var accountTypes = []string{string(tenancy.Admin), string(tenancy.Manager), string(tenancy.User), string(tenancy.Subaccount)}
 
-// privilegeNames are the privileges a subaccount may hold (DESIGN §2).
+// privilegeNames are the privileges a subaccount may hold (docs/design.md §2).
 var privilegeNames = []string{"event_notifications", "reports"}
 
 // usernamePattern is what POST /accounts accepts as a username: the
-// grammar of DESIGN §9 (storage.UsernamePattern).
+// grammar of docs/design.md §9 (storage.UsernamePattern).
 var usernamePattern = storage.UsernamePattern
 
 // accountTypeFilter refuses a type filter of GET /accounts that names no
@@ -95,7 +95,7 @@ func (s *Server) getAccount(c fuego.ContextNoBody) (*Envelope[storage.Account], 
 }
 
 // withQuotas fills in the quota limits in force for a and their current
-// use (DESIGN §12), which GET and PATCH /accounts/{id} show.
+// use (docs/design.md §12), which GET and PATCH /accounts/{id} show.
 func (s *Server) withQuotas(ctx context.Context, a *storage.Account) error {
 	q, u, err := s.cfg.Store.AccountQuotas(ctx, *a)
 	if err != nil {
@@ -108,7 +108,7 @@ func (s *Server) withQuotas(ctx context.Context, a *storage.Account) error {
 // maxQuota is the largest quota a PATCH sets.
 const maxQuota = 1_000_000_000
 
-// QuotasInput is the quotas object of PATCH /accounts/{id} (DESIGN §12):
+// QuotasInput is the quotas object of PATCH /accounts/{id} (docs/design.md §12):
 // each named quota is set to a number of rows, or returned to the platform
 // default with null.
 type QuotasInput struct {
@@ -157,7 +157,7 @@ func (v validation) quotas(in *QuotasInput, raw json.RawMessage, defaults storag
 	return set, change
 }
 
-// AccountInput is the body of POST /accounts (DESIGN §9).
+// AccountInput is the body of POST /accounts (docs/design.md §9).
 type AccountInput struct {
 	Username        *string  `json:"username,omitempty"`
 	Email           *string  `json:"email,omitempty"`
@@ -199,7 +199,7 @@ func (v validation) date(p *string) *storage.Date {
 	return &d
 }
 
-// rateLimit checks an account's rate_limit (DESIGN §12): requests per
+// rateLimit checks an account's rate_limit (docs/design.md §12): requests per
 // minute within the bounds of a token's.
 func (v validation) rateLimit(p *int) {
 	if p != nil && (*p < 1 || *p > maxTokenRateLimit) {
@@ -289,7 +289,7 @@ func (s *Server) postAccounts(c fuego.ContextWithBody[AccountInput]) (*Envelope[
 	}
 	if own := w.manager.principal.Account.RateLimit; w.value.RateLimit == nil && own > 0 {
 		// an omitted rate_limit inherits the caller's own account limit,
-		// as a token's inherits its creator's (DESIGN §12)
+		// as a token's inherits its creator's (docs/design.md §12)
 		w.value.RateLimit = &own
 	}
 	if err := s.decideManagement(ctx, w.manager, policy.ActionAccountCreate, w.target, accountChange(w.value)); err != nil {
@@ -317,7 +317,7 @@ func writeError(err error, conflict, field string) error {
 	return err
 }
 
-// AccountPatchInput is the body of PATCH /accounts/{id} (DESIGN §9).
+// AccountPatchInput is the body of PATCH /accounts/{id} (docs/design.md §9).
 type AccountPatchInput struct {
 	Email           *string  `json:"email,omitempty"`
 	Active          *bool    `json:"active,omitempty"`
@@ -326,7 +326,7 @@ type AccountPatchInput struct {
 	AccountExpireDt *string  `json:"account_expire_dt,omitempty"`
 	Privileges      []string `json:"privileges,omitempty"`
 	RateLimit       *int     `json:"rate_limit,omitempty"`
-	// Quotas sets quota overrides (DESIGN §12).
+	// Quotas sets quota overrides (docs/design.md §12).
 	Quotas *QuotasInput `json:"quotas,omitempty"`
 }
 
@@ -431,7 +431,7 @@ func (s *Server) patchAccount(c fuego.ContextWithBody[AccountPatchInput]) (*Enve
 	}
 	var own map[string]*int64
 	if _, ok := change["quotas"]; ok {
-		// The caller's own limits bound those it sets (DESIGN §12).
+		// The caller's own limits bound those it sets (docs/design.md §12).
 		q, err := s.cfg.Store.QuotasOf(ctx, m.principal.Account.ID)
 		if err != nil {
 			return nil, err
@@ -457,7 +457,7 @@ func (s *Server) patchAccount(c fuego.ContextWithBody[AccountPatchInput]) (*Enve
 
 // managedAccountSchema is the ManagedAccount component.
 func managedAccountSchema() wireType {
-	return wireType{name: "ManagedAccount", value: storage.Account{}, description: "An account as the management API shows it (DESIGN §9): real booleans, unlike GET /me.",
+	return wireType{name: "ManagedAccount", value: storage.Account{}, description: "An account as the management API shows it (docs/design.md §9): real booleans, unlike GET /me.",
 		fields: map[string][]fieldOpt{
 			"id":                {desc("Id of the account."), minimum(1)},
 			"username":          {desc("Unique login name.")},
@@ -469,9 +469,9 @@ func managedAccountSchema() wireType {
 			"account_expire":    {desc("Whether account_expire_dt applies.")},
 			"account_expire_dt": {typed(openapi3.TypeString), format("date"), nullable(), desc("Expiry day (YYYY-MM-DD), or null.")},
 			"privileges":        {itemEnum(privilegeNames...), desc("A subaccount's privileges; empty for other accounts, which hold every privilege.")},
-			"rate_limit":        {typed(openapi3.TypeInteger), minimum(1), nullable(), desc("The account's budget in requests per minute, shared by every token of the account and of its subaccounts; a token's own rate_limit only narrows it (DESIGN §12). null: none.")},
+			"rate_limit":        {typed(openapi3.TypeInteger), minimum(1), nullable(), desc("The account's budget in requests per minute, shared by every token of the account and of its subaccounts; a token's own rate_limit only narrows it (docs/design.md §12). null: none.")},
 			"created_at":        {desc("When the account was created.")},
-			"quotas": {desc("GET and PATCH /accounts/{id} only: the quota limits in force (DESIGN §12), the account's own overrides " +
+			"quotas": {desc("GET and PATCH /accounts/{id} only: the quota limits in force (docs/design.md §12), the account's own overrides " +
 				"or the platform defaults, each a number of rows or null for unlimited (an admin has none). subaccounts: the accounts " +
 				"directly below it; tokens: its active tokens; devices and passengers: those it owns.")},
 			"usage": {desc("GET and PATCH /accounts/{id} only: how much of each quota the account uses now.")},
@@ -482,7 +482,7 @@ func managedAccountSchema() wireType {
 // /accounts.
 func accountInputSchema() wireType {
 	return wireType{name: "AccountInput", value: AccountInput{}, required: []string{"username", "type"},
-		description: "An account to create (DESIGN §9). Absent and null fields take their defaults (active, not read-only, not expiring, " +
+		description: "An account to create (docs/design.md §9). Absent and null fields take their defaults (active, not read-only, not expiring, " +
 			"no privileges). Field names are exact; unknown and repeated keys are rejected.",
 		fields: map[string][]fieldOpt{
 			"username":          {typed(openapi3.TypeString), minLen(2), maxLen(64), pattern(usernamePattern.String()), desc("Required; " + storage.UsernameRule + " (409 when another account has it in any case).")},
@@ -502,7 +502,7 @@ func accountInputSchema() wireType {
 // /accounts/{id}.
 func accountPatchSchema() wireType {
 	return wireType{name: "AccountPatchInput", value: AccountPatchInput{}, required: []string{}, minProperties: 1,
-		description: "The fields to change (DESIGN §9); at least one. Any other field, type, manager_id and username included, is 400 INVALID_BODY.",
+		description: "The fields to change (docs/design.md §9); at least one. Any other field, type, manager_id and username included, is 400 INVALID_BODY.",
 		fields: map[string][]fieldOpt{
 			"email":             {typed(openapi3.TypeString), desc("A valid e-mail address, or empty.")},
 			"active":            {typed(openapi3.TypeBoolean), desc("Whether the account may use the API; not on one's own account.")},
@@ -511,7 +511,7 @@ func accountPatchSchema() wireType {
 			"account_expire_dt": {typed(openapi3.TypeString), format("date"), nullable(), desc("Expiry day YYYY-MM-DD, or null to clear it; not on one's own account.")},
 			"privileges":        {typed(openapi3.TypeArray), itemEnum(privilegeNames...), desc("A subaccount's privileges, replaced; each held by the caller; not on one's own account.")},
 			"rate_limit":        {typed(openapi3.TypeInteger), minimum(1), nullable(), desc("Requests per minute for every token of the account and of its subaccounts, or null for none; not on one's own account, not above the caller's own account limit (403 MANAGEMENT_DENIED exceeds_account).")},
-			"quotas": {notNull(), desc("Quota overrides (DESIGN §12): subaccounts, tokens, devices, passengers, each a number of rows from 0 to " +
+			"quotas": {notNull(), desc("Quota overrides (docs/design.md §12): subaccounts, tokens, devices, passengers, each a number of rows from 0 to " +
 				"1000000000, or null to return to the platform default. Not on one's own account; never above the caller's own limit " +
 				"(403 MANAGEMENT_DENIED exceeds_own_quota) unless the caller is an admin.")},
 		}}

@@ -53,7 +53,7 @@ func denial(t *testing.T, r response, status int, code, reason string) {
 
 // TestAccountCreateRules runs POST /accounts for every account type as
 // caller over every kind of new account and place in the tree, and checks
-// each answer against DESIGN §9; a denied or failed create stores no
+// each answer against docs/design.md §9; a denied or failed create stores no
 // account and no audit row, an allowed one exactly one.
 func TestAccountCreateRules(t *testing.T) {
 	a := newTestAPI(t)
@@ -68,7 +68,7 @@ func TestAccountCreateRules(t *testing.T) {
 	}
 	cases := []tc{
 		// admin: managers at the top or under an admin, users at the top,
-		// under an admin or a manager (fixed levels, DESIGN §2: never a
+		// under an admin or a manager (fixed levels, docs/design.md §2: never a
 		// manager under a manager); no admin; nothing under a user.
 		{"admin-all", "manager", "", 201, "", ""},
 		{"admin-all", "user", "", 201, "", ""},

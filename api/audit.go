@@ -10,7 +10,7 @@ import (
 	"github.com/fleetapi/fleetapi/storage"
 )
 
-// registerAuditEvents declares GET /audit-events (DESIGN §9).
+// registerAuditEvents declares GET /audit-events (docs/design.md §9).
 func (s *Server) registerAuditEvents(g *fuego.Server) {
 	q := openapi3.ParameterInQuery
 	managedListRoute(g, s, "/audit-events", storage.AuditEvents, newestFirst, []fuego.RouteOption{
@@ -26,7 +26,7 @@ func (s *Server) registerAuditEvents(g *fuego.Server) {
 }
 
 // auditActions are the actions of the audit trail.
-var auditActions = []string{policy.ActionAccountCreate, policy.ActionAccountUpdate, policy.ActionGrantsReplace,
+var auditActions = []string{policy.ActionAccountCreate, policy.ActionAccountUpdate, policy.ActionAccountErase, policy.ActionGrantsReplace,
 	policy.ActionObjectCreate, policy.ActionObjectMove, policy.ActionTokenCreate, policy.ActionTokenRevoke}
 
 // newestFirst completes a request of GET /audit-events: newest first
@@ -45,15 +45,15 @@ func newestFirst(raw string, req *storage.ListRequest) error {
 
 // auditEventSchema is the AuditEvent component.
 func auditEventSchema() wireType {
-	return wireType{name: "AuditEvent", value: storage.AuditEvent{}, description: "One management write (DESIGN §9).",
+	return wireType{name: "AuditEvent", value: storage.AuditEvent{}, description: "One management write (docs/design.md §9).",
 		fields: map[string][]fieldOpt{
 			"id":                {desc("Id of the event."), minimum(1)},
 			"at":                {desc("When the write's transaction ran.")},
-			"actor_account_id":  {minimum(1), desc("The account that made the write.")},
-			"actor_token_id":    {minimum(1), desc("The token it used.")},
+			"actor_account_id":  {minimum(0), desc("The account that made the write; 0: the operator through the command line (fleetapi tenant erase).")},
+			"actor_token_id":    {minimum(0), desc("The token it used; 0: the operator through the command line.")},
 			"action":            {enum(auditActions...), desc("What was done.")},
-			"target_account_id": {minimum(1), desc("The account changed, or the owner of the token or object.")},
-			"target_id":         {minimum(1), desc("The account, token or object acted on.")},
+			"target_account_id": {minimum(1), desc("The account changed, or the owner of the token or object; for account.erase the erased account's manager (the account itself at the top).")},
+			"target_id":         {minimum(1), desc("The account, token or object acted on (account.erase: the erased account).")},
 			"changes":           {freeObject(), desc(`Exactly the fields that changed: {"field": {"before": x, "after": y}}, before null on a create. Never a secret or a hash.`)},
 			"request_id":        {desc("The request's X-Request-Id.")},
 			"trace_id":          {desc("The request's trace id, or empty.")},

@@ -63,7 +63,7 @@ func (f *freezer) unfreeze() {
 	}
 }
 
-// TestAuthChangeReachesEveryReplica is DESIGN §9's promise with two
+// TestAuthChangeReachesEveryReplica is docs/design.md §9's promise with two
 // replicas over one database, each with its own listener (issue 19 item
 // 6): after a change to a principal answered by replica A (through the API
 // or the CLI's store call), replica B's very next request sees it, with no

@@ -5,7 +5,7 @@ import (
 	"reflect"
 )
 
-// Envelope is the success envelope of the spec (§2.1) around data of type T.
+// Envelope is the success envelope of docs/api.md §1 around data of type T.
 type Envelope[T any] struct {
 	Success bool `json:"success" validate:"required"`
 	Data    T    `json:"data"`
@@ -20,12 +20,12 @@ func (e *Envelope[T]) OutTransform(ctx context.Context) error {
 }
 
 // count is the number of items in data: the length of a list, 1 for an
-// object.
-func (e *Envelope[T]) count() int {
+// object; list says which.
+func (e *Envelope[T]) count() (n int, list bool) {
 	if v := reflect.ValueOf(e.Data); v.Kind() == reflect.Slice {
-		return v.Len()
+		return v.Len(), true
 	}
-	return 1
+	return 1, false
 }
 
 // Meta is the envelope's meta object. The paging fields are present on
@@ -43,7 +43,7 @@ type Paging struct {
 	Pages   int64 `json:"pages"`
 }
 
-// ErrorEnvelope is the error envelope of the spec (§2.1).
+// ErrorEnvelope is the error envelope of docs/api.md §1.
 type ErrorEnvelope struct {
 	Success bool   `json:"success"`
 	Error   *Error `json:"error"`

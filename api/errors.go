@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"slices"
+	"strings"
 
 	"github.com/go-fuego/fuego"
 
@@ -35,7 +37,7 @@ func (e *Error) StatusCode() int { return e.Status }
 // Unwrap returns the internal cause, if any.
 func (e *Error) Unwrap() error { return e.cause }
 
-// The error codes of DESIGN §4.
+// The error codes of docs/design.md §4.
 const (
 	CodeInvalidParameter      = "INVALID_PARAMETER"
 	CodeInvalidBody           = "INVALID_BODY"
@@ -87,6 +89,28 @@ var codeStatus = map[string]int{
 	CodeUnavailable:           http.StatusServiceUnavailable,
 }
 
+// ErrorCode is one row of the error table: a code and its HTTP status.
+type ErrorCode struct {
+	Code   string
+	Status int
+}
+
+// ErrorTable returns the error table the server answers with, by status
+// and then code (docs/api.md §8 lists every one).
+func ErrorTable() []ErrorCode {
+	codes := make([]ErrorCode, 0, len(codeStatus))
+	for c, s := range codeStatus {
+		codes = append(codes, ErrorCode{c, s})
+	}
+	slices.SortFunc(codes, func(a, b ErrorCode) int {
+		if a.Status != b.Status {
+			return a.Status - b.Status
+		}
+		return strings.Compare(a.Code, b.Code)
+	})
+	return codes
+}
+
 // newError returns the Error for code, with its status from the table. An
 // unknown code is a programming error and becomes a 500.
 func newError(code, message string, details map[string]any) *Error {
@@ -108,12 +132,12 @@ func errorFor(err error) *Error {
 	var quota *storage.QuotaError
 	switch {
 	case errors.As(err, &quota):
-		// A create over one of the account's quotas (DESIGN §12).
+		// A create over one of the account's quotas (docs/design.md §12).
 		return newError(CodeQuotaExceeded, fmt.Sprintf("the account's %s quota (%d) is used up", quota.Quota, quota.Limit),
 			map[string]any{"quota": string(quota.Quota), "limit": quota.Limit, "used": quota.Used})
 	case errors.As(err, &secret):
 		// A value of the request is the secret of an existing token or its
-		// stored hash: the audit trail would hold it (DESIGN §9). The
+		// stored hash: the audit trail would hold it (docs/design.md §9). The
 		// field is named, the value never repeated.
 		return newError(CodeValidationFailed, "the request is not valid", map[string]any{"fields": map[string]any{
 			secret.Field: "holds a token secret or a token hash; choose another value"}})

@@ -52,7 +52,7 @@ const (
 	escAccountRate = 100000
 )
 
-// escExpect is the answer DESIGN §9 requires.
+// escExpect is the answer docs/design.md §9 requires.
 type escExpect struct {
 	status int
 	code   string
@@ -75,7 +75,7 @@ var (
 )
 
 // TestEscalation compares what the management API allows with an oracle
-// written from the text of DESIGN §9 (and the precedence of docs/policy.md
+// written from the text of docs/design.md §9 (and the precedence of docs/policy.md
 // §10), not from the policy: every account type as caller (including
 // read-only and suspended branches) × every action × target relation
 // (self, child, grandchild, sibling, parent, other tenant, missing) ×
@@ -105,7 +105,7 @@ func TestEscalation(t *testing.T) {
 			t.Errorf("no case answered %s", r)
 		}
 	}
-	for _, action := range []string{"account.create", "account.update", "grants.replace", "object.create", "token.create", "token.revoke"} {
+	for _, action := range []string{"account.create", "account.update", "grants.replace", "object.create", "token.create", "token.revoke", "usage.read"} {
 		if allows[action] == 0 {
 			t.Errorf("no case allowed %s", action)
 		}
@@ -222,9 +222,9 @@ func newEscWorld(t *testing.T, seed uint64) *escWorld {
 	return w
 }
 
-// --- the oracle: DESIGN §2 and §9 as text ---
+// --- the oracle: docs/design.md §2 and §9 as text ---
 
-// chainState is the route decision on a write (DESIGN §2): an account that
+// chainState is the route decision on a write (docs/design.md §2): an account that
 // is suspended, or below a suspended account, cannot use the API; one that
 // is read-only, or below a read-only account, cannot write.
 func (w *escWorld) chainState(c *escAccount) *escExpect {
@@ -458,7 +458,7 @@ func (w *escWorld) run(t *testing.T, reasons, allows, relations map[string]int) 
 			_, privs := body["privileges"]
 			ownFields := slices.ContainsFunc([]string{"active", "read_only", "account_expire", "account_expire_dt", "privileges", "rate_limit"}, func(f string) bool { _, ok := body[f]; return ok })
 			rate, rated := body["rate_limit"]
-			// never above the caller's own account limit, nor none (DESIGN §12)
+			// never above the caller's own account limit, nor none (docs/design.md §12)
 			aboveOwn := rated && c.rateLimit > 0 && (rate == nil || rate.(int) > c.rateLimit)
 			switch {
 			case immutable:
@@ -551,6 +551,35 @@ func (w *escWorld) run(t *testing.T, reasons, allows, relations map[string]int) 
 				r = w.send(http.MethodDelete, fmt.Sprintf("/api/v2/tokens/%d", escMissingID), c.token, nil)
 				check(c, "token.revoke", rel, "missing token", gate(escNotFound), r)
 			}
+
+			// usage.read of the target (GET /usage, docs/design.md §12): the
+			// management scope decides; a read, so read-only does not apply.
+			// It draws nothing from the random stream.
+			want = allow(http.StatusOK)
+			if !inScope {
+				want = escNotFound
+			}
+			if st := w.chainState(c); st != nil && st.status == http.StatusUnauthorized {
+				want = *st
+			}
+			r = w.send(http.MethodGet, fmt.Sprintf("/api/v2/usage?account_id=%d", target), c.token, nil)
+			check(c, "usage.read", rel, "", want, r)
+			// account.erase of the target (docs/design.md §12): only the refusals
+			// are sent, since an allowed erase would remove the world's
+			// accounts (TestAccountErase sends the allowed ones).
+			eraseWant := allow(http.StatusNoContent)
+			switch {
+			case tgt == nil || !inScope:
+				eraseWant = escNotFound
+			case tgt.typ == "admin":
+				eraseWant = deny403("wrong_target_type")
+			case target == c.id:
+				eraseWant = deny403("own_account")
+			}
+			if g := gate(eraseWant); g.status != http.StatusNoContent {
+				r = w.send(http.MethodDelete, fmt.Sprintf("/api/v2/accounts/%d", target), c.token, nil)
+				check(c, "account.erase", rel, "", g, r)
+			}
 		}
 	}
 	return n
@@ -634,4 +663,60 @@ func (w *escWorld) send(method, path, token string, body any) response {
 		b = string(raw)
 	}
 	return w.a.send(method, path, token, b)
+}
+
+// TestEscalationQuotas: who may set quotas through PATCH /accounts/{id}
+// (docs/design.md §12), attacked from each side: nobody sets its own (a user, a
+// manager), a manager never above its own limit in force, another
+// tenant's manager or user finds no account (404), and every malformed
+// value (negative, huge, not an integer, a string, an unknown quota) is a
+// 400 with its stable code whoever sends it.
+func TestEscalationQuotas(t *testing.T) {
+	a := newQuotaAPI(t, storage.Quotas{Devices: quota(4)})
+	fleetco, acmeTok := demoToken(t, "fleetco-all"), demoToken(t, "acme-all")
+	northwind, tailspin := demoToken(t, "northwind-all"), demoToken(t, "tailspin-all")
+	acme, fleetcoID := a.accountID(t, "acme"), a.accountID(t, "fleetco")
+	patch := func(token string, id int64, body string) response {
+		return a.send(http.MethodPatch, fmt.Sprintf("/api/v2/accounts/%d", id), token, body)
+	}
+	for _, c := range []struct {
+		name, token string
+		id          int64
+		body        string
+		status      int
+		code        string
+		reason      string
+	}{
+		{"a user raises its own quota", acmeTok, acme, `{"quotas":{"devices":100}}`, 403, "MANAGEMENT_DENIED", "own_account"},
+		{"a manager raises its own quota", fleetco, fleetcoID, `{"quotas":{"devices":100}}`, 403, "MANAGEMENT_DENIED", "own_account"},
+		{"a manager above its own limit", fleetco, acme, `{"quotas":{"devices":5}}`, 403, "MANAGEMENT_DENIED", "exceeds_own_quota"},
+		{"another tenant's manager", northwind, acme, `{"quotas":{"devices":1}}`, 404, "NOT_FOUND", ""},
+		{"another tenant's user", tailspin, acme, `{"quotas":{"devices":1}}`, 404, "NOT_FOUND", ""},
+		{"negative", fleetco, acme, `{"quotas":{"devices":-1}}`, 400, "VALIDATION_FAILED", ""},
+		{"huge", fleetco, acme, `{"quotas":{"devices":99999999999999999999}}`, 400, "INVALID_BODY", ""},
+		{"above the bound", fleetco, acme, `{"quotas":{"devices":1000000001}}`, 400, "VALIDATION_FAILED", ""},
+		{"not an integer", fleetco, acme, `{"quotas":{"devices":1.5}}`, 400, "INVALID_BODY", ""},
+		{"a string", fleetco, acme, `{"quotas":{"devices":"5"}}`, 400, "INVALID_BODY", ""},
+		{"an unknown quota", fleetco, acme, `{"quotas":{"drivers":1}}`, 400, "INVALID_BODY", ""},
+		{"within its own limit", fleetco, acme, `{"quotas":{"devices":4}}`, 200, "", ""},
+		{"null: back to the platform default", fleetco, acme, `{"quotas":{"devices":null}}`, 200, "", ""},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			r := patch(c.token, c.id, c.body)
+			if r.status != c.status {
+				t.Fatalf("%s: %d %s, want %d %s %s", c.body, r.status, r.raw, c.status, c.code, c.reason)
+			}
+			if c.code == "" {
+				return
+			}
+			if got := r.errorCode(t); got != c.code {
+				t.Fatalf("%s: code %s (%s), want %s", c.body, got, r.raw, c.code)
+			}
+			if c.reason != "" {
+				if got := r.body["error"].(map[string]any)["details"].(map[string]any)["reason"]; got != c.reason {
+					t.Fatalf("%s: reason %v, want %s", c.body, got, c.reason)
+				}
+			}
+		})
+	}
 }

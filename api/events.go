@@ -45,7 +45,7 @@ func (s *Server) getEvent(c fuego.ContextNoBody) (*Envelope[storage.Event], erro
 
 // eventSchema is the Event component.
 func eventSchema() wireType {
-	return wireType{name: "Event", value: storage.Event{}, description: "An event rule (spec §2.7, §6).", fields: map[string][]fieldOpt{
+	return wireType{name: "Event", value: storage.Event{}, description: "An event rule (docs/api.md §7).", fields: map[string][]fieldOpt{
 		"event_id":             {desc("Id of the event rule."), minimum(1)},
 		"type":                 {desc(`Kind of event, for example "overspeed".`)},
 		"name":                 {desc("Name of the rule.")},

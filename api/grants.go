@@ -14,7 +14,7 @@ import (
 	"github.com/fleetapi/fleetapi/tenancy"
 )
 
-// registerGrants declares GET and PUT /accounts/{id}/objects (DESIGN §9):
+// registerGrants declares GET and PUT /accounts/{id}/objects (docs/design.md §9):
 // the devices granted to a subaccount.
 func (s *Server) registerGrants(g *fuego.Server) {
 	d := storage.Objects.Descriptor
@@ -42,7 +42,7 @@ func (s *Server) registerGrants(g *fuego.Server) {
 }
 
 // imeiPattern is what the management API accepts as a device's IMEI
-// (DESIGN §9): 1–50 letters, digits and '-'.
+// (docs/design.md §9): 1–50 letters, digits and '-'.
 var imeiPattern = regexp.MustCompile(`^[A-Za-z0-9-]{1,50}$`)
 
 // maxGrants bounds the devices of one PUT /accounts/{id}/objects.
@@ -155,7 +155,7 @@ func (s *Server) putAccountObjects(c fuego.ContextWithBody[GrantsInput]) (*Envel
 // /accounts/{id}/objects.
 func grantsInputSchema() wireType {
 	return wireType{name: "GrantsInput", value: GrantsInput{}, required: []string{"imei"},
-		description: "The devices to grant, replacing the current grants (DESIGN §9). Unknown and repeated keys are rejected.",
+		description: "The devices to grant, replacing the current grants (docs/design.md §9). Unknown and repeated keys are rejected.",
 		fields: map[string][]fieldOpt{
 			"imei": {typed(openapi3.TypeArray), schemaOpt(func(s *openapi3.Schema) {
 				n := uint64(maxGrants)

@@ -61,7 +61,7 @@ func withoutRequestID(r response) []byte {
 }
 
 // TestGrantsRules runs PUT and GET /accounts/{id}/objects over every rule
-// of DESIGN §9: devices only of the parent (an unknown and a foreign device
+// of docs/design.md §9: devices only of the parent (an unknown and a foreign device
 // give byte-identical answers), own_account, grants on a non-subaccount,
 // other tenants' and missing ids, read-only callers, missing permissions
 // and malformed bodies; a refused write stores no grant and no audit row.

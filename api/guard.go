@@ -22,6 +22,8 @@ type callKey struct{}
 type call struct {
 	principal tenancy.Principal
 	input     policy.Input
+	// usage, when metering is on, counts the request's answer.
+	usage *usageWriter
 }
 
 func callFrom(ctx context.Context) (call, bool) {
@@ -36,7 +38,7 @@ func routeOf(r *http.Request) (method, route string) {
 	return method, strings.TrimPrefix(path, BasePath)
 }
 
-// guard runs the checks of DESIGN §4 in order before a handler: the
+// guard runs the checks of docs/design.md §4 in order before a handler: the
 // client's failed-authentication budget and authentication, with the
 // account-state part of the policy decision (401), the token's rate limit
 // (429), the route part of the policy decision (403), then the body rules
@@ -49,7 +51,7 @@ func (s *Server) guard(next http.Handler) http.Handler {
 		ctx, cancel := context.WithTimeout(r.Context(), s.cfg.RequestTimeout)
 		defer cancel()
 		// One policy revision answers the whole request: its decision here
-		// and its scopes in the handler (DESIGN §10, hot reload).
+		// and its scopes in the handler (docs/design.md §10, hot reload).
 		if s.cfg.Policy != nil {
 			ctx = s.cfg.Policy.Pin(ctx)
 		}
@@ -69,49 +71,65 @@ func (s *Server) guard(next http.Handler) http.Handler {
 			s.writeError(w, r, err)
 			return
 		}
-		method, route := routeOf(r)
-		trace.SpanFromContext(ctx).SetAttributes(attribute.String("http.route", BasePath+route))
-		in := policy.NewInput(p, method, route, s.cfg.Now().UTC())
-		d, err := s.cfg.Policy.Decide(ctx, in)
-		if err != nil {
-			s.writeError(w, r, err)
+		if s.cfg.Usage == nil {
+			s.serveAuthenticated(ctx, w, r, p, nil, next)
 			return
 		}
-		code := "ALLOW"
-		if !d.Allow {
-			code = d.Code
-		}
-		trace.SpanFromContext(ctx).SetAttributes(attrDecision.String(code))
-		// The decision is made once; a denial of the account itself
-		// (ACCOUNT_INACTIVE, ACCOUNT_EXPIRED: 401) is part of authentication
-		// and answered before the rate limit, the route denials (403) after.
-		denial := decisionError(d)
-		if !d.Allow && denial.Status == http.StatusUnauthorized {
-			s.writeError(w, r, denial)
-			return
-		}
-		if err := s.checkToken(ctx, w, p); err != nil {
-			s.writeError(w, r, err)
-			return
-		}
-		if !d.Allow {
-			s.writeError(w, r, denial)
-			return
-		}
-		if r.Method == http.MethodDelete {
-			if err := checkNoBody(r); err != nil {
-				s.writeError(w, r, err)
-				return
-			}
-		} else if r.Method != http.MethodGet && r.Method != http.MethodHead {
-			if err := checkBody(w, r); err != nil {
-				s.writeError(w, r, err)
-				return
-			}
-		}
-		ctx = context.WithValue(ctx, callKey{}, call{principal: p, input: in})
-		next.ServeHTTP(w, r.WithContext(ctx))
+		// From here on the answer is the account's (docs/design.md §12, usage
+		// metering): a refusal (429, 403, 400) counts, a 401 above does
+		// not. A panic below leaves usage.done false: the recovery's 500.
+		usage := &usageWriter{ResponseWriter: w}
+		defer s.meter(usage, r, p.Account.ID)
+		s.serveAuthenticated(ctx, usage, r, p, usage, next)
+		usage.done = true
 	})
+}
+
+// serveAuthenticated is the guard past authentication: the route decision,
+// the rate limit, the body rules, then next with the call in the context.
+func (s *Server) serveAuthenticated(ctx context.Context, w http.ResponseWriter, r *http.Request, p tenancy.Principal, usage *usageWriter, next http.Handler) {
+	method, route := routeOf(r)
+	trace.SpanFromContext(ctx).SetAttributes(attribute.String("http.route", BasePath+route))
+	in := policy.NewInput(p, method, route, s.cfg.Now().UTC())
+	d, err := s.cfg.Policy.Decide(ctx, in)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	code := "ALLOW"
+	if !d.Allow {
+		code = d.Code
+	}
+	trace.SpanFromContext(ctx).SetAttributes(attrDecision.String(code))
+	// The decision is made once; a denial of the account itself
+	// (ACCOUNT_INACTIVE, ACCOUNT_EXPIRED: 401) is part of authentication
+	// and answered before the rate limit, the route denials (403) after.
+	denial := decisionError(d)
+	if !d.Allow && denial.Status == http.StatusUnauthorized {
+		s.writeError(w, r, denial)
+		return
+	}
+	if err := s.checkToken(ctx, w, p); err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	if !d.Allow {
+		s.writeError(w, r, denial)
+		return
+	}
+	if r.Method == http.MethodDelete {
+		if err := checkNoBody(r); err != nil {
+			s.writeError(w, r, err)
+			return
+		}
+	} else if r.Method != http.MethodGet && r.Method != http.MethodHead {
+		if err := checkBody(w, r); err != nil {
+			s.writeError(w, r, err)
+			return
+		}
+	}
+	ctx = context.WithValue(ctx, callKey{}, call{principal: p, input: in, usage: usage})
+	next.ServeHTTP(w, r.WithContext(ctx))
 }
 
 // authenticate verifies the Authorization header inside its own span.

@@ -101,7 +101,7 @@ func namesOnly(item map[string]any, devices map[string]bool) bool {
 }
 
 // TestListIsolation checks, for every account type, that a list holds
-// exactly the rows the tenancy model of DESIGN §2 allows, and that search
+// exactly the rows the tenancy model of docs/design.md §2 allows, and that search
 // and filters cannot widen it. Subaccounts: acme-night (one device of
 // acme granted, the reports privilege) and one subaccount of acme for each
 // privilege combination (every device of acme granted), which sees its

@@ -24,9 +24,9 @@ func managementReason(t *testing.T, r response) string {
 // sub-manager and with it reads, writes and mints as the sub-manager's
 // customers, which its own token cannot see.
 //
-// First line (DESIGN §2, fixed levels): the admin cannot create the
+// First line (docs/design.md §2, fixed levels): the admin cannot create the
 // nested manager (403 not_below_caller), and the database refuses the
-// shape whoever writes it. Second line (DESIGN §9): in a database that
+// shape whoever writes it. Second line (docs/design.md §9): in a database that
 // still holds the shape (written with the trigger disabled, as before the
 // migration), the parent manager cannot mint a token for the sub-manager
 // (403 outside_scope), while it still mints for its own customer.
@@ -102,7 +102,7 @@ func TestNestedManagerAttack(t *testing.T) {
 	}
 }
 
-// TestIncompleteChainDenied (DESIGN §2, issue 19 item 3): a chain of
+// TestIncompleteChainDenied (docs/design.md §2, issue 19 item 3): a chain of
 // accounts that cannot be loaded whole, written behind the database's
 // back (a loop of manager links, more accounts above than the fixed
 // levels allow, with an inactive account far up), reaches the policy

@@ -47,7 +47,7 @@ func (a *testAPI) tokenIDOf(t *testing.T, secret string) int64 {
 	return id
 }
 
-// TestTokenLineage (DESIGN §9, issue 19 item 9): a token minted through
+// TestTokenLineage (docs/design.md §9, issue 19 item 9): a token minted through
 // POST /tokens records its minting token (parent_token_id, in the answer
 // and in GET /tokens); revoking a token revokes every token minted from
 // it, transitively, in the same transaction, one token.revoke audit event

@@ -11,7 +11,7 @@ import (
 	"github.com/fleetapi/fleetapi/storage"
 )
 
-// Bounds of the shared list parameters (spec §4.2, §8).
+// Bounds of the shared list parameters (docs/api.md §6).
 const (
 	maxPage        = math.MaxInt32
 	maxPerPage     = 500
@@ -20,7 +20,7 @@ const (
 	maxSearch      = 100
 )
 
-// The shared list parameters (spec §4.2).
+// The shared list parameters (docs/api.md §6).
 const (
 	paramPage    = "page"
 	paramPerPage = "per_page"

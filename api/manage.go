@@ -13,7 +13,7 @@ import (
 	"github.com/go-fuego/fuego"
 )
 
-// The management guard (DESIGN §9): the route decision of the guard has
+// The management guard (docs/design.md §9): the route decision of the guard has
 // already checked the token's permission, write access and the caller's
 // state; a management write then loads its target inside the caller's
 // management scope (404 outside, like a missing id) and asks
@@ -60,11 +60,11 @@ func (s *Server) decideManagement(ctx context.Context, m manager, action string,
 }
 
 // decideManagementQuotas is decideManagement with the caller's own quota
-// limits in force (input.quotas; nil: absent), for an account.update that
-// sets quotas (DESIGN §12).
+// limits in force (input.limits.quotas; nil: absent), for an account.update that
+// sets quotas (docs/design.md §12).
 func (s *Server) decideManagementQuotas(ctx context.Context, m manager, action string, target *policy.TargetInput, change map[string]any, quotas map[string]*int64) error {
 	in := policy.NewManagementInput(m.principal, s.cfg.Now().UTC(), s.cfg.RateLimit)
-	in.Action, in.Target, in.Change, in.Quotas = action, target, change, quotas
+	in.Action, in.Target, in.Change, in.Limits.Quotas = action, target, change, quotas
 	d, err := s.cfg.Policy.DecideManagement(ctx, in)
 	if err != nil {
 		return err
@@ -88,7 +88,7 @@ func actor(ctx context.Context, m manager) storage.Actor {
 }
 
 // managedListRoute registers GET path, a list under the caller's
-// management scope (GET /accounts, /tokens, /audit-events: DESIGN §9): the
+// management scope (GET /accounts, /tokens, /audit-events: docs/design.md §9): the
 // list of listRoute with the management scope in place of a row scope.
 // adjust, when not nil, refines the parsed request (defaults, enum
 // filters) from the raw query; opts are the operation's own options.

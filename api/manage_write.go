@@ -12,7 +12,7 @@ import (
 )
 
 // managementWrite declares the opening of a management write with a JSON
-// body (DESIGN §9). open runs it in this order, the first failure ending
+// body (docs/design.md §9). open runs it in this order, the first failure ending
 // the request: no query parameter (400 INVALID_PARAMETER), the strict body
 // (400 INVALID_BODY, 413), its validation into the value written (400
 // VALIDATION_FAILED), the calling manager with its management scope, the

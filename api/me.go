@@ -19,8 +19,8 @@ func (s *Server) registerMe(g *fuego.Server) {
 	})...)
 }
 
-// Account is the wire form of the authenticated account (spec §2.2,
-// DESIGN §5).
+// Account is the wire form of the authenticated account (docs/api.md §7,
+// docs/design.md §5).
 type Account struct {
 	ID        int64  `json:"id"`
 	Username  string `json:"username"`
@@ -91,7 +91,7 @@ func (s *Server) getMe(c fuego.ContextNoBody) (*Envelope[Account], error) {
 // accountSchema is the Account component (its permissions are the
 // Permissions component).
 func accountSchema() wireType {
-	return wireType{name: "Account", value: Account{}, description: "The authenticated account (spec §2.2).", fields: map[string][]fieldOpt{
+	return wireType{name: "Account", value: Account{}, description: "The authenticated account (docs/api.md §7).", fields: map[string][]fieldOpt{
 		"id":                {desc("Account id."), minimum(1)},
 		"username":          {desc("Login name of the account.")},
 		"email":             {desc("E-mail address of the account, or empty.")},

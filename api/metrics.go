@@ -35,7 +35,7 @@ func newMetrics(mp metric.MeterProvider) (*metrics, error) {
 		return nil, err
 	}
 	errs, err := m.Int64Counter("fleet.api.errors",
-		metric.WithDescription("Error responses, by error code (DESIGN §4)."))
+		metric.WithDescription("Error responses, by error code (docs/design.md §4)."))
 	if err != nil {
 		return nil, err
 	}

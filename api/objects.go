@@ -56,7 +56,7 @@ type ObjectMove struct {
 // objectMoveSchema is the ObjectMove component.
 func objectMoveSchema() wireType {
 	return wireType{name: "ObjectMove", value: ObjectMove{}, required: []string{"account_id"},
-		description: "The account a device moves to (DESIGN §9, object.move). Unknown and repeated keys are rejected.",
+		description: "The account a device moves to (docs/design.md §9, object.move). Unknown and repeated keys are rejected.",
 		fields: map[string][]fieldOpt{
 			"account_id": {minimum(1), notNull(), desc("Required: the new owner, in the caller's management scope; not a subaccount.")},
 		}}
@@ -116,7 +116,7 @@ func (s *Server) patchObject(c fuego.ContextWithBody[ObjectMove]) (*Envelope[sto
 // maxObjectName bounds a device's name, in characters.
 const maxObjectName = 100
 
-// ObjectInput is the body of POST /objects (DESIGN §9).
+// ObjectInput is the body of POST /objects (docs/design.md §9).
 type ObjectInput struct {
 	IMEI        *string `json:"imei,omitempty"`
 	Name        *string `json:"name,omitempty"`
@@ -185,7 +185,7 @@ func (s *Server) postObjects(c fuego.ContextWithBody[ObjectInput]) (*Envelope[st
 // /objects.
 func objectInputSchema() wireType {
 	return wireType{name: "ObjectInput", value: ObjectInput{}, required: []string{"imei", "account_id"},
-		description: "A device to register (DESIGN §9). Absent and null optional fields take their defaults (empty name, zero readings). " +
+		description: "A device to register (docs/design.md §9). Absent and null optional fields take their defaults (empty name, zero readings). " +
 			"Field names are exact; unknown and repeated keys are rejected.",
 		fields: map[string][]fieldOpt{
 			"imei":         {typed(openapi3.TypeString), minLen(1), maxLen(50), pattern(imeiPattern.String()), desc("Required; unique across the platform.")},
@@ -203,7 +203,7 @@ func exampleObjectInput() ObjectInput {
 
 // objectSchema is the Object component.
 func objectSchema() wireType {
-	return wireType{name: "Object", value: storage.Object{}, description: "A device (object) of the fleet (DESIGN §9).", fields: map[string][]fieldOpt{
+	return wireType{name: "Object", value: storage.Object{}, description: "A device (object) of the fleet (docs/design.md §9).", fields: map[string][]fieldOpt{
 		"id":           {desc("Id of the device."), minimum(1)},
 		"imei":         {minLen(1), maxLen(50), desc("IMEI of the device, unique across the platform.")},
 		"account_id":   {minimum(1), desc("Id of the account that owns the device.")},

@@ -9,7 +9,7 @@ import (
 	"testing"
 )
 
-// TestObjects is GET /objects (DESIGN §9) through the real API over the
+// TestObjects is GET /objects (docs/design.md §9) through the real API over the
 // demo data: the devices each kind of caller sees, the wire fields, that
 // a filter naming another tenant's account finds nothing, that search is
 // literal, sort, filters and paging, and the refusals. Every response is

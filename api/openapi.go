@@ -195,7 +195,7 @@ func respondsNoContent() fuego.RouteOption {
 	return documented(func(d *operationDoc) { d.noContent = true })
 }
 
-// listParams declares the shared list parameters of spec §4.2 with their
+// listParams declares the shared list parameters of docs/api.md §6 with their
 // bounds, defaults and the resource's sort enumeration, and one exact-match
 // filter per filterable field: the parameters parseListRequest reads.
 func listParams(d *storage.Descriptor) []fuego.RouteOption {

@@ -18,7 +18,7 @@ const OpenAPIVersion = "3.1.0"
 // securitySchemeName names the API token scheme in the document.
 const securitySchemeName = "ApiToken"
 
-// apiTags are the twelve tags of spec §1, in the spec's order.
+// apiTags are the twelve tags of docs/api.md §1, in the spec's order.
 var apiTags = []struct{ name, description string }{
 	{"System", "The service itself. The OpenAPI document (GET /api/v2/openapi.json) and the docs page (GET /api/v2/docs) are served without a token."},
 	{"Account", "The account the API token belongs to, and what the token may do."},
@@ -27,7 +27,7 @@ var apiTags = []struct{ name, description string }{
 	{"Commands", "Commands sent to the devices. No operation is published yet."},
 	{"Places", "Zones, routes and points of interest. No operation is published yet."},
 	{"People and groups", "Passengers, drivers and groups."},
-	{"Events", "Event rules: conditions on the devices and the notifications they send (spec §6)."},
+	{"Events", "Event rules: conditions on the devices and the notifications they send (docs/api.md §7)."},
 	{"Maintenance", "Maintenance service records of the devices and the services that are due."},
 	{"Sensors", "Sensors of the devices. No operation is published yet."},
 	{"Reports", "Report definitions."},
@@ -41,7 +41,7 @@ type errorResponse struct {
 }
 
 // errorResponseOf describes each error status an operation may declare,
-// with the codes of DESIGN §4 it carries.
+// with the codes of docs/design.md §4 it carries.
 var errorResponseOf = map[int]errorResponse{
 	http.StatusBadRequest: {"BadRequest", "INVALID_PARAMETER: a query, path or header parameter is unknown, repeated, " +
 		"of the wrong type, out of bounds or not in its enumeration (details.parameter, details.reason). " +
@@ -166,7 +166,7 @@ func finishOperation(op *openapi3.Operation, responses openapi3.ResponseBodies) 
 		return nil, nil, fmt.Errorf("operation %q declares no success response (respondsOne, respondsList, respondsPage or respondsNoContent)", id)
 	}
 	if len(op.Tags) != 1 || !slices.ContainsFunc(apiTags, func(t struct{ name, description string }) bool { return t.name == op.Tags[0] }) {
-		return nil, nil, fmt.Errorf("operation %q: want one of the tags of spec §1, have %v", id, op.Tags)
+		return nil, nil, fmt.Errorf("operation %q: want one of the tags of docs/api.md §1, have %v", id, op.Tags)
 	}
 	if op.Summary == "" || op.Description == "" {
 		return nil, nil, fmt.Errorf("operation %q needs a summary and a description", id)
@@ -332,7 +332,7 @@ func addEnvelopeSchemas(schemas openapi3.Schemas, docs []*operationDoc) {
 	success.Const, success.Description = true, "Always true on success."
 	failure := openapi3.NewBoolSchema()
 	failure.Const, failure.Description = false, "Always false on failure."
-	schemas["ErrorEnvelope"] = object("The error envelope of every failure (spec §2.1, §7).", []string{"success", "error", "meta"},
+	schemas["ErrorEnvelope"] = object("The error envelope of every failure (docs/api.md §1, §8).", []string{"success", "error", "meta"},
 		openapi3.Schemas{"success": openapi3.NewSchemaRef("", failure), "error": componentRef("Error"), "meta": componentRef("Meta")})
 
 	for _, d := range docs {

@@ -124,7 +124,7 @@ func componentRef(name string) *openapi3.SchemaRef {
 
 // errorSchema is the Error component: the error of every failure.
 func errorSchema() wireType {
-	return wireType{name: "Error", value: Error{}, description: "What went wrong (DESIGN §4).", fields: map[string][]fieldOpt{
+	return wireType{name: "Error", value: Error{}, description: "What went wrong (docs/design.md §4).", fields: map[string][]fieldOpt{
 		"code":    {enum(errorCodes()...), desc("Machine-readable error code.")},
 		"message": {desc("Human-readable explanation.")},
 		"details": {freeObject(), desc(`Facts about the failure, for example {"parameter": "per_page", "reason": "must be between 1 and 500"}.`)},

@@ -29,7 +29,7 @@ func (s *Server) registerPassengers(g *fuego.Server) {
 		})...)
 }
 
-// PassengerInput is the body of POST /passengers (spec §4.6, DESIGN §5).
+// PassengerInput is the body of POST /passengers (docs/api.md §7, docs/design.md §5).
 // Absent and null fields take their defaults.
 type PassengerInput struct {
 	PassengerName          *string `json:"passenger_name" description:"Required; 1 to 100 characters after trimming." maxLength:"100"`
@@ -55,7 +55,7 @@ func str(p *string) string {
 }
 
 // passengerFrom applies the defaults and the stored form, and validates
-// the passenger (DESIGN §5). Failures, the text faults of the body
+// the passenger (docs/design.md §5). Failures, the text faults of the body
 // included, are one VALIDATION_FAILED with a reason per field.
 func passengerFrom(in PassengerInput, faults textFaults) (storage.Passenger, error) {
 	p := storage.Passenger{
@@ -159,7 +159,7 @@ func (s *Server) postPassengers(c fuego.ContextWithBody[PassengerInput]) (*Envel
 
 // passengerSchema is the Passenger component.
 func passengerSchema() wireType {
-	return wireType{name: "Passenger", value: storage.Passenger{}, description: "A passenger (spec §2.5).", fields: map[string][]fieldOpt{
+	return wireType{name: "Passenger", value: storage.Passenger{}, description: "A passenger (docs/api.md §7).", fields: map[string][]fieldOpt{
 		"passenger_id":              {desc("Id of the passenger."), minimum(1)},
 		"passenger_name":            {minLen(1), maxLen(100), desc("Name, trimmed.")},
 		"passenger_assign_id":       {maxLen(50), desc("Assignment id (for example a card), in Unicode NFC and upper-case; unique in the account when not empty.")},
@@ -177,7 +177,7 @@ func passengerSchema() wireType {
 // passengerInputSchema is the PassengerInput component, the request body.
 func passengerInputSchema() wireType {
 	return wireType{name: "PassengerInput", value: PassengerInput{}, required: []string{"passenger_name"},
-		description: "A passenger to create (spec §4.6). Absent and null fields take their defaults. Field names are exact " +
+		description: "A passenger to create (docs/api.md §7). Absent and null fields take their defaults. Field names are exact " +
 			"(case-sensitive); unknown and repeated keys are rejected. Strings must be valid UTF-8 without NUL characters.",
 		fields: map[string][]fieldOpt{
 			"passenger_name":            {typed(openapi3.TypeString), minLen(1), maxLen(100), desc("Required; 1 to 100 characters after trimming, at least one of them visible. Whitespace, control and zero-width characters at the ends are trimmed.")},

@@ -14,7 +14,7 @@ const (
 // parseQuery reads a raw query string strictly, as the one reading of the
 // query every handler uses. url.ParseQuery (and so r.URL.Query()) drops a
 // pair holding ";" or a malformed "%" escape and goes on, which turns a
-// filter the client sent into no filter and widens the answer (DESIGN §5);
+// filter the client sent into no filter and widens the answer (docs/design.md §5);
 // here such a pair is INVALID_PARAMETER naming the parameter (its decoded
 // name when it has one, else the name as sent). Pairs are separated by
 // "&", names and values are decoded as application/x-www-form-urlencoded

@@ -67,6 +67,7 @@ var routeBodies = map[string]string{
 	"PATCH /accounts/{id}":       `{"email":"query@test.example"}`,
 	"POST /tokens":               `{"name":"query-test","permissions":["GET /me"]}`,
 	"DELETE /tokens/{id}":        ``,
+	"DELETE /accounts/{id}":      ``,
 	"PUT /accounts/{id}/objects": `{"imei":[]}`,
 	"POST /objects":              `{"imei":"query-test","account_id":1}`,
 	"PATCH /objects/{id}":        `{"account_id":1}`,
@@ -188,7 +189,7 @@ func TestNonCanonicalNumbersAreRejected(t *testing.T) {
 			intParam{r.path, "page", "1", "2147483647", []string{"0", "-1", "2147483648", "9223372036854775808"}},
 			intParam{r.path, "per_page", "1", "500", []string{"0", "-1", "501", "2147483648"}})
 	}
-	// The management lists (DESIGN §9) are listed under the management
+	// The management lists (docs/design.md §9) are listed under the management
 	// scope, not as tenant resources; the comparison with the published
 	// parameters below fails if one is missing here.
 	// The devices granted to a subaccount are asked of a real one.
@@ -204,6 +205,13 @@ func TestNonCanonicalNumbersAreRejected(t *testing.T) {
 			intParam{l.path, "page", "1", "2147483647", []string{"0", "-1", "2147483648", "9223372036854775808"}},
 			intParam{l.path, "per_page", "1", "500", []string{"0", "-1", "501", "2147483648"}})
 	}
+	// GET /usage (docs/design.md §12): its page and its account_id (the admin's
+	// own account is 1; a larger one is 404, not a parameter error).
+	usage := api.BasePath + "/usage"
+	params = append(params,
+		intParam{usage, "page", "1", "2147483647", []string{"0", "-1", "2147483648", "9223372036854775808"}},
+		intParam{usage, "per_page", "1", "500", []string{"0", "-1", "501", "2147483648"}},
+		intParam{usage, "account_id", "1", "1", []string{"0", "-1", "-9223372036854775808", "9223372036854775808", "99999999999999999999999"}})
 	for _, l := range append(append(managementLists[:0:0], listings...), managementLists...) {
 		for _, f := range l.listing.Fields() {
 			switch f.Kind {

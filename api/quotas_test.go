@@ -16,7 +16,7 @@ import (
 )
 
 // newQuotaAPI is the test API whose store has the platform default quotas
-// defaults (DESIGN §12).
+// defaults (docs/design.md §12).
 func newQuotaAPI(t *testing.T, defaults storage.Quotas) *testAPI {
 	t.Helper()
 	a := newTestAPI(t)

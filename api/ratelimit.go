@@ -16,7 +16,7 @@ import (
 	"github.com/fleetapi/fleetapi/tenancy"
 )
 
-// Defaults of the rate limits (DESIGN §3, §4).
+// Defaults of the rate limits (docs/design.md §3, §4).
 const (
 	// DefaultRateLimit is a token's budget in requests per minute when
 	// neither the token nor the configuration sets one.
@@ -112,7 +112,7 @@ func (s *Server) recordAuthFailure(ctx context.Context, ip string) {
 // against, all at once (docs/decisions.md, issue 19 item 7 and issue 21
 // item 1): its token's and every minting ancestor's (p.Minters), each with
 // its own limit or the server default, so that minting children cannot
-// multiply what a token is served; then the account budgets (DESIGN §12):
+// multiply what a token is served; then the account budgets (docs/design.md §12):
 // the token's account's own rate_limit and, for a subaccount, its parent
 // user's, each one budget for every token of that account and of its
 // subaccounts. An account without a rate_limit adds no budget. The first
@@ -145,7 +145,7 @@ func tokenBudgets(p tenancy.Principal) int { return 1 + len(p.Minters) }
 // accountBudgetKey is the rate-limit key of account id's budget.
 func accountBudgetKey(id int64) string { return "account:" + strconv.FormatInt(id, 10) }
 
-// The values of a 429's details.scope for a token (DESIGN §12): which
+// The values of a 429's details.scope for a token (docs/design.md §12): which
 // budget refused the request.
 const (
 	scopeToken   = "token"

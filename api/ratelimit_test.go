@@ -60,7 +60,7 @@ func TestRateLimitPerToken(t *testing.T) {
 }
 
 // TestAccountStateBeforeRateLimit: a token of an inactive account gets its
-// 401 even when its budget is spent, as DESIGN §4 orders 401 before 429.
+// 401 even when its budget is spent, as docs/design.md §4 orders 401 before 429.
 func TestAccountStateBeforeRateLimit(t *testing.T) {
 	a := newTestAPIWith(t, func(c *api.Config) { c.RateLimit = 1 })
 	for i := range 3 {

@@ -22,7 +22,7 @@ func (s *Server) registerReports(g *fuego.Server) {
 
 // reportSchema is the Report component.
 func reportSchema() wireType {
-	return wireType{name: "Report", value: storage.Report{}, description: "A report definition (spec §2.6).", fields: map[string][]fieldOpt{
+	return wireType{name: "Report", value: storage.Report{}, description: "A report definition (docs/api.md §7).", fields: map[string][]fieldOpt{
 		"report_id":              {desc("Id of the report."), minimum(1)},
 		"name":                   {desc("Name of the report.")},
 		"type":                   {desc(`Kind of report, for example "drives_stops".`)},

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/fleetapi/fleetapi/api"
+	"github.com/fleetapi/fleetapi/api/metering"
 	"github.com/fleetapi/fleetapi/policy"
 	"github.com/fleetapi/fleetapi/storage"
 	"github.com/fleetapi/fleetapi/telemetry"
@@ -24,6 +25,13 @@ import (
 // up (tracer, Prometheus meter, JSON access log), and one of acme's event
 // rules with the token that reads it.
 func benchEvent(b *testing.B) (*testAPI, int64, string) {
+	b.Helper()
+	return benchEventWith(b, nil)
+}
+
+// benchEventWith is benchEvent with configure (when not nil) adjusting
+// the server's configuration last.
+func benchEventWith(b *testing.B, configure func(*api.Config)) (*testAPI, int64, string) {
 	b.Helper()
 	tel, err := telemetry.Setup(context.Background(), func(string) string { return "" })
 	if err != nil {
@@ -36,6 +44,9 @@ func benchEvent(b *testing.B) (*testAPI, int64, string) {
 		// A budget no run reaches: the default (1,200 a minute) would
 		// refuse a long run with 429.
 		c.RateLimit = math.MaxInt32
+		if configure != nil {
+			configure(c)
+		}
 	})
 	var id int64
 	if err := a.db.DB.NewRaw("SELECT e.event_id FROM events e JOIN accounts a ON a.id = e.account_id WHERE a.username = 'acme' ORDER BY 1 LIMIT 1").
@@ -66,8 +77,67 @@ func BenchmarkEventByIDRequest(b *testing.B) {
 	}
 }
 
+// BenchmarkEventByIDRequestMetered: BenchmarkEventByIDRequest with usage
+// metering on (Config.Usage, docs/design.md §12): the answer's status, bytes and
+// rows counted and added to the meter's in-memory map. Its difference from
+// BenchmarkEventByIDRequest is the per-request cost of metering
+// (docs/performance.md). No flush runs during the run: flushes are off the
+// request path (every FLEET_USAGE_FLUSH_INTERVAL, one statement).
+func BenchmarkEventByIDRequestMetered(b *testing.B) {
+	meter, err := metering.New(storage.NewStore(nil), metering.Options{Interval: time.Hour})
+	if err != nil {
+		b.Fatal(err)
+	}
+	a, id, token := benchEventWith(b, func(c *api.Config) { c.Usage = meter })
+	path := fmt.Sprintf("/api/v2/events/%d", id)
+	b.ReportAllocs()
+	defer reportCPU(b)()
+	for b.Loop() {
+		req := httptest.NewRequest(http.MethodGet, path, nil)
+		req.Header.Set("Authorization", "Bearer "+token)
+		rec := httptest.NewRecorder()
+		a.handler.ServeHTTP(rec, req)
+		if rec.Code != http.StatusOK {
+			b.Fatalf("status %d: %s", rec.Code, rec.Body.Bytes())
+		}
+	}
+	if meter.Pending() != 1 {
+		b.Fatalf("%d usage keys, want 1", meter.Pending())
+	}
+}
+
+// BenchmarkServicesRequest: GET /services (a page of 50 of acme's service
+// records) through the whole handler chain, without and with usage
+// metering (the list's rows are counted too).
+func BenchmarkServicesRequest(b *testing.B) {
+	for _, metered := range []bool{false, true} {
+		b.Run(map[bool]string{false: "off", true: "metered"}[metered], func(b *testing.B) {
+			meter, err := metering.New(storage.NewStore(nil), metering.Options{Interval: time.Hour})
+			if err != nil {
+				b.Fatal(err)
+			}
+			a, _, token := benchEventWith(b, func(c *api.Config) {
+				if metered {
+					c.Usage = meter
+				}
+			})
+			b.ReportAllocs()
+			defer reportCPU(b)()
+			for b.Loop() {
+				req := httptest.NewRequest(http.MethodGet, "/api/v2/services", nil)
+				req.Header.Set("Authorization", "Bearer "+token)
+				rec := httptest.NewRecorder()
+				a.handler.ServeHTTP(rec, req)
+				if rec.Code != http.StatusOK {
+					b.Fatalf("status %d: %s", rec.Code, rec.Body.Bytes())
+				}
+			}
+		})
+	}
+}
+
 // BenchmarkEventByIDRequestAccountLimit: BenchmarkEventByIDRequest with an
-// account rate limit on the token's account (DESIGN §12), one more budget
+// account rate limit on the token's account (docs/design.md §12), one more budget
 // in the same rate-limit call: its difference from BenchmarkEventByIDRequest
 // is the per-request cost of the account budget (docs/performance.md).
 func BenchmarkEventByIDRequestAccountLimit(b *testing.B) {

@@ -71,14 +71,18 @@ func (s *Server) writeError(w http.ResponseWriter, r *http.Request, err error) {
 // sendJSON is Fuego's serializer for every success response: the API
 // answers JSON whatever the Accept header says (the guard has set the
 // Content-Type). It runs in the response.encode span, which carries the
-// number of items of a list.
+// number of items of a list; that number is also the rows of the
+// request's usage (metering).
 func (s *Server) sendJSON(w http.ResponseWriter, r *http.Request, ans any) error {
 	_, span := s.tracer.Start(r.Context(), "response.encode")
 	defer span.End()
-	if c, ok := ans.(interface{ count() int }); ok {
-		n := c.count()
+	if c, ok := ans.(interface{ count() (int, bool) }); ok {
+		n, list := c.count()
 		span.SetAttributes(attrResultCount.Int(n))
 		trace.SpanFromContext(r.Context()).SetAttributes(attrResultCount.Int(n))
+		if cl, ok := callFrom(r.Context()); ok && list && cl.usage != nil {
+			cl.usage.rows = n
+		}
 	}
 	err := s.encodeBody(w, ans)
 	if err != nil {

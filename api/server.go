@@ -23,6 +23,7 @@ import (
 	"go.opentelemetry.io/otel/trace"
 	"go.opentelemetry.io/otel/trace/noop"
 
+	"github.com/fleetapi/fleetapi/api/metering"
 	"github.com/fleetapi/fleetapi/api/ratelimit"
 	"github.com/fleetapi/fleetapi/policy"
 	"github.com/fleetapi/fleetapi/storage"
@@ -68,7 +69,7 @@ type Policy interface {
 	Permissions(ctx context.Context, in policy.Input) (map[string]any, error)
 	Scope(ctx context.Context, in policy.Input, resource policy.Resource) (policy.Scope, error)
 	// ManagementScope and DecideManagement are the management policy
-	// (DESIGN §9, data.fleet.manage).
+	// (docs/design.md §9, data.fleet.manage).
 	ManagementScope(ctx context.Context, in policy.Input) (policy.Scope, error)
 	DecideManagement(ctx context.Context, in policy.ManagementInput) (policy.Decision, error)
 }
@@ -115,6 +116,11 @@ type Config struct {
 	// before answering, so that the replica that made the change refuses
 	// the old principal on the caller's next request.
 	AuthSync func(context.Context) error
+	// Usage, when not nil, counts what each authenticated request is
+	// answered, per account, UTC day and route (docs/design.md §12, usage
+	// metering); the caller runs its flushes (metering.Meter.Run) and its
+	// last flush at shutdown.
+	Usage *metering.Meter
 	// TrustedProxies are the load balancers whose X-Forwarded-For is
 	// believed when it names the client; empty trusts no header.
 	TrustedProxies []netip.Prefix
@@ -134,6 +140,9 @@ type Server struct {
 	bodies sync.Pool
 	// openapi is the published OpenAPI document (openapi_doc.go).
 	openapi []byte
+	// routeNames name each route pattern ("GET /api/v2/events/{id}") as
+	// usage counts it ("GET /events/{id}").
+	routeNames map[string]string
 	// draining is set when shutdown begins: /readyz answers 503 so that a
 	// load balancer stops sending new requests.
 	draining atomic.Bool
@@ -178,6 +187,7 @@ func New(cfg Config) (*Server, error) {
 	}
 	s := &Server{cfg: cfg, log: cfg.Logger, tracer: cfg.TracerProvider.Tracer(TracerName), limiter: cfg.Limiter, metrics: m}
 	s.bodies.New = func() any { return new([]byte) }
+	s.routeNames = routeNames()
 	s.fuego = fuego.NewServer(
 		fuego.WithoutStartupMessages(),
 		fuego.WithLoggingMiddleware(fuego.LoggingConfig{DisableRequest: true, DisableResponse: true}),
@@ -264,7 +274,9 @@ func (s *Server) registerRoutes() {
 	s.registerEvents(v2)
 	s.registerObjects(v2)
 	s.registerAccounts(v2)
+	s.registerErase(v2)
 	s.registerAuditEvents(v2)
 	s.registerTokens(v2)
 	s.registerGrants(v2)
+	s.registerUsage(v2)
 }

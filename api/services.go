@@ -32,8 +32,8 @@ func (s *Server) registerServices(g *fuego.Server) {
 	})...)
 }
 
-// Service is the wire form of a maintenance service record (spec §2.3,
-// DESIGN §5): the named fields, with the record's extra properties merged in
+// Service is the wire form of a maintenance service record (docs/api.md §7,
+// docs/design.md §5): the named fields, with the record's extra properties merged in
 // without overriding them.
 type Service struct {
 	storage.Service
@@ -107,7 +107,7 @@ func services(rows []storage.Service) []Service {
 	return out
 }
 
-// maxDue is the most due records GET /services/due returns (spec §4.5).
+// maxDue is the most due records GET /services/due returns (docs/api.md §7).
 const maxDue = 500
 
 // getServicesDue answers GET /services/due: the caller's due maintenance
@@ -128,7 +128,7 @@ func (s *Server) getServicesDue(c fuego.ContextNoBody) (*Envelope[[]DueService],
 	return &Envelope[[]DueService]{Data: dueServices(rows)}, nil
 }
 
-// DueService is the wire form of a due maintenance record (DESIGN §5): the
+// DueService is the wire form of a due maintenance record (docs/design.md §5): the
 // service record, extra properties included, plus the due fields.
 type DueService struct {
 	storage.DueService
@@ -205,7 +205,7 @@ func (d DueService) wire() dueServiceJSON {
 	}
 }
 
-// serviceFields are the fields of a service record (DESIGN §5), shared by
+// serviceFields are the fields of a service record (docs/design.md §5), shared by
 // Service and DueService.
 func serviceFields() map[string][]fieldOpt {
 	km, hours, days := " (kilometres)", " (hours)", " (days)"
@@ -237,7 +237,7 @@ func serviceFields() map[string][]fieldOpt {
 // properties are merged in.
 func serviceSchema() wireType {
 	return wireType{name: "Service", value: Service{}, open: true, fields: serviceFields(),
-		description: "A maintenance service record (spec §2.3). The record's extra properties are merged in, never overriding a named field."}
+		description: "A maintenance service record (docs/api.md §7). The record's extra properties are merged in, never overriding a named field."}
 }
 
 // dueServiceSchema is the DueService component, generated from
@@ -254,7 +254,7 @@ func dueServiceSchema() wireType {
 		"state":          {enum(storage.DueExpired, storage.DueSoon), desc(`"expired" when some remaining is zero or less, else "soon" (within a *_left_num threshold).`)},
 	})
 	return wireType{name: "DueService", value: dueServiceJSON{}, open: true, fields: due,
-		description: "A due maintenance record (spec §2.4): the service record (extra properties merged in, as in the service list), the device's name, what remains of each criterion, and why it is due."}
+		description: "A due maintenance record (docs/api.md §7): the service record (extra properties merged in, as in the service list), the device's name, what remains of each criterion, and why it is due."}
 }
 
 // exampleService is the service record of the examples, with an extra

@@ -16,7 +16,7 @@ import (
 )
 
 // registerTokens declares GET/POST /tokens and DELETE /tokens/{id}
-// (DESIGN §9).
+// (docs/design.md §9).
 func (s *Server) registerTokens(g *fuego.Server) {
 	managedListRoute(g, s, "/tokens", storage.Tokens, nil, []fuego.RouteOption{
 		fuego.OptionOperationID("get_tokens"), fuego.OptionTags("Account"),
@@ -52,7 +52,7 @@ func (s *Server) registerTokens(g *fuego.Server) {
 // maxTokenRateLimit bounds a rate limit asked for through the API.
 const maxTokenRateLimit = 1_000_000
 
-// TokenInput is the body of POST /tokens (DESIGN §9).
+// TokenInput is the body of POST /tokens (docs/design.md §9).
 type TokenInput struct {
 	AccountID   *int64   `json:"account_id,omitempty"`
 	Name        *string  `json:"name,omitempty"`
@@ -214,7 +214,7 @@ func (s *Server) deleteToken(c fuego.ContextNoBody) (any, error) {
 
 // managedTokenSchema is the ManagedToken component.
 func managedTokenSchema() wireType {
-	return wireType{name: "ManagedToken", value: storage.ManagedToken{}, description: "A token as the management API shows it (DESIGN §9): never its secret or hash.",
+	return wireType{name: "ManagedToken", value: storage.ManagedToken{}, description: "A token as the management API shows it (docs/design.md §9): never its secret or hash.",
 		fields: tokenFields()}
 }
 
@@ -238,13 +238,13 @@ func tokenFields() map[string][]fieldOpt {
 func createdTokenSchema() wireType {
 	f := tokenFields()
 	f["secret"] = []fieldOpt{pattern(`^flt_[0-9A-Za-z]{32}$`), desc("The token to send as Authorization, shown once: absent when an Idempotency-Key replays the create.")}
-	return wireType{name: "CreatedToken", value: CreatedToken{}, description: "A created token (DESIGN §9) with its secret, shown once.", fields: f}
+	return wireType{name: "CreatedToken", value: CreatedToken{}, description: "A created token (docs/design.md §9) with its secret, shown once.", fields: f}
 }
 
 // tokenInputSchema is the TokenInput component, the body of POST /tokens.
 func tokenInputSchema() wireType {
 	return wireType{name: "TokenInput", value: TokenInput{}, required: []string{"name", "permissions"},
-		description: "A token to create (DESIGN §9). Field names are exact; unknown and repeated keys are rejected.",
+		description: "A token to create (docs/design.md §9). Field names are exact; unknown and repeated keys are rejected.",
 		fields: map[string][]fieldOpt{
 			"account_id":  {minimum(1), desc("The account it belongs to, in the caller's management scope; the caller's when omitted.")},
 			"name":        {typed(openapi3.TypeString), minLen(1), maxLen(100), desc("Required; unique per account.")},

@@ -19,7 +19,7 @@ import (
 	"github.com/fleetapi/fleetapi/tenancy"
 )
 
-// secretPattern is a token secret (DESIGN §3) anywhere in a text.
+// secretPattern is a token secret (docs/design.md §3) anywhere in a text.
 var secretPattern = regexp.MustCompile(`flt_[0-9A-Za-z]{32}`)
 
 // mintToken creates a token through the store (as the CLI does) and
@@ -74,7 +74,7 @@ func (a *testAPI) noSecrets(t *testing.T, what string, raw []byte) {
 }
 
 // TestTokenCreateRules runs POST /tokens for callers of every kind and
-// limit over every rule of DESIGN §9 (scope, exceeds_token by permission,
+// limit over every rule of docs/design.md §9 (scope, exceeds_token by permission,
 // expiry and rate limit, inheritance of omitted limits, write access,
 // permission, duplicate names): an allowed create stores one token and one
 // audit row, and the new token works on the next request as its owner; a
@@ -385,7 +385,7 @@ func TestTokenSecretShownOnce(t *testing.T) {
 		t.Fatalf("audit rows: %v", err)
 	}
 	a.noSecrets(t, "the audit table", []byte(strings.Join(changes, "\n")))
-	// The wire fields are exactly DESIGN §9's.
+	// The wire fields are exactly docs/design.md §9's.
 	r := a.get("/api/v2/tokens?name=ci", tok)
 	items, _ := r.body["data"].([]any)
 	if len(items) != 1 {

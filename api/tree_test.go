@@ -36,7 +36,7 @@ func demoBranch(t *testing.T, a *testAPI) []treeLevel {
 	return levels
 }
 
-// accountState is a state of one account that DESIGN §2 passes down the
+// accountState is a state of one account that docs/design.md §2 passes down the
 // tree, as the SQL that sets it.
 type accountState struct {
 	name, set string
@@ -102,7 +102,7 @@ func expectLockedOut(t *testing.T, a *testAPI, token, code string, by int64) {
 	}
 }
 
-// TestStateFlowsDownTree enumerates DESIGN §2's "state flows down the
+// TestStateFlowsDownTree enumerates docs/design.md §2's "state flows down the
 // tree" through the real API: each state (inactive, expired, read-only) set
 // on each account of the branch admin → manager → user → subaccount, seen
 // by that account and every account below it; admins aside. Clearing the

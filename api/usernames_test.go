@@ -7,7 +7,7 @@ import (
 	"testing"
 )
 
-// TestUsernamesUniqueWhateverTheCase (DESIGN §9, issue 19 item 10): a
+// TestUsernamesUniqueWhateverTheCase (docs/design.md §9, issue 19 item 10): a
 // username that differs from an existing one only in case is 409
 // CONFLICT; look-alikes the grammar excludes (a trailing or leading '.', a
 // Cyrillic or full-width letter, a combining accent, '@', one character)

@@ -157,6 +157,7 @@ func (e AccountResponseSuccess) Valid() bool {
 // Defines values for AuditEventAction.
 const (
 	AuditEventActionAccountCreate AuditEventAction = "account.create"
+	AuditEventActionAccountErase  AuditEventAction = "account.erase"
 	AuditEventActionAccountUpdate AuditEventAction = "account.update"
 	AuditEventActionGrantsReplace AuditEventAction = "grants.replace"
 	AuditEventActionObjectCreate  AuditEventAction = "object.create"
@@ -169,6 +170,8 @@ const (
 func (e AuditEventAction) Valid() bool {
 	switch e {
 	case AuditEventActionAccountCreate:
+		return true
+	case AuditEventActionAccountErase:
 		return true
 	case AuditEventActionAccountUpdate:
 		return true
@@ -724,6 +727,21 @@ func (e ServiceListSuccess) Valid() bool {
 	}
 }
 
+// Defines values for UsageListSuccess.
+const (
+	UsageListSuccessTrue UsageListSuccess = true
+)
+
+// Valid indicates whether the value is a known member of the UsageListSuccess enum.
+func (e UsageListSuccess) Valid() bool {
+	switch e {
+	case UsageListSuccessTrue:
+		return true
+	default:
+		return false
+	}
+}
+
 // Defines values for GetAccountsParamsOrder.
 const (
 	GetAccountsParamsOrderAsc  GetAccountsParamsOrder = "asc"
@@ -868,6 +886,7 @@ func (e GetAuditEventsParamsSort) Valid() bool {
 // Defines values for GetAuditEventsParamsAction.
 const (
 	GetAuditEventsParamsActionAccountCreate GetAuditEventsParamsAction = "account.create"
+	GetAuditEventsParamsActionAccountErase  GetAuditEventsParamsAction = "account.erase"
 	GetAuditEventsParamsActionAccountUpdate GetAuditEventsParamsAction = "account.update"
 	GetAuditEventsParamsActionGrantsReplace GetAuditEventsParamsAction = "grants.replace"
 	GetAuditEventsParamsActionObjectCreate  GetAuditEventsParamsAction = "object.create"
@@ -880,6 +899,8 @@ const (
 func (e GetAuditEventsParamsAction) Valid() bool {
 	switch e {
 	case GetAuditEventsParamsActionAccountCreate:
+		return true
+	case GetAuditEventsParamsActionAccountErase:
 		return true
 	case GetAuditEventsParamsActionAccountUpdate:
 		return true
@@ -1249,7 +1270,25 @@ func (e GetTokensParamsSort) Valid() bool {
 	}
 }
 
-// Account The authenticated account (spec §2.2).
+// Defines values for GetUsageParamsGroup.
+const (
+	GetUsageParamsGroupDay   GetUsageParamsGroup = "day"
+	GetUsageParamsGroupMonth GetUsageParamsGroup = "month"
+)
+
+// Valid indicates whether the value is a known member of the GetUsageParamsGroup enum.
+func (e GetUsageParamsGroup) Valid() bool {
+	switch e {
+	case GetUsageParamsGroupDay:
+		return true
+	case GetUsageParamsGroupMonth:
+		return true
+	default:
+		return false
+	}
+}
+
+// Account The authenticated account (docs/api.md §7).
 type Account struct {
 	// AccountExpire "true" when the account expires on account_expire_dt.
 	AccountExpire AccountAccountExpire `json:"account_expire"`
@@ -1288,7 +1327,7 @@ type AccountActive string
 // AccountType Place of the account in the account tree.
 type AccountType string
 
-// AccountInput An account to create (DESIGN §9). Absent and null fields take their defaults (active, not read-only, not expiring, no privileges). Field names are exact; unknown and repeated keys are rejected.
+// AccountInput An account to create (docs/design.md §9). Absent and null fields take their defaults (active, not read-only, not expiring, no privileges). Field names are exact; unknown and repeated keys are rejected.
 type AccountInput struct {
 	// AccountExpire Defaults to false.
 	AccountExpire nullable.Nullable[bool] `json:"account_expire,omitempty"`
@@ -1327,7 +1366,7 @@ type AccountInputPrivileges string
 // AccountInputType Required. Nobody creates an admin through the API.
 type AccountInputType string
 
-// AccountPatchInput The fields to change (DESIGN §9); at least one. Any other field, type, manager_id and username included, is 400 INVALID_BODY.
+// AccountPatchInput The fields to change (docs/design.md §9); at least one. Any other field, type, manager_id and username included, is 400 INVALID_BODY.
 type AccountPatchInput struct {
 	// AccountExpire Whether account_expire_dt applies; not on one's own account.
 	AccountExpire *bool `json:"account_expire,omitempty"`
@@ -1344,7 +1383,7 @@ type AccountPatchInput struct {
 	// Privileges A subaccount's privileges, replaced; each held by the caller; not on one's own account.
 	Privileges *[]AccountPatchInputPrivileges `json:"privileges,omitempty"`
 
-	// Quotas Quota overrides (DESIGN §12): subaccounts, tokens, devices, passengers, each a number of rows from 0 to 1000000000, or null to return to the platform default. Not on one's own account; never above the caller's own limit (403 MANAGEMENT_DENIED exceeds_own_quota) unless the caller is an admin.
+	// Quotas Quota overrides (docs/design.md §12): subaccounts, tokens, devices, passengers, each a number of rows from 0 to 1000000000, or null to return to the platform default. Not on one's own account; never above the caller's own limit (403 MANAGEMENT_DENIED exceeds_own_quota) unless the caller is an admin.
 	Quotas *struct {
 		Devices     nullable.Nullable[int64] `json:"devices,omitempty"`
 		Passengers  nullable.Nullable[int64] `json:"passengers,omitempty"`
@@ -1364,7 +1403,7 @@ type AccountPatchInputPrivileges string
 
 // AccountResponse The success envelope holding one Account.
 type AccountResponse struct {
-	// Data The authenticated account (spec §2.2).
+	// Data The authenticated account (docs/api.md §7).
 	Data Account `json:"data"`
 
 	// Meta Facts about the response.
@@ -1377,15 +1416,15 @@ type AccountResponse struct {
 // AccountResponseSuccess Always true on success.
 type AccountResponseSuccess bool
 
-// AuditEvent One management write (DESIGN §9).
+// AuditEvent One management write (docs/design.md §9).
 type AuditEvent struct {
 	// Action What was done.
 	Action AuditEventAction `json:"action"`
 
-	// ActorAccountId The account that made the write.
+	// ActorAccountId The account that made the write; 0: the operator through the command line (fleetapi tenant erase).
 	ActorAccountId int64 `json:"actor_account_id"`
 
-	// ActorTokenId The token it used.
+	// ActorTokenId The token it used; 0: the operator through the command line.
 	ActorTokenId int64 `json:"actor_token_id"`
 
 	// At When the write's transaction ran.
@@ -1400,10 +1439,10 @@ type AuditEvent struct {
 	// RequestId The request's X-Request-Id.
 	RequestId string `json:"request_id"`
 
-	// TargetAccountId The account changed, or the owner of the token or object.
+	// TargetAccountId The account changed, or the owner of the token or object; for account.erase the erased account's manager (the account itself at the top).
 	TargetAccountId int64 `json:"target_account_id"`
 
-	// TargetId The account, token or object acted on.
+	// TargetId The account, token or object acted on (account.erase: the erased account).
 	TargetId int64 `json:"target_id"`
 
 	// TraceId The request's trace id, or empty.
@@ -1427,7 +1466,7 @@ type AuditEventList struct {
 // AuditEventListSuccess Always true on success.
 type AuditEventListSuccess bool
 
-// CreatedToken A created token (DESIGN §9) with its secret, shown once.
+// CreatedToken A created token (docs/design.md §9) with its secret, shown once.
 type CreatedToken struct {
 	// AccountId The account the token belongs to.
 	AccountId int64 `json:"account_id"`
@@ -1465,7 +1504,7 @@ type CreatedToken struct {
 
 // CreatedTokenResponse The success envelope holding one CreatedToken.
 type CreatedTokenResponse struct {
-	// Data A created token (DESIGN §9) with its secret, shown once.
+	// Data A created token (docs/design.md §9) with its secret, shown once.
 	Data CreatedToken `json:"data"`
 
 	// Meta Facts about the response.
@@ -1478,7 +1517,7 @@ type CreatedTokenResponse struct {
 // CreatedTokenResponseSuccess Always true on success.
 type CreatedTokenResponseSuccess bool
 
-// DueService A due maintenance record (spec §2.4): the service record (extra properties merged in, as in the service list), the device's name, what remains of each criterion, and why it is due.
+// DueService A due maintenance record (docs/api.md §7): the service record (extra properties merged in, as in the service list), the device's name, what remains of each criterion, and why it is due.
 type DueService struct {
 	// Days Whether the calendar criterion is on.
 	Days bool `json:"days"`
@@ -1580,7 +1619,7 @@ type DueServiceList struct {
 // DueServiceListSuccess Always true on success.
 type DueServiceListSuccess bool
 
-// Error What went wrong (DESIGN §4).
+// Error What went wrong (docs/design.md §4).
 type Error struct {
 	// Code Machine-readable error code.
 	Code ErrorCode `json:"code"`
@@ -1595,9 +1634,9 @@ type Error struct {
 // ErrorCode Machine-readable error code.
 type ErrorCode string
 
-// ErrorEnvelope The error envelope of every failure (spec §2.1, §7).
+// ErrorEnvelope The error envelope of every failure (docs/api.md §1, §8).
 type ErrorEnvelope struct {
-	// Error What went wrong (DESIGN §4).
+	// Error What went wrong (docs/design.md §4).
 	Error Error `json:"error"`
 
 	// Meta Facts about the response.
@@ -1610,7 +1649,7 @@ type ErrorEnvelope struct {
 // ErrorEnvelopeSuccess Always false on failure.
 type ErrorEnvelopeSuccess bool
 
-// Event An event rule (spec §2.7, §6).
+// Event An event rule (docs/api.md §7).
 type Event struct {
 	// Active Whether the rule is on.
 	Active bool `json:"active"`
@@ -1716,7 +1755,7 @@ type EventListSuccess bool
 
 // EventResponse The success envelope holding one Event.
 type EventResponse struct {
-	// Data An event rule (spec §2.7, §6).
+	// Data An event rule (docs/api.md §7).
 	Data Event `json:"data"`
 
 	// Meta Facts about the response.
@@ -1743,7 +1782,7 @@ type GrantedObjects struct {
 // GrantedObjectsSuccess Always true on success.
 type GrantedObjectsSuccess bool
 
-// GrantsInput The devices to grant, replacing the current grants (DESIGN §9). Unknown and repeated keys are rejected.
+// GrantsInput The devices to grant, replacing the current grants (docs/design.md §9). Unknown and repeated keys are rejected.
 type GrantsInput struct {
 	// Imei IMEIs of devices owned by the subaccount's parent, each once; empty for none.
 	Imei []string `json:"imei"`
@@ -1767,7 +1806,7 @@ type ListMeta struct {
 	Total int64 `json:"total"`
 }
 
-// ManagedAccount An account as the management API shows it (DESIGN §9): real booleans, unlike GET /me.
+// ManagedAccount An account as the management API shows it (docs/design.md §9): real booleans, unlike GET /me.
 type ManagedAccount struct {
 	// AccountExpire Whether account_expire_dt applies.
 	AccountExpire bool `json:"account_expire"`
@@ -1793,7 +1832,7 @@ type ManagedAccount struct {
 	// Privileges A subaccount's privileges; empty for other accounts, which hold every privilege.
 	Privileges []ManagedAccountPrivileges `json:"privileges"`
 
-	// Quotas GET and PATCH /accounts/{id} only: the quota limits in force (DESIGN §12), the account's own overrides or the platform defaults, each a number of rows or null for unlimited (an admin has none). subaccounts: the accounts directly below it; tokens: its active tokens; devices and passengers: those it owns.
+	// Quotas GET and PATCH /accounts/{id} only: the quota limits in force (docs/design.md §12), the account's own overrides or the platform defaults, each a number of rows or null for unlimited (an admin has none). subaccounts: the accounts directly below it; tokens: its active tokens; devices and passengers: those it owns.
 	Quotas nullable.Nullable[struct {
 		Devices     nullable.Nullable[int64] `json:"devices"`
 		Passengers  nullable.Nullable[int64] `json:"passengers"`
@@ -1801,7 +1840,7 @@ type ManagedAccount struct {
 		Tokens      nullable.Nullable[int64] `json:"tokens"`
 	}] `json:"quotas,omitempty"`
 
-	// RateLimit The account's budget in requests per minute, shared by every token of the account and of its subaccounts; a token's own rate_limit only narrows it (DESIGN §12). null: none.
+	// RateLimit The account's budget in requests per minute, shared by every token of the account and of its subaccounts; a token's own rate_limit only narrows it (docs/design.md §12). null: none.
 	RateLimit nullable.Nullable[int] `json:"rate_limit"`
 
 	// ReadOnly Whether the account is read-only.
@@ -1844,7 +1883,7 @@ type ManagedAccountListSuccess bool
 
 // ManagedAccountResponse The success envelope holding one ManagedAccount.
 type ManagedAccountResponse struct {
-	// Data An account as the management API shows it (DESIGN §9): real booleans, unlike GET /me.
+	// Data An account as the management API shows it (docs/design.md §9): real booleans, unlike GET /me.
 	Data ManagedAccount `json:"data"`
 
 	// Meta Facts about the response.
@@ -1857,7 +1896,7 @@ type ManagedAccountResponse struct {
 // ManagedAccountResponseSuccess Always true on success.
 type ManagedAccountResponseSuccess bool
 
-// ManagedToken A token as the management API shows it (DESIGN §9): never its secret or hash.
+// ManagedToken A token as the management API shows it (docs/design.md §9): never its secret or hash.
 type ManagedToken struct {
 	// AccountId The account the token belongs to.
 	AccountId int64 `json:"account_id"`
@@ -1910,7 +1949,7 @@ type Meta struct {
 	RequestId string `json:"request_id"`
 }
 
-// Object A device (object) of the fleet (DESIGN §9).
+// Object A device (object) of the fleet (docs/design.md §9).
 type Object struct {
 	// AccountId Id of the account that owns the device.
 	AccountId int64 `json:"account_id"`
@@ -1931,7 +1970,7 @@ type Object struct {
 	Odometer int64 `json:"odometer"`
 }
 
-// ObjectInput A device to register (DESIGN §9). Absent and null optional fields take their defaults (empty name, zero readings). Field names are exact; unknown and repeated keys are rejected.
+// ObjectInput A device to register (docs/design.md §9). Absent and null optional fields take their defaults (empty name, zero readings). Field names are exact; unknown and repeated keys are rejected.
 type ObjectInput struct {
 	// AccountId Required: the owning account, in the caller's management scope; not a subaccount.
 	AccountId int64 `json:"account_id"`
@@ -1963,7 +2002,7 @@ type ObjectList struct {
 // ObjectListSuccess Always true on success.
 type ObjectListSuccess bool
 
-// ObjectMove The account a device moves to (DESIGN §9, object.move). Unknown and repeated keys are rejected.
+// ObjectMove The account a device moves to (docs/design.md §9, object.move). Unknown and repeated keys are rejected.
 type ObjectMove struct {
 	// AccountId Required: the new owner, in the caller's management scope; not a subaccount.
 	AccountId int64 `json:"account_id"`
@@ -1971,7 +2010,7 @@ type ObjectMove struct {
 
 // ObjectResponse The success envelope holding one Object.
 type ObjectResponse struct {
-	// Data A device (object) of the fleet (DESIGN §9).
+	// Data A device (object) of the fleet (docs/design.md §9).
 	Data Object `json:"data"`
 
 	// Meta Facts about the response.
@@ -1984,7 +2023,7 @@ type ObjectResponse struct {
 // ObjectResponseSuccess Always true on success.
 type ObjectResponseSuccess bool
 
-// Passenger A passenger (spec §2.5).
+// Passenger A passenger (docs/api.md §7).
 type Passenger struct {
 	// PassengerActive Whether the passenger is active.
 	PassengerActive bool `json:"passenger_active"`
@@ -2020,7 +2059,7 @@ type Passenger struct {
 	PassengerPickupPointId nullable.Nullable[int64] `json:"passenger_pickup_point_id"`
 }
 
-// PassengerInput A passenger to create (spec §4.6). Absent and null fields take their defaults. Field names are exact (case-sensitive); unknown and repeated keys are rejected. Strings must be valid UTF-8 without NUL characters.
+// PassengerInput A passenger to create (docs/api.md §7). Absent and null fields take their defaults. Field names are exact (case-sensitive); unknown and repeated keys are rejected. Strings must be valid UTF-8 without NUL characters.
 type PassengerInput struct {
 	// PassengerActive Defaults to true.
 	PassengerActive nullable.Nullable[bool] `json:"passenger_active,omitempty"`
@@ -2055,7 +2094,7 @@ type PassengerInput struct {
 
 // PassengerResponse The success envelope holding one Passenger.
 type PassengerResponse struct {
-	// Data A passenger (spec §2.5).
+	// Data A passenger (docs/api.md §7).
 	Data Passenger `json:"data"`
 
 	// Meta Facts about the response.
@@ -2086,7 +2125,7 @@ type Permissions struct {
 // PermissionsPrivileges defines model for Permissions.Privileges.
 type PermissionsPrivileges string
 
-// Report A report definition (spec §2.6).
+// Report A report definition (docs/api.md §7).
 type Report struct {
 	// DataItems Data columns of the report.
 	DataItems []string `json:"data_items"`
@@ -2157,7 +2196,7 @@ type ReportList struct {
 // ReportListSuccess Always true on success.
 type ReportListSuccess bool
 
-// Service A maintenance service record (spec §2.3). The record's extra properties are merged in, never overriding a named field.
+// Service A maintenance service record (docs/api.md §7). The record's extra properties are merged in, never overriding a named field.
 type Service struct {
 	// Days Whether the calendar criterion is on.
 	Days bool `json:"days"`
@@ -2235,7 +2274,7 @@ type ServiceList struct {
 // ServiceListSuccess Always true on success.
 type ServiceListSuccess bool
 
-// TokenInput A token to create (DESIGN §9). Field names are exact; unknown and repeated keys are rejected.
+// TokenInput A token to create (docs/design.md §9). Field names are exact; unknown and repeated keys are rejected.
 type TokenInput struct {
 	// AccountId The account it belongs to, in the caller's management scope; the caller's when omitted.
 	AccountId nullable.Nullable[int64] `json:"account_id,omitempty"`
@@ -2253,34 +2292,78 @@ type TokenInput struct {
 	RateLimit nullable.Nullable[int] `json:"rate_limit,omitempty"`
 }
 
-// BadRequest The error envelope of every failure (spec §2.1, §7).
+// Usage What the API served one account in one period (docs/design.md §12): the sums over its routes, and the requests of each route.
+type Usage struct {
+	// AccountId The account: the authenticated token's (a subaccount's requests are its own).
+	AccountId int64 `json:"account_id"`
+
+	// BytesOut Bytes of the response bodies.
+	BytesOut int64 `json:"bytes_out"`
+
+	// Errors4xx Answers with a 4xx status (401 excepted: those are attributed to nobody).
+	Errors4xx int64 `json:"errors_4xx"`
+
+	// Errors5xx Answers with a 5xx status.
+	Errors5xx int64 `json:"errors_5xx"`
+
+	// Period The UTC day ("2026-11-25") or, with group=month, the month ("2026-11").
+	Period string `json:"period"`
+
+	// Requests Requests answered (every status but 401).
+	Requests int64 `json:"requests"`
+
+	// Routes Requests per route template, "METHOD /template" (for example "GET /services/{id}").
+	Routes map[string]int64 `json:"routes"`
+
+	// RowsReturned Items returned by list routes.
+	RowsReturned int64 `json:"rows_returned"`
+
+	// Writes Requests of POST, PUT, PATCH or DELETE answered 2xx.
+	Writes int64 `json:"writes"`
+}
+
+// UsageList The success envelope holding a page of Usage.
+type UsageList struct {
+	Data []Usage `json:"data"`
+
+	// Meta Facts about a page of a list.
+	Meta ListMeta `json:"meta"`
+
+	// Success Always true on success.
+	Success UsageListSuccess `json:"success"`
+}
+
+// UsageListSuccess Always true on success.
+type UsageListSuccess bool
+
+// BadRequest The error envelope of every failure (docs/api.md §1, §8).
 type BadRequest = ErrorEnvelope
 
-// Conflict The error envelope of every failure (spec §2.1, §7).
+// Conflict The error envelope of every failure (docs/api.md §1, §8).
 type Conflict = ErrorEnvelope
 
-// Forbidden The error envelope of every failure (spec §2.1, §7).
+// Forbidden The error envelope of every failure (docs/api.md §1, §8).
 type Forbidden = ErrorEnvelope
 
-// InternalError The error envelope of every failure (spec §2.1, §7).
+// InternalError The error envelope of every failure (docs/api.md §1, §8).
 type InternalError = ErrorEnvelope
 
-// NotFound The error envelope of every failure (spec §2.1, §7).
+// NotFound The error envelope of every failure (docs/api.md §1, §8).
 type NotFound = ErrorEnvelope
 
-// PayloadTooLarge The error envelope of every failure (spec §2.1, §7).
+// PayloadTooLarge The error envelope of every failure (docs/api.md §1, §8).
 type PayloadTooLarge = ErrorEnvelope
 
-// ServiceUnavailable The error envelope of every failure (spec §2.1, §7).
+// ServiceUnavailable The error envelope of every failure (docs/api.md §1, §8).
 type ServiceUnavailable = ErrorEnvelope
 
-// TooManyRequests The error envelope of every failure (spec §2.1, §7).
+// TooManyRequests The error envelope of every failure (docs/api.md §1, §8).
 type TooManyRequests = ErrorEnvelope
 
-// Unauthorized The error envelope of every failure (spec §2.1, §7).
+// Unauthorized The error envelope of every failure (docs/api.md §1, §8).
 type Unauthorized = ErrorEnvelope
 
-// UnsupportedMediaType The error envelope of every failure (spec §2.1, §7).
+// UnsupportedMediaType The error envelope of every failure (docs/api.md §1, §8).
 type UnsupportedMediaType = ErrorEnvelope
 
 // GetAccountsParams defines parameters for GetAccounts.
@@ -2723,6 +2806,30 @@ type CreateTokenParams struct {
 	// IdempotencyKey Makes a retried create return the first response (without the secret); the same key with another body is 409 IDEMPOTENCY_KEY_REUSED.
 	IdempotencyKey *string `json:"Idempotency-Key,omitempty"`
 }
+
+// GetUsageParams defines parameters for GetUsage.
+type GetUsageParams struct {
+	// From First UTC day (YYYY-MM-DD); default: the first day of to's month.
+	From *openapi_types.Date `form:"from,omitempty" json:"from,omitempty"`
+
+	// To Last UTC day (YYYY-MM-DD), inclusive; default: today. At most 365 days after from.
+	To *openapi_types.Date `form:"to,omitempty" json:"to,omitempty"`
+
+	// AccountId Only this account (in the caller's management scope); default: every account in it.
+	AccountId *int64 `form:"account_id,omitempty" json:"account_id,omitempty"`
+
+	// Group Period of each item: a UTC day or a calendar month.
+	Group *GetUsageParamsGroup `form:"group,omitempty" json:"group,omitempty"`
+
+	// Page Page number. A page past the end is an empty list.
+	Page *int32 `form:"page,omitempty" json:"page,omitempty"`
+
+	// PerPage Items per page.
+	PerPage *int32 `form:"per_page,omitempty" json:"per_page,omitempty"`
+}
+
+// GetUsageParamsGroup defines parameters for GetUsage.
+type GetUsageParamsGroup string
 
 // CreateAccountJSONRequestBody defines body for CreateAccount for application/json ContentType.
 type CreateAccountJSONRequestBody = AccountInput
@@ -3550,6 +3657,13 @@ type ClientInterface interface {
 	// Corresponds with POST /accounts (the `CreateAccount` operationId).
 	CreateAccount(ctx context.Context, params *CreateAccountParams, body CreateAccountJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
 
+	// EraseAccount Erase an account and everything below it
+	//
+	// Deletes, in one transaction, the account and its subtree (the accounts below it, their devices, grants, tokens, service records, reports, event rules and passengers), and answers 204 once their tokens are refused on every server. An admin erases any account but an admin, a manager its users and their subaccounts, a user its subaccounts; never one's own account (403 MANAGEMENT_DENIED own_account) nor an admin (wrong_target_type). One account.erase audit event records the counts; earlier events keep no username or e-mail of the erased accounts. Any other id, and an erased one, is 404. Needs the token permission DELETE /accounts/{id} and write access.
+	//
+	// Corresponds with DELETE /accounts/{id} (the `EraseAccount` operationId).
+	EraseAccount(ctx context.Context, id int64, reqEditors ...RequestEditorFn) (*http.Response, error)
+
 	// GetAccount One account the caller manages
 	//
 	// An account in the caller's management scope; any other id is 404. Needs the token permission GET /accounts/{id}.
@@ -3741,6 +3855,13 @@ type ClientInterface interface {
 	//
 	// Corresponds with DELETE /tokens/{id} (the `RevokeToken` operationId).
 	RevokeToken(ctx context.Context, id int64, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// GetUsage Paged usage of the accounts the caller manages
+	//
+	// What the API served each account in the caller's management scope, per UTC day or month: requests (and per route template), rows returned by lists, writes, 4xx and 5xx answers, response bytes. The counts are flushed by each server every few seconds (FLEET_USAGE_FLUSH_INTERVAL), so the last seconds may be missing. An account_id outside the scope is 404; whose usage a caller reads is the management policy's usage.read decision (403 MANAGEMENT_DENIED). Ordered by period, then account. Needs the token permission GET /usage.
+	//
+	// Corresponds with GET /usage (the `GetUsage` operationId).
+	GetUsage(ctx context.Context, params *GetUsageParams, reqEditors ...RequestEditorFn) (*http.Response, error)
 }
 
 // GetAccounts Paged list of the accounts the caller manages
@@ -3788,6 +3909,23 @@ func (c *Client) CreateAccountWithBody(ctx context.Context, params *CreateAccoun
 // Corresponds with POST /accounts (the `CreateAccount` operationId).
 func (c *Client) CreateAccount(ctx context.Context, params *CreateAccountParams, body CreateAccountJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewCreateAccountRequest(c.Server, params, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// EraseAccount Erase an account and everything below it
+//
+// Deletes, in one transaction, the account and its subtree (the accounts below it, their devices, grants, tokens, service records, reports, event rules and passengers), and answers 204 once their tokens are refused on every server. An admin erases any account but an admin, a manager its users and their subaccounts, a user its subaccounts; never one's own account (403 MANAGEMENT_DENIED own_account) nor an admin (wrong_target_type). One account.erase audit event records the counts; earlier events keep no username or e-mail of the erased accounts. Any other id, and an erased one, is 404. Needs the token permission DELETE /accounts/{id} and write access.
+//
+// Corresponds with DELETE /accounts/{id} (the `EraseAccount` operationId).
+func (c *Client) EraseAccount(ctx context.Context, id int64, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewEraseAccountRequest(c.Server, id)
 	if err != nil {
 		return nil, err
 	}
@@ -4230,6 +4368,23 @@ func (c *Client) RevokeToken(ctx context.Context, id int64, reqEditors ...Reques
 	return c.Client.Do(req)
 }
 
+// GetUsage Paged usage of the accounts the caller manages
+//
+// What the API served each account in the caller's management scope, per UTC day or month: requests (and per route template), rows returned by lists, writes, 4xx and 5xx answers, response bytes. The counts are flushed by each server every few seconds (FLEET_USAGE_FLUSH_INTERVAL), so the last seconds may be missing. An account_id outside the scope is 404; whose usage a caller reads is the management policy's usage.read decision (403 MANAGEMENT_DENIED). Ordered by period, then account. Needs the token permission GET /usage.
+//
+// Corresponds with GET /usage (the `GetUsage` operationId).
+func (c *Client) GetUsage(ctx context.Context, params *GetUsageParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewGetUsageRequest(c.Server, params)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
 // NewGetAccountsRequest constructs an http.Request for the GetAccounts method
 func NewGetAccountsRequest(server string, params *GetAccountsParams) (*http.Request, error) {
 	var err error
@@ -4430,6 +4585,40 @@ func NewCreateAccountRequestWithBody(server string, params *CreateAccountParams,
 			req.Header.Set("Idempotency-Key", headerParam0)
 		}
 
+	}
+
+	return req, nil
+}
+
+// NewEraseAccountRequest constructs an http.Request for the EraseAccount method
+func NewEraseAccountRequest(server string, id int64) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "id", id, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "integer", Format: "int64"})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/accounts/%s", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodDelete, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
 	}
 
 	return req, nil
@@ -6446,6 +6635,120 @@ func NewRevokeTokenRequest(server string, id int64) (*http.Request, error) {
 	return req, nil
 }
 
+// NewGetUsageRequest constructs an http.Request for the GetUsage method
+func NewGetUsageRequest(server string, params *GetUsageParams) (*http.Request, error) {
+	var err error
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/usage")
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	if params != nil {
+		// queryValues collects non-styled parameters (passthrough, JSON)
+		// that are safe to round-trip through url.Values.Encode().
+		queryValues := queryURL.Query()
+		// rawQueryFragments collects pre-encoded query fragments from
+		// styled parameters, preserving literal commas as delimiters
+		// per the OpenAPI spec (e.g. "color=blue,black,brown").
+		var rawQueryFragments []string
+
+		if params.From != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "from", *params.From, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: "date"}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.To != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "to", *params.To, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: "date"}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.AccountId != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "account_id", *params.AccountId, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "integer", Format: "int64"}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.Group != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "group", *params.Group, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.Page != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "page", *params.Page, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "integer", Format: "int32"}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.PerPage != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "per_page", *params.PerPage, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "integer", Format: "int32"}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if encoded := queryValues.Encode(); encoded != "" {
+			rawQueryFragments = append(rawQueryFragments, encoded)
+		}
+		queryURL.RawQuery = strings.Join(rawQueryFragments, "&")
+	}
+
+	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
 func (c *Client) applyEditors(ctx context.Context, req *http.Request, additionalEditors []RequestEditorFn) error {
 	for _, r := range c.RequestEditors {
 		if err := r(ctx, req); err != nil {
@@ -6516,6 +6819,15 @@ type ClientWithResponsesInterface interface {
 	//
 	// Corresponds with POST /accounts (the `CreateAccount` operationId).
 	CreateAccountWithResponse(ctx context.Context, params *CreateAccountParams, body CreateAccountJSONRequestBody, reqEditors ...RequestEditorFn) (*CreateAccountResponse, error)
+
+	// EraseAccountWithResponse Erase an account and everything below it
+	//
+	// Deletes, in one transaction, the account and its subtree (the accounts below it, their devices, grants, tokens, service records, reports, event rules and passengers), and answers 204 once their tokens are refused on every server. An admin erases any account but an admin, a manager its users and their subaccounts, a user its subaccounts; never one's own account (403 MANAGEMENT_DENIED own_account) nor an admin (wrong_target_type). One account.erase audit event records the counts; earlier events keep no username or e-mail of the erased accounts. Any other id, and an erased one, is 404. Needs the token permission DELETE /accounts/{id} and write access.
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with DELETE /accounts/{id} (the `EraseAccount` operationId).
+	EraseAccountWithResponse(ctx context.Context, id int64, reqEditors ...RequestEditorFn) (*EraseAccountResponse, error)
 
 	// GetAccountWithResponse One account the caller manages
 	//
@@ -6732,6 +7044,15 @@ type ClientWithResponsesInterface interface {
 	//
 	// Corresponds with DELETE /tokens/{id} (the `RevokeToken` operationId).
 	RevokeTokenWithResponse(ctx context.Context, id int64, reqEditors ...RequestEditorFn) (*RevokeTokenResponse, error)
+
+	// GetUsageWithResponse Paged usage of the accounts the caller manages
+	//
+	// What the API served each account in the caller's management scope, per UTC day or month: requests (and per route template), rows returned by lists, writes, 4xx and 5xx answers, response bytes. The counts are flushed by each server every few seconds (FLEET_USAGE_FLUSH_INTERVAL), so the last seconds may be missing. An account_id outside the scope is 404; whose usage a caller reads is the management policy's usage.read decision (403 MANAGEMENT_DENIED). Ordered by period, then account. Needs the token permission GET /usage.
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /usage (the `GetUsage` operationId).
+	GetUsageWithResponse(ctx context.Context, params *GetUsageParams, reqEditors ...RequestEditorFn) (*GetUsageResponse, error)
 }
 
 // GetAccountsResponse200Headers the declared response headers of an HTTP 200 response for GetAccounts
@@ -7089,6 +7410,162 @@ func (r CreateAccountResponse) StatusCode() int {
 
 // ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
 func (r CreateAccountResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// EraseAccountResponse204Headers the declared response headers of an HTTP 204 response for EraseAccount
+type EraseAccountResponse204Headers struct {
+	RateLimitLimit     *int64
+	RateLimitRemaining *int64
+	RateLimitReset     *int64
+	XRequestId         string
+}
+
+// EraseAccountResponse400Headers the declared response headers of an HTTP 400 response for EraseAccount
+type EraseAccountResponse400Headers struct {
+	RateLimitLimit     *int64
+	RateLimitRemaining *int64
+	RateLimitReset     *int64
+	XRequestId         string
+}
+
+// EraseAccountResponse401Headers the declared response headers of an HTTP 401 response for EraseAccount
+type EraseAccountResponse401Headers struct {
+	XRequestId string
+}
+
+// EraseAccountResponse403Headers the declared response headers of an HTTP 403 response for EraseAccount
+type EraseAccountResponse403Headers struct {
+	RateLimitLimit     *int64
+	RateLimitRemaining *int64
+	RateLimitReset     *int64
+	XRequestId         string
+}
+
+// EraseAccountResponse404Headers the declared response headers of an HTTP 404 response for EraseAccount
+type EraseAccountResponse404Headers struct {
+	RateLimitLimit     *int64
+	RateLimitRemaining *int64
+	RateLimitReset     *int64
+	XRequestId         string
+}
+
+// EraseAccountResponse429Headers the declared response headers of an HTTP 429 response for EraseAccount
+type EraseAccountResponse429Headers struct {
+	RateLimitLimit     *int64
+	RateLimitRemaining *int64
+	RateLimitReset     *int64
+	RetryAfter         int64
+	XRequestId         string
+}
+
+// EraseAccountResponse500Headers the declared response headers of an HTTP 500 response for EraseAccount
+type EraseAccountResponse500Headers struct {
+	XRequestId string
+}
+
+// EraseAccountResponse503Headers the declared response headers of an HTTP 503 response for EraseAccount
+type EraseAccountResponse503Headers struct {
+	RetryAfter int64
+	XRequestId string
+}
+
+type EraseAccountResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON400 the response for an HTTP 400 `application/json` response
+	JSON400 *BadRequest
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthorized
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *Forbidden
+	// JSON404 the response for an HTTP 404 `application/json` response
+	JSON404 *NotFound
+	// JSON429 the response for an HTTP 429 `application/json` response
+	JSON429 *TooManyRequests
+	// JSON500 the response for an HTTP 500 `application/json` response
+	JSON500 *InternalError
+	// JSON503 the response for an HTTP 503 `application/json` response
+	JSON503 *ServiceUnavailable
+	// Headers204 the parsed response headers for an HTTP 204 response
+	Headers204 *EraseAccountResponse204Headers
+	// Headers400 the parsed response headers for an HTTP 400 response
+	Headers400 *EraseAccountResponse400Headers
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *EraseAccountResponse401Headers
+	// Headers403 the parsed response headers for an HTTP 403 response
+	Headers403 *EraseAccountResponse403Headers
+	// Headers404 the parsed response headers for an HTTP 404 response
+	Headers404 *EraseAccountResponse404Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *EraseAccountResponse429Headers
+	// Headers500 the parsed response headers for an HTTP 500 response
+	Headers500 *EraseAccountResponse500Headers
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *EraseAccountResponse503Headers
+}
+
+// GetJSON400 returns the response for an HTTP 400 `application/json` response
+func (r EraseAccountResponse) GetJSON400() *BadRequest {
+	return r.JSON400
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r EraseAccountResponse) GetJSON401() *Unauthorized {
+	return r.JSON401
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r EraseAccountResponse) GetJSON403() *Forbidden {
+	return r.JSON403
+}
+
+// GetJSON404 returns the response for an HTTP 404 `application/json` response
+func (r EraseAccountResponse) GetJSON404() *NotFound {
+	return r.JSON404
+}
+
+// GetJSON429 returns the response for an HTTP 429 `application/json` response
+func (r EraseAccountResponse) GetJSON429() *TooManyRequests {
+	return r.JSON429
+}
+
+// GetJSON500 returns the response for an HTTP 500 `application/json` response
+func (r EraseAccountResponse) GetJSON500() *InternalError {
+	return r.JSON500
+}
+
+// GetJSON503 returns the response for an HTTP 503 `application/json` response
+func (r EraseAccountResponse) GetJSON503() *ServiceUnavailable {
+	return r.JSON503
+}
+
+// GetBody returns the raw response body bytes
+func (r EraseAccountResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r EraseAccountResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r EraseAccountResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r EraseAccountResponse) ContentType() string {
 	if r.HTTPResponse != nil {
 		return r.HTTPResponse.Header.Get("Content-Type")
 	}
@@ -10127,6 +10604,169 @@ func (r RevokeTokenResponse) ContentType() string {
 	return ""
 }
 
+// GetUsageResponse200Headers the declared response headers of an HTTP 200 response for GetUsage
+type GetUsageResponse200Headers struct {
+	RateLimitLimit     *int64
+	RateLimitRemaining *int64
+	RateLimitReset     *int64
+	XRequestId         string
+}
+
+// GetUsageResponse400Headers the declared response headers of an HTTP 400 response for GetUsage
+type GetUsageResponse400Headers struct {
+	RateLimitLimit     *int64
+	RateLimitRemaining *int64
+	RateLimitReset     *int64
+	XRequestId         string
+}
+
+// GetUsageResponse401Headers the declared response headers of an HTTP 401 response for GetUsage
+type GetUsageResponse401Headers struct {
+	XRequestId string
+}
+
+// GetUsageResponse403Headers the declared response headers of an HTTP 403 response for GetUsage
+type GetUsageResponse403Headers struct {
+	RateLimitLimit     *int64
+	RateLimitRemaining *int64
+	RateLimitReset     *int64
+	XRequestId         string
+}
+
+// GetUsageResponse404Headers the declared response headers of an HTTP 404 response for GetUsage
+type GetUsageResponse404Headers struct {
+	RateLimitLimit     *int64
+	RateLimitRemaining *int64
+	RateLimitReset     *int64
+	XRequestId         string
+}
+
+// GetUsageResponse429Headers the declared response headers of an HTTP 429 response for GetUsage
+type GetUsageResponse429Headers struct {
+	RateLimitLimit     *int64
+	RateLimitRemaining *int64
+	RateLimitReset     *int64
+	RetryAfter         int64
+	XRequestId         string
+}
+
+// GetUsageResponse500Headers the declared response headers of an HTTP 500 response for GetUsage
+type GetUsageResponse500Headers struct {
+	XRequestId string
+}
+
+// GetUsageResponse503Headers the declared response headers of an HTTP 503 response for GetUsage
+type GetUsageResponse503Headers struct {
+	RetryAfter int64
+	XRequestId string
+}
+
+type GetUsageResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *UsageList
+	// JSON400 the response for an HTTP 400 `application/json` response
+	JSON400 *BadRequest
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthorized
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *Forbidden
+	// JSON404 the response for an HTTP 404 `application/json` response
+	JSON404 *NotFound
+	// JSON429 the response for an HTTP 429 `application/json` response
+	JSON429 *TooManyRequests
+	// JSON500 the response for an HTTP 500 `application/json` response
+	JSON500 *InternalError
+	// JSON503 the response for an HTTP 503 `application/json` response
+	JSON503 *ServiceUnavailable
+	// Headers200 the parsed response headers for an HTTP 200 response
+	Headers200 *GetUsageResponse200Headers
+	// Headers400 the parsed response headers for an HTTP 400 response
+	Headers400 *GetUsageResponse400Headers
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *GetUsageResponse401Headers
+	// Headers403 the parsed response headers for an HTTP 403 response
+	Headers403 *GetUsageResponse403Headers
+	// Headers404 the parsed response headers for an HTTP 404 response
+	Headers404 *GetUsageResponse404Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *GetUsageResponse429Headers
+	// Headers500 the parsed response headers for an HTTP 500 response
+	Headers500 *GetUsageResponse500Headers
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *GetUsageResponse503Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r GetUsageResponse) GetJSON200() *UsageList {
+	return r.JSON200
+}
+
+// GetJSON400 returns the response for an HTTP 400 `application/json` response
+func (r GetUsageResponse) GetJSON400() *BadRequest {
+	return r.JSON400
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r GetUsageResponse) GetJSON401() *Unauthorized {
+	return r.JSON401
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r GetUsageResponse) GetJSON403() *Forbidden {
+	return r.JSON403
+}
+
+// GetJSON404 returns the response for an HTTP 404 `application/json` response
+func (r GetUsageResponse) GetJSON404() *NotFound {
+	return r.JSON404
+}
+
+// GetJSON429 returns the response for an HTTP 429 `application/json` response
+func (r GetUsageResponse) GetJSON429() *TooManyRequests {
+	return r.JSON429
+}
+
+// GetJSON500 returns the response for an HTTP 500 `application/json` response
+func (r GetUsageResponse) GetJSON500() *InternalError {
+	return r.JSON500
+}
+
+// GetJSON503 returns the response for an HTTP 503 `application/json` response
+func (r GetUsageResponse) GetJSON503() *ServiceUnavailable {
+	return r.JSON503
+}
+
+// GetBody returns the raw response body bytes
+func (r GetUsageResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r GetUsageResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r GetUsageResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r GetUsageResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
 // GetAccountsWithResponse Paged list of the accounts the caller manages
 //
 // The accounts in the caller's management scope: an admin every account; a manager itself, its accounts and their subaccounts; a user itself and its subaccounts; a subaccount itself. Needs the token permission GET /accounts.
@@ -10170,6 +10810,21 @@ func (c *ClientWithResponses) CreateAccountWithResponse(ctx context.Context, par
 		return nil, err
 	}
 	return ParseCreateAccountResponse(rsp)
+}
+
+// EraseAccountWithResponse Erase an account and everything below it
+//
+// Deletes, in one transaction, the account and its subtree (the accounts below it, their devices, grants, tokens, service records, reports, event rules and passengers), and answers 204 once their tokens are refused on every server. An admin erases any account but an admin, a manager its users and their subaccounts, a user its subaccounts; never one's own account (403 MANAGEMENT_DENIED own_account) nor an admin (wrong_target_type). One account.erase audit event records the counts; earlier events keep no username or e-mail of the erased accounts. Any other id, and an erased one, is 404. Needs the token permission DELETE /accounts/{id} and write access.
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with DELETE /accounts/{id} (the `EraseAccount` operationId).
+func (c *ClientWithResponses) EraseAccountWithResponse(ctx context.Context, id int64, reqEditors ...RequestEditorFn) (*EraseAccountResponse, error) {
+	rsp, err := c.EraseAccount(ctx, id, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseEraseAccountResponse(rsp)
 }
 
 // GetAccountWithResponse One account the caller manages
@@ -10530,6 +11185,21 @@ func (c *ClientWithResponses) RevokeTokenWithResponse(ctx context.Context, id in
 		return nil, err
 	}
 	return ParseRevokeTokenResponse(rsp)
+}
+
+// GetUsageWithResponse Paged usage of the accounts the caller manages
+//
+// What the API served each account in the caller's management scope, per UTC day or month: requests (and per route template), rows returned by lists, writes, 4xx and 5xx answers, response bytes. The counts are flushed by each server every few seconds (FLEET_USAGE_FLUSH_INTERVAL), so the last seconds may be missing. An account_id outside the scope is 404; whose usage a caller reads is the management policy's usage.read decision (403 MANAGEMENT_DENIED). Ordered by period, then account. Needs the token permission GET /usage.
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /usage (the `GetUsage` operationId).
+func (c *ClientWithResponses) GetUsageWithResponse(ctx context.Context, params *GetUsageParams, reqEditors ...RequestEditorFn) (*GetUsageResponse, error) {
+	rsp, err := c.GetUsage(ctx, params, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseGetUsageResponse(rsp)
 }
 
 // ParseGetAccountsResponse parses an HTTP response from a GetAccountsWithResponse call
@@ -11149,6 +11819,279 @@ func ParseCreateAccountResponse(rsp *http.Response) (*CreateAccountResponse, err
 		response.Headers500 = &headers
 	case rsp.StatusCode == 503:
 		var headers CreateAccountResponse503Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int64
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: "int64"}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers503 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseEraseAccountResponse parses an HTTP response from a EraseAccountWithResponse call
+func ParseEraseAccountResponse(rsp *http.Response) (*EraseAccountResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &EraseAccountResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case rsp.StatusCode == 204:
+		break // No content-type
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest BadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Forbidden
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest NotFound
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest TooManyRequests
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest InternalError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON500 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest ServiceUnavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON503 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 204:
+		var headers EraseAccountResponse204Headers
+		if values := rsp.Header.Values("RateLimit-Limit"); len(values) > 0 {
+			var value int64
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: "int64"}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitLimit = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Remaining"); len(values) > 0 {
+			var value int64
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Remaining", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: "int64"}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitRemaining = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Reset"); len(values) > 0 {
+			var value int64
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Reset", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: "int64"}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitReset = &value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers204 = &headers
+	case rsp.StatusCode == 400:
+		var headers EraseAccountResponse400Headers
+		if values := rsp.Header.Values("RateLimit-Limit"); len(values) > 0 {
+			var value int64
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: "int64"}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitLimit = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Remaining"); len(values) > 0 {
+			var value int64
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Remaining", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: "int64"}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitRemaining = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Reset"); len(values) > 0 {
+			var value int64
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Reset", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: "int64"}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitReset = &value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers400 = &headers
+	case rsp.StatusCode == 401:
+		var headers EraseAccountResponse401Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers401 = &headers
+	case rsp.StatusCode == 403:
+		var headers EraseAccountResponse403Headers
+		if values := rsp.Header.Values("RateLimit-Limit"); len(values) > 0 {
+			var value int64
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: "int64"}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitLimit = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Remaining"); len(values) > 0 {
+			var value int64
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Remaining", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: "int64"}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitRemaining = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Reset"); len(values) > 0 {
+			var value int64
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Reset", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: "int64"}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitReset = &value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers403 = &headers
+	case rsp.StatusCode == 404:
+		var headers EraseAccountResponse404Headers
+		if values := rsp.Header.Values("RateLimit-Limit"); len(values) > 0 {
+			var value int64
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: "int64"}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitLimit = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Remaining"); len(values) > 0 {
+			var value int64
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Remaining", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: "int64"}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitRemaining = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Reset"); len(values) > 0 {
+			var value int64
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Reset", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: "int64"}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitReset = &value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers404 = &headers
+	case rsp.StatusCode == 429:
+		var headers EraseAccountResponse429Headers
+		if values := rsp.Header.Values("RateLimit-Limit"); len(values) > 0 {
+			var value int64
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: "int64"}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitLimit = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Remaining"); len(values) > 0 {
+			var value int64
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Remaining", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: "int64"}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitRemaining = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Reset"); len(values) > 0 {
+			var value int64
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Reset", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: "int64"}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitReset = &value
+		}
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int64
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: "int64"}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers429 = &headers
+	case rsp.StatusCode == 500:
+		var headers EraseAccountResponse500Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers500 = &headers
+	case rsp.StatusCode == 503:
+		var headers EraseAccountResponse503Headers
 		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
 			var value int64
 			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: "int64"}); err != nil {
@@ -16380,6 +17323,283 @@ func ParseRevokeTokenResponse(rsp *http.Response) (*RevokeTokenResponse, error) 
 		response.Headers500 = &headers
 	case rsp.StatusCode == 503:
 		var headers RevokeTokenResponse503Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int64
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: "int64"}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers503 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseGetUsageResponse parses an HTTP response from a GetUsageWithResponse call
+func ParseGetUsageResponse(rsp *http.Response) (*GetUsageResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &GetUsageResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest UsageList
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest BadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Forbidden
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest NotFound
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest TooManyRequests
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest InternalError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON500 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest ServiceUnavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON503 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 200:
+		var headers GetUsageResponse200Headers
+		if values := rsp.Header.Values("RateLimit-Limit"); len(values) > 0 {
+			var value int64
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: "int64"}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitLimit = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Remaining"); len(values) > 0 {
+			var value int64
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Remaining", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: "int64"}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitRemaining = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Reset"); len(values) > 0 {
+			var value int64
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Reset", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: "int64"}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitReset = &value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers200 = &headers
+	case rsp.StatusCode == 400:
+		var headers GetUsageResponse400Headers
+		if values := rsp.Header.Values("RateLimit-Limit"); len(values) > 0 {
+			var value int64
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: "int64"}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitLimit = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Remaining"); len(values) > 0 {
+			var value int64
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Remaining", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: "int64"}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitRemaining = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Reset"); len(values) > 0 {
+			var value int64
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Reset", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: "int64"}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitReset = &value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers400 = &headers
+	case rsp.StatusCode == 401:
+		var headers GetUsageResponse401Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers401 = &headers
+	case rsp.StatusCode == 403:
+		var headers GetUsageResponse403Headers
+		if values := rsp.Header.Values("RateLimit-Limit"); len(values) > 0 {
+			var value int64
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: "int64"}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitLimit = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Remaining"); len(values) > 0 {
+			var value int64
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Remaining", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: "int64"}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitRemaining = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Reset"); len(values) > 0 {
+			var value int64
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Reset", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: "int64"}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitReset = &value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers403 = &headers
+	case rsp.StatusCode == 404:
+		var headers GetUsageResponse404Headers
+		if values := rsp.Header.Values("RateLimit-Limit"); len(values) > 0 {
+			var value int64
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: "int64"}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitLimit = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Remaining"); len(values) > 0 {
+			var value int64
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Remaining", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: "int64"}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitRemaining = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Reset"); len(values) > 0 {
+			var value int64
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Reset", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: "int64"}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitReset = &value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers404 = &headers
+	case rsp.StatusCode == 429:
+		var headers GetUsageResponse429Headers
+		if values := rsp.Header.Values("RateLimit-Limit"); len(values) > 0 {
+			var value int64
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: "int64"}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitLimit = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Remaining"); len(values) > 0 {
+			var value int64
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Remaining", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: "int64"}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitRemaining = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Reset"); len(values) > 0 {
+			var value int64
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Reset", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: "int64"}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitReset = &value
+		}
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int64
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: "int64"}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers429 = &headers
+	case rsp.StatusCode == 500:
+		var headers GetUsageResponse500Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers500 = &headers
+	case rsp.StatusCode == 503:
+		var headers GetUsageResponse503Headers
 		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
 			var value int64
 			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: "int64"}); err != nil {

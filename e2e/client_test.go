@@ -270,6 +270,18 @@ func TestGeneratedClient(t *testing.T) {
 		if err != nil || events.JSON200 == nil || len(events.JSON200.Data) != 2 || events.JSON200.Data[0].Action != client.AuditEventActionAccountUpdate {
 			t.Fatalf("GET /audit-events: %v %d %s", err, events.StatusCode(), events.Body)
 		}
+		// Usage (docs/design.md §12): the manager reads its scope's, another
+		// tenant's account is 404 like GET /accounts/{id}.
+		month := client.GetUsageParamsGroupMonth
+		usage, err := fleetco.GetUsageWithResponse(ctx, &client.GetUsageParams{Group: &month})
+		if err != nil || usage.JSON200 == nil || usage.JSON200.Meta.Total != int64(len(usage.JSON200.Data)) {
+			t.Fatalf("GET /usage: %v %d %s", err, usage.StatusCode(), usage.Body)
+		}
+		foreign, err := c.bearer("northwind-all").GetUsageWithResponse(ctx, &client.GetUsageParams{AccountId: ptr(id)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		failure(t, foreign.HTTPResponse, foreign.JSON404, http.StatusNotFound, client.ErrorCodeNOTFOUND)
 		// Nullable fields (issue 19 item 18): the typed client sets a
 		// date, leaves it alone (unspecified: omitted from the body), and
 		// clears it with an explicit null.

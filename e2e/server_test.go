@@ -63,19 +63,27 @@ var listenRe = regexp.MustCompile(`"msg":"listening","addr":"([^"]+)"`)
 // test ends.
 func startServer(t *testing.T) string {
 	t.Helper()
+	db := storagetest.New(t)
+	if _, err := importfile.Load(context.Background(), db.DB, bytes.NewReader(demodata.File())); err != nil {
+		t.Fatalf("demo data: %v", err)
+	}
+	return serve(t, db.URL)
+}
+
+// serve builds cmd/fleetapi and runs `fleetapi serve` on the database at
+// dbURL, with the demo tokens allowed and the extra environment env, on a
+// free port of 127.0.0.1. It returns the server's origin; the server is
+// stopped (SIGTERM) when the test ends.
+func serve(t testing.TB, dbURL string, env ...string) string {
+	t.Helper()
 	bin := filepath.Join(t.TempDir(), "fleetapi")
 	build := exec.Command("go", "build", "-o", bin, "github.com/fleetapi/fleetapi/cmd/fleetapi")
 	if out, err := build.CombinedOutput(); err != nil {
 		t.Fatalf("go build: %v\n%s", err, out)
 	}
-	db := storagetest.New(t)
-	if _, err := importfile.Load(context.Background(), db.DB, bytes.NewReader(demodata.File())); err != nil {
-		t.Fatalf("demo data: %v", err)
-	}
-
 	var logs syncBuffer
 	cmd := exec.Command(bin, "serve", "--allow-demo-tokens") // the demo data's tokens are what it tests with
-	cmd.Env = append(cleanEnv(), "FLEET_DATABASE_URL="+db.URL, "FLEET_ADDR=127.0.0.1:0", "FLEET_DECISION_LOG=off")
+	cmd.Env = append(append(cleanEnv(), "FLEET_DATABASE_URL="+dbURL, "FLEET_ADDR=127.0.0.1:0", "FLEET_DECISION_LOG=off"), env...)
 	cmd.Stdout, cmd.Stderr = &logs, &logs
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)

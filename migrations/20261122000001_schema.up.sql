@@ -1,4 +1,4 @@
--- The whole data model of DESIGN §2–§5: the account tree, devices and
+-- The whole data model of docs/design.md §2–§5: the account tree, devices and
 -- subaccount grants, API tokens, and the tenant resources.
 CREATE EXTENSION IF NOT EXISTS pg_trgm;
 

@@ -1,4 +1,4 @@
--- Indexes for the list paths of DESIGN §5.
+-- Indexes for the list paths of docs/design.md §5.
 --
 -- Free-text search is a case-insensitive substring match (ILIKE '%x%'):
 -- trigram GIN indexes let PostgreSQL answer it without reading every row.

@@ -1,4 +1,4 @@
--- The audit trail of management writes (DESIGN §9): one row per change,
+-- The audit trail of management writes (docs/design.md §9): one row per change,
 -- written in the transaction of the change. Rows name accounts and tokens
 -- by id without foreign keys: the trail must outlive and never cascade with
 -- what it records. changes is {"field": {"before": x, "after": y}} and never

@@ -1,4 +1,4 @@
--- The account tree has fixed levels (DESIGN §2, issue 19): admin →
+-- The account tree has fixed levels (docs/design.md §2, issue 19): admin →
 -- manager → user → subaccount. A manager sits at the top or directly under
 -- an admin; a user at the top or directly under a manager or an admin; a
 -- subaccount directly under a user; an admin at the top. So an account has
@@ -7,7 +7,7 @@
 -- writes (the API, the import, SQL by hand).
 --
 -- A database that already holds another shape (a manager under a manager,
--- which DESIGN §9's old wording let an admin create) is refused, with the
+-- which docs/design.md §9's old wording let an admin create) is refused, with the
 -- accounts named: nothing is rewritten silently. Move or remove them (the
 -- message says which), then run the migration again.
 DO $$

@@ -1,4 +1,4 @@
--- Usernames are unique compared case-insensitively after NFC (DESIGN §9,
+-- Usernames are unique compared case-insensitively after NFC (docs/design.md §9,
 -- issue 19 item 10): "Admin", "ADMIN" and "admin" are one username. The
 -- grammar that new usernames follow (storage.UsernamePattern, checked by
 -- the API and the import) admits ASCII letters only, so NFC changes none

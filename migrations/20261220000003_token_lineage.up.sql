@@ -1,4 +1,4 @@
--- Token lineage (DESIGN §9, issue 19 items 7 and 9): a token minted
+-- Token lineage (docs/design.md §9, issue 19 items 7 and 9): a token minted
 -- through POST /tokens records the token that minted it. Tokens made by
 -- the command line or the import have none. A minting token deleted with
 -- its account leaves its heirs without a parent.

@@ -1,4 +1,4 @@
--- Account-level rate limits (issue 21 item 1, DESIGN §12): an account's
+-- Account-level rate limits (issue 21 item 1, docs/design.md §12): an account's
 -- optional budget in requests per minute, shared by every token of the
 -- account and of its subaccounts. NULL: no account budget (each token keeps
 -- its own).

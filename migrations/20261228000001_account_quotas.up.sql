@@ -1,4 +1,4 @@
--- Quotas on what a customer creates (DESIGN §12, docs/management.md
+-- Quotas on what a customer creates (docs/design.md §12, docs/management.md
 -- "Quotas"): an account's overrides of the platform defaults
 -- (FLEET_QUOTA_*), each the largest number of the account's subaccounts
 -- (the accounts directly below it), active tokens, devices and passengers.

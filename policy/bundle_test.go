@@ -47,6 +47,17 @@ func newTestKeys(t testing.TB) testKeys {
 	return keys
 }
 
+// verification returns the verification of bundles signed with k's
+// private key (LoadBundleVerification of its public key file).
+func (k testKeys) verification(t testing.TB) *BundleVerification {
+	t.Helper()
+	v, err := LoadBundleVerification(k.publicPEM)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return v
+}
+
 // embeddedRego returns the .rego files of the embedded set by path.
 func embeddedRego(t testing.TB) map[string]string {
 	t.Helper()
@@ -185,10 +196,7 @@ func TestLoadPolicySourceBundle(t *testing.T) {
 func TestBundleSignatures(t *testing.T) {
 	keys := newTestKeys(t)
 	wrong := newTestKeys(t)
-	verify, err := LoadBundleVerification(keys.publicPEM)
-	if err != nil {
-		t.Fatal(err)
-	}
+	verify := keys.verification(t)
 	files := embeddedRego(t)
 	signed := buildBundle(t, files, "r1", keys.private)
 
@@ -238,7 +246,7 @@ func TestBundleSignatures(t *testing.T) {
 		}
 	}
 	// New refuses the same way (start-up).
-	_, err = New(context.Background(), Options{Dir: writeTemp(t, "u.tar.gz", cases[0].bundle), BundleVerification: verify, Schema: ResourceList(testResources)})
+	_, err := New(context.Background(), Options{Dir: writeTemp(t, "u.tar.gz", cases[0].bundle), BundleVerification: verify, Schema: ResourceList(testResources)})
 	if err == nil {
 		t.Error("New loaded an unsigned bundle with a verification key")
 	}
@@ -270,8 +278,9 @@ func TestLoadBundleVerificationKey(t *testing.T) {
 }
 
 // TestBundleRefusals: a bundle that carries data documents, or its own
-// package fleet.api, or no module, is refused with a message naming it;
-// so is a directory with its own fleet.api.
+// package fleet.api (other than the routes file), or no module, is
+// refused with a message naming it; so is a directory with its own
+// fleet.api.
 func TestBundleRefusals(t *testing.T) {
 	files := embeddedRego(t)
 	withData := bundle.Bundle{Manifest: bundle.Manifest{Revision: "d"}, Data: map[string]any{"limits": map[string]any{"max": 1}}}
@@ -283,7 +292,7 @@ func TestBundleRefusals(t *testing.T) {
 		t.Fatal(err)
 	}
 	api := embeddedRego(t)
-	api["fleet/api/routes.rego"] = "package fleet.api\n\nroutes := [\"GET /me\"]\n"
+	api["fleet/own/routes.rego"] = "package fleet.api\n\nroutes := [\"GET /me\"]\n"
 
 	cases := []struct {
 		name   string
@@ -321,10 +330,7 @@ func TestBundleRefusals(t *testing.T) {
 // its revision carries the manifest revision.
 func TestNewFromBundle(t *testing.T) {
 	keys := newTestKeys(t)
-	verify, err := LoadBundleVerification(keys.publicPEM)
-	if err != nil {
-		t.Fatal(err)
-	}
+	verify := keys.verification(t)
 	path := writeTemp(t, "fleet.tar.gz", buildBundle(t, embeddedRego(t), "2026-11-22.1", keys.private))
 	e := newEngine(t, Options{Dir: path, BundleVerification: verify})
 	if !strings.HasPrefix(e.Revision(), "2026-11-22.1@") {

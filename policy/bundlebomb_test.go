@@ -173,10 +173,7 @@ const maxRefusalAlloc = 4 * MaxBundleSize
 func TestBundleBombsRefused(t *testing.T) {
 	ctx := context.Background()
 	keys := newTestKeys(t)
-	verify, err := LoadBundleVerification(keys.publicPEM)
-	if err != nil {
-		t.Fatal(err)
-	}
+	verify := keys.verification(t)
 	good := buildBundle(t, embeddedRego(t), "good", keys.private)
 	bombs := bundleBombs(t)
 

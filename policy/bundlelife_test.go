@@ -34,32 +34,6 @@ func returns(fn func()) bool {
 	}
 }
 
-// switchServer serves what its current handler says; the test swaps it.
-type switchServer struct {
-	mu      sync.Mutex
-	handler http.HandlerFunc
-	hits    atomic.Int64
-}
-
-func (s *switchServer) set(h http.HandlerFunc) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.handler = h
-}
-
-func (s *switchServer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	s.hits.Add(1)
-	s.mu.Lock()
-	h := s.handler
-	s.mu.Unlock()
-	h(w, r)
-}
-
-// serveBody answers every request with body, without an ETag.
-func serveBody(body []byte) http.HandlerFunc {
-	return func(w http.ResponseWriter, _ *http.Request) { _, _ = w.Write(body) }
-}
-
 // hang answers nothing until the client gives up or release is closed,
 // then 503.
 func hang(release <-chan struct{}) http.HandlerFunc {
@@ -160,10 +134,7 @@ func TestBundleURLHangs(t *testing.T) {
 func TestBundleURLStale(t *testing.T) {
 	ctx := context.Background()
 	keys := newTestKeys(t)
-	verify, err := LoadBundleVerification(keys.publicPEM)
-	if err != nil {
-		t.Fatal(err)
-	}
+	verify := keys.verification(t)
 	srv := &bundleServer{}
 	r1 := buildBundle(t, embeddedRego(t), "r1", keys.private)
 	srv.set(r1, `"e1"`)
@@ -280,12 +251,7 @@ func reloadCounts(t *testing.T, reader *sdkmetric.ManualReader) map[string]int64
 func TestBundlePollOncePerOutcome(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	keys := newTestKeys(t)
-	verify, err := LoadBundleVerification(keys.publicPEM)
-	if err != nil {
-		t.Fatal(err)
-	}
-	files := embeddedRego(t)
+	keys, verify, files := signedSet(t)
 	srv := &switchServer{}
 	srv.set(serveBody(buildBundle(t, files, "r1", keys.private)))
 	ts := httptest.NewServer(srv)
@@ -376,10 +342,7 @@ func reportsOpen(t *testing.T, e *Engine) bool {
 func TestBundleRollbackRefused(t *testing.T) {
 	ctx := context.Background()
 	keys := newTestKeys(t)
-	verify, err := LoadBundleVerification(keys.publicPEM)
-	if err != nil {
-		t.Fatal(err)
-	}
+	verify := keys.verification(t)
 	older := writeBundle(t, buildBundleSeq(t, embeddedRego(t), "2026-11-01", keys.private, 10))
 	newer := writeBundle(t, buildBundleSeq(t, closeReports(t), "2026-11-20", keys.private, 20))
 	sameSeq := writeBundle(t, buildBundleSeq(t, embeddedRego(t), "2026-11-21", keys.private, 20))

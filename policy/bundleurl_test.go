@@ -7,47 +7,10 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
 )
-
-// bundleServer serves one bundle at a time with an ETag, answering
-// If-None-Match with 304, as a bundle server (or an object store) does.
-type bundleServer struct {
-	mu       sync.Mutex
-	body     []byte
-	etag     string
-	requests int
-	notMod   int
-}
-
-func (s *bundleServer) set(body []byte, etag string) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.body, s.etag = body, etag
-}
-
-func (s *bundleServer) counts() (requests, notModified int) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.requests, s.notMod
-}
-
-func (s *bundleServer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.requests++
-	if r.Header.Get("If-None-Match") == s.etag {
-		s.notMod++
-		w.WriteHeader(http.StatusNotModified)
-		return
-	}
-	w.Header().Set("ETag", s.etag)
-	w.Header().Set("Content-Type", "application/gzip")
-	_, _ = w.Write(s.body)
-}
 
 // TestBundleURL: a bundle URL is fetched at start; a poll answered 304
 // reloads nothing; a new ETag and revision is loaded; with a verification
@@ -58,10 +21,7 @@ func TestBundleURL(t *testing.T) {
 	ctx := context.Background()
 	keys := newTestKeys(t)
 	wrong := newTestKeys(t)
-	verify, err := LoadBundleVerification(keys.publicPEM)
-	if err != nil {
-		t.Fatal(err)
-	}
+	verify := keys.verification(t)
 	files := embeddedRego(t)
 	srv := &bundleServer{}
 	srv.set(buildBundle(t, files, "r1", keys.private), `"e1"`)
@@ -153,12 +113,7 @@ func retamper(t *testing.T, files map[string]string, revision, key string) []byt
 func TestBundlePollLogsOnce(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	keys := newTestKeys(t)
-	verify, err := LoadBundleVerification(keys.publicPEM)
-	if err != nil {
-		t.Fatal(err)
-	}
-	files := embeddedRego(t)
+	keys, verify, files := signedSet(t)
 	srv := &bundleServer{}
 	srv.set(buildBundle(t, files, "r1", keys.private), `"e1"`)
 	var notFound atomic.Bool

@@ -14,7 +14,8 @@ import (
 // opts.Dir is the directory or bundle file, or opts.BundleURL the bundle
 // URL; opts.BundleVerification, when set, must verify the bundle's
 // signature, and a bundle is checked for its sequence (bundleOrder) as at
-// start-up. It writes a summary to w (the revision, the
+// start-up. It writes a summary to w (the revision, whether the set's
+// routes file is current (RoutesFileState), the
 // tests, the coverage and the compiled scopes) and returns the first
 // problem found.
 func Check(ctx context.Context, opts Options, w io.Writer) error {
@@ -28,7 +29,13 @@ func Check(ctx context.Context, opts Options, w io.Writer) error {
 		return fmt.Errorf("policy check %s: %w", dirName(dir), err)
 	}
 	fmt.Fprintf(w, "policy %s\nrevision %s\n", e.sourceName(), e.Revision())
-	if set := e.cur.Load().set; set.fromBundle {
+	set := e.cur.Load().set
+	if st := set.routesFileState(); st == "current" {
+		fmt.Fprintf(w, "routes file %s: current\n", RoutesModule)
+	} else {
+		fmt.Fprintf(w, "routes file %s: %s (fleetapi evaluates its own routes; OPA's tools read the file: fleetapi policy routes --write DIR)\n", RoutesModule, st)
+	}
+	if set.fromBundle {
 		if opts.BundleVerification != nil {
 			fmt.Fprintln(w, "signature: verified")
 		} else {

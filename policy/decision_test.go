@@ -45,7 +45,7 @@ var testStates = []state{
 		in.Account.ReadOnly = true
 	}},
 	{"read_only_token_none", func(in *Input) { in.Account.ReadOnly = true; in.Token.Permissions = nil }},
-	// state flows down the tree (DESIGN §2): the chain above the account
+	// state flows down the tree (docs/design.md §2): the chain above the account
 	{"above_ok", chain(ancestor(5, "user"), ancestor(3, "manager"), ancestor(1, "admin"))},
 	{"above_user_inactive", chain(ancestor(5, "user", inactiveA), ancestor(3, "manager"), ancestor(1, "admin"))},
 	{"above_user_expired", chain(ancestor(5, "user", expiredA), ancestor(3, "manager"), ancestor(1, "admin"))},
@@ -90,7 +90,7 @@ func chain(above ...AncestorInput) func(*Input) {
 	return func(in *Input) { in.Account.Chain = above }
 }
 
-// expectCode is an independent statement of DESIGN §2–§4 for the table:
+// expectCode is an independent statement of docs/design.md §2–§4 for the table:
 // the code Decide must return ("" = allow) and its details.
 func expectCode(in Input) (string, map[string]any) {
 	a := in.Account

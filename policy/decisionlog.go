@@ -24,7 +24,7 @@ const (
 // the policy revision: {"fleet": {"revision": ...}}.
 const BundleName = "fleet"
 
-// DecisionRecord is one line of the decision log (DESIGN §6, §10): an OPA
+// DecisionRecord is one line of the decision log (docs/design.md §6, §10): an OPA
 // decision-log event (the fields of OPA's logs plugin EventV1: labels,
 // decision_id, trace_id, span_id, revision, bundles, path, input, result,
 // erased, timestamp, metrics.timer_rego_query_eval_ns, custom), so that
@@ -65,7 +65,7 @@ type DecisionRecord struct {
 }
 
 // DecisionCustom are fleetapi's own fields of a decision record, under
-// its "custom" key (DESIGN §6).
+// its "custom" key (docs/design.md §6).
 type DecisionCustom struct {
 	// Route is "METHOD /template" of a route decision, "" for a
 	// management decision.

@@ -163,7 +163,7 @@ type snapshot struct {
 	unrestrictedQ rego.PreparedEvalQuery
 	scopeQ        map[Resource]*compile.Prepared
 	// manageQ, manageUnrestrictedQ and manageScopeQ are package
-	// fleet.manage's decision, unrestricted and scope rules (DESIGN §9).
+	// fleet.manage's decision, unrestricted and scope rules (docs/design.md §9).
 	manageQ             rego.PreparedEvalQuery
 	manageUnrestrictedQ rego.PreparedEvalQuery
 	manageScopeQ        *compile.Prepared
@@ -191,21 +191,18 @@ func New(ctx context.Context, opts Options) (*Engine, error) {
 		mp = otel.GetMeterProvider()
 	}
 	meter := mp.Meter(tracerName)
-	lookups, err := meter.Int64Counter("fleet.policy.cache",
-		metric.WithDescription("Policy answer cache lookups, by kind (decide, scope, permissions) and result (hit, miss)."))
-	if err != nil {
-		return nil, err
+	var counters [3]metric.Int64Counter
+	for i, c := range [...]struct{ name, desc string }{
+		{"fleet.policy.cache", "Policy answer cache lookups, by kind (decide, scope, permissions) and result (hit, miss)."},
+		{"fleet.policy.decisions", "Policy decisions, by code (ALLOW or the denial code) and action (route for a route decision, else the management action)."},
+		{"fleet.policy.reloads", "New policy sets checked for a hot reload, by result (ok: swapped in, refused: a check failed, the old set serves on)."},
+	} {
+		var err error
+		if counters[i], err = meter.Int64Counter(c.name, metric.WithDescription(c.desc)); err != nil {
+			return nil, err
+		}
 	}
-	decisions, err := meter.Int64Counter("fleet.policy.decisions",
-		metric.WithDescription("Policy decisions, by code (ALLOW or the denial code) and action (route for a route decision, else the management action)."))
-	if err != nil {
-		return nil, err
-	}
-	reloads, err := meter.Int64Counter("fleet.policy.reloads",
-		metric.WithDescription("New policy sets checked for a hot reload, by result (ok: swapped in, refused: a check failed, the old set serves on)."))
-	if err != nil {
-		return nil, err
-	}
+	lookups, decisions, reloads := counters[0], counters[1], counters[2]
 	labels, err := decisionLogLabels(opts.DecisionLogLabels)
 	if err != nil {
 		return nil, err

@@ -9,15 +9,15 @@ import (
 )
 
 // TestExportModules: the exported files are the set's modules without its
-// tests, plus the generated routes module under a real file name; a
-// missing directory is an error.
+// tests, the generated routes module among them; a missing directory is
+// an error.
 func TestExportModules(t *testing.T) {
 	out := t.TempDir()
 	written, err := ExportModules("", out)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !slices.Contains(written, exportedRoutesName) {
+	if !slices.Contains(written, RoutesModule) {
 		t.Errorf("no routes module in %v", written)
 	}
 	set, err := loadPolicySet("")
@@ -36,8 +36,8 @@ func TestExportModules(t *testing.T) {
 			t.Errorf("%s: %v", name, err)
 		}
 	}
-	got, err := os.ReadFile(filepath.Join(out, exportedRoutesName))
-	if err != nil || string(got) != string(routesModule()) {
+	got, err := os.ReadFile(filepath.Join(out, RoutesModule))
+	if err != nil || string(got) != string(RoutesSource()) {
 		t.Errorf("routes module: %v\n%s", err, got)
 	}
 	if _, err := ExportModules(filepath.Join(out, "missing"), t.TempDir()); err == nil {

@@ -11,8 +11,8 @@ import (
 	"github.com/fleetapi/fleetapi/tenancy"
 )
 
-// Input is the document the policy reads (DESIGN §6; JSON Schema in
-// rego/schemas/input.json).
+// Input is the document the policy reads (docs/design.md §6; JSON Schema in
+// schemas/input.json).
 type Input struct {
 	Request RequestInput `json:"request"`
 	Token   TokenInput   `json:"token"`
@@ -41,7 +41,7 @@ type AccountInput struct {
 	ReadOnly   bool     `json:"read_only"`
 	Privileges []string `json:"privileges"`
 	// Chain holds the accounts above this one, nearest first (its manager,
-	// that manager's manager, ...): their state flows down (DESIGN §2).
+	// that manager's manager, ...): their state flows down (docs/design.md §2).
 	Chain []AncestorInput `json:"chain"`
 	// ChainComplete is true when Chain is the whole chain to the top of the
 	// tree; false when it could not be loaded whole (a missing row, a loop,

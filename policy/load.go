@@ -34,11 +34,15 @@ type policySet struct {
 	// bundles (bundleOrder).
 	fromBundle bool
 	sequence   int64
+	// routesFile is the set's own RoutesModule file as it was read (nil:
+	// the set has none); the set evaluates the generated one in its place
+	// (setRoutesModule).
+	routesFile []byte
 }
 
 // loadPolicySet reads dir, or the embedded set when dir is "", parses its
-// Rego modules as Rego v1 and adds the generated module of the API routes
-// (routesModule). dir may also name an OPA bundle file (loadPolicySource
+// Rego modules as Rego v1 and sets the generated module of the API routes
+// (setRoutesModule). dir may also name an OPA bundle file (loadPolicySource
 // without signature verification).
 func loadPolicySet(dir string) (*policySet, error) {
 	return loadPolicySource(dir, nil)
@@ -179,18 +183,31 @@ func (s *policySet) addFile(name string, src []byte) error {
 }
 
 // finish checks that the set has modules and none of its own in package
-// fleet.api (the generated routes' package), then adds the routes module.
+// fleet.api (the generated routes' package) other than the routes file
+// RoutesModule, then sets the generated routes module in its place.
 func (s *policySet) finish(source string) (*policySet, error) {
 	if len(s.modules) == 0 {
 		return nil, fmt.Errorf("load policy: no .rego modules in %q", source)
 	}
 	apiPkg := ast.MustParseRef("data.fleet.api")
+	routes := ""
 	for _, name := range slices.Sorted(maps.Keys(s.modules)) {
-		if s.modules[name].Package.Path.Equal(apiPkg) {
-			return nil, fmt.Errorf("load policy %s: module %s declares package fleet.api, which fleetapi generates (data.fleet.api.routes from its routes): remove it from the set", source, name)
+		isAPI := s.modules[name].Package.Path.Equal(apiPkg)
+		switch {
+		case IsRoutesModule(name) && !isAPI:
+			return nil, fmt.Errorf("load policy %s: %s must declare package fleet.api (the routes file fleetapi generates), not %s", source, name, s.modules[name].Package.Path)
+		case IsRoutesModule(name) && routes != "":
+			return nil, fmt.Errorf("load policy %s: two routes files, %s and %s", source, routes, name)
+		case IsRoutesModule(name):
+			routes = name
+		case isAPI:
+			return nil, fmt.Errorf("load policy %s: module %s declares package fleet.api, which fleetapi generates (data.fleet.api.routes from its routes, the file %s): remove it from the set", source, name, RoutesModule)
 		}
 	}
-	if err := s.addRoutesModule(); err != nil {
+	if routes == "" {
+		routes = RoutesModule
+	}
+	if err := s.setRoutesModule(routes); err != nil {
 		return nil, err
 	}
 	return s, nil

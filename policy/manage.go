@@ -21,23 +21,29 @@ import (
 // Options.Resources; storage translates its Scope like theirs.
 const ManagementResource Resource = "accounts"
 
-// The management actions of DESIGN §9 (input.action).
+// The management actions of docs/design.md §9 (input.action).
+// ActionUsageRead is a read (GET /usage, docs/design.md §12): the policy
+// decides whose usage a caller may read; it writes nothing and is not
+// audited.
 const (
+	ActionUsageRead     = "usage.read"
 	ActionAccountCreate = "account.create"
 	ActionAccountUpdate = "account.update"
 	ActionGrantsReplace = "grants.replace"
 	ActionObjectCreate  = "object.create"
 	ActionObjectMove    = "object.move"
-	ActionTokenCreate   = "token.create"
-	ActionTokenRevoke   = "token.revoke"
+	// ActionAccountErase erases an account's subtree (docs/design.md §12).
+	ActionAccountErase = "account.erase"
+	ActionTokenCreate  = "token.create"
+	ActionTokenRevoke  = "token.revoke"
 )
 
 // CodeManagementDenied is the code of every management denial; its
-// details.reason names the rule (DESIGN §4, §9).
+// details.reason names the rule (docs/design.md §4, §9).
 const CodeManagementDenied = "MANAGEMENT_DENIED"
 
 // ManagementInput is the document data.fleet.manage.decision reads
-// (rego/schemas/manage_input.json): the caller as in Input, its token with
+// (schemas/manage_input.json): the caller as in Input, its token with
 // the limits a new token must stay within, the action, the account acted
 // on and the fields asked for.
 type ManagementInput struct {
@@ -52,7 +58,7 @@ type ManagementInput struct {
 	// otherwise); the policy checks it again.
 	Target *TargetInput `json:"target"`
 	// Limits are the caller's own account limits, which what it sets on
-	// the accounts it manages stays within (DESIGN §12).
+	// the accounts it manages stays within (docs/design.md §12).
 	Limits AccountLimits `json:"limits"`
 	// Change holds the fields asked for, as JSON values (strings, numbers,
 	// booleans, nil, []string, []any, map[string]any): account.create the
@@ -62,10 +68,6 @@ type ManagementInput struct {
 	// "account_id"}; token.create TokenChange's. Never a
 	// secret.
 	Change map[string]any `json:"change"`
-	// Quotas, when not nil, are the caller's own quota limits in force
-	// (DESIGN §12): quota name → limit, nil for unlimited. The Go side
-	// sets them for an account.update that asks for quotas.
-	Quotas map[string]*int64 `json:"quotas,omitempty"`
 }
 
 // ManagementToken holds the facts of the calling token that the
@@ -89,6 +91,10 @@ type AccountLimits struct {
 	// RateLimit is the account's rate_limit in requests per minute; nil:
 	// it has none.
 	RateLimit *int `json:"rate_limit"`
+	// Quotas, when not nil, are the caller's own quota limits in force
+	// (docs/design.md §12): quota name → limit, nil for unlimited. The Go side
+	// sets them for an account.update that asks for quotas.
+	Quotas map[string]*int64 `json:"quotas,omitempty"`
 }
 
 // TargetInput holds the facts of the account a management action is on.
@@ -193,17 +199,17 @@ func (in ManagementInput) value() (ast.Object, error) {
 	if err != nil {
 		return nil, fmt.Errorf("policy: management change: %w", err)
 	}
-	items := []*ast.Term{}
-	if in.Quotas != nil {
+	limits := ast.NewObject(ast.Item(ast.InternedTerm("rate_limit"), accountRate))
+	if in.Limits.Quotas != nil {
 		q := ast.NewObject()
-		for name, v := range in.Quotas {
+		for name, v := range in.Limits.Quotas {
 			t := ast.InternedNullTerm
 			if v != nil {
 				t = intTerm(*v)
 			}
 			q.Insert(ast.StringTerm(name), t)
 		}
-		items = append(items, ast.InternedTerm("quotas"), ast.NewTerm(q))
+		limits.Insert(ast.InternedTerm("quotas"), ast.NewTerm(q))
 	}
 	obj := ast.NewObject(
 		ast.Item(ast.InternedTerm("account"), accountTerm(in.Account)),
@@ -214,14 +220,11 @@ func (in ManagementInput) value() (ast.Object, error) {
 			ast.Item(ast.InternedTerm("rate_limit"), rate),
 			ast.Item(ast.InternedTerm("generation"), intTerm(int64(in.Token.Generation))),
 		)),
-		ast.Item(ast.InternedTerm("limits"), ast.ObjectTerm(ast.Item(ast.InternedTerm("rate_limit"), accountRate))),
+		ast.Item(ast.InternedTerm("limits"), ast.NewTerm(limits)),
 		ast.Item(ast.InternedTerm("action"), ast.StringTerm(in.Action)),
 		ast.Item(ast.InternedTerm("target"), target),
 		ast.Item(ast.InternedTerm("change"), ast.NewTerm(cv)),
 	)
-	for i := 0; i < len(items); i += 2 {
-		obj.Insert(items[i], items[i+1])
-	}
 	return obj, nil
 }
 
@@ -338,7 +341,7 @@ func (e *snapshot) prepareManagement(ctx context.Context) error {
 	}
 	for _, rule := range []string{"decision", "accounts", "unrestricted"} {
 		if len(e.compiler.GetRulesExact(ast.MustParseRef("data.fleet.manage."+rule))) == 0 {
-			return fmt.Errorf("the policy has no rule data.fleet.manage.%s (DESIGN §9)", rule)
+			return fmt.Errorf("the policy has no rule data.fleet.manage.%s (docs/design.md §9)", rule)
 		}
 	}
 	var err error

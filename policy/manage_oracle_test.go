@@ -14,7 +14,7 @@ import (
 	"github.com/fleetapi/fleetapi/tenancy"
 )
 
-// The escalation oracle: an independent reading of DESIGN §9 in Go,
+// The escalation oracle: an independent reading of docs/design.md §9 in Go,
 // written from its text and not from the Rego, compared with
 // DecideManagement on generated cases: every caller type × action ×
 // target relation × field change, on random trees.
@@ -276,7 +276,7 @@ func cutSuffix(s, suffix string) (string, bool) {
 // oDecide is the oracle's answer: "" (allowed) or the reason, in the
 // precedence of docs/policy.md.
 func oDecide(t *oTree, c oCase) string {
-	known := []string{ActionAccountCreate, ActionAccountUpdate, ActionGrantsReplace, ActionObjectCreate, ActionObjectMove, ActionTokenCreate, ActionTokenRevoke}
+	known := []string{ActionAccountCreate, ActionAccountUpdate, ActionGrantsReplace, ActionObjectCreate, ActionObjectMove, ActionTokenCreate, ActionTokenRevoke, ActionUsageRead, ActionAccountErase}
 	if !slices.Contains(known, c.action) {
 		return "unknown_action"
 	}
@@ -292,6 +292,11 @@ func oDecide(t *oTree, c oCase) string {
 	if c.action == ActionGrantsReplace && c.target.typ != "subaccount" || (c.action == ActionObjectCreate || c.action == ActionObjectMove) && c.target.typ == "subaccount" {
 		return "wrong_target_type"
 	}
+	// docs/design.md §12: "an admin or the account's manager" erases an account;
+	// an admin account is the operator's own and is never erased.
+	if c.action == ActionAccountErase && c.target.typ == "admin" {
+		return "wrong_target_type"
+	}
 	// "PATCH accepts only the fields listed"; "type and manager_id never
 	// change through the API".
 	if c.action == ActionAccountUpdate {
@@ -304,7 +309,8 @@ func oDecide(t *oTree, c oCase) string {
 	// "Nobody changes its own active, read_only, account_expire,
 	// account_expire_dt or privileges"; its own devices are its limits too.
 	if c.target != nil && c.target.id == c.caller.id {
-		if c.action == ActionGrantsReplace {
+		// "never one's own account" (docs/design.md §12)
+		if c.action == ActionGrantsReplace || c.action == ActionAccountErase {
 			return "own_account"
 		}
 		if c.action == ActionAccountUpdate {
@@ -316,7 +322,7 @@ func oDecide(t *oTree, c oCase) string {
 		}
 	}
 	// "never above the setter's own account limit when it has one"
-	// (DESIGN §12); none (null) is above any limit.
+	// (docs/design.md §12); none (null) is above any limit.
 	if (c.action == ActionAccountCreate || c.action == ActionAccountUpdate) && c.limit != nil {
 		if v, ok := c.change["rate_limit"]; ok {
 			if n, isInt := v.(int); !isInt || n > *c.limit {
@@ -379,7 +385,7 @@ func oDecide(t *oTree, c oCase) string {
 			}
 		}
 		// "A token of MaxTokenGeneration mints no more" (the lineage's
-		// bound, DESIGN §9 and docs/decisions.md).
+		// bound, docs/design.md §9 and docs/decisions.md).
 		if c.token.Generation >= tenancy.MaxTokenGeneration {
 			return "exceeds_token"
 		}
@@ -393,7 +399,10 @@ var (
 	// oracleLaterActions are actions added after the oracle's random
 	// stream was fixed: their cases come from a stream of their own
 	// (oracleCases), so that the cases of the others stay what they were.
-	oracleLaterActions = []string{ActionObjectMove}
+	oracleLaterActions = []string{ActionObjectMove, ActionAccountErase}
+	// oracleUsageActions are the reads the decision knows (docs/design.md §12:
+	// "GET /usage in the management scope"), from a third stream.
+	oracleUsageActions = []string{ActionUsageRead}
 	oracleRelations    = []string{"self", "child", "grandchild", "sibling", "parent", "ancestor", "descendant", "other_tenant", "top"}
 	oracleHeld         = [][]string{{"*"}, {"GET *"}, {"GET /services", "POST /tokens"}, {"GET *", "POST /tokens"}, {"POST *", "GET /events/{id}"}}
 	oracleAsked        = []string{"*", "GET *", "POST *", "GET /services", "GET /events/{id}", "POST /passengers", "DELETE /tokens/{id}", "POST /tokens"}
@@ -417,7 +426,9 @@ func oracleCases(t *oTree, r *rand.Rand) []oCase {
 	out := oracleCasesOf(t, r, oracleActions)
 	// A stream of its own, seeded from the tree (not drawn from r).
 	later := rand.New(rand.NewPCG(oracleSeed^uint64(len(t.ids)), uint64(len(out))))
-	return append(out, oracleCasesOf(t, later, oracleLaterActions)...)
+	out = append(out, oracleCasesOf(t, later, oracleLaterActions)...)
+	usage := rand.New(rand.NewPCG(oracleSeed^uint64(len(t.ids))^0x75736167, uint64(len(out))))
+	return append(out, oracleCasesOf(t, usage, oracleUsageActions)...)
 }
 
 // oracleCasesOf generates oracleCases' cases of the given actions with r.
@@ -589,7 +600,7 @@ func (c oCase) input(t *oTree) ManagementInput {
 		in.Account.Privileges = []string{}
 	}
 	if _, ok := c.change["quotas"]; ok && c.action == ActionAccountUpdate {
-		in.Quotas = oCallerQuotas(c)
+		in.Limits.Quotas = oCallerQuotas(c)
 	}
 	if c.target != nil {
 		in.Target = &TargetInput{ID: c.target.id, Type: c.target.typ, ManagerID: c.target.manager,
@@ -638,7 +649,7 @@ func TestManagementOracleCatchesMutations(t *testing.T) {
 		"devices unchecked":                              {"not d in object.get(input.target, \"owned_imei\", [])", "d == false"},
 		"GET * covers POST routes":                       {`sprintf("%s *", [method]) in input.token.permissions`, `"GET *" in input.token.permissions`},
 		"own quotas changeable":                          {`own_limits := {"active", "read_only", "account_expire", "account_expire_dt", "privileges", "rate_limit", "quotas"}`, `own_limits := {"active", "read_only", "account_expire", "account_expire_dt", "privileges", "rate_limit"}`},
-		"quota above one's own":                          {"v <= input.quotas[q]", "v >= 0"},
+		"quota above one's own":                          {"v <= input.limits.quotas[q]", "v >= 0"},
 		"admin creates a manager under a manager": {"input.change.type == \"user\"\n\tunder_target\n\tinput.target.type == \"manager\"",
 			"input.change.type in {\"manager\", \"user\"}\n\tunder_target\n\tinput.target.type == \"manager\""},
 		"a manager mints for a sub-manager": {`input.target.type in {"user", "subaccount"}`, `input.target.type in {"user", "subaccount", "manager"}`},

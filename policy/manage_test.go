@@ -217,9 +217,9 @@ func TestNewManagementInput(t *testing.T) {
 }
 
 // TestManagementInputSchema: the documents DecideManagement evaluates
-// match rego/schemas/manage_input.json, and so does its example.
+// match schemas/manage_input.json, and so does its example.
 func TestManagementInputSchema(t *testing.T) {
-	doc, match := schemaMatcher(t, "rego/schemas/manage_input.json")
+	doc, match := schemaMatcher(t, "schemas/manage_input.json")
 	today := time.Date(2026, 1, 15, 0, 0, 0, 0, time.UTC)
 	exp := today.AddDate(0, 3, 0)
 	p := tenancy.Principal{Token: tenancy.Token{ID: 1, Permissions: []string{"GET *"}, ExpiresAt: &exp},

@@ -89,9 +89,9 @@ func TestRegoFormatted(t *testing.T) {
 }
 
 // TestInputSchema: the inputs NewInput builds, and the schema's own
-// example, match rego/schemas/input.json.
+// example, match schemas/input.json.
 func TestInputSchema(t *testing.T) {
-	doc, match := schemaMatcher(t, "rego/schemas/input.json")
+	doc, match := schemaMatcher(t, "schemas/input.json")
 	today := time.Date(2026, 3, 1, 0, 0, 0, 0, time.UTC)
 	p := tenancy.Principal{
 		Token:   tenancy.Token{ID: 1, Permissions: []string{"GET /services", "*", "GET *"}},

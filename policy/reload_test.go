@@ -130,7 +130,7 @@ func TestReloadSwapsAndRefuses(t *testing.T) {
 		{"failing test", "fleet/manage/manage_test.rego", "\ntest_broken if false\n", "policy tests failed"},
 		{"untranslatable scope", "fleet/scope/scope.rego", "\nevents if input.events.day_time.mon == true\n", `scope rule "events"`},
 		{"unrestricted non-admin", "fleet/scope/scope.rego", "\nunrestricted if input.account.type == \"user\"\n", "unrestricted"},
-		{"own fleet.api", "fleet/api/routes.rego", "package fleet.api\n\nroutes := []\n", "package fleet.api"},
+		{"own fleet.api", "fleet/own/routes.rego", "package fleet.api\n\nroutes := []\n", "package fleet.api"},
 	}
 	for _, c := range broken {
 		t.Run(c.name, func(t *testing.T) {

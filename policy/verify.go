@@ -23,7 +23,7 @@ func samplePrincipal(accountType string) Input {
 	return in
 }
 
-// accountTypes are the account types of DESIGN §2.
+// accountTypes are the account types of docs/design.md §2.
 func accountTypes() []string { return []string{"admin", "manager", "user", "subaccount"} }
 
 // verify checks, for a sample principal of every account type, that the

@@ -61,7 +61,7 @@ func accountAudit(a Account) map[string]any {
 	}
 }
 
-// CreateAccount stores a new account a (account.create, DESIGN §9) in one
+// CreateAccount stores a new account a (account.create, docs/design.md §9) in one
 // transaction with its audit row: its manager, when it has one, must be in
 // scope, the caller's management scope (ErrNotFound otherwise). The policy
 // has already allowed the creation. With idem, a retry with the same
@@ -112,7 +112,7 @@ type AccountPatch struct {
 	Quotas map[Quota]*int64
 }
 
-// UpdateAccount applies patch to the account id (account.update, DESIGN
+// UpdateAccount applies patch to the account id (account.update, docs/design.md
 // §9) in one transaction with its audit row, which records exactly the
 // fields whose value changed. The account must be in scope (ErrNotFound
 // otherwise); the policy has already allowed the change.

@@ -19,7 +19,7 @@ import (
 // with it.
 var accountsScope = describeAccounts()
 
-// Accounts is the list of managed accounts (GET /accounts, DESIGN §9):
+// Accounts is the list of managed accounts (GET /accounts, docs/design.md §9):
 // the accounts table under the management scope. It is not a tenant
 // resource (Descriptors, Resources).
 var Accounts = Model[Account]{accountsScope}

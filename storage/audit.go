@@ -24,7 +24,7 @@ import (
 )
 
 // AuditEvents is the audit trail of management writes (GET /audit-events,
-// DESIGN §9). It is listed through the management scope: a row is visible
+// docs/design.md §9). It is listed through the management scope: a row is visible
 // when its target_account_id is an account the caller manages. It is not a
 // tenant resource (Descriptors, Resources): no data.fleet.scope rule.
 var AuditEvents = Model[AuditEvent]{scopedByAccounts[AuditEvent]("target_account_id")}
@@ -112,7 +112,7 @@ func sameJSON(a, b any) (bool, error) {
 
 // ErrSecretInAudit is returned for an audit event whose changes name a
 // secret-like field, hold binary data, or hold a value that is a token
-// secret or a stored token hash: the audit trail never stores one (DESIGN
+// secret or a stored token hash: the audit trail never stores one (docs/design.md
 // §9). A client's value that is one is reported as a *SecretValueError.
 var ErrSecretInAudit = errors.New("audit: a secret or hash in the changes")
 
@@ -213,7 +213,7 @@ func secretValue(field string, v reflect.Value, depth int, candidates map[string
 }
 
 // tokenCandidates returns the token hashes s could reveal: the hash of
-// every token-format secret in it (DESIGN §3: "flt_" and 32 base62
+// every token-format secret in it (docs/design.md §3: "flt_" and 32 base62
 // characters, anywhere in the text), and s itself decoded when, whole, it
 // has the form of a SHA-256 digest (64 hex digits, or 32 bytes in base64,
 // padded or not, standard or URL alphabet). A value that has none of these
@@ -275,11 +275,16 @@ func storedSecrets(ctx context.Context, db bun.IDB, candidates map[string][][]by
 func writeAuditEvent(ctx context.Context, db bun.IDB, ev *AuditEvent) error {
 	switch ev.Action {
 	case policy.ActionAccountCreate, policy.ActionAccountUpdate, policy.ActionGrantsReplace,
-		policy.ActionObjectCreate, policy.ActionObjectMove, policy.ActionTokenCreate, policy.ActionTokenRevoke:
+		policy.ActionObjectCreate, policy.ActionObjectMove, policy.ActionTokenCreate, policy.ActionTokenRevoke,
+		policy.ActionAccountErase:
 	default:
 		return fmt.Errorf("audit: unknown action %q", ev.Action)
 	}
-	if ev.ActorAccountID <= 0 || ev.TargetAccountID <= 0 || ev.TargetID <= 0 {
+	// The operator's erase through the command line has no account or
+	// token of its own: actor 0, with the command's request id.
+	operator := ev.Action == policy.ActionAccountErase && ev.RequestID == OperatorRequestID &&
+		ev.ActorAccountID == 0 && ev.ActorTokenID == 0
+	if !operator && ev.ActorAccountID <= 0 || ev.TargetAccountID <= 0 || ev.TargetID <= 0 {
 		return fmt.Errorf("audit: %s without actor or target (actor %d, target account %d, target %d)",
 			ev.Action, ev.ActorAccountID, ev.TargetAccountID, ev.TargetID)
 	}
@@ -310,7 +315,7 @@ type Actor struct {
 	TraceID   string
 }
 
-// ManagementWrite is one management write (DESIGN §9): the accounts it
+// ManagementWrite is one management write (docs/design.md §9): the accounts it
 // acts on, which must be in the caller's management scope, and the change,
 // which runs in the transaction and returns the audit event of what it
 // did (action, target and changes; the actor is filled in).

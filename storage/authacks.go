@@ -29,7 +29,7 @@ type AuthAcks struct {
 const awaitPoll = 20 * time.Millisecond
 
 // AwaitAuthAcks returns once every replica's authentication cache serves
-// nothing older than the changes committed on db before the call (DESIGN
+// nothing older than the changes committed on db before the call (docs/design.md
 // §9: the next request on every replica sees them). It takes a change
 // sequence number and announces it on AuthChannel ("ack:<seq>", delivered
 // after the notifications of every change committed before), then waits

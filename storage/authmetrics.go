@@ -19,35 +19,32 @@ const authMeterName = "github.com/fleetapi/fleetapi/storage/auth"
 // cache is trusted). Every label value is from a fixed set.
 func (l *AuthListener) RegisterMetrics(mp metric.MeterProvider) error {
 	m := mp.Meter(authMeterName)
-	lookups, err := m.Int64ObservableCounter("fleet.auth.cache",
-		metric.WithDescription("Authentication cache lookups, by result (hit, miss, bypass: no trusted cache)."))
-	if err != nil {
-		return err
+	var inst [5]metric.Int64Observable
+	for i, d := range []struct {
+		name, desc string
+		gauge      bool
+	}{
+		{"fleet.auth.cache", "Authentication cache lookups, by result (hit, miss, bypass: no trusted cache).", false},
+		{"fleet.auth.cache.invalidations", "Invalidation events applied to the authentication cache (a token, an account, a clear).", false},
+		{"fleet.auth.cache.evictions", "Principals dropped from the authentication cache to keep its size bound.", false},
+		{"fleet.auth.cache.entries", "Principals held by the authentication cache.", true},
+		{"fleet.auth.listener.connected", "1 while the invalidation listener is connected and the authentication cache trusted, else 0.", true},
+	} {
+		var err error
+		if d.gauge {
+			inst[i], err = m.Int64ObservableGauge(d.name, metric.WithDescription(d.desc))
+		} else {
+			inst[i], err = m.Int64ObservableCounter(d.name, metric.WithDescription(d.desc))
+		}
+		if err != nil {
+			return err
+		}
 	}
-	inval, err := m.Int64ObservableCounter("fleet.auth.cache.invalidations",
-		metric.WithDescription("Invalidation events applied to the authentication cache (a token, an account, a clear)."))
-	if err != nil {
-		return err
-	}
-	evict, err := m.Int64ObservableCounter("fleet.auth.cache.evictions",
-		metric.WithDescription("Principals dropped from the authentication cache to keep its size bound."))
-	if err != nil {
-		return err
-	}
-	entries, err := m.Int64ObservableGauge("fleet.auth.cache.entries",
-		metric.WithDescription("Principals held by the authentication cache."))
-	if err != nil {
-		return err
-	}
-	connected, err := m.Int64ObservableGauge("fleet.auth.listener.connected",
-		metric.WithDescription("1 while the invalidation listener is connected and the authentication cache trusted, else 0."))
-	if err != nil {
-		return err
-	}
+	lookups, inval, evict, entries, connected := inst[0], inst[1], inst[2], inst[3], inst[4]
 	result := func(r tenancy.CacheOutcome) metric.ObserveOption {
 		return metric.WithAttributes(attribute.String("result", string(r)))
 	}
-	_, err = m.RegisterCallback(func(_ context.Context, o metric.Observer) error {
+	_, err := m.RegisterCallback(func(_ context.Context, o metric.Observer) error {
 		s := l.cache.Stats()
 		o.ObserveInt64(lookups, int64(s.Hits), result(tenancy.CacheHit))
 		o.ObserveInt64(lookups, int64(s.Misses), result(tenancy.CacheMiss))

@@ -79,12 +79,14 @@ func (o Options) withDefaults() Options {
 // connect; call Ping or EnsureDatabase for that.
 func Open(dsn string, opts Options) *bun.DB {
 	opts = opts.withDefaults()
+	epoch := &poolEpoch{}
 	connector := pgdriver.NewConnector(
 		pgdriver.WithDSN(dsn),
 		pgdriver.WithDialTimeout(opts.DialTimeout),
 		pgdriver.WithReadTimeout(opts.ReadTimeout),
 		pgdriver.WithWriteTimeout(opts.WriteTimeout),
-		pgdriver.WithResetSessionFunc(discardDeadConn),
+		pgdriver.WithResetSessionFunc(epoch.discardDeadConn),
+		epoch.dialer(),
 	)
 	sqldb := sql.OpenDB(connector)
 	sqldb.SetMaxOpenConns(opts.MaxOpenConns)
@@ -108,7 +110,7 @@ func Open(dsn string, opts Options) *bun.DB {
 		otelsql.ReportDBStatsMetrics(sqldb, otelsql.WithMeterProvider(opts.MeterProvider),
 			otelsql.WithAttributes(poolAttrs...))
 	}
-	return db.WithQueryHook(bunotel.NewQueryHook(hookOpts...))
+	return db.WithQueryHook(epoch).WithQueryHook(bunotel.NewQueryHook(hookOpts...))
 }
 
 // EnsureDatabase creates the database named in dsn when it does not exist,

@@ -312,7 +312,7 @@ func kindOf(f *schema.Field) (FieldKind, error) {
 	return 0, fmt.Errorf("field %s: no list kind for %s (bun type %q)", f.Name, f.IndirectType, f.UserSQLType)
 }
 
-// scopeColumn adds the scope columns a model column brings (DESIGN §6):
+// scopeColumn adds the scope columns a model column brings (docs/design.md §6):
 // account_id brings itself and the virtual manager_id (the owning
 // account's manager); imei brings the virtual granted_to (the subaccount
 // to which the row's device, or every device of its list, is granted), and

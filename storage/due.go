@@ -24,7 +24,7 @@ const (
 	DueSoon = "soon"
 )
 
-// DueService is a service record that is due (DESIGN §5, /services/due):
+// DueService is a service record that is due (docs/design.md §5, /services/due):
 // the record, the name of its object, what remains of each enabled
 // criterion (nil where the criterion is off), the due criteria and the
 // state.

@@ -27,6 +27,7 @@ var unscopedStore = map[string]string{
 	"CreateToken":          "tokens: the CLI",
 	"ListTokens":           "tokens: the CLI",
 	"RevokeToken":          "tokens: the CLI",
+	"EraseAccount":         "every table of a subtree: the CLI's tenant erase, a trusted operator job (the API's erase is EraseManagedAccount, scoped)",
 	"WithReplicas":         "routing configuration: no table",
 	"ScopesTranslated":     "a counter of the Store's scope translations, in memory: no table",
 	"ActivePrincipals":     "tokens and accounts: policy diff's callers (a trusted CLI job), before any scope exists",
@@ -35,6 +36,8 @@ var unscopedStore = map[string]string{
 	"QuotasOf":             "accounts: the calling principal's own account, for the policy's input",
 	"DefaultQuotas":        "configuration: no table",
 	"WithQuotas":           "configuration: no table",
+	"AddUsage":             "usage_daily: the servers' own counts of what they answered (metering), not a tenant table",
+	"ExportUsage":          "usage_daily and accounts: the operator's billing export (a trusted CLI job)",
 }
 
 // unscopedFuncs are the exported functions of package storage that take a

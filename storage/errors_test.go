@@ -113,7 +113,7 @@ func sqlstates(t *testing.T) []string {
 	return codes
 }
 
-// wantClass is the classification of DESIGN §4 and docs/decisions.md by
+// wantClass is the classification of docs/design.md §4 and docs/decisions.md by
 // SQLSTATE class: the sentinel, or nil for an error that stays unclassified
 // (a 500). clientValues says whether the statement carried the client's
 // values (Translate) or only the server's own (translateOwn).

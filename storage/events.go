@@ -8,11 +8,11 @@ import (
 	"github.com/uptrace/bun"
 )
 
-// Events is the events resource: GET /events and /events/{id} (spec §4.8, DESIGN §5).
+// Events is the events resource: GET /events and /events/{id} (docs/api.md §7, docs/design.md §5).
 var Events = declare[Event](counted)
 
 // Event is a row of events: an event rule naming a list of devices
-// (DESIGN §5). Its lists encode as [] and day_time as {} when empty.
+// (docs/design.md §5). Its lists encode as [] and day_time as {} when empty.
 type Event struct {
 	bun.BaseModel `bun:"table:events,alias:e"`
 

@@ -35,7 +35,7 @@ func (s *Store) inScope(ctx context.Context, scope policy.Scope, id int64) error
 }
 
 // GrantedObjects returns the page of the devices granted to the
-// subaccount id (GET /accounts/{id}/objects, DESIGN §9) that req selects.
+// subaccount id (GET /accounts/{id}/objects, docs/design.md §9) that req selects.
 // The account must be in scope, the caller's management scope
 // (ErrNotFound otherwise); the api has checked that it is a subaccount.
 func (s *Store) GrantedObjects(ctx context.Context, scope policy.Scope, id int64, req ListRequest) (Page[Object], error) {
@@ -78,7 +78,7 @@ func parentDevices(ctx context.Context, db bun.IDB, id int64, imei []string) ([]
 }
 
 // ReplaceGrants replaces the devices granted to the subaccount id with
-// imei (grants.replace, DESIGN §9) in one transaction with its audit row,
+// imei (grants.replace, docs/design.md §9) in one transaction with its audit row,
 // whose changes hold the sorted imei lists before and after (none when
 // they are equal). It returns the granted devices, ordered by id. The
 // account must be in scope (ErrNotFound otherwise); the policy has already
@@ -138,7 +138,7 @@ func objectAudit(o Object) map[string]any {
 }
 
 // CreateObject registers the device o for its account o.AccountID
-// (object.create, DESIGN §9) in one transaction with its audit row. The
+// (object.create, docs/design.md §9) in one transaction with its audit row. The
 // account must be in scope, the caller's management scope (ErrNotFound
 // otherwise); the policy has already allowed it. With idem, a retry with
 // the same request returns the first response (replayed) and writes
@@ -182,7 +182,7 @@ func (s *Store) ManagedObject(ctx context.Context, scope policy.Scope, id int64)
 	return o, nil
 }
 
-// MoveObject gives the device id to the account to (object.move, DESIGN
+// MoveObject gives the device id to the account to (object.move, docs/design.md
 // §9: an IMEI is one physical device, unique on the platform, so a device
 // changes hands instead of being registered twice) in one transaction
 // with its audit row. The device's owner and to must both be in scope, the

@@ -3,9 +3,11 @@ package storage_test
 import (
 	"bytes"
 	"context"
+	"io/fs"
 	"testing"
 	"time"
 
+	"github.com/fleetapi/fleetapi/migrations"
 	"github.com/fleetapi/fleetapi/storage"
 	"github.com/fleetapi/fleetapi/storage/importfile"
 	"github.com/fleetapi/fleetapi/storage/storagetest"
@@ -30,3 +32,28 @@ func importJSON(t *testing.T, db *storagetest.DB, data []byte) importfile.Result
 
 // generateToday is the fixed reference day of the tests on generated data.
 var generateToday = time.Date(2026, 11, 1, 0, 0, 0, 0, time.UTC)
+
+// migrationReplay opens a new database and reverts the migration named
+// version on it (its .down.sql), for a test that prepares data the
+// migration must handle and then applies it again: it returns the
+// database, a function that runs one statement there and the migration's
+// .up.sql.
+func migrationReplay(t *testing.T, version string) (db *storagetest.DB, exec func(q string, args ...any) error, up string) {
+	t.Helper()
+	file := func(name string) string {
+		b, err := fs.ReadFile(migrations.Files(), name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return string(b)
+	}
+	_, db = newStore(t)
+	exec = func(q string, args ...any) error {
+		_, err := db.ExecContext(context.Background(), q, args...)
+		return err
+	}
+	if err := exec(file(version + ".down.sql")); err != nil {
+		t.Fatal(err)
+	}
+	return db, exec, file(version + ".up.sql")
+}

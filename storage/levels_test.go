@@ -3,16 +3,14 @@ package storage_test
 import (
 	"context"
 	"errors"
-	"io/fs"
 	"strings"
 	"testing"
 
-	"github.com/fleetapi/fleetapi/migrations"
 	"github.com/fleetapi/fleetapi/storage"
 )
 
 // TestFixedLevelsInDatabase: the database refuses every shape outside the
-// fixed levels of DESIGN §2 (admin → manager → user → subaccount; a
+// fixed levels of docs/design.md §2 (admin → manager → user → subaccount; a
 // manager at the top or under an admin; a user at the top or under a
 // manager or an admin; a subaccount under a user), on insert, on a move
 // (manager_id) and on a change of type, whoever writes; and it accepts
@@ -79,28 +77,12 @@ func TestFixedLevelsInDatabase(t *testing.T) {
 
 // TestFixedLevelsMigrationRefusesNestedManagers: the migration that adds
 // the fixed levels refuses a database that holds another shape (the
-// nested managers DESIGN §9's old wording allowed), naming every such
+// nested managers docs/design.md §9's old wording allowed), naming every such
 // account, and changes nothing; once they are moved it applies.
 func TestFixedLevelsMigrationRefusesNestedManagers(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	_, db := newStore(t)
-	file := func(name string) string {
-		b, err := fs.ReadFile(migrations.Files(), name)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return string(b)
-	}
-	up, down := file("20261220000001_fixed_levels.up.sql"), file("20261220000001_fixed_levels.down.sql")
-	exec := func(q string, args ...any) error {
-		_, err := db.ExecContext(ctx, q, args...)
-		return err
-	}
-	// the database as it was before the migration
-	if err := exec(down); err != nil {
-		t.Fatal(err)
-	}
+	db, exec, up := migrationReplay(t, "20261220000001_fixed_levels")
 	for _, q := range []string{
 		"INSERT INTO accounts (username, type) VALUES ('old-parent', 'manager')",
 		"INSERT INTO accounts (username, type, manager_id) SELECT 'old-nested', 'manager', id FROM accounts WHERE username = 'old-parent'",

@@ -5,14 +5,97 @@ import (
 	"crypto/tls"
 	"database/sql/driver"
 	"errors"
+	"io"
 	"net"
+	"strings"
+	"sync/atomic"
+	"syscall"
 	"time"
 
+	"github.com/uptrace/bun"
 	"github.com/uptrace/bun/driver/pgdriver"
 )
 
+// poolEpoch tells a pool's connections made before the server behind its
+// address changed from those made after (docs/design.md §13). A statement that
+// fails because the server is read-only (SQLSTATE 25006: the address now
+// reaches a standby, the old primary demoted), is shutting down (class 57:
+// admin shutdown, crash shutdown, cannot connect now) or is gone (the
+// connection broke) starts a new epoch; every connection dialled in an
+// earlier epoch is then discarded the next time the pool would hand it out
+// (discardDeadConn), so that none of them is used for a write again, also
+// those idle in the pool that have not failed yet (to a frozen server they
+// would hang until their read timeout). pgdriver itself closes only the
+// connection that broke; a 25006 does not close any.
+type poolEpoch struct{ n atomic.Uint64 }
+
+// epochConn is a network connection stamped with the epoch it was dialled
+// in.
+type epochConn struct {
+	net.Conn
+	epoch uint64
+}
+
+// dialer stamps each new connection of the pool with the current epoch.
+func (p *poolEpoch) dialer() pgdriver.Option {
+	return func(conf *pgdriver.Config) {
+		dial := conf.Dialer
+		conf.Dialer = func(ctx context.Context, network, addr string) (net.Conn, error) {
+			epoch := p.n.Load()
+			nc, err := dial(ctx, network, addr)
+			if err != nil {
+				return nil, err
+			}
+			return &epochConn{Conn: nc, epoch: epoch}, nil
+		}
+	}
+}
+
+// stale reports whether nc was dialled before the current epoch.
+func (p *poolEpoch) stale(nc net.Conn) bool {
+	if t, ok := nc.(*tls.Conn); ok {
+		nc = t.NetConn()
+	}
+	ec, ok := nc.(*epochConn)
+	return ok && ec.epoch < p.n.Load()
+}
+
+// BeforeQuery implements bun.QueryHook.
+func (p *poolEpoch) BeforeQuery(ctx context.Context, _ *bun.QueryEvent) context.Context { return ctx }
+
+// AfterQuery implements bun.QueryHook: a statement that failed because the
+// server behind the address changed starts a new epoch.
+func (p *poolEpoch) AfterQuery(_ context.Context, ev *bun.QueryEvent) {
+	if serverChanged(ev.Err) {
+		p.n.Add(1)
+	}
+}
+
+// serverChanged reports whether err says that the server a connection
+// reaches is no longer a primary that serves it: read-only (25006), shutting
+// down or not accepting connections (class 57), or gone (the connection
+// broke or was refused). A client that went away (context.Canceled) or a
+// statement that ran out of time (context.DeadlineExceeded) says nothing
+// about the server.
+func serverChanged(err error) bool {
+	if err == nil || errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
+		return false
+	}
+	var pgErr pgdriver.Error
+	if errors.As(err, &pgErr) {
+		code := pgErr.Field('C')
+		return code == "25006" || strings.HasPrefix(code, "57P")
+	}
+	var netErr net.Error
+	return errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) ||
+		errors.Is(err, syscall.EPIPE) || errors.Is(err, syscall.ECONNRESET) ||
+		errors.Is(err, syscall.ECONNREFUSED) || errors.As(err, &netErr)
+}
+
 // discardDeadConn is the pool's check of an idle connection before it is
-// used again. A connection the server terminated (it sent FATAL and
+// used again. A connection dialled before the pool's current epoch
+// (poolEpoch: the server behind the address changed since) is discarded.
+// A connection the server terminated (it sent FATAL and
 // closed), or the network closed or reset, while it sat idle would fail
 // the next statement with io.EOF or a reset: a 503 for a request that a
 // live connection could have served. An idle connection has nothing to
@@ -21,9 +104,15 @@ import (
 // it is discarded with driver.ErrBadConn, and database/sql takes another
 // or dials a new one. The read is skipped on TLS, where a timed-out read
 // is not guaranteed to leave the stream intact.
-func discardDeadConn(_ context.Context, cn *pgdriver.Conn) error {
+func (p *poolEpoch) discardDeadConn(_ context.Context, cn *pgdriver.Conn) error {
 	nc := cn.Conn()
-	if _, isTLS := nc.(*tls.Conn); isTLS || nc == nil {
+	if nc == nil {
+		return nil
+	}
+	if p.stale(nc) {
+		return driver.ErrBadConn
+	}
+	if _, isTLS := nc.(*tls.Conn); isTLS {
 		return nil
 	}
 	if err := nc.SetReadDeadline(time.Now()); err != nil {

@@ -2,8 +2,6 @@ package storage_test
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"sync"
 	"testing"
 
@@ -20,20 +18,8 @@ import (
 func TestConcurrentStarts(t *testing.T) {
 	const starts = 6
 	ctx := context.Background()
-	server := storagetest.ServerURL(t)
 	for round := range 3 {
-		var b [6]byte
-		_, _ = rand.Read(b[:])
-		name := "fleetapi_test_starts_" + hex.EncodeToString(b[:])
-		dsn, err := storage.WithDatabase(server, name)
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() {
-			a := storage.Open(server, storage.Options{MaxOpenConns: 1})
-			defer a.Close()
-			_, _ = a.ExecContext(context.Background(), "DROP DATABASE IF EXISTS "+name+" WITH (FORCE)")
-		})
+		name, dsn := storagetest.UnusedDatabase(t, "fleetapi_test_starts_")
 		migrateDSN := dsn
 		if round == 0 { // the database exists: only the migrations race
 			if err := storage.EnsureDatabase(ctx, dsn); err != nil {

@@ -9,8 +9,8 @@ import (
 	"github.com/fleetapi/fleetapi/tenancy"
 )
 
-// Account is a row of accounts: one node of the tenancy tree (DESIGN §2).
-// Its JSON form is the managed account of DESIGN §9 (real booleans,
+// Account is a row of accounts: one node of the tenancy tree (docs/design.md §2).
+// Its JSON form is the managed account of docs/design.md §9 (real booleans,
 // manager_id and account_expire_dt null when unset).
 type Account struct {
 	bun.BaseModel `bun:"table:accounts,alias:a"`
@@ -27,11 +27,11 @@ type Account struct {
 	AccountExpireDt *Date      `bun:"account_expire_dt,type:date" json:"account_expire_dt"`
 	Privileges      StringList `bun:"privileges,array,notnull" json:"privileges"`
 	// RateLimit is the account's budget in requests per minute, shared by
-	// every token of the account and of its subaccounts (DESIGN §12); nil:
+	// every token of the account and of its subaccounts (docs/design.md §12); nil:
 	// none.
 	RateLimit *int      `bun:"rate_limit" json:"rate_limit"`
 	CreatedAt time.Time `bun:"created_at,nullzero,notnull,default:current_timestamp" json:"created_at" list:"sort"`
-	// The account's quota overrides (DESIGN §12; nil: the platform
+	// The account's quota overrides (docs/design.md §12; nil: the platform
 	// default). The wire shows the limits in force (Quotas) instead.
 	QuotaSubaccounts *int64 `bun:"quota_subaccounts" json:"-"`
 	QuotaTokens      *int64 `bun:"quota_tokens" json:"-"`

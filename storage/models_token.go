@@ -10,7 +10,7 @@ import (
 )
 
 // Token is a row of tokens: an API token stored by the SHA-256 hash of its
-// secret (DESIGN §3).
+// secret (docs/design.md §3).
 type Token struct {
 	bun.BaseModel `bun:"table:tokens,alias:t"`
 

@@ -2,7 +2,7 @@ package storage
 
 import "github.com/uptrace/bun"
 
-// Objects is the objects resource: GET /objects (DESIGN §9), the devices
+// Objects is the objects resource: GET /objects (docs/design.md §9), the devices
 // the caller may see (a subaccount: those granted to it).
 var Objects = declare[Object](counted)
 

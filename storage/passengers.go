@@ -17,10 +17,10 @@ import (
 	"github.com/fleetapi/fleetapi/policy"
 )
 
-// Passengers is the passengers resource: POST /passengers (DESIGN §5).
+// Passengers is the passengers resource: POST /passengers (docs/design.md §5).
 var Passengers = declare[Passenger](counted)
 
-// Passenger is a row of passengers (DESIGN §5).
+// Passenger is a row of passengers (docs/design.md §5).
 type Passenger struct {
 	bun.BaseModel `bun:"table:passengers,alias:p"`
 
@@ -40,7 +40,7 @@ type Passenger struct {
 	CreatedAt              time.Time `bun:"created_at,nullzero,notnull,default:current_timestamp" json:"-"`
 }
 
-// Normalize applies the stored form of DESIGN §5: the name and assign id
+// Normalize applies the stored form of docs/design.md §5: the name and assign id
 // trimmed (whitespace, controls and zero-width characters at the ends),
 // the assign id in Unicode NFC and upper-cased. Nothing else of what the
 // client sent is changed.
@@ -49,7 +49,7 @@ func (p *Passenger) Normalize() {
 	p.PassengerAssignID = assignIDForm(p.PassengerAssignID)
 }
 
-// Validate checks a normalised passenger against DESIGN §5 and returns the
+// Validate checks a normalised passenger against docs/design.md §5 and returns the
 // failing fields (field name → reason); nil when it is valid.
 func (p *Passenger) Validate() map[string]string {
 	bad := map[string]string{}

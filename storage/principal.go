@@ -11,7 +11,7 @@ import (
 )
 
 // MaxAncestors is the most accounts there can be above an account: the
-// tree has fixed levels (DESIGN §2: subaccount → user → manager → admin),
+// tree has fixed levels (docs/design.md §2: subaccount → user → manager → admin),
 // which the database enforces (migration 20261220000001) as do the import
 // and the policy.
 const MaxAncestors = 3
@@ -124,7 +124,7 @@ func (r principalRow) principal() tenancy.Principal {
 // below it, the last has no manager, and there are at most MaxAncestors.
 // A missing row, a loop of manager_id links (the walk stops at an account
 // it has visited) and a chain deeper than the fixed levels are each not
-// whole: the policy then denies (DESIGN §2, fail closed), and the chain
+// whole: the policy then denies (docs/design.md §2, fail closed), and the chain
 // never looks shorter than it is.
 func wholeChain(managerID *int64, up ancestorList) bool {
 	return wholeLine(managerID, up, MaxAncestors, func(a ancestor) (int64, *int64) { return a.ID, a.ManagerID })

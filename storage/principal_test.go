@@ -134,7 +134,7 @@ func TestPrincipalAncestors(t *testing.T) {
 // database's back (the fixed-levels trigger disabled, as in a database
 // older than it) may loop, run deeper than the fixed levels allow or name
 // a row that is gone; the walk still ends, lists each account once, and
-// the chain is marked incomplete (DESIGN §2: it reaches the policy as such
+// the chain is marked incomplete (docs/design.md §2: it reaches the policy as such
 // and is denied), never shorter than it is: a loop shows every account of
 // it, a deep chain one account more than the levels allow.
 func TestPrincipalAncestorsBounded(t *testing.T) {

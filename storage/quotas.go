@@ -10,7 +10,7 @@ import (
 	"github.com/fleetapi/fleetapi/tenancy"
 )
 
-// Quotas on what a customer creates (DESIGN §12, docs/management.md
+// Quotas on what a customer creates (docs/design.md §12, docs/management.md
 // "Quotas"). Each account has a limit per quota: its own override (the
 // accounts' quota_* columns, set through PATCH /accounts/{id}) or the
 // platform default (Store.WithQuotas, from FLEET_QUOTA_*). A create checks
@@ -50,32 +50,41 @@ type Quotas struct {
 	Passengers  *int64 `json:"passengers"`
 }
 
-// Get returns the limit of q (nil: unlimited).
-func (q Quotas) Get(name Quota) *int64 {
+// quotaField returns the one of the four fields, given for each quota in
+// the order of AllQuotas, that holds quota name (nil for an unknown name):
+// the one place that maps a quota name to a field, for limits and for use.
+func quotaField[T any](name Quota, subaccounts, tokens, devices, passengers *T) *T {
 	switch name {
 	case QuotaSubaccounts:
-		return q.Subaccounts
+		return subaccounts
 	case QuotaTokens:
-		return q.Tokens
+		return tokens
 	case QuotaDevices:
-		return q.Devices
+		return devices
 	case QuotaPassengers:
-		return q.Passengers
+		return passengers
+	}
+	return nil
+}
+
+// field returns the field of q that holds the limit of name (nil for an
+// unknown name).
+func (q *Quotas) field(name Quota) **int64 {
+	return quotaField(name, &q.Subaccounts, &q.Tokens, &q.Devices, &q.Passengers)
+}
+
+// Get returns the limit of q (nil: unlimited).
+func (q Quotas) Get(name Quota) *int64 {
+	if f := q.field(name); f != nil {
+		return *f
 	}
 	return nil
 }
 
 // Set sets the limit of q.
 func (q *Quotas) Set(name Quota, v *int64) {
-	switch name {
-	case QuotaSubaccounts:
-		q.Subaccounts = v
-	case QuotaTokens:
-		q.Tokens = v
-	case QuotaDevices:
-		q.Devices = v
-	case QuotaPassengers:
-		q.Passengers = v
+	if f := q.field(name); f != nil {
+		*f = v
 	}
 }
 
@@ -218,23 +227,14 @@ func (s *Store) AccountQuotas(ctx context.Context, a Account) (Quotas, QuotaUsag
 		if err != nil {
 			return Quotas{}, QuotaUsage{}, Translate(err)
 		}
-		switch q {
-		case QuotaSubaccounts:
-			u.Subaccounts = n
-		case QuotaTokens:
-			u.Tokens = n
-		case QuotaDevices:
-			u.Devices = n
-		case QuotaPassengers:
-			u.Passengers = n
-		}
+		*quotaField(q, &u.Subaccounts, &u.Tokens, &u.Devices, &u.Passengers) = n
 	}
 	return EffectiveQuotas(a, s.quotas), u, nil
 }
 
 // QuotasOf returns the quota limits in force for the account id
 // (EffectiveQuotas with the platform defaults): a caller's own, which the
-// quotas it sets on others may not exceed (DESIGN §12).
+// quotas it sets on others may not exceed (docs/design.md §12).
 func (s *Store) QuotasOf(ctx context.Context, id int64) (Quotas, error) {
 	var a Account
 	if err := s.db.NewSelect().Model(&a).Where(accountsScope.col("id")+" = ?", id).Scan(ctx); err != nil {

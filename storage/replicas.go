@@ -368,3 +368,24 @@ func (r *Replicas) read(ctx context.Context, primary *Store, body func(context.C
 	span.SetAttributes(AttrTarget.String(TargetPrimary), attrRetried.Bool(true))
 	return body(ctx, primary)
 }
+
+// fallback runs body on a usable replica after the primary failed it for
+// want of the database (perr: no primary while a standby is promoted,
+// docs/design.md §13), for a read that otherwise needs the primary
+// (Store.readPrimaryFirst). It returns perr when no replica is usable. A
+// usable replica is a standby within MaxLag at its last check (the lag
+// measured before the primary went away stands while it is away), never
+// a server that stopped being a standby.
+func (r *Replicas) fallback(ctx context.Context, primary *Store, perr error, body func(context.Context, *Store) error) error {
+	i := r.pick()
+	if i < 0 {
+		return perr
+	}
+	r.reads.Add(ctx, 1, r.attrs[1])
+	trace.SpanFromContext(ctx).SetAttributes(AttrTarget.String(TargetReplica), attrReplica.Int(i), attrRetried.Bool(true))
+	err := body(ctx, primary.on(r.dbs[i]))
+	if err != nil && errors.Is(err, ErrUnavailable) && ctx.Err() == nil {
+		r.failed(i, err)
+	}
+	return err
+}

@@ -7,11 +7,11 @@ import (
 	"github.com/uptrace/bun"
 )
 
-// Reports is the reports resource: GET /reports (spec §4.7, DESIGN §5).
+// Reports is the reports resource: GET /reports (docs/api.md §7, docs/design.md §5).
 var Reports = declare[Report](counted)
 
 // Report is a row of reports: a report definition naming a list of devices
-// (DESIGN §5). Its lists encode as [] when empty.
+// (docs/design.md §5). Its lists encode as [] when empty.
 type Report struct {
 	bun.BaseModel `bun:"table:reports,alias:r"`
 

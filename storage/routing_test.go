@@ -23,46 +23,57 @@ var replicaReads = map[string]string{
 	"DueServices": "GET /services/due",
 }
 
+// primaryFirstReads are the entry points that read the primary and, only
+// while it cannot be reached (a fail-over, docs/design.md §13), a usable replica,
+// through Store.readPrimaryFirst, each with why.
+var primaryFirstReads = map[string]string{
+	"PrincipalByTokenHash": "authentication: a token revoked or created a moment ago is seen on the primary; without a primary, reads a standby can serve keep working",
+}
+
 // primaryOnly are the entry points that run on the primary, each with why:
 // a write, a read inside a write transaction, an idempotency look-up,
 // authentication, or a read whose answer must include the caller's own
 // writes (the management routes, the CLI).
 var primaryOnly = map[string]string{
-	"Ping":                 "readiness of the primary",
-	"AccountByUsername":    "the CLI",
-	"PrincipalByTokenHash": "authentication: a token revoked or created a moment ago",
-	"PrincipalByTokenID":   "the CLI's policy explain",
-	"TouchToken":           "a write",
-	"CreateToken":          "a write (the CLI)",
-	"ListTokens":           "the CLI, after its own writes",
-	"RevokeToken":          "a write (the CLI)",
-	"WithReplicas":         "configuration",
-	"ScopesTranslated":     "a counter in memory: no query",
-	"AccountQuotas":        "a management read: the use a quota check just counted",
-	"QuotasOf":             "a management read: the caller's own limits, before its write",
-	"DefaultQuotas":        "configuration",
-	"WithQuotas":           "configuration",
-	"ActivePrincipals":     "policy diff (the CLI): the tokens as they are now",
-	"AccountPrincipals":    "policy diff (the CLI): the accounts as they are now",
-	"DiffScopes":           "policy diff (the CLI): compares two scopes over the primary's rows",
-	"CountedTotal":         "a test export: the counters' differential test compares them with count(*) on one database",
-	"CreatePassenger":      "a write with its idempotency look-up, in one transaction",
-	"CreateAccount":        "a management write",
-	"UpdateAccount":        "a management write",
-	"CreateObject":         "a management write",
-	"CreateManagedToken":   "a management write",
-	"RevokeManagedToken":   "a management write",
-	"ReplaceGrants":        "a management write",
-	"MoveObject":           "a management write",
-	"ManagedObject":        "the target check of PATCH /objects/{id}",
-	"ManageInTx":           "reads inside a management write transaction",
-	"ManagedAccount":       "GET /accounts/{id}: the management routes read what the manager just wrote",
-	"ManagedAccounts":      "the target check of a management write",
-	"ManagedTokenByID":     "GET /tokens/{id}: a token just revoked shows revoked",
-	"GrantedObjects":       "GET /accounts/{id}/objects, after PUT",
-	"ParentDevices":        "the check of PUT /accounts/{id}/objects",
-	"ScopedIDs":            "a test's export (export_test.go)",
-	"ScopeCounts":          "a test's export (count_export_test.go)",
+	"Ping":                "readiness of the primary",
+	"AccountByUsername":   "the CLI",
+	"PrincipalByTokenID":  "the CLI's policy explain",
+	"TouchToken":          "a write",
+	"CreateToken":         "a write (the CLI)",
+	"ListTokens":          "the CLI, after its own writes",
+	"RevokeToken":         "a write (the CLI)",
+	"EraseAccount":        "a write (the CLI's tenant erase)",
+	"EraseManagedAccount": "a management write (DELETE /accounts/{id})",
+	"WithReplicas":        "configuration",
+	"ScopesTranslated":    "a counter in memory: no query",
+	"AccountQuotas":       "a management read: the use a quota check just counted",
+	"QuotasOf":            "a management read: the caller's own limits, before its write",
+	"DefaultQuotas":       "configuration",
+	"WithQuotas":          "configuration",
+	"ActivePrincipals":    "policy diff (the CLI): the tokens as they are now",
+	"AccountPrincipals":   "policy diff (the CLI): the accounts as they are now",
+	"DiffScopes":          "policy diff (the CLI): compares two scopes over the primary's rows",
+	"CountedTotal":        "a test export: the counters' differential test compares them with count(*) on one database",
+	"CreatePassenger":     "a write with its idempotency look-up, in one transaction",
+	"CreateAccount":       "a management write",
+	"UpdateAccount":       "a management write",
+	"CreateObject":        "a management write",
+	"CreateManagedToken":  "a management write",
+	"RevokeManagedToken":  "a management write",
+	"ReplaceGrants":       "a management write",
+	"MoveObject":          "a management write",
+	"ManagedObject":       "the target check of PATCH /objects/{id}",
+	"ManageInTx":          "reads inside a management write transaction",
+	"ManagedAccount":      "GET /accounts/{id}: the management routes read what the manager just wrote",
+	"ManagedAccounts":     "the target check of a management write",
+	"ManagedTokenByID":    "GET /tokens/{id}: a token just revoked shows revoked",
+	"GrantedObjects":      "GET /accounts/{id}/objects, after PUT",
+	"ParentDevices":       "the check of PUT /accounts/{id}/objects",
+	"ScopedIDs":           "a test's export (export_test.go)",
+	"ScopeCounts":         "a test's export (count_export_test.go)",
+	"AddUsage":            "a write (the metering flush)",
+	"UsageTotals":         "GET /usage: a management read, like GET /accounts",
+	"ExportUsage":         "the CLI's billing export",
 }
 
 // TestReadRouting enumerates the entry points (every exported method of
@@ -91,8 +102,9 @@ func TestReadRouting(t *testing.T) {
 	for _, name := range entry {
 		_, r := replicaReads[name]
 		_, p := primaryOnly[name]
-		if r == p {
-			t.Errorf("entry point %s: on replicaReads %v, on primaryOnly %v: classify it in exactly one", name, r, p)
+		_, f := primaryFirstReads[name]
+		if n := btoi(r) + btoi(p) + btoi(f); n != 1 {
+			t.Errorf("entry point %s: on replicaReads %v, on primaryOnly %v, on primaryFirstReads %v: classify it in exactly one", name, r, p, f)
 		}
 	}
 	for name := range primaryOnly {
@@ -106,7 +118,7 @@ func TestReadRouting(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var callers []string
+	var callers, firstCallers []string
 	for _, name := range names {
 		if strings.HasSuffix(name, "_test.go") {
 			continue
@@ -139,8 +151,24 @@ func TestReadRouting(t *testing.T) {
 				}
 				at := fset.Position(sel.Pos())
 				switch sel.Sel.Name {
+				case "readPrimaryFirst":
+					if fn == "Store.readPrimaryFirst" {
+						return true
+					}
+					firstCallers = append(firstCallers, fd.Name.Name)
+					if call, ok := calls[sel]; !ok {
+						t.Errorf("%s: uses Store.readPrimaryFirst without calling it (%s)", fn, at)
+					} else if lit, ok := call.Args[len(call.Args)-1].(*ast.FuncLit); ok {
+						noWrites(t, fset, fn, lit)
+					} else {
+						t.Errorf("%s: readPrimaryFirst is given %T, not a function literal this test can check", fn, call.Args[len(call.Args)-1])
+					}
+				case "fallback":
+					if fn != "Store.readPrimaryFirst" && !strings.HasPrefix(fn, "Replicas.") {
+						t.Errorf("%s uses Replicas.fallback (%s): only Store.readPrimaryFirst may", fn, at)
+					}
 				case "replicas":
-					if fn != "Store.read" && fn != "Store.WithReplicas" {
+					if fn != "Store.read" && fn != "Store.WithReplicas" && fn != "Store.readPrimaryFirst" {
 						t.Errorf("%s uses Store.replicas (%s): only Store.read may reach the replica set", fn, at)
 					}
 				case "pick", "dbs":
@@ -181,6 +209,22 @@ func TestReadRouting(t *testing.T) {
 	if !slices.Equal(callers, want) {
 		t.Errorf("functions that call Store.read: %v, want %v", callers, want)
 	}
+	sort.Strings(firstCallers)
+	wantFirst := make([]string, 0, len(primaryFirstReads))
+	for name := range primaryFirstReads {
+		wantFirst = append(wantFirst, name)
+	}
+	sort.Strings(wantFirst)
+	if !slices.Equal(firstCallers, wantFirst) {
+		t.Errorf("functions that call Store.readPrimaryFirst: %v, want %v", firstCallers, wantFirst)
+	}
+}
+
+func btoi(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
 }
 
 // funcName is a function's name, or Type.Method for a method.

@@ -6,11 +6,11 @@ import (
 	"github.com/uptrace/bun"
 )
 
-// Services is the services resource: GET /services (spec §4.4, DESIGN §5) and /services/due.
+// Services is the services resource: GET /services (docs/api.md §7, docs/design.md §5) and /services/due.
 var Services = declare[Service](counted)
 
 // Service is a row of services: a maintenance service record of one device
-// (DESIGN §5). Kilometres for odo_*, hours for engh_*, days for days_*.
+// (docs/design.md §5). Kilometres for odo_*, hours for engh_*, days for days_*.
 // Extra holds the record's extra properties, which the API merges into the
 // item without overriding named fields.
 type Service struct {

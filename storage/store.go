@@ -59,6 +59,21 @@ func (s *Store) read(ctx context.Context, body func(context.Context, *Store) err
 	return s.replicas.read(ctx, s, body)
 }
 
+// readPrimaryFirst runs body, a read that needs the primary's freshness
+// (authentication), on the primary; only when the primary cannot be
+// reached (ErrUnavailable: it died or froze and no standby is promoted
+// yet) and the Store has replicas is it run again on a usable replica
+// (Replicas.fallback), so that the reads a standby can serve keep working
+// through a fail-over (docs/design.md §13). body must do all its queries on the
+// Store it is given, and write nothing.
+func (s *Store) readPrimaryFirst(ctx context.Context, body func(context.Context, *Store) error) error {
+	err := body(ctx, s)
+	if err == nil || s.replicas == nil || !errors.Is(err, ErrUnavailable) || ctx.Err() != nil {
+		return err
+	}
+	return s.replicas.fallback(ctx, s, err, body)
+}
+
 var _ tenancy.TokenStore = (*Store)(nil)
 
 // Ping checks that the database answers. It returns ErrUnavailable when it

@@ -13,18 +13,33 @@ import (
 // and the accounts above it, in one query; found is false when there is
 // none. Revoked and expired tokens, and accounts in any state, are returned
 // as they are: judging them is the caller's (and the policy's) job. It
-// returns ErrUnavailable when the database cannot be reached.
+// reads the primary; while the primary cannot be reached (a fail-over), a
+// usable read replica, and the principal is then marked FromStandby. It
+// returns ErrUnavailable when neither can be reached.
 func (s *Store) PrincipalByTokenHash(ctx context.Context, hash tenancy.TokenHash) (tenancy.Principal, bool, error) {
-	row := new(principalRow)
-	err := s.principalQuery(row).Where("t.hash = ?", hash[:]).Limit(1).Scan(ctx)
-	if err != nil {
-		err = translateOwn(err)
-		if errors.Is(err, ErrNotFound) {
-			return tenancy.Principal{}, false, nil
+	var (
+		p     tenancy.Principal
+		found bool
+	)
+	err := s.readPrimaryFirst(ctx, func(ctx context.Context, st *Store) error {
+		row := new(principalRow)
+		err := st.principalQuery(row).Where("t.hash = ?", hash[:]).Limit(1).Scan(ctx)
+		if err != nil {
+			err = translateOwn(err)
+			if errors.Is(err, ErrNotFound) {
+				found = false
+				return nil
+			}
+			return err
 		}
+		p, found = row.principal(), true
+		p.FromStandby = st != s
+		return nil
+	})
+	if err != nil || !found {
 		return tenancy.Principal{}, false, err
 	}
-	return row.principal(), true, nil
+	return p, true, nil
 }
 
 // TouchToken sets the token's last_used_at to now unless it was set less

@@ -12,7 +12,7 @@ import (
 	"github.com/fleetapi/fleetapi/tenancy"
 )
 
-// Tokens is the list of managed tokens (GET /tokens, DESIGN §9): the
+// Tokens is the list of managed tokens (GET /tokens, docs/design.md §9): the
 // tokens table listed through the management scope, a row visible when its
 // account_id is an account the caller manages. It is not a tenant resource
 // (Descriptors, Resources).
@@ -33,7 +33,7 @@ type ManagedToken struct {
 	RevokedAt   *time.Time `bun:"revoked_at" json:"revoked_at"`
 	LastUsedAt  *time.Time `bun:"last_used_at" json:"last_used_at"`
 	RateLimit   *int       `bun:"rate_limit" json:"rate_limit"`
-	// ParentTokenID is the token that minted it (its lineage, DESIGN §9);
+	// ParentTokenID is the token that minted it (its lineage, docs/design.md §9);
 	// nil for a token made by the command line or the import.
 	ParentTokenID *int64    `bun:"parent_token_id" json:"parent_token_id" list:"filter"`
 	CreatedAt     time.Time `bun:"created_at,nullzero,notnull,default:current_timestamp" json:"created_at" list:"sort"`
@@ -103,7 +103,7 @@ type ManagedTokenInput struct {
 // already has.
 var errTokenName = errors.New("the account already has a token of this name")
 
-// CreateManagedToken stores a new token (token.create, DESIGN §9) in one
+// CreateManagedToken stores a new token (token.create, docs/design.md §9) in one
 // transaction with its audit row, which holds neither the secret nor its
 // hash. The owning account must be in scope, the caller's management scope
 // (ErrNotFound otherwise); the policy has already allowed the token. It
@@ -180,7 +180,7 @@ func (s *Store) ManagedTokenByID(ctx context.Context, scope policy.Scope, id int
 	return *row, nil
 }
 
-// RevokeManagedToken revokes the token id (token.revoke, DESIGN §9) in one
+// RevokeManagedToken revokes the token id (token.revoke, docs/design.md §9) in one
 // transaction with its audit row: its account must be in scope, the
 // caller's management scope (ErrNotFound otherwise, as for a token that
 // does not exist); the policy has already allowed it. Revoking a revoked
@@ -217,7 +217,7 @@ func (s *Store) RevokeManagedToken(ctx context.Context, scope policy.Scope, acto
 // transaction: the trigger tokens_revoke_heirs (migration
 // 20261220000003) revokes them with their parent's revocation time, which
 // is the transaction's now(). One token.revoke event each, owned by the
-// heir's account, with its revoked_at (DESIGN §9: every token minted from
+// heir's account, with its revoked_at (docs/design.md §9: every token minted from
 // it, transitively, each with its audit event).
 func heirsRevoked(ctx context.Context, tx *Store, id int64) ([]AuditEvent, error) {
 	var heirs []struct {

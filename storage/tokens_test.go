@@ -134,7 +134,7 @@ func TestCreateTokenErrors(t *testing.T) {
 			noDriverWords(t, err)
 		})
 	}
-	// The operator's words (DESIGN §7).
+	// The operator's words (docs/design.md §7).
 	for _, tc := range []struct {
 		name string
 		err  func() error

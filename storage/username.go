@@ -5,7 +5,7 @@ import (
 	"regexp"
 )
 
-// UsernamePattern is the grammar of a username (DESIGN §9): 2 to 64
+// UsernamePattern is the grammar of a username (docs/design.md §9): 2 to 64
 // characters, each an ASCII letter or digit, '.', '_' or '-', the first
 // and the last a letter or digit. So "acme." and ".acme" are refused, and
 // no username can hold a character that looks like another one (a

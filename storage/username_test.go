@@ -1,16 +1,13 @@
 package storage_test
 
 import (
-	"context"
-	"io/fs"
 	"strings"
 	"testing"
 
-	"github.com/fleetapi/fleetapi/migrations"
 	"github.com/fleetapi/fleetapi/storage"
 )
 
-// TestValidUsername: the grammar of DESIGN §9.
+// TestValidUsername: the grammar of docs/design.md §9.
 func TestValidUsername(t *testing.T) {
 	for _, u := range []string{"ab", "acme", "acme-night", "a.b_c-d", "A1", strings.Repeat("x", 64)} {
 		if err := storage.ValidUsername(u); err != nil {
@@ -31,23 +28,7 @@ func TestValidUsername(t *testing.T) {
 // they are renamed it applies.
 func TestUsernameMigrationRefusesCollisions(t *testing.T) {
 	t.Parallel()
-	ctx := context.Background()
-	_, db := newStore(t)
-	file := func(name string) string {
-		b, err := fs.ReadFile(migrations.Files(), name)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return string(b)
-	}
-	up, down := file("20261220000002_username_folded.up.sql"), file("20261220000002_username_folded.down.sql")
-	exec := func(q string) error {
-		_, err := db.ExecContext(ctx, q)
-		return err
-	}
-	if err := exec(down); err != nil {
-		t.Fatal(err)
-	}
+	_, exec, up := migrationReplay(t, "20261220000002_username_folded")
 	if err := exec("INSERT INTO accounts (username, type) VALUES ('admin', 'admin'), ('Admin', 'user'), ('ADMIN', 'user'), ('acme', 'user'), ('Acme', 'user'), ('fine', 'user')"); err != nil {
 		t.Fatal(err)
 	}

@@ -91,7 +91,7 @@ func (a *Authenticator) AuthenticateCached(ctx context.Context, header string) (
 		// A chain that could not be loaded whole is not cached either: it
 		// is denied, and the row that completes it (an insert) sends no
 		// notification.
-		if a.Cache != nil && !principal.AncestorsIncomplete {
+		if a.Cache != nil && !principal.AncestorsIncomplete && !principal.FromStandby {
 			a.Cache.Add(hash, principal, epoch, now)
 		}
 	}
@@ -100,7 +100,9 @@ func (a *Authenticator) AuthenticateCached(ctx context.Context, header string) (
 	if principal.Token.ExpiresAt != nil && !now.Before(*principal.Token.ExpiresAt) {
 		return Principal{}, outcome, ErrTokenExpired
 	}
-	if principal.Token.LastUsedAt == nil || now.Sub(*principal.Token.LastUsedAt) >= TouchInterval {
+	// A principal read from a standby (no primary, a fail-over) is not
+	// touched: that is a write, and the primary is what is missing.
+	if !principal.FromStandby && (principal.Token.LastUsedAt == nil || now.Sub(*principal.Token.LastUsedAt) >= TouchInterval) {
 		if err := a.Store.TouchToken(ctx, principal.Token.ID, now); err != nil {
 			return Principal{}, outcome, err
 		}

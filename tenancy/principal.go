@@ -12,7 +12,7 @@ import (
 // (admin → manager → user → subaccount).
 type AccountType string
 
-// The account types of DESIGN §2.
+// The account types of docs/design.md §2.
 const (
 	Admin      AccountType = "admin"
 	Manager    AccountType = "manager"
@@ -46,7 +46,7 @@ type Account struct {
 	// Privileges are the subaccount privileges ("reports", "event_notifications").
 	Privileges []string
 	// RateLimit is the account's own budget in requests per minute, shared
-	// by every token of the account and of its subaccounts (DESIGN §12);
+	// by every token of the account and of its subaccounts (docs/design.md §12);
 	// 0 when it has none.
 	RateLimit int
 }
@@ -81,7 +81,7 @@ type Token struct {
 // MaxTokenGeneration is how many minting ancestors a token may have: a
 // token minted by a token minted by ... at most this many times from a
 // token made by an operator (the command line or the import). A token of
-// that generation mints no more (DESIGN §9's attenuation: the policy's
+// that generation mints no more (docs/design.md §9's attenuation: the policy's
 // exceeds_token, field generation), so that the rate limit, which counts
 // a request against every minting ancestor (issue 19 item 7), touches a
 // bounded number of budgets.
@@ -103,13 +103,13 @@ type Principal struct {
 	Account Account
 	// Ancestors are the accounts above Account, nearest first: its manager
 	// (a subaccount's parent user), that account's manager, and so on up to
-	// the top of the tree (DESIGN §2: their state flows down to Account).
+	// the top of the tree (docs/design.md §2: their state flows down to Account).
 	// Each account appears once, even if the stored manager links loop.
 	// Privileges are not loaded for them.
 	Ancestors []Account
 	// AncestorsIncomplete is true when Ancestors could not be loaded whole:
 	// a manager row is missing, the manager links loop, or there are more
-	// accounts above than the fixed levels allow (DESIGN §2). The policy
+	// accounts above than the fixed levels allow (docs/design.md §2). The policy
 	// then denies every request (fail closed).
 	AncestorsIncomplete bool
 	// Minters are the tokens that minted Token, nearest first: its parent,
@@ -122,4 +122,9 @@ type Principal struct {
 	// (fail closed), since its requests could not be counted against every
 	// minter.
 	MintersIncomplete bool
+	// FromStandby is true when the principal was read from a read replica
+	// because the primary could not be reached (a fail-over, docs/design.md §13):
+	// it is as fresh as the replica (within the replica lag bound) and is
+	// neither cached nor has its last use recorded (that is a write).
+	FromStandby bool
 }

@@ -7,7 +7,7 @@ import (
 
 // Route is one route of the client API: a method and a route template
 // relative to the API's base path ("GET", "/events/{id}"). Token
-// permissions name routes, and the policy decides on them (DESIGN §3, §6).
+// permissions name routes, and the policy decides on them (docs/design.md §3, §6).
 type Route struct {
 	Method   string
 	Template string
@@ -35,17 +35,19 @@ func Routes() []Route {
 		{"POST", "/accounts"},
 		{"GET", "/accounts/{id}"},
 		{"PATCH", "/accounts/{id}"},
+		{"DELETE", "/accounts/{id}"},
 		{"GET", "/audit-events"},
 		{"GET", "/tokens"}, {"POST", "/tokens"}, {"DELETE", "/tokens/{id}"},
 		{"GET", "/accounts/{id}/objects"}, {"PUT", "/accounts/{id}/objects"}, {"POST", "/objects"},
 		{"PATCH", "/objects/{id}"},
+		{"GET", "/usage"},
 	}
 }
 
 // permissionMethods are the methods a permission may name.
 const permissionMethods = "GET, POST, PUT, PATCH, DELETE"
 
-// MaxPermissions is the most permissions a token may hold (DESIGN §9):
+// MaxPermissions is the most permissions a token may hold (docs/design.md §9):
 // more than the API has routes, times two, so that no real token needs
 // more, and small enough that a token's list stays a few kilobytes in
 // every replica's caches.
@@ -73,7 +75,7 @@ func ValidatePermissions(perms []string) error {
 	return nil
 }
 
-// ValidatePermission checks one token permission against DESIGN §3: "*"
+// ValidatePermission checks one token permission against docs/design.md §3: "*"
 // (every route), "METHOD *" (every route of that method) or
 // "METHOD /template", and the permission must match at least one route of
 // Routes, so that a misspelt route ("GET /servics"), a method the route

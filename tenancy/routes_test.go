@@ -34,7 +34,7 @@ func hasRoute(method, template string) bool {
 }
 
 // TestValidPermissions: every permission that names a route of the API,
-// or all routes of a method the API has, is accepted (DESIGN §3).
+// or all routes of a method the API has, is accepted (docs/design.md §3).
 func TestValidPermissions(t *testing.T) {
 	valid := []string{"*", "GET *", "POST *", "GET /services", "GET /events/{id}", "POST /passengers", "GET /me"}
 	for _, r := range tenancy.Routes() {

@@ -39,7 +39,7 @@ func NewTokenSecret() (string, error) {
 	return b.String(), nil
 }
 
-// ValidTokenFormat reports whether s has the token format of DESIGN §3.
+// ValidTokenFormat reports whether s has the token format of docs/design.md §3.
 func ValidTokenFormat(s string) bool {
 	if len(s) != len(TokenPrefix)+tokenSecretLen || !strings.HasPrefix(s, TokenPrefix) {
 		return false

@@ -8,14 +8,14 @@ import (
 	"strings"
 )
 
-// console is where a command writes (DESIGN §7): out for its data (token
+// console is where a command writes (docs/design.md §7): out for its data (token
 // secrets, listings, documents, JSON lines) and log for progress and the
 // server's log, so that `fleetapi generate > tokens.jsonl` is a clean file.
 type console struct {
 	out, log io.Writer
 }
 
-// Exit codes of the program (DESIGN §7).
+// Exit codes of the program (docs/design.md §7).
 const (
 	exitOK      = 0
 	exitFailure = 1

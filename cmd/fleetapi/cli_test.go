@@ -93,19 +93,25 @@ var everyCommand = []struct {
 	{[]string{"token", "create"}, "usage: fleetapi token create --account USER [--permission P...]"},
 	{[]string{"token", "list"}, "usage: fleetapi token list --account USER"},
 	{[]string{"token", "revoke"}, "usage: fleetapi token revoke [flags] ID..."},
+	{[]string{"tenant"}, "usage: fleetapi tenant export|erase"},
+	{[]string{"tenant", "export"}, "usage: fleetapi tenant export [flags] USERNAME"},
+	{[]string{"tenant", "erase"}, "usage: fleetapi tenant erase [flags] USERNAME"},
+	{[]string{"usage"}, "usage: fleetapi usage export"},
+	{[]string{"usage", "export"}, "usage: fleetapi usage export --from YYYY-MM-DD --to YYYY-MM-DD [--format csv|jsonl]"},
 	{[]string{"policy"}, "usage: fleetapi policy test|check|explain"},
 	{[]string{"policy", "test"}, "usage: fleetapi policy test [--min-coverage P | --mutate [--workers N] [--files F,...] [--json]] [DIR]"},
 	{[]string{"policy", "diff"}, "usage: fleetapi policy diff [--database-url U] [--json] OLD NEW"},
 	{[]string{"policy", "check"}, "usage: fleetapi policy check [--policy-bundle-key FILE] DIR|BUNDLE|URL"},
 	{[]string{"policy", "explain"}, `usage: fleetapi policy explain --token-id N --route "METHOD /path"`},
-	{[]string{"openapi"}, "usage: fleetapi openapi"},
+	{[]string{"policy", "routes"}, "usage: fleetapi policy routes [--write] [DIR]"},
+	{[]string{"openapi"}, "usage: fleetapi openapi [--markdown]"},
 	{[]string{"version"}, "usage: fleetapi version"},
 }
 
 // isGroup reports whether args name a command that expects a subcommand
 // or action next.
 func isGroup(args []string) bool {
-	return len(args) == 1 && (args[0] == "token" || args[0] == "policy" || args[0] == "migrate")
+	return len(args) == 1 && (args[0] == "token" || args[0] == "tenant" || args[0] == "usage" || args[0] == "policy" || args[0] == "migrate")
 }
 
 // TestHelpEveryCommand: every command and subcommand answers -h, --help
@@ -202,7 +208,22 @@ func TestUsageErrorsExit2(t *testing.T) {
 		{"policy", "explain", "--token-id", "1", "--action", "account.update", "--route", "GET /me"},
 		{"policy", "explain", "--token-id", "1", "--route", "GET /me", "--target-id", "3"},
 		{"policy", "explain", "--token-id", "1", "--route", "GET /me", "--change", "{}x"},
+		{"tenant"},
+		{"tenant", "delete", "acme"},
+		{"tenant", "export"},
+		{"tenant", "export", "a", "b"},
+		{"usage"},
+		{"usage", "frob"},
+		{"usage", "export"},
+		{"usage", "export", "--from", "2026-11-24"},
+		{"usage", "export", "--from", "2026-11-25", "--to", "2026-11-24"},
+		{"usage", "export", "--from", "2026-11-24", "--to", "2026-11-25", "--format", "xml"},
+		{"usage", "export", "--from", "2026-11-24", "--to", "2026-11-25", "extra"},
+		{"tenant", "erase"},
+		{"tenant", "erase", "--yes", "acme"},
 		{"openapi", "extra"},
+		{"openapi", "--markdown", "extra"},
+		{"openapi", "--markdown=maybe"},
 		{"version", "extra"},
 		{"version", "--bogus"},
 	}
@@ -227,7 +248,7 @@ func TestUsageErrorsExit2(t *testing.T) {
 	}
 }
 
-// driverWords are what the operator must never read (DESIGN §7).
+// driverWords are what the operator must never read (docs/design.md §7).
 var driverWords = []string{"sql:", "no rows", "constraint", "duplicate key", "violates", "SQLSTATE"}
 
 // TestFailuresExit1: a command that fails exits 1 with an error in the
@@ -287,6 +308,12 @@ func TestStdoutIsData(t *testing.T) {
 		r := runMain(t, env, "openapi")
 		if r.code != 0 || !json.Valid([]byte(r.stdout)) || r.stderr != "" {
 			t.Fatalf("exit %d, stderr %q, stdout valid JSON %v", r.code, r.stderr, json.Valid([]byte(r.stdout)))
+		}
+	})
+	t.Run("openapi_markdown_is_the_api_guide", func(t *testing.T) {
+		r := runMain(t, env, "openapi", "--markdown")
+		if r.code != 0 || !strings.HasPrefix(r.stdout, "# fleetapi client API v2") || !strings.Contains(r.stdout, "\n### 7.1 GET /me\n") || r.stderr != "" {
+			t.Fatalf("exit %d, stderr %q, stdout starts %.80q", r.code, r.stderr, r.stdout)
 		}
 	})
 	t.Run("token_list_is_the_table", func(t *testing.T) {

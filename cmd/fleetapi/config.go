@@ -11,12 +11,13 @@ import (
 	"time"
 
 	"github.com/fleetapi/fleetapi/api"
+	"github.com/fleetapi/fleetapi/api/metering"
 	"github.com/fleetapi/fleetapi/policy"
 	"github.com/fleetapi/fleetapi/storage"
 	"github.com/fleetapi/fleetapi/tenancy"
 )
 
-// config is the configuration of the server commands (DESIGN §7).
+// config is the configuration of the server commands (docs/design.md §7).
 type config struct {
 	DatabaseURL string
 	Addr        string
@@ -48,7 +49,7 @@ type config struct {
 	// client address's budget of failed authentications per minute.
 	RateLimit        int
 	AuthFailureLimit int
-	// Quotas are the platform default quotas of every account (DESIGN §12;
+	// Quotas are the platform default quotas of every account (docs/design.md §12;
 	// a nil limit is unlimited).
 	Quotas storage.Quotas
 	// TrustedProxies are the load balancers whose X-Forwarded-For names
@@ -58,13 +59,18 @@ type config struct {
 	// its pool to each read replica).
 	DBMaxConns int
 	// ReadURLs are the streaming replicas that take the reads of the
-	// client API (DESIGN §11); ReplicaMaxLag the staleness beyond which one
+	// client API (docs/design.md §11); ReplicaMaxLag the staleness beyond which one
 	// is skipped; ReplicaCheckInterval the time between health checks.
 	ReadURLs             []string
 	ReplicaMaxLag        time.Duration
 	ReplicaCheckInterval time.Duration
 	// RequestTimeout bounds the work of one request (then 503).
 	RequestTimeout time.Duration
+	// UsageFlushInterval is how often a replica adds its usage counts to
+	// the database (docs/design.md §12); UsageMaxEntries bounds the (account, day,
+	// route) keys it counts in memory between two flushes.
+	UsageFlushInterval time.Duration
+	UsageMaxEntries    int
 	// DrainDelay is how long /readyz answers 503 before the listener
 	// closes on shutdown; ShutdownTimeout how long in-flight requests may
 	// then take.
@@ -86,7 +92,7 @@ type config struct {
 	AuthCacheSize int
 }
 
-// defaultConfig reads the FLEET_* variables, with DESIGN §7's defaults.
+// defaultConfig reads the FLEET_* variables, with docs/design.md §7's defaults.
 func defaultConfig(getenv func(string) string) (config, error) {
 	c := config{
 		DatabaseURL:     getenv("FLEET_DATABASE_URL"),
@@ -108,6 +114,11 @@ func defaultConfig(getenv func(string) string) (config, error) {
 	}
 	c.AuthCacheSize = envCount(getenv, "FLEET_AUTH_CACHE_SIZE", tenancy.DefaultCacheSize, &errs)
 	c.RequestTimeout = envDuration(getenv, "FLEET_REQUEST_TIMEOUT", 10*time.Second, &errs)
+	c.UsageFlushInterval = envDuration(getenv, "FLEET_USAGE_FLUSH_INTERVAL", metering.DefaultInterval, &errs)
+	c.UsageMaxEntries = envCount(getenv, "FLEET_USAGE_MAX_ENTRIES", metering.DefaultMaxEntries, &errs)
+	if c.UsageFlushInterval == 0 || c.UsageMaxEntries == 0 {
+		errs = append(errs, errors.New("FLEET_USAGE_FLUSH_INTERVAL and FLEET_USAGE_MAX_ENTRIES must be above zero"))
+	}
 	c.DrainDelay = envDuration(getenv, "FLEET_DRAIN_DELAY", 0, &errs)
 	c.ShutdownTimeout = envDuration(getenv, "FLEET_SHUTDOWN_TIMEOUT", 15*time.Second, &errs)
 	c.ReadHeaderTimeout = envDuration(getenv, "FLEET_READ_HEADER_TIMEOUT", 5*time.Second, &errs)
@@ -170,7 +181,7 @@ func envInt(getenv func(string) string, name string, def int, errs *[]error) int
 }
 
 // defaultQuotas are the platform default quotas when FLEET_QUOTA_* are
-// unset (DESIGN §12, docs/management.md "Quotas").
+// unset (docs/design.md §12, docs/management.md "Quotas").
 var defaultQuotas = storage.Quotas{
 	Subaccounts: ptrInt(1000), Tokens: ptrInt(1000), Devices: ptrInt(100_000), Passengers: ptrInt(1_000_000),
 }
@@ -240,7 +251,7 @@ func envValue[T any](getenv func(string) string, name string, def T, want string
 	return x
 }
 
-// databaseURL is the configured database, or DESIGN §7's default.
+// databaseURL is the configured database, or docs/design.md §7's default.
 func (c config) databaseURL() string { return orDefault(c.DatabaseURL, storage.DefaultURL) }
 
 // listenURL is where the authentication cache's listener connects: the
@@ -280,6 +291,8 @@ func (c *config) flags(fs *flag.FlagSet) {
 	fs.IntVar(&c.AuthCacheSize, "auth-cache-size", c.AuthCacheSize, "authenticated principals kept in memory, invalidated through LISTEN/NOTIFY; 0 turns the cache off (FLEET_AUTH_CACHE_SIZE)")
 	fs.IntVar(&c.DBMaxConns, "db-max-conns", c.DBMaxConns, "database connections per replica (FLEET_DB_MAX_CONNS)")
 	fs.DurationVar(&c.RequestTimeout, "request-timeout", c.RequestTimeout, "bound on one request's work, then 503 (FLEET_REQUEST_TIMEOUT)")
+	fs.DurationVar(&c.UsageFlushInterval, "usage-flush-interval", c.UsageFlushInterval, "add the usage counted in memory to the database this often; a crash loses at most this much of a replica's usage (FLEET_USAGE_FLUSH_INTERVAL)")
+	fs.IntVar(&c.UsageMaxEntries, "usage-max-entries", c.UsageMaxEntries, "most (account, day, route) usage keys counted in memory between two flushes (FLEET_USAGE_MAX_ENTRIES)")
 	fs.DurationVar(&c.DrainDelay, "drain-delay", c.DrainDelay, "on shutdown, how long /readyz answers 503 before the listener closes (FLEET_DRAIN_DELAY)")
 	fs.DurationVar(&c.ShutdownTimeout, "shutdown-timeout", c.ShutdownTimeout, "how long in-flight requests may take to finish on shutdown (FLEET_SHUTDOWN_TIMEOUT)")
 	fs.Func("database-read-urls", "comma-separated PostgreSQL URLs of streaming replicas for the client API's reads (FLEET_DATABASE_READ_URLS)", func(v string) error {

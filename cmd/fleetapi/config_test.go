@@ -1,6 +1,9 @@
 package main
 
 import (
+	"context"
+	"flag"
+	"math"
 	"strings"
 	"testing"
 	"time"
@@ -57,6 +60,48 @@ func TestPolicySettleConfig(t *testing.T) {
 	for _, v := range []string{"-1s", "soon"} {
 		if _, err := defaultConfig(env(map[string]string{"FLEET_POLICY_SETTLE": v})); err == nil {
 			t.Errorf("FLEET_POLICY_SETTLE=%q accepted", v)
+		}
+	}
+}
+
+// TestQuotaConfig: the platform default quotas come from FLEET_QUOTA_*
+// and --quota-* (a number of rows, 0 or more, or "unlimited"), with
+// defaults; a malformed value (negative, not an integer, too large, a
+// spelling of unlimited other than "unlimited", blanks) stops the server
+// before it starts, naming the variable or flag and what it wants.
+func TestQuotaConfig(t *testing.T) {
+	c, err := defaultConfig(envOf(nil))
+	if err != nil || c.Quotas != defaultQuotas {
+		t.Fatalf("defaults: %v %+v", err, c.Quotas)
+	}
+	c, err = defaultConfig(envOf(map[string]string{
+		"FLEET_QUOTA_SUBACCOUNTS": "0", "FLEET_QUOTA_TOKENS": "unlimited", "FLEET_QUOTA_DEVICES": "5",
+		"FLEET_QUOTA_PASSENGERS": "9223372036854775807",
+	}))
+	if err != nil || *c.Quotas.Subaccounts != 0 || c.Quotas.Tokens != nil || *c.Quotas.Devices != 5 || *c.Quotas.Passengers != math.MaxInt64 {
+		t.Fatalf("from the environment: %v %+v", err, c.Quotas)
+	}
+	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
+	c.flags(fs)
+	if err := fs.Parse([]string{"--quota-devices=7", "--quota-tokens", "12", "--quota-passengers=unlimited"}); err != nil {
+		t.Fatal(err)
+	}
+	if *c.Quotas.Devices != 7 || *c.Quotas.Tokens != 12 || c.Quotas.Passengers != nil || *c.Quotas.Subaccounts != 0 {
+		t.Fatalf("flags over the environment: %+v", c.Quotas)
+	}
+	const want = "want 0 or a positive integer, or unlimited"
+	for _, v := range []string{"-1", "x", "1.5", "1e3", "9223372036854775808", "Unlimited", "none", " 5", "5 ", "0x10", "+"} {
+		for _, q := range []string{"subaccounts", "tokens", "devices", "passengers"} {
+			name := "FLEET_QUOTA_" + strings.ToUpper(q)
+			_, err := defaultConfig(envOf(map[string]string{name: v}))
+			if err == nil || !strings.Contains(err.Error(), name) || !strings.Contains(err.Error(), want) {
+				t.Errorf("%s=%q: %v, want an error naming it and %q", name, v, err, want)
+			}
+			var stdout, stderr syncBuffer
+			code := mainWith(context.Background(), []string{"serve", "--quota-" + q + "=" + v}, envOf(nil), &stdout, &stderr)
+			if code != exitUsage || !strings.Contains(stderr.String(), "-quota-"+q) || !strings.Contains(stderr.String(), want) {
+				t.Errorf("serve --quota-%s=%q: exit %d, stderr %q; want %d naming the flag and %q", q, v, code, stderr.String(), exitUsage, want)
+			}
 		}
 	}
 }

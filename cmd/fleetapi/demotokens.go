@@ -15,7 +15,7 @@ import (
 
 // refuseDemoTokens returns an error naming every token of the database
 // that works and whose secret is published in the demo data, with the way
-// out: revoking them, or --allow-demo-tokens for a demo database (DESIGN
+// out: revoking them, or --allow-demo-tokens for a demo database (docs/design.md
 // §7). Anyone who has read the README could otherwise call the API with
 // them.
 func refuseDemoTokens(ctx context.Context, db bun.IDB, dbName string) error {

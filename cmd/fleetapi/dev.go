@@ -17,10 +17,10 @@ import (
 )
 
 // devDatabase is the database `fleetapi dev` uses on the server it finds,
-// never the one `serve` uses by default (DESIGN §7).
+// never the one `serve` uses by default (docs/design.md §7).
 const devDatabase = "fleetapi_dev"
 
-// runDev is the one-command demo: find or start PostgreSQL (DESIGN §7),
+// runDev is the one-command demo: find or start PostgreSQL (docs/design.md §7),
 // use its database fleetapi_dev (or the one --database-url names), refuse
 // it when it holds accounts that are not demo data, migrate, load the demo
 // data, print the demo tokens with example curl lines, and serve until

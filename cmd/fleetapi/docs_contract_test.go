@@ -49,7 +49,7 @@ func TestObservabilityDocNamesEverySpanAndAttribute(t *testing.T) {
 	span := regexp.MustCompile(`\.Start\([^,()]+(?:\(\))?, "([^"]+)"`)
 	attr := regexp.MustCompile(`attribute\.(?:Key|String|Int|Int64|Bool|Float64|StringSlice|Int64Slice)\("((?:db\.)?fleet\.[a-z_.]+)"`)
 	names := map[string]string{}
-	for _, dir := range []string{"api", "policy", "storage", "tenancy", "telemetry", "cmd/fleetapi"} {
+	for _, dir := range []string{"api", "api/metering", "api/ratelimit", "policy", "storage", "tenancy", "telemetry", "cmd/fleetapi"} {
 		files, err := filepath.Glob(filepath.Join("../..", dir, "*.go"))
 		if err != nil {
 			t.Fatal(err)

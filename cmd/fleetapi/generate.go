@@ -14,7 +14,7 @@ import (
 )
 
 // runGenerate is `fleetapi generate`: migrate, then write a deterministic
-// synthetic data set with COPY and print the harness tokens (DESIGN §7
+// synthetic data set with COPY and print the harness tokens (docs/design.md §7
 // extension; docs/performance.md).
 func runGenerate(ctx context.Context, args []string, getenv func(string) string, con console) error {
 	cmd := newCommand("generate", "[flags]", `Write a deterministic synthetic data set with COPY (docs/performance.md) and

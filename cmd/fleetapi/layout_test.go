@@ -16,7 +16,7 @@ const module = "github.com/fleetapi/fleetapi"
 var storageJob = []string{"storage", "policy", "tenancy", "migrations"}
 
 // allowed lists, per package, the fleetapi packages it may import
-// (DESIGN §1: arrows point inward; nothing imports api or cmd). storage
+// (docs/design.md §1: arrows point inward; nothing imports api or cmd). storage
 // imports none of its sub-packages, and api none of the trusted jobs: they
 // are for the command line, never for the request path.
 var allowed = map[string][]string{
@@ -35,7 +35,8 @@ var allowed = map[string][]string{
 	"policy/mutation":     {"policy"},
 	"policy/policydiff":   {"policy", "policy/oracle", "policy/synthetic", "storage", "tenancy"},
 	"api/ratelimit":       {},
-	"api":                 {"api/ratelimit", "tenancy", "policy", "storage", "telemetry"},
+	"api/metering":        {"storage"},
+	"api":                 {"api/ratelimit", "api/metering", "tenancy", "policy", "storage", "telemetry"},
 }
 
 // forbidden lists third-party imports a package must not have.
@@ -49,7 +50,7 @@ var forbidden = map[string][]string{
 	"tenancy":            {"github.com/uptrace/bun", "github.com/go-fuego/fuego", "github.com/open-policy-agent/opa"},
 }
 
-// TestDependencyDirection keeps the package arrows of DESIGN §1 and
+// TestDependencyDirection keeps the package arrows of docs/design.md §1 and
 // STYLE.md: every non-test import of the core packages is checked.
 func TestDependencyDirection(t *testing.T) {
 	root := filepath.Join("..", "..")
@@ -73,7 +74,7 @@ func TestDependencyDirection(t *testing.T) {
 				found = found || rel == a
 			}
 			if !found {
-				t.Errorf("%s imports %s, which DESIGN §1 does not allow", pkg, rel)
+				t.Errorf("%s imports %s, which docs/design.md §1 does not allow", pkg, rel)
 			}
 		}
 	}

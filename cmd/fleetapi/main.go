@@ -5,7 +5,7 @@
 //
 // Data goes to standard output and progress to standard error; the exit
 // status is 0 on success (and for -h), 1 when a command fails and 2 for a
-// mistake in the command line (DESIGN §7).
+// mistake in the command line (docs/design.md §7).
 package main
 
 import (
@@ -48,9 +48,11 @@ commands:
   serve                      run the API server (migrates first unless --no-migrate)
   dev                        demo: load the demo data into the database fleetapi_dev, print demo tokens, serve
   migrate [up|down|status]   schema migrations (down needs --confirm)
-  import FILE                load a tenant data file (DESIGN §8)
+  import FILE                load a tenant data file (docs/design.md §8)
   generate [--preset large]  load a synthetic data set with COPY, print load-test tokens
   token create|list|revoke   manage API tokens
+  tenant export|erase        offboard a tenant: export an account's subtree, erase it (--confirm)
+  usage export               every account's usage of a range of days, CSV or JSON lines (billing)
   policy test|check|explain|diff  run, validate, explain and compare Rego policy sets
   openapi                    print the OpenAPI document
   version                    print the version, commit, Go version and policy revision
@@ -78,12 +80,12 @@ func runWith(ctx context.Context, args []string, getenv func(string) string, con
 	return err
 }
 
-// commands are the subcommands of DESIGN §7 by name, each run with the
+// commands are the subcommands of docs/design.md §7 by name, each run with the
 // arguments after its name.
 func commands() map[string]func(ctx context.Context, args []string, getenv func(string) string, con console) error {
 	return map[string]func(context.Context, []string, func(string) string, console) error{
 		"serve": runServe, "dev": runDev, "migrate": runMigrate, "import": runImport, "generate": runGenerate,
-		"token": runToken, "policy": runPolicy, "openapi": runOpenAPI, "version": runVersion,
+		"token": runToken, "tenant": runTenant, "policy": runPolicy, "openapi": runOpenAPI, "version": runVersion, "usage": runUsage,
 	}
 }
 

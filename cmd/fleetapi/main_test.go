@@ -58,7 +58,7 @@ func writeDemoFile(t *testing.T) string {
 	return path
 }
 
-// TestImportServeMe runs the real run(): import a DESIGN §8 file, serve on
+// TestImportServeMe runs the real run(): import a docs/design.md §8 file, serve on
 // port 0, answer GET /api/v2/me, and shut down cleanly on cancel.
 func TestImportServeMe(t *testing.T) {
 	db := storagetest.New(t)

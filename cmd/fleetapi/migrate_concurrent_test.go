@@ -2,13 +2,10 @@ package main
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"strings"
 	"sync"
 	"testing"
 
-	"github.com/fleetapi/fleetapi/storage"
 	"github.com/fleetapi/fleetapi/storage/storagetest"
 )
 
@@ -18,19 +15,7 @@ import (
 // every run succeeds (issue 19 item 11; on 3a7d212 the losers failed on
 // CREATE DATABASE, on bun's lock row or on creating bun's tables).
 func TestConcurrentMigrateCommands(t *testing.T) {
-	server := storagetest.ServerURL(t)
-	var b [6]byte
-	_, _ = rand.Read(b[:])
-	name := "fleetapi_test_migrate_" + hex.EncodeToString(b[:])
-	dsn, err := storage.WithDatabase(server, name)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		a := storage.Open(server, storage.Options{MaxOpenConns: 1})
-		defer a.Close()
-		_, _ = a.ExecContext(context.Background(), "DROP DATABASE IF EXISTS "+name+" WITH (FORCE)")
-	})
+	_, dsn := storagetest.UnusedDatabase(t, "fleetapi_test_migrate_")
 	actions := []string{"up", "up", "up", "status", "up", "status"}
 	outs := make([]syncBuffer, len(actions))
 	errs := make([]error, len(actions))

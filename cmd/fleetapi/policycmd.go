@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"time"
@@ -20,12 +21,13 @@ import (
 func policyGroup() group {
 	return group{
 		name: "policy",
-		doc:  "Run, validate and explain the Rego policy (DESIGN §6).",
+		doc:  "Run, validate and explain the Rego policy (docs/design.md §6).",
 		subs: [][2]string{
 			{"test", "run the Rego tests of a policy set (the embedded one without DIR) with coverage"},
 			{"check", "compile a policy set, run its tests, verify every scope rule translates to SQL"},
 			{"explain", "show the decision for a token calling a route, or making a management change, and the conditions that failed"},
 			{"diff", "compare two policy sets: the decisions and rows NEW grants or takes away (exit 3 when it widens access)"},
+			{"routes", "print the routes module (data.fleet.api.routes) OPA's own tools need, or write it into a policy directory"},
 		},
 	}
 }
@@ -126,6 +128,8 @@ serve would refuse exits 1 with the reason.`)
 		return policy.Check(ctx, opts, con.out)
 	case "diff":
 		return runPolicyDiff(ctx, args, getenv, con)
+	case "routes":
+		return runPolicyRoutes(args, con)
 	}
 	return runExplain(ctx, args, getenv, con)
 }
@@ -160,7 +164,7 @@ which is resolved to the template the server would match; a route the API does
 not have is refused.
 
 With --action instead of --route, show the management decision
-(data.fleet.manage.decision, DESIGN §9) for the token making that change: the
+(data.fleet.manage.decision, docs/design.md §9) for the token making that change: the
 target is the account acted on (for account.create the account it is created
 under; none for the top), --change the fields asked for, as the API sends them
 (grants.replace {"imei": [...]}; token.create the values the new token will
@@ -239,8 +243,8 @@ func explainRoute(route string) (tenancy.Route, error) {
 }
 
 // manageActions are the actions policy explain --action accepts.
-var manageActions = []string{policy.ActionAccountCreate, policy.ActionAccountUpdate, policy.ActionGrantsReplace,
-	policy.ActionObjectCreate, policy.ActionObjectMove, policy.ActionTokenCreate, policy.ActionTokenRevoke}
+var manageActions = []string{policy.ActionAccountCreate, policy.ActionAccountUpdate, policy.ActionAccountErase, policy.ActionGrantsReplace,
+	policy.ActionObjectCreate, policy.ActionObjectMove, policy.ActionTokenCreate, policy.ActionTokenRevoke, policy.ActionUsageRead}
 
 // manageFlags are the flags of a management explain.
 type manageFlags struct {
@@ -327,4 +331,46 @@ func explainManagement(ctx context.Context, cfg *config, tokenID int64, m manage
 	}
 	_, err = fmt.Fprintln(con.out, x.String())
 	return err
+}
+
+// runPolicyRoutes is `policy routes`: the module of package fleet.api
+// generated from the API's routes, on stdout or, with --write, as
+// fleet/api/routes.rego of a policy directory.
+func runPolicyRoutes(args []string, con console) error {
+	cmd := newCommand("policy routes", "[--write] [DIR]", `Print the Rego module of package fleet.api that fleetapi generates from its
+routes (data.fleet.api.routes, read by data.fleet.authz.permissions). With
+--write, write it as `+policy.RoutesModule+` of the policy directory DIR
+(default policy/rego, the repository's) instead, so that OPA's own tools
+(opa test, opa check, opa build) see the routes fleetapi evaluates. fleetapi
+itself always evaluates its own routes in place of that file.`)
+	write := cmd.fs.Bool("write", false, "write the module into DIR instead of printing it")
+	if err := cmd.parse(args, con); err != nil {
+		return err
+	}
+	if err := cmd.args(0, 1); err != nil {
+		return err
+	}
+	if !*write {
+		if cmd.fs.NArg() > 0 {
+			return usagef(cmd.name, "policy routes: DIR goes with --write")
+		}
+		_, err := con.out.Write(policy.RoutesSource())
+		return err
+	}
+	dir := cmd.fs.Arg(0)
+	if dir == "" {
+		dir = filepath.Join("policy", "rego")
+	}
+	if st, err := os.Stat(dir); err != nil || !st.IsDir() {
+		return fmt.Errorf("policy routes: %s is not a policy directory", dir)
+	}
+	path := filepath.Join(dir, filepath.FromSlash(policy.RoutesModule))
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		return fmt.Errorf("policy routes: %w", err)
+	}
+	if err := os.WriteFile(path, policy.RoutesSource(), 0o644); err != nil {
+		return fmt.Errorf("policy routes: %w", err)
+	}
+	fmt.Fprintf(con.log, "wrote %s\n", path)
+	return nil
 }

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/fleetapi/fleetapi/policy"
 	"github.com/fleetapi/fleetapi/storage/storagetest"
 )
 
@@ -204,5 +205,36 @@ visible(row) if {
 	}
 	if r := runMain(t, nil, "policy", "test", "--mutate", "--min-coverage", "90"); r.code != 2 {
 		t.Errorf("--mutate --min-coverage: exit %d, want 2", r.code)
+	}
+}
+
+// TestPolicyRoutes (issue 23 item 1): `policy routes` prints the routes
+// module fleetapi generates, and --write puts it where OPA's own tools read
+// it in a policy directory; the directory then checks with its routes
+// file current. DIR without --write is a usage error.
+func TestPolicyRoutes(t *testing.T) {
+	if out := runOK(t, nil, "policy", "routes"); out != string(policy.RoutesSource()) {
+		t.Errorf("policy routes printed:\n%s", out)
+	}
+	dir := copyRego(t)
+	file := filepath.Join(dir, filepath.FromSlash(policy.RoutesModule))
+	if err := os.WriteFile(file, []byte("package fleet.api\n\nroutes := []\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if out := runOK(t, nil, "policy", "check", dir); !strings.Contains(out, "routes file "+policy.RoutesModule+": out of date") {
+		t.Errorf("policy check of a stale routes file:\n%s", out)
+	}
+	runOK(t, nil, "policy", "routes", "--write", dir)
+	if b, err := os.ReadFile(file); err != nil || string(b) != string(policy.RoutesSource()) {
+		t.Errorf("policy routes --write: %v\n%s", err, b)
+	}
+	if out := runOK(t, nil, "policy", "check", dir); !strings.Contains(out, "routes file "+policy.RoutesModule+": current") {
+		t.Errorf("policy check after --write:\n%s", out)
+	}
+	if r := runMain(t, nil, "policy", "routes", dir); r.code != exitUsage {
+		t.Errorf("policy routes DIR without --write: exit %d", r.code)
+	}
+	if r := runMain(t, nil, "policy", "routes", "--write", filepath.Join(dir, "missing")); r.code != 1 {
+		t.Errorf("policy routes --write into a missing directory: exit %d", r.code)
 	}
 }

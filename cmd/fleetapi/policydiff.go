@@ -15,7 +15,7 @@ import (
 )
 
 // exitWidens is the exit status of `policy diff` when NEW grants anything
-// OLD did not (DESIGN §10): a CI gate for "this change widens access".
+// OLD did not (docs/design.md §10): a CI gate for "this change widens access".
 const exitWidens = 3
 
 func runPolicyDiff(ctx context.Context, args []string, getenv func(string) string, con console) error {

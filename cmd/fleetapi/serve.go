@@ -16,6 +16,7 @@ import (
 	"go.opentelemetry.io/otel/metric"
 
 	"github.com/fleetapi/fleetapi/api"
+	"github.com/fleetapi/fleetapi/api/metering"
 	"github.com/fleetapi/fleetapi/api/ratelimit"
 	"github.com/fleetapi/fleetapi/policy"
 	"github.com/fleetapi/fleetapi/storage"
@@ -250,7 +251,7 @@ func serve(ctx context.Context, cfg config, getenv func(string) string, con cons
 	if err != nil {
 		return fmt.Errorf("policy: %w", err)
 	}
-	// Hot reload (DESIGN §10): SIGHUP, the watched directory or bundle
+	// Hot reload (docs/design.md §10): SIGHUP, the watched directory or bundle
 	// file, the polled bundle URL.
 	stopReload := startPolicyReload(ctx, engine, cfg, log)
 	defer stopReload()
@@ -276,6 +277,14 @@ func serve(ctx context.Context, cfg config, getenv func(string) string, con cons
 		return err
 	}
 	defer stopAuthCache()
+	meter, stopMeter, err := startMetering(ctx, cfg, store, log, tel)
+	if err != nil {
+		return err
+	}
+	// Registered after the database's Close, so it runs before it: the
+	// last flush follows the HTTP server's shutdown (every request
+	// answered and counted) on every way out of serve.
+	defer stopMeter()
 	srv, err := api.New(api.Config{
 		Auth:             auth,
 		AuthSync:         authSync,
@@ -290,6 +299,7 @@ func serve(ctx context.Context, cfg config, getenv func(string) string, con cons
 		AuthFailureLimit: cfg.AuthFailureLimit,
 		TrustedProxies:   cfg.TrustedProxies,
 		RequestTimeout:   cfg.RequestTimeout,
+		Usage:            meter,
 		Ready:            store,
 		MetricsHandler:   tel.MetricsHandler,
 		SeparateOps:      cfg.MetricsAddr != "",
@@ -338,4 +348,38 @@ func serve(ctx context.Context, cfg config, getenv func(string) string, con cons
 	}
 	log.Info("stopped")
 	return nil
+}
+
+// startMetering starts the usage meter (docs/design.md §12): its flushes every
+// FLEET_USAGE_FLUSH_INTERVAL until serve returns. The returned function
+// stops them and makes the last flush (bounded by one interval plus 10 s,
+// retried once), after the HTTP server has answered its last request.
+func startMetering(ctx context.Context, cfg config, store *storage.Store, log *slog.Logger, tel *telemetry.Providers) (*metering.Meter, func(), error) {
+	meter, err := metering.New(store, metering.Options{Interval: cfg.UsageFlushInterval, MaxEntries: cfg.UsageMaxEntries,
+		Logger: log, MeterProvider: tel.Meter, TracerProvider: tel.Tracer})
+	if err != nil {
+		return nil, nil, err
+	}
+	rctx, cancel := context.WithCancel(ctx)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		meter.Run(rctx)
+	}()
+	return meter, func() {
+		cancel()
+		<-done
+		fctx, stop := context.WithTimeout(context.WithoutCancel(ctx), meter.Interval()+10*time.Second)
+		defer stop()
+		err := meter.Flush(fctx)
+		if err != nil {
+			err = meter.Flush(fctx)
+		}
+		if err != nil {
+			log.Error("usage: the last flush failed; the usage counted since the previous flush is lost",
+				slog.Int("keys", meter.Pending()), slog.Any("error", err))
+			return
+		}
+		log.Info("usage flushed")
+	}, nil
 }

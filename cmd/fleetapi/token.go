@@ -20,7 +20,7 @@ func (l *stringList) Set(v string) error { *l = append(*l, v); return nil }
 func tokenGroup() group {
 	return group{
 		name: "token",
-		doc:  "Manage the API tokens of an account (DESIGN §3).",
+		doc:  "Manage the API tokens of an account (docs/design.md §3).",
 		subs: [][2]string{
 			{"create", "create a token and print its secret (shown once)"},
 			{"list", "list the tokens of an account (never their secrets)"},

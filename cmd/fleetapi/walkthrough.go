@@ -10,7 +10,7 @@ const (
 )
 
 // walkthroughScript is the management walkthrough of docs/management.md
-// (DESIGN §9): the demo manager fleetco onboards a customer, gives it a
+// (docs/design.md §9): the demo manager fleetco onboards a customer, gives it a
 // device and a token; the customer creates a subaccount, grants it the
 // device and mints a read-only integration token; the audit trail shows
 // it all. Ids and secrets are captured from the responses with sed, so

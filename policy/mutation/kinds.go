@@ -36,7 +36,7 @@ func refParts(r ast.Ref) (string, string, bool) {
 func refKinds(modules map[string]*ast.Module) map[string][]string {
 	seen := map[string]map[string]bool{}
 	for name, mod := range modules {
-		if name == policy.RoutesModule {
+		if policy.IsRoutesModule(name) {
 			continue
 		}
 		walkRules(mod, func(node any, _ *ast.Rule, _ *ast.Expr) {
@@ -119,7 +119,7 @@ func stringKinds(modules map[string]*ast.Module) map[string][]string {
 		}
 	}
 	for name, mod := range modules {
-		if name == policy.RoutesModule {
+		if policy.IsRoutesModule(name) {
 			continue
 		}
 		walkRules(mod, func(node any, rule *ast.Rule, expr *ast.Expr) {

@@ -117,7 +117,7 @@ func Run(ctx context.Context, dir string, opts Options, w io.Writer) (Report, er
 	}
 	modules := set.Modules()
 	for _, f := range opts.Files {
-		if _, ok := modules[f]; !ok || f == policy.RoutesModule {
+		if _, ok := modules[f]; !ok || policy.IsRoutesModule(f) {
 			return Report{}, fmt.Errorf("no policy module %q in %s", f, sourceName(dir))
 		}
 	}
@@ -135,7 +135,7 @@ func Run(ctx context.Context, dir string, opts Options, w io.Writer) (Report, er
 	}
 	var jobs []job
 	for _, name := range slices.Sorted(maps.Keys(modules)) {
-		if name == policy.RoutesModule || len(opts.Files) > 0 && !slices.Contains(opts.Files, name) {
+		if policy.IsRoutesModule(name) || len(opts.Files) > 0 && !slices.Contains(opts.Files, name) {
 			continue
 		}
 		orig := modules[name]

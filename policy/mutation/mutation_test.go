@@ -73,7 +73,7 @@ func TestMutateFindsPrivilegeSwaps(t *testing.T) {
 	if !slices.Equal(got, want) {
 		t.Fatalf("survivors %q, want %q\n%s", got, want, out.String())
 	}
-	for _, line := range []string{"SURVIVED fleet/scope/scope.rego:44 [", "SURVIVED fleet/scope/scope.rego:53 [", "original: holds(\"reports\")", "mutated:  holds(\"event_notifications\")"} {
+	for _, line := range []string{"SURVIVED fleet/scope/scope.rego:51 [", "SURVIVED fleet/scope/scope.rego:60 [", "original: holds(\"reports\")", "mutated:  holds(\"event_notifications\")"} {
 		if !strings.Contains(out.String(), line) {
 			t.Fatalf("report lacks %q:\n%s", line, out.String())
 		}

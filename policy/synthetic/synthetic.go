@@ -123,7 +123,7 @@ func Tokens(r tenancy.Route) [][]string {
 // account_id, manager_id and granted_to; for the management scope id,
 // manager_id, type and grand_manager_id), each an id of the synthetic
 // tree, OtherID or null, and type each account type, an unknown
-// one or null. The rule decides on these columns alone (DESIGN §6: a scope
+// one or null. The rule decides on these columns alone (docs/design.md §6: a scope
 // names only whitelisted columns and compares them with known values), so
 // the grid tells apart every condition on the ids of the synthetic
 // principals.

@@ -2,7 +2,6 @@ package demodata
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"slices"
 	"time"
@@ -23,22 +22,11 @@ type sets struct {
 }
 
 func readSets() (sets, error) {
-	var f struct {
-		Accounts []struct {
-			Username string              `json:"username"`
-			Type     tenancy.AccountType `json:"type"`
-		} `json:"accounts"`
-		Tokens []struct {
-			Secret string `json:"secret"`
-		} `json:"tokens"`
+	f, err := readFile()
+	if err != nil {
+		return sets{}, err
 	}
-	if err := json.Unmarshal(fileJSON, &f); err != nil {
-		return sets{}, fmt.Errorf("demo data: %w", err)
-	}
-	s := sets{accounts: map[string]tenancy.AccountType{}}
-	for _, a := range f.Accounts {
-		s.accounts[a.Username] = a.Type
-	}
+	s := sets{accounts: f.accountTypes()}
 	for _, t := range f.Tokens {
 		h, err := tenancy.HashToken(t.Secret)
 		if err != nil {
@@ -60,7 +48,7 @@ type ActiveToken struct {
 // ActiveTokens returns, by id, the tokens of db whose secret is one of the
 // demo data's public secrets and that still work at now (not revoked, not
 // expired), whichever account they belong to. `fleetapi serve` refuses to
-// start while there is one (DESIGN §7). It returns storage.ErrUnavailable
+// start while there is one (docs/design.md §7). It returns storage.ErrUnavailable
 // when the database cannot be reached.
 func ActiveTokens(ctx context.Context, db bun.IDB, now time.Time) ([]ActiveToken, error) {
 	demo, err := readSets()
@@ -86,7 +74,7 @@ func ActiveTokens(ctx context.Context, db bun.IDB, now time.Time) ([]ActiveToken
 // has with another account type. A database without the accounts table
 // (not migrated yet) has none. `fleetapi dev` refuses a database that has
 // any, so that the public demo tokens are never loaded next to real
-// accounts (DESIGN §7). It returns storage.ErrUnavailable when the
+// accounts (docs/design.md §7). It returns storage.ErrUnavailable when the
 // database cannot be reached.
 func ForeignAccounts(ctx context.Context, db bun.IDB) ([]string, error) {
 	demo, err := readSets()

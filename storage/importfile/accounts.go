@@ -4,6 +4,9 @@ import (
 	"context"
 	"errors"
 	"slices"
+	"time"
+
+	"github.com/uptrace/bun/dialect/pgdialect"
 
 	"github.com/fleetapi/fleetapi/storage"
 	"github.com/fleetapi/fleetapi/tenancy"
@@ -11,22 +14,29 @@ import (
 
 // The accounts apply first: every other section names its account.
 var _ = declareSection(spec[importAccount]{
-	name: "accounts", key: []string{"username"}, loadAll: loadAccounts,
+	name: "accounts", key: []string{"username"}, loadAll: loadAccounts, dump: dumpAccounts,
 })
 
 // importAccount is a record of the accounts section. A subaccount's
-// objects are the devices granted to it (the grants section).
+// objects are the devices granted to it (the grants section). RateLimit
+// and Quotas are the account's own limits (docs/design.md §12: its budget in
+// requests per minute, and its quota overrides, null for the platform
+// default); CreatedAt, when set, keeps the creation time of an exported
+// account.
 type importAccount struct {
-	Username        string        `json:"username"`
-	Email           string        `json:"email"`
-	Type            string        `json:"type"`
-	Manager         string        `json:"manager"`
-	Active          *bool         `json:"active"`
-	ReadOnly        bool          `json:"read_only"`
-	AccountExpire   bool          `json:"account_expire"`
-	AccountExpireDt *storage.Date `json:"account_expire_dt"`
-	Privileges      []string      `json:"privileges"`
-	Objects         []string      `json:"objects"`
+	Username        string          `json:"username"`
+	Email           string          `json:"email"`
+	Type            string          `json:"type"`
+	Manager         string          `json:"manager,omitempty"`
+	Active          *bool           `json:"active"`
+	ReadOnly        bool            `json:"read_only"`
+	AccountExpire   bool            `json:"account_expire"`
+	AccountExpireDt *storage.Date   `json:"account_expire_dt"`
+	Privileges      []string        `json:"privileges,omitempty"`
+	Objects         []string        `json:"objects,omitempty"`
+	RateLimit       *int            `json:"rate_limit,omitempty"`
+	Quotas          *storage.Quotas `json:"quotas,omitempty"`
+	CreatedAt       *time.Time      `json:"created_at,omitempty"`
 }
 
 // loadAccounts inserts the accounts, each after its manager, whether the
@@ -104,6 +114,19 @@ func checkAccount(r record[importAccount]) error {
 			return ref.errorf("privilege %q: want reports or event_notifications", p)
 		}
 	}
+	if a.RateLimit != nil && *a.RateLimit < 1 {
+		return ref.errorf("rate_limit must be 1 or more, or null")
+	}
+	if a.Quotas != nil {
+		if a.Type == string(tenancy.Admin) {
+			return ref.errorf("an admin has no quotas")
+		}
+		for _, q := range storage.AllQuotas {
+			if v := a.Quotas.Get(q); v != nil && *v < 0 {
+				return ref.errorf("quotas.%s must be 0 or more, or null for the platform default", q)
+			}
+		}
+	}
 	return nil
 }
 
@@ -133,6 +156,13 @@ func (im *importer) importAccount(ctx context.Context, r record[importAccount], 
 		AccountExpire:   a.AccountExpire,
 		AccountExpireDt: a.AccountExpireDt,
 		Privileges:      storage.StringList(a.Privileges),
+		RateLimit:       a.RateLimit,
+	}
+	if a.Quotas != nil {
+		row.QuotaSubaccounts, row.QuotaTokens, row.QuotaDevices, row.QuotaPassengers = a.Quotas.Subaccounts, a.Quotas.Tokens, a.Quotas.Devices, a.Quotas.Passengers
+	}
+	if a.CreatedAt != nil {
+		row.CreatedAt = *a.CreatedAt
 	}
 	if a.Manager != "" {
 		mgr, ok, err := im.lookupAccount(ctx, a.Manager)
@@ -153,7 +183,7 @@ func (im *importer) importAccount(ctx context.Context, r record[importAccount], 
 		n.Skipped++
 		return nil
 	}
-	// Usernames are unique whatever the case (DESIGN §9): another spelling
+	// Usernames are unique whatever the case (docs/design.md §9): another spelling
 	// of an existing username (in the database or earlier in the file) is
 	// refused, naming it, rather than left to the unique index.
 	var other string
@@ -171,4 +201,41 @@ func (im *importer) importAccount(ctx context.Context, r record[importAccount], 
 	im.remember(row)
 	n.Inserted++
 	return nil
+}
+
+// dumpAccounts writes the subtree's accounts, each with its limits and,
+// for a subaccount, the devices granted to it (the grants section). The
+// root names its manager, which the export does not hold.
+func dumpAccounts(ctx context.Context, ex *exporter, emit func(importAccount) error) error {
+	var grants []storage.ObjectGrant
+	if err := ex.db.NewSelect().Model(&grants).Where("og.subaccount_id = ANY(?)", pgdialect.Array(ex.ids)).
+		Order("og.subaccount_id", "og.imei").Scan(ctx); err != nil {
+		return err
+	}
+	granted := map[int64][]string{}
+	for _, g := range grants {
+		granted[g.SubaccountID] = append(granted[g.SubaccountID], g.IMEI)
+	}
+	ex.granted = len(grants)
+	return eachRow(ctx, ex, "id", "a.id = ANY(?)", func(a *storage.Account) int64 { return a.ID }, func(a *storage.Account) error {
+		rec := importAccount{
+			Username: a.Username, Email: a.Email, Type: string(a.Type), Active: &a.Active, ReadOnly: a.ReadOnly,
+			AccountExpire: a.AccountExpire, AccountExpireDt: a.AccountExpireDt, Privileges: a.Privileges,
+			Objects: granted[a.ID], RateLimit: a.RateLimit, CreatedAt: &a.CreatedAt,
+		}
+		if q := a.Overrides(); q != (storage.Quotas{}) {
+			rec.Quotas = &q
+		}
+		if a.ManagerID != nil {
+			name, ok := ex.names[*a.ManagerID]
+			if !ok {
+				if err := ex.db.NewSelect().TableExpr("accounts AS m").Column("m.username").
+					Where("m.id = ?", *a.ManagerID).Scan(ctx, &name); err != nil {
+					return err
+				}
+			}
+			rec.Manager = name
+		}
+		return emit(rec)
+	})
 }

@@ -8,14 +8,14 @@ import (
 )
 
 // The event rules apply after the report definitions.
-var _ = declareSection(spec[importEvent]{name: "events", after: "reports", key: []string{"account", "name"}, load: loadEvent})
+var _ = declareSection(spec[importEvent]{name: "events", after: "reports", key: []string{"account", "name"}, load: loadEvent, dump: dumpEvents})
 
 // importEvent is a record of the events section: every field of the
 // model, its account by username; the database assigns event_id.
 type importEvent struct {
 	storage.Event
 	Account string     `json:"account"`
-	EventID dbAssigned `json:"event_id"`
+	EventID dbAssigned `json:"event_id,omitzero"`
 }
 
 // loadEvent inserts an event rule, with the model's defaults. A record
@@ -49,4 +49,11 @@ func loadEvent(ctx context.Context, im *importer, ref recordRef, ev importEvent)
 		}
 	}
 	return im.insertNew(ctx, ref, &row, byAccountAndName, acct.ID, ev.Name)
+}
+
+// dumpEvents writes the subtree's event rules.
+func dumpEvents(ctx context.Context, ex *exporter, emit func(importEvent) error) error {
+	return eachRow(ctx, ex, "event_id", "e.account_id = ANY(?)", func(e *storage.Event) int64 { return e.EventID }, func(e *storage.Event) error {
+		return emit(importEvent{Event: *e, Account: ex.names[e.AccountID]})
+	})
 }

@@ -17,6 +17,9 @@ type importer struct {
 	byName  map[string]*storage.Account
 	byID    map[int64]*storage.Account
 	objects map[string]*storage.Object
+	// passengerNames counts the passenger records of the file per account
+	// and name (loadPassenger).
+	passengerNames map[string]int
 }
 
 func newImporter(db bun.IDB) *importer {
@@ -25,6 +28,8 @@ func newImporter(db bun.IDB) *importer {
 		byName:  map[string]*storage.Account{},
 		byID:    map[int64]*storage.Account{},
 		objects: map[string]*storage.Object{},
+
+		passengerNames: map[string]int{},
 	}
 }
 

@@ -1,4 +1,4 @@
-// Package importfile loads a tenant data file (DESIGN §8: accounts,
+// Package importfile loads a tenant data file (docs/design.md §8: accounts,
 // devices, grants, tokens, services, reports, event rules, passengers)
 // into the database, for `fleetapi import` and `fleetapi dev`. It is a
 // trusted whole-table job, never used on the request path: it reads and
@@ -71,7 +71,7 @@ func (e *RecordError) Error() string {
 // Unwrap returns storage.ErrInvalid and the cause.
 func (e *RecordError) Unwrap() []error { return []error{storage.ErrInvalid, e.Err} }
 
-// Load loads a tenant data file (DESIGN §8) into db in one transaction (a
+// Load loads a tenant data file (docs/design.md §8) into db in one transaction (a
 // savepoint when db is a caller's bun.Tx). Records that match an existing
 // row on their natural key are skipped, so loading the same file twice
 // adds nothing. A file that is not valid JSON, has unknown fields or

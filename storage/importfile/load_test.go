@@ -189,6 +189,32 @@ func TestLoadInvalidChangesNothing(t *testing.T) {
 		{"bad_account_type", func(t *testing.T, doc map[string]any) {
 			record(t, doc, "accounts", 0)["type"] = "superuser"
 		}, "accounts", 0, `type "superuser"`, nil},
+		{"account_rate_limit_zero", func(t *testing.T, doc map[string]any) {
+			record(t, doc, "accounts", 3)["rate_limit"] = 0
+		}, "accounts", 3, `rate_limit must be 1 or more`, nil},
+		{"account_negative_quota", func(t *testing.T, doc map[string]any) {
+			record(t, doc, "accounts", 3)["quotas"] = map[string]any{"devices": -1}
+		}, "accounts", 3, `quotas.devices must be 0 or more`, nil},
+		{"account_unknown_quota", func(t *testing.T, doc map[string]any) {
+			record(t, doc, "accounts", 3)["quotas"] = map[string]any{"vehicles": 5}
+		}, "accounts", 3, `unknown field "vehicles"`, nil},
+		{"admin_with_quotas", func(t *testing.T, doc map[string]any) {
+			record(t, doc, "accounts", 0)["quotas"] = map[string]any{"devices": 5}
+		}, "accounts", 0, `an admin has no quotas`, nil},
+		{"token_secret_and_hash", func(t *testing.T, doc map[string]any) {
+			record(t, doc, "tokens", 2)["secret_hash"] = strings.Repeat("ab", 32)
+		}, "tokens", 2, `the secret or its secret_hash, not both`, nil},
+		{"token_short_hash", func(t *testing.T, doc map[string]any) {
+			delete(record(t, doc, "tokens", 2), "secret")
+			record(t, doc, "tokens", 2)["secret_hash"] = strings.Repeat("ab", 31)
+		}, "tokens", 2, `secret_hash: want the 64 hex digits`, nil},
+		{"token_unknown_parent", func(t *testing.T, doc map[string]any) {
+			record(t, doc, "tokens", 2)["parent"] = map[string]any{"account": "acme", "name": "later"}
+		}, "tokens", 2, `unknown parent token "later" of acme: a parent comes before the tokens it minted`, nil},
+		{"token_live_heir_of_revoked_parent", func(t *testing.T, doc map[string]any) {
+			record(t, doc, "tokens", 2)["revoked_at"] = "2026-01-01T00:00:00Z"
+			record(t, doc, "tokens", 3)["parent"] = map[string]any{"account": "acme", "name": "acme-all"}
+		}, "tokens", 3, `revoked`, nil},
 		{"token_bad_secret", func(t *testing.T, doc map[string]any) {
 			record(t, doc, "tokens", 2)["secret"] = "flt_short"
 		}, "tokens", 2, `tokens[2] (account "acme", name "acme-all"): secret`, nil},
@@ -293,7 +319,7 @@ func checkLoadError(t *testing.T, err error, section string, index int, wantMsg 
 	if also != nil && !errors.Is(err, also) {
 		t.Errorf("error %q does not wrap %v", err, also)
 	}
-	// The operator reads it: no driver words (DESIGN §7).
+	// The operator reads it: no driver words (docs/design.md §7).
 	for _, driver := range []string{"sql:", "constraint", "duplicate key", "violates", "SQLSTATE", "pq:", "ERROR #"} {
 		if strings.Contains(err.Error(), driver) {
 			t.Errorf("error %q speaks the driver's language (%q)", err, driver)

@@ -7,7 +7,7 @@ import (
 )
 
 // The devices apply after their accounts.
-var _ = declareSection(spec[importObject]{name: "objects", after: "accounts", key: []string{"imei"}, load: loadObject})
+var _ = declareSection(spec[importObject]{name: "objects", after: "accounts", key: []string{"imei"}, load: loadObject, dump: dumpObjects})
 
 // importObject is a record of the objects section: a device, named by its
 // IMEI, and its owner by username.
@@ -46,4 +46,11 @@ func loadObject(ctx context.Context, im *importer, ref recordRef, o importObject
 	}
 	im.objects[row.IMEI] = row
 	return true, nil
+}
+
+// dumpObjects writes the subtree's devices.
+func dumpObjects(ctx context.Context, ex *exporter, emit func(importObject) error) error {
+	return eachRow(ctx, ex, "id", "o.account_id = ANY(?)", func(o *storage.Object) int64 { return o.ID }, func(o *storage.Object) error {
+		return emit(importObject{IMEI: o.IMEI, Account: ex.names[o.AccountID], Name: o.Name, Odometer: o.Odometer, EngineHours: o.EngineHours})
+	})
 }

@@ -11,7 +11,7 @@ import (
 	"strings"
 )
 
-// Section describes one section of the import file (DESIGN §8).
+// Section describes one section of the import file (docs/design.md §8).
 type Section struct {
 	// Name names the section in the result.
 	Name string
@@ -55,6 +55,11 @@ type spec[T any] struct {
 	// loadAll loads the section's records at once and counts them itself,
 	// for records that depend on each other.
 	loadAll func(ctx context.Context, im *importer, recs []record[T], n *Count) error
+	// dump writes the section's records of an exported subtree (Export),
+	// one emit per record, in an order the import can load them in. Every
+	// section that reads its own key has one; a section derived from
+	// another's records (grants) is written by that section's dump.
+	dump func(ctx context.Context, ex *exporter, emit func(T) error) error
 }
 
 // section is a declared section: what it is, and how its records are
@@ -63,6 +68,9 @@ type section struct {
 	Section
 	after  string
 	decode func(raws []json.RawMessage) (step, error)
+	// dump writes the section's records of an export as JSON values, one
+	// emit each; nil for a section derived from another's records.
+	dump func(ctx context.Context, ex *exporter, emit func(json.RawMessage) error) error
 }
 
 // step loads a decoded section inside the import's transaction.
@@ -104,7 +112,21 @@ func newSection[T any](sp spec[T]) (*section, error) {
 	if assigned != nil && sp.loadAll != nil {
 		return nil, errors.New("a section loaded with loadAll refuses its records' ids itself: use load")
 	}
+	if (sp.dump == nil) != (sp.file != "" && sp.file != sp.name) {
+		return nil, errors.New("a section that reads its own key needs a dump (the export writes it), and only such a section has one")
+	}
 	s := &section{Section: Section{Name: sp.name, File: cmp.Or(sp.file, sp.name), Key: sp.key}, after: sp.after}
+	if sp.dump != nil {
+		s.dump = func(ctx context.Context, ex *exporter, emit func(json.RawMessage) error) error {
+			return sp.dump(ctx, ex, func(v T) error {
+				b, err := json.Marshal(v)
+				if err != nil {
+					return fmt.Errorf("export: %s: %w", sp.name, err)
+				}
+				return emit(b)
+			})
+		}
+	}
 	s.decode = func(raws []json.RawMessage) (step, error) {
 		recs, err := decodeRecords[T](s.Section, raws)
 		if err != nil {

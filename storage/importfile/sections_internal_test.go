@@ -89,6 +89,15 @@ func TestSectionDeclaration(t *testing.T) {
 				load: func(context.Context, *importer, recordRef, misnamed) (bool, error) { return false, nil }})
 			return err
 		}, "whose report_id the database assigns"},
+		{"no_dump", func() error {
+			_, err := newSection(spec[importReport]{name: "x", key: []string{"name"}, load: load})
+			return err
+		}, "needs a dump"},
+		{"dump_of_a_derived_section", func() error {
+			_, err := newSection(spec[importReport]{name: "x", file: "y", key: []string{"name"}, load: load,
+				dump: func(context.Context, *exporter, func(importReport) error) error { return nil }})
+			return err
+		}, "needs a dump"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			if err := tc.err(); err == nil || !strings.Contains(err.Error(), tc.want) {

@@ -27,7 +27,7 @@ func TestSectionsDriveTheFormat(t *testing.T) {
 	}
 
 	t.Run("apply_order_of_design_8", func(t *testing.T) {
-		// DESIGN §8's order, with any later section after it.
+		// docs/design.md §8's order, with any later section after it.
 		design := []string{"accounts", "objects", "grants", "tokens", "services", "reports", "events", "passengers"}
 		if len(names) < len(design) || !slices.Equal(names[:len(design)], design) {
 			t.Fatalf("sections apply in the order %q, want %q first", names, design)

@@ -1,6 +1,6 @@
 // Package pgserver finds the PostgreSQL server that fleetapi uses, or
 // starts a private cluster of its own from the locally installed binaries
-// (DESIGN §7). It is a trusted job of the command line and the test helper
+// (docs/design.md §7). It is a trusted job of the command line and the test helper
 // (`fleetapi dev`, storagetest, the operations tool), never used on the
 // request path: it manages a server process and reads no tenant data.
 package pgserver
@@ -14,9 +14,7 @@ import (
 	"net/url"
 	"os"
 	"os/exec"
-	"os/user"
 	"path/filepath"
-	"strconv"
 	"time"
 
 	"github.com/fleetapi/fleetapi/storage"
@@ -24,7 +22,7 @@ import (
 
 // Server is a PostgreSQL server that fleetapi can use: one it was told
 // about, one that already listens on 127.0.0.1:5432, or a private cluster
-// it started itself (DESIGN §7).
+// it started itself (docs/design.md §7).
 type Server struct {
 	// URL connects to the fleetapi database on the server.
 	URL string
@@ -45,7 +43,7 @@ func (s *Server) Stop() error {
 	return s.stop()
 }
 
-// Find finds PostgreSQL as DESIGN §7 says: databaseURL when it is not
+// Find finds PostgreSQL as docs/design.md §7 says: databaseURL when it is not
 // empty; else a server on 127.0.0.1:5432; else a private cluster started
 // from the locally installed binaries in dataDir, on a unix socket. Progress
 // is written to log.
@@ -94,26 +92,17 @@ func StartPrivateCluster(ctx context.Context, dataDir string, log io.Writer) (*S
 	if err != nil {
 		return nil, err
 	}
-	dataDir, err = filepath.Abs(dataDir)
+	d, err := newClusterDir(dataDir)
 	if err != nil {
 		return nil, err
 	}
-	pgdata := filepath.Join(dataDir, "data")
-	sock := filepath.Join(dataDir, "socket")
-	// The folders above the cluster must be traversable by the user that
-	// runs it (postgres, when we are root).
-	if err := os.MkdirAll(dataDir, 0o755); err != nil {
-		return nil, err
-	}
-	if err := os.MkdirAll(sock, 0o700); err != nil {
-		return nil, err
-	}
+	pgdata, sock := d.pgdata, d.sock
 	// initdb refuses to run as root: run the cluster as the postgres user then.
-	runAs, err := clusterUser(dataDir)
+	runAs, err := clusterUser(d.dir)
 	if err != nil {
 		return nil, err
 	}
-	ctl := &pgctl{bin: bin, runAs: runAs, pgdata: pgdata, sock: sock, logFile: filepath.Join(dataDir, "postgres.log")}
+	ctl := &pgctl{bin: bin, runAs: runAs, pgdata: pgdata, sock: sock, logFile: d.logFile}
 	cmd := func(name string, args ...string) *exec.Cmd { return ctl.command(ctx, name, args...) }
 	if _, err := os.Stat(filepath.Join(pgdata, "PG_VERSION")); err != nil {
 		fmt.Fprintf(log, "initialising a private PostgreSQL cluster in %s\n", pgdata)
@@ -146,6 +135,8 @@ func socketURL(sock string) string {
 // the user that owns it.
 type pgctl struct {
 	bin, runAs, pgdata, sock, logFile string
+	// extra holds more server options for start (-c name=value ...).
+	extra string
 }
 
 // command is the program name of bin with args, run as runAs.
@@ -160,7 +151,7 @@ func (c *pgctl) command(ctx context.Context, name string, args ...string) *exec.
 // start starts the cluster on its unix socket only and waits until it
 // accepts connections (a standby: until it is consistent).
 func (c *pgctl) start(ctx context.Context) error {
-	opts := fmt.Sprintf("-k %s -c listen_addresses='' -c fsync=off", c.sock)
+	opts := fmt.Sprintf("-k %s -c listen_addresses='' -c fsync=off%s", c.sock, c.extra)
 	if out, err := c.command(ctx, "pg_ctl", "-D", c.pgdata, "-l", c.logFile, "-o", opts, "-w", "-t", "60", "start").CombinedOutput(); err != nil {
 		return fmt.Errorf("pg_ctl start: %w: %s (see %s)", err, out, c.logFile)
 	}
@@ -182,17 +173,15 @@ func clusterUser(dir string) (string, error) {
 	if os.Geteuid() != 0 {
 		return "", nil
 	}
-	pg, err := user.Lookup("postgres")
+	pg, err := PostgresCredential()
 	if err != nil {
-		return "", errors.New("running as root and there is no postgres user to run a private cluster as")
+		return "", fmt.Errorf("running as root and there is no postgres user to run a private cluster as: %w", err)
 	}
-	uid, _ := strconv.Atoi(pg.Uid)
-	gid, _ := strconv.Atoi(pg.Gid)
 	err = filepath.Walk(dir, func(p string, _ os.FileInfo, err error) error {
 		if err != nil {
 			return err
 		}
-		return os.Lchown(p, uid, gid)
+		return os.Lchown(p, int(pg.Uid), int(pg.Gid))
 	})
 	return "postgres", err
 }

@@ -29,20 +29,15 @@ func StartStandby(ctx context.Context, primary *Server, dataDir string, log io.W
 	if primary.ctl == nil {
 		return nil, errors.New("a standby needs a private primary started by this process")
 	}
-	dataDir, err := filepath.Abs(dataDir)
+	d, err := newClusterDir(dataDir)
 	if err != nil {
 		return nil, err
 	}
-	sock := filepath.Join(dataDir, "socket")
-	if err := os.MkdirAll(sock, 0o700); err != nil {
-		return nil, err
-	}
-	runAs, err := clusterUser(dataDir)
+	runAs, err := clusterUser(d.dir)
 	if err != nil {
 		return nil, err
 	}
-	ctl := &pgctl{bin: primary.ctl.bin, runAs: runAs, pgdata: filepath.Join(dataDir, "data"), sock: sock,
-		logFile: filepath.Join(dataDir, "postgres.log")}
+	ctl := &pgctl{bin: primary.ctl.bin, runAs: runAs, pgdata: d.pgdata, sock: d.sock, logFile: d.logFile}
 	if _, err := os.Stat(filepath.Join(ctl.pgdata, "PG_VERSION")); err != nil {
 		fmt.Fprintf(log, "taking a base backup of the private cluster for a standby in %s\n", ctl.pgdata)
 		out, err := ctl.command(ctx, "pg_basebackup", "-h", primary.sock, "-U", "postgres", "-D", ctl.pgdata,
@@ -51,11 +46,11 @@ func StartStandby(ctx context.Context, primary *Server, dataDir string, log io.W
 			return nil, fmt.Errorf("pg_basebackup: %w: %s", err, out)
 		}
 	}
-	fmt.Fprintf(log, "starting the standby (socket in %s)\n", sock)
+	fmt.Fprintf(log, "starting the standby (socket in %s)\n", d.sock)
 	if err := ctl.start(ctx); err != nil {
 		return nil, err
 	}
-	return &Standby{URL: socketURL(sock), ctl: ctl}, nil
+	return &Standby{URL: socketURL(d.sock), ctl: ctl}, nil
 }
 
 // Stop stops the standby with pg_ctl's shutdown mode: "fast", or

@@ -9,7 +9,6 @@ import (
 	"net/url"
 	"os"
 	"os/exec"
-	"os/user"
 	"path/filepath"
 	"runtime"
 	"strconv"
@@ -19,6 +18,8 @@ import (
 	"time"
 
 	"github.com/uptrace/bun"
+
+	"github.com/fleetapi/fleetapi/storage/pgserver"
 )
 
 // PgBouncerEnv names the environment variable that puts the test helper in
@@ -162,7 +163,7 @@ func startPgBouncer(bin, serverURL string, opts PgBouncerOptions) (*PgBouncer, e
 	b.cmd.Stdout, b.cmd.Stderr = b.log, b.log
 	b.cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGTERM}
 	if os.Geteuid() == 0 {
-		cred, err := credentialOf("postgres")
+		cred, err := pgserver.PostgresCredential()
 		if err != nil {
 			return nil, fmt.Errorf("pgbouncer does not run as root and there is no postgres user to run it as: %w", err)
 		}
@@ -278,22 +279,6 @@ func pgbouncerBackend(serverURL string) (backend, userName, password string, err
 }
 
 func quoteUserlist(s string) string { return `"` + strings.ReplaceAll(s, `"`, `""`) + `"` }
-
-func credentialOf(name string) (*syscall.Credential, error) {
-	u, err := user.Lookup(name)
-	if err != nil {
-		return nil, err
-	}
-	uid, err := strconv.ParseUint(u.Uid, 10, 32)
-	if err != nil {
-		return nil, err
-	}
-	gid, err := strconv.ParseUint(u.Gid, 10, 32)
-	if err != nil {
-		return nil, err
-	}
-	return &syscall.Credential{Uid: uint32(uid), Gid: uint32(gid)}, nil
-}
 
 func freePort() (int, error) {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")

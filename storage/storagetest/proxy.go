@@ -216,3 +216,10 @@ func (p *Proxy) CutAll(how Cut) int {
 	}
 	return n
 }
+
+// Close stops the proxy: new connections are refused (as by a server that
+// is gone) and open ones are closed.
+func (p *Proxy) Close() {
+	_ = p.ln.Close()
+	p.CutAll(CutClose)
+}

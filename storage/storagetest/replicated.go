@@ -6,7 +6,6 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
-	"strings"
 	"sync"
 	"syscall"
 	"testing"
@@ -19,7 +18,7 @@ import (
 )
 
 // Replicated is a fresh migrated database on a private primary, with the
-// same database on a streaming standby of that primary (DESIGN §11). The
+// same database on a streaming standby of that primary (docs/design.md §11). The
 // primary and the standby are private clusters on unix sockets in a
 // temporary folder, started once per test binary (a few seconds) and
 // stopped by Main; the tests that use them run one at a time, since they
@@ -295,36 +294,8 @@ func (r *Replicated) ThawStandby(t testing.TB) {
 // signalStandby sends sig to the standby's postmaster and its children.
 func (r *Replicated) signalStandby(t testing.TB, sig syscall.Signal) {
 	t.Helper()
-	b, err := os.ReadFile(filepath.Join(r.pair.dir, "standby", "data", "postmaster.pid"))
-	if err != nil {
+	if err := pgserver.Signal(filepath.Join(r.pair.dir, "standby"), sig); err != nil {
 		t.Fatalf("storagetest: %v", err)
-	}
-	first, _, _ := strings.Cut(string(b), "\n")
-	pm, err := strconv.Atoi(strings.TrimSpace(first))
-	if err != nil {
-		t.Fatalf("storagetest: postmaster.pid: %v", err)
-	}
-	pids := []int{pm}
-	stats, _ := filepath.Glob("/proc/[0-9]*/stat")
-	for _, st := range stats {
-		b, err := os.ReadFile(st)
-		if err != nil {
-			continue
-		}
-		// pid (comm) state ppid ...: comm may hold spaces, so read after ")".
-		_, rest, ok := strings.Cut(string(b), ") ")
-		fields := strings.Fields(rest)
-		if !ok || len(fields) < 2 || fields[1] != strconv.Itoa(pm) {
-			continue
-		}
-		if pid, err := strconv.Atoi(filepath.Base(filepath.Dir(st))); err == nil {
-			pids = append(pids, pid)
-		}
-	}
-	for _, pid := range pids {
-		if err := syscall.Kill(pid, sig); err != nil {
-			t.Fatalf("storagetest: signal %d: %v", pid, err)
-		}
 	}
 	r.pair.frozen = sig == syscall.SIGSTOP
 }

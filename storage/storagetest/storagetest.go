@@ -1,5 +1,5 @@
 // Package storagetest gives tests a real, migrated PostgreSQL database of
-// their own. It finds a server as DESIGN §7 says, migrates a template
+// their own. It finds a server as docs/design.md §7 says, migrates a template
 // database once per migrations hash, and creates each test's database from
 // that template. With CI=true a missing server fails the test instead of
 // skipping it.
@@ -71,19 +71,39 @@ func newDatabase(t testing.TB, base string) *DB {
 	if _, err := admin.ExecContext(ctx, fmt.Sprintf("CREATE DATABASE %s TEMPLATE %s", name, tmpl)); err != nil {
 		t.Fatalf("storagetest: create database: %v", err)
 	}
+	dropAtEnd(t, base, name) // after db.Close: cleanups run last first
 	direct := mustWithDatabase(t, base, name)
 	url := direct
 	if b := pooler(t, base); b != nil {
 		url = b.URL(name)
 	}
 	db := storage.Open(url, storage.Options{MaxOpenConns: 8})
+	t.Cleanup(func() { db.Close() })
+	return &DB{DB: db, URL: url, DirectURL: direct}
+}
+
+// UnusedDatabase returns the name of a database that does not exist yet
+// on the test server, prefix followed by a random suffix, and its URL, for
+// tests of creating and migrating one; it is dropped, if it was created,
+// when the test ends.
+func UnusedDatabase(t testing.TB, prefix string) (name, url string) {
+	t.Helper()
+	name = prefix + randomSuffix()
+	dropAtEnd(t, server(t), name)
+	return name, mustWithDatabase(t, server(t), name)
+}
+
+// dropAtEnd drops the database name of the server at base when the test
+// ends (after the cleanups registered later, which close its
+// connections).
+func dropAtEnd(t testing.TB, base, name string) {
+	t.Helper()
+	admin := mustWithDatabase(t, base, "postgres")
 	t.Cleanup(func() {
-		db.Close()
-		a := storage.Open(mustWithDatabase(t, base, "postgres"), storage.Options{MaxOpenConns: 1})
+		a := storage.Open(admin, storage.Options{MaxOpenConns: 1})
 		defer a.Close()
 		_, _ = a.ExecContext(context.Background(), "DROP DATABASE IF EXISTS "+name+" WITH (FORCE)")
 	})
-	return &DB{DB: db, URL: url, DirectURL: direct}
 }
 
 // PgBouncerOf returns the PgBouncer of the test process in PgBouncer mode

@@ -12,6 +12,7 @@ import (
 	"fmt"
 	"io"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/uptrace/bun"
@@ -122,8 +123,38 @@ type Result struct {
 	Load, Analyze time.Duration
 }
 
-// generatedTables are the tables Generate empties and fills, in load order.
-var generatedTables = []string{"accounts", "objects", "object_grants", "services", "reports", "events", "passengers", "tokens", "idempotency_keys"}
+// accountTablesQuery lists accounts and every table that references it,
+// directly or through another table's foreign key, each once, in creation
+// order (oid): the tables that TRUNCATE accounts must empty with it.
+const accountTablesQuery = `WITH RECURSIVE refs(t) AS (
+	SELECT 'accounts'::regclass
+	UNION
+	SELECT c.conrelid::regclass FROM pg_constraint AS c JOIN refs ON c.confrelid = refs.t WHERE c.contype = 'f'
+)
+SELECT t::text FROM refs ORDER BY t::oid`
+
+// generatedTables returns the tables Generate empties, in load order: the
+// tables it writes (written, in their order), then every other table that
+// references accounts through foreign keys (tokens, idempotency keys, and
+// any tenant table a later migration adds), found in the catalog so that a
+// new table holding accounts' rows needs no entry here: it is emptied with
+// the others, and its rows make the database not empty.
+func generatedTables(ctx context.Context, tx bun.Tx, written []genTable) ([]string, error) {
+	var referencing []string
+	if err := tx.NewRaw(accountTablesQuery).Scan(ctx, &referencing); err != nil {
+		return nil, fmt.Errorf("generate: tables referencing accounts: %w", storage.Translate(err))
+	}
+	tables := make([]string, 0, len(written)+len(referencing))
+	for _, t := range written {
+		tables = append(tables, t.name)
+	}
+	for _, t := range referencing {
+		if !slices.Contains(tables, t) {
+			tables = append(tables, t)
+		}
+	}
+	return tables, nil
+}
 
 // Generate writes a deterministic synthetic data set into the migrated
 // database db: one admin, the managers, users and subaccounts with device
@@ -163,10 +194,15 @@ func Generate(ctx context.Context, db *bun.DB, cfg Config) (Result, error) {
 		return res, storage.Translate(err)
 	}
 	defer tx.Rollback() //nolint:errcheck // a no-op after Commit
-	if err := prepareGenerate(ctx, tx, cfg.Force); err != nil {
+	written := plan.tables()
+	tables, err := generatedTables(ctx, tx, written)
+	if err != nil {
 		return res, err
 	}
-	for _, t := range plan.tables() {
+	if err := prepareGenerate(ctx, tx, tables, cfg.Force); err != nil {
+		return res, err
+	}
+	for _, t := range written {
 		began := time.Now()
 		c := newCopier(ctx, conn, t.name, t.columns, true)
 		if err := t.write(c); err != nil {
@@ -199,7 +235,7 @@ func Generate(ctx context.Context, db *bun.DB, cfg Config) (Result, error) {
 	start = time.Now()
 	// The row counters (migration 20261210000002), recounted at the end of
 	// the load.
-	for _, t := range append(slices.Clone(generatedTables), "account_row_counts") {
+	for _, t := range append(tables, "account_row_counts") {
 		if _, err := conn.ExecContext(ctx, "VACUUM (ANALYZE) "+t); err != nil {
 			return res, fmt.Errorf("vacuum %s: %w", t, storage.Translate(err))
 		}
@@ -211,23 +247,23 @@ func Generate(ctx context.Context, db *bun.DB, cfg Config) (Result, error) {
 	return res, nil
 }
 
-// prepareGenerate locks the tables, refuses data unless force, and
-// truncates them, so that the COPY statements of this transaction may use
-// FREEZE. Session settings speed up the load without touching the schema:
+// prepareGenerate locks the tables (generatedTables), refuses data unless
+// force, and truncates them, so that the COPY statements of this
+// transaction may use FREEZE. Session settings speed up the load without touching the schema:
 // asynchronous commit and more memory for the trigram indexes' pending
 // lists.
-func prepareGenerate(ctx context.Context, tx bun.Tx, force bool) error {
+func prepareGenerate(ctx context.Context, tx bun.Tx, tables []string, force bool) error {
 	for _, stmt := range []string{
 		"SET LOCAL synchronous_commit = off",
 		"SET LOCAL work_mem = '256MB'",
-		"LOCK TABLE " + joinTables() + " IN ACCESS EXCLUSIVE MODE",
+		"LOCK TABLE " + strings.Join(tables, ", ") + " IN ACCESS EXCLUSIVE MODE",
 	} {
 		if _, err := tx.ExecContext(ctx, stmt); err != nil {
 			return fmt.Errorf("generate: %s: %w", stmt, storage.Translate(err))
 		}
 	}
 	if !force {
-		for _, t := range generatedTables {
+		for _, t := range tables {
 			var found bool
 			if err := tx.NewRaw("SELECT EXISTS (SELECT 1 FROM "+t+")").Scan(ctx, &found); err != nil {
 				return storage.Translate(err)
@@ -237,7 +273,7 @@ func prepareGenerate(ctx context.Context, tx bun.Tx, force bool) error {
 			}
 		}
 	}
-	if _, err := tx.ExecContext(ctx, "TRUNCATE "+joinTables()+" RESTART IDENTITY"); err != nil {
+	if _, err := tx.ExecContext(ctx, "TRUNCATE "+strings.Join(tables, ", ")+" RESTART IDENTITY"); err != nil {
 		return fmt.Errorf("generate: truncate: %w", storage.Translate(err))
 	}
 	// The loaded rows are counted once at the end (storage.ResumeRowCounting).
@@ -245,17 +281,6 @@ func prepareGenerate(ctx context.Context, tx bun.Tx, force bool) error {
 		return fmt.Errorf("generate: row counters: %w", err)
 	}
 	return nil
-}
-
-func joinTables() string {
-	s := ""
-	for i, t := range generatedTables {
-		if i > 0 {
-			s += ", "
-		}
-		s += t
-	}
-	return s
 }
 
 // resetSequences moves each identity past the ids that COPY wrote

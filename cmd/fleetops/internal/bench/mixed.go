@@ -257,13 +257,8 @@ func (h *harness) searchTerms(ctx context.Context) ([]string, error) {
 
 // mixedScenario builds the mixed variant of the fixed scenario family.
 func (h *harness) mixedScenario(ctx context.Context, family string) (scenario, error) {
-	switch family {
-	case "event_by_id":
-		return h.eventMixed(ctx)
-	case "due_services":
-		return h.dueMixed(ctx)
-	case "passenger_create":
-		return h.passengerMixed(ctx)
+	if b, ok := h.builders(family); ok {
+		return b.mixed(ctx)
 	}
 	l, err := h.newMixedList(ctx, family)
 	if err != nil {
@@ -316,14 +311,23 @@ func (h *harness) eventMixed(ctx context.Context) (scenario, error) {
 }
 
 // eventID reads data.event_id of a response.
-func eventID(body []byte) (int64, error) {
+func eventID(body []byte) (int64, error) { return dataInt(body, "event_id") }
+
+// dataInt reads the integer data.<field> of a response (0 when absent).
+func dataInt(body []byte, field string) (int64, error) {
 	var env struct {
-		Data struct {
-			EventID int64 `json:"event_id"`
-		} `json:"data"`
+		Data map[string]json.RawMessage `json:"data"`
 	}
-	err := json.Unmarshal(body, &env)
-	return env.Data.EventID, err
+	if err := json.Unmarshal(body, &env); err != nil {
+		return 0, err
+	}
+	raw, ok := env.Data[field]
+	if !ok {
+		return 0, nil
+	}
+	var n int64
+	err := json.Unmarshal(raw, &n)
+	return n, err
 }
 
 // dueMixed is GET /services/due by a drawn principal of --due-role.

@@ -107,14 +107,11 @@ func (h *harness) scenario(ctx context.Context, name string) (scenario, error) {
 		return h.listScenario(ctx, name, "admin", "")
 	case "user_search":
 		return h.listScenario(ctx, name, "user", "search="+url.QueryEscape(h.cfg.UserSearch))
-	case "event_by_id":
-		return h.eventScenario(ctx)
-	case "due_services":
-		return h.dueScenario(ctx)
-	case "passenger_create":
-		return h.passengerScenario(ctx)
 	case "auth_lookup":
 		return h.authScenario()
+	}
+	if b, ok := h.builders(name); ok {
+		return b.fixed(ctx)
 	}
 	if family, ok := strings.CutSuffix(name, mixedSuffix); ok && slices.Contains(scenarioNames(), family) {
 		return h.mixedScenario(ctx, family)
@@ -191,6 +188,25 @@ func (h *harness) listScenario(ctx context.Context, name, role, query string) (s
 		},
 		answer: metaTotal,
 	}, nil
+}
+
+// builders are the fixed and mixed variants of a scenario family that is
+// not a list (false for a list family or an unknown name).
+type builders struct {
+	fixed, mixed func(context.Context) (scenario, error)
+}
+
+// builders returns the variants of the non-list family.
+func (h *harness) builders(family string) (builders, bool) {
+	switch family {
+	case "event_by_id":
+		return builders{h.eventScenario, h.eventMixed}, true
+	case "due_services":
+		return builders{h.dueScenario, h.dueMixed}, true
+	case "passenger_create":
+		return builders{h.passengerScenario, h.passengerMixed}, true
+	}
+	return builders{}, false
 }
 
 // eventScenario is GET /events/{id} over the user's event rules in turn,
@@ -284,13 +300,8 @@ func newPassenger(n int64) storage.Passenger {
 
 // createdPassenger is 1 when a response holds a created passenger.
 func createdPassenger(body []byte) (int64, error) {
-	var env struct {
-		Data struct {
-			PassengerID int64 `json:"passenger_id"`
-		} `json:"data"`
-	}
-	err := json.Unmarshal(body, &env)
-	return boolCount(env.Data.PassengerID > 0), err
+	id, err := dataInt(body, "passenger_id")
+	return boolCount(id > 0), err
 }
 
 // boolCount is 1 for true, 0 for false.

@@ -2,15 +2,11 @@ package ops
 
 import (
 	"context"
-	"fmt"
 	"os"
 	"path/filepath"
-	"strconv"
-	"strings"
 	"sync"
 	"syscall"
 
-	"github.com/fleetapi/fleetapi/cmd/fleetops/internal/procfs"
 	"github.com/fleetapi/fleetapi/storage/pgserver"
 )
 
@@ -84,25 +80,13 @@ func (c *cluster) start(ctx context.Context, e *env) error {
 	return nil
 }
 
-// signal sends sig to the cluster's postmaster and its children (found
-// through /proc), which the run started itself.
+// signal sends sig to the cluster's postmaster and its children, which
+// the run started itself (pgserver.Signal).
 func (c *cluster) signal(sig syscall.Signal) error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	b, err := os.ReadFile(filepath.Join(c.dir, "data", "postmaster.pid"))
-	if err != nil {
+	if err := pgserver.Signal(c.dir, sig); err != nil {
 		return err
-	}
-	first, _, _ := strings.Cut(string(b), "\n")
-	pm, err := strconv.Atoi(strings.TrimSpace(first))
-	if err != nil {
-		return fmt.Errorf("postmaster.pid: %w", err)
-	}
-	pids := append([]int{pm}, procfs.Children(pm)...)
-	for _, pid := range pids {
-		if err := syscall.Kill(pid, sig); err != nil {
-			return fmt.Errorf("signal %d: %w", pid, err)
-		}
 	}
 	c.frozen = sig == syscall.SIGSTOP
 	return nil

@@ -9,11 +9,11 @@
 #   expired, read_only, privileges, chain, chain_complete} are the caller's
 #   facts, where chain lists the accounts above the caller, nearest first,
 #   as {id, type, active, expired, read_only}, and chain_complete is true
-#   when that chain could be loaded whole (at most three accounts, DESIGN
+#   when that chain could be loaded whole (at most three accounts, docs/design.md
 #   §2's fixed levels); an incomplete chain is denied (ACCOUNT_INACTIVE,
 #   "the managing accounts are not known"). Nothing else is read.
 #
-#   State flows down the tree (DESIGN §2): the caller can use the API only
+#   State flows down the tree (docs/design.md §2): the caller can use the API only
 #   when it and every account above it is active and not expired, and it is
 #   read-only when it or any account above it is. Admins aside: an admin in
 #   the chain (only ever at its top) passes nothing down.
@@ -30,6 +30,8 @@
 #   against the caller (fail closed).
 #
 #   permissions is the effective permission object shown by GET /me.
+# schemas:
+#   - input: schema.input
 package fleet.authz
 
 # routes are the API routes, "METHOD /template", that permissions reports on:
@@ -187,7 +189,7 @@ read_only := false if {
 	count(read_only_above) == 0
 } else := true
 
-# permissions is the effective permission object of GET /me (DESIGN §5).
+# permissions is the effective permission object of GET /me (docs/design.md §5).
 permissions := {
 	"read_only": read_only,
 	"privileges": effective_privileges,

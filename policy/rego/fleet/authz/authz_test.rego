@@ -239,7 +239,7 @@ test_unknown_type_missing if {
 	d.details == {"account_id": 7, "account_type": null}
 }
 
-# State flows down the tree (DESIGN §2): chain lists the accounts above the
+# State flows down the tree (docs/design.md §2): chain lists the accounts above the
 # caller, nearest first.
 
 # sub_under(chain) is a subaccount (9) of the user 5 with the given chain.
@@ -356,7 +356,7 @@ test_chain_missing_fails_closed if {
 test_chain_incomplete_fails_closed if {
 	# a chain the Go side could not load whole (a missing row, a loop, more
 	# accounts than the fixed levels allow) is denied, whatever it holds:
-	# state never looks better than it is (DESIGN §2)
+	# state never looks better than it is (docs/design.md §2)
 	every complete in [false, null, "true", 1] {
 		d := authz.decision with input as with_account({"chain_complete": complete})
 		d == {

@@ -1,7 +1,7 @@
 # METADATA
 # title: fleetapi management policy
 # description: |
-#   The management API of DESIGN §9: which accounts a caller manages (the
+#   The management API of docs/design.md §9: which accounts a caller manages (the
 #   management scope) and whether one management write may happen (the
 #   management decision).
 #
@@ -30,7 +30,14 @@
 #   or null (never expires) and rate_limit its effective limit in requests
 #   per minute (its own, or the server default when it has none) or null
 #   (unlimited); input.action is one of account.create, account.update,
-#   grants.replace, object.create, object.move, token.create, token.revoke;
+#   grants.replace, object.create, object.move, token.create, token.revoke,
+#   usage.read (GET /usage, docs/design.md §12: a read, not a write; the target is
+#   the account whose usage is asked for, the caller's own when the request
+#   names none; allowed when the target is in the caller's management
+#   scope: an admin reads any account's usage, a manager its own, its
+#   users' and their subaccounts', a user its own and its subaccounts', a
+#   subaccount its own; no rule below applies to it);
+#   account.erase;
 #   input.target is the account acted on {id, type, manager_id (0: none),
 #   chain (the accounts above it, nearest first, as in input.account.chain),
 #   chain_complete (true when that chain could be loaded whole), owned_imei (grants.replace: the devices among change.imei that the
@@ -40,7 +47,7 @@
 #   object.move the new owner: the Go side has checked the current owner
 #   against the management scope too, 404 outside).
 #   input.limits {rate_limit} are the caller's own account limits (null:
-#   none), which what it sets on other accounts stays within (DESIGN §12).
+#   none), which what it sets on other accounts stays within (docs/design.md §12).
 #   input.change holds the fields asked for: account.create {username,
 #   email, type, manager_id (0: none), active, read_only, account_expire,
 #   account_expire_dt, privileges, rate_limit (null: none)}; account.update exactly the fields of
@@ -50,9 +57,11 @@
 #   expires_at, rate_limit}, with the values the new token will have: an
 #   omitted expires_at or rate_limit is filled in by the Go side with the
 #   creating token's before asking (same units as input.token); token.revoke
-#   {} (the token id in change.token_id is informative). An account.update
+#   {} (the token id in change.token_id is informative); usage.read
+#   {account_id, from, to} (informative); account.erase {}
+#   (the target is the account whose subtree is erased, docs/design.md §12). An account.update
 #   with quotas has change.quotas {quota: the limit the account will have,
-#   null for unlimited} and input.quotas, the caller's own limits in force
+#   null for unlimited} and input.limits.quotas, the caller's own limits in force
 #   ({subaccounts, tokens, devices, passengers}, each a number or null for
 #   unlimited).
 #
@@ -61,29 +70,29 @@
 #   several rules fail, the first of this list wins: unknown_action (an
 #   action not listed above) > outside_scope (the target is not in the
 #   caller's management scope; defence in depth behind the Go side's 404)
-#   > outside_scope again for token.create (DESIGN §9's second line behind
+#   > outside_scope again for token.create (docs/design.md §9's second line behind
 #   the fixed levels: a token is minted only for the caller's own account
 #   or one below it whose data and management scopes are contained in the
 #   caller's: any account for an admin, otherwise a user or a subaccount
 #   in its scope, never a manager or an admin) > not_below_caller
 #   (account.create: creation goes strictly downward within the fixed
-#   levels of DESIGN §2: an admin creates managers at the top or under an
+#   levels of docs/design.md §2: an admin creates managers at the top or under an
 #   admin and users at the top, under an admin or under a manager, never
 #   a manager under a manager; a manager users under itself and
 #   subaccounts under its users, a user subaccounts under itself, a
 #   subaccount nothing, nobody an admin) >
 #   wrong_target_type (grants.replace on an account that is not a
 #   subaccount; object.create or object.move for a subaccount, which owns
-#   no devices) >
+#   no devices; account.erase of an admin, the operator's own) >
 #   immutable_field (account.update of a field other than email, active,
 #   read_only, account_expire, account_expire_dt, privileges, rate_limit,
 #   quotas) > own_account (account.update of the caller's own active,
 #   read_only, account_expire, account_expire_dt, privileges, rate_limit or
-#   quotas; grants.replace on the caller's own account) > exceeds_account
+#   quotas; grants.replace and account.erase on the caller's own account) > exceeds_account
 #   (account.create or account.update: a rate_limit higher than the
 #   caller's own account limit input.limits.rate_limit, or none when the
 #   caller has one) > exceeds_own_quota (account.update of a quota above
-#   the caller's own limit in force, input.quotas, DESIGN §12; an admin
+#   the caller's own limit in force, input.limits.quotas, docs/design.md §12; an admin
 #   sets any) > privilege_not_held (a privilege outside
 #   reports, event_notifications, or not held by the caller, which holds
 #   both unless it is a subaccount) > device_not_owned (grants.replace: a
@@ -95,6 +104,9 @@
 #   (fleet.authz), not repeated here; a caller that cannot use the API
 #   manages nothing, so it meets outside_scope. Missing or malformed facts
 #   count against the caller (fail closed).
+# schemas:
+#   - input: schema.manage_input
+#   - input.accounts: schema.account_row
 package fleet.manage
 
 # actions are the management writes the decision knows.
@@ -104,8 +116,10 @@ actions := {
 	"grants.replace",
 	"object.create",
 	"object.move",
+	"account.erase",
 	"token.create",
 	"token.revoke",
+	"usage.read",
 }
 
 # all_privileges are the subaccount privileges.
@@ -117,7 +131,7 @@ updatable := {"email", "active", "read_only", "account_expire", "account_expire_
 # own_limits are the fields nobody changes on its own account.
 own_limits := {"active", "read_only", "account_expire", "account_expire_dt", "privileges", "rate_limit", "quotas"}
 
-# quota_names are the quotas of DESIGN §12 an account.update may set.
+# quota_names are the quotas of docs/design.md §12 an account.update may set.
 quota_names := {"subaccounts", "tokens", "devices", "passengers"}
 
 # usable: the caller may use the API at all (its own state; the chain is
@@ -203,7 +217,7 @@ grand_manager_id := g if {
 # without them the value is undefined when the list is empty, and Rego then
 # goes on to the next else, exactly as when the guard fails.
 # mutation: equivalent 03ef84bb7c21 body → true (immutable_field): immutable[0] in the value needs `some _ in immutable`
-# mutation: equivalent c248f7ac77d5 body → true (exceeds_own_quota): above_own_quota[0] in the value needs `some _ in above_own_quota`
+# mutation: equivalent 985974bd78e4 body → true (exceeds_own_quota): above_own_quota[0] in the value needs `some _ in above_own_quota`
 # mutation: equivalent d999536ceeef body → true (privilege_not_held): not_held[0] in the value needs `some _ in not_held`
 # mutation: equivalent c1c1380524fb body → true (device_not_owned): not_owned[0] in the value needs `some _ in not_owned`
 # mutation: equivalent 91d835e72fbb delete `not permissions_within` (exceeds_token permissions): uncovered[0] in the value needs it
@@ -256,7 +270,7 @@ decision := deny("unknown_action", "the management action is not known", {"actio
 } else := deny(
 	"exceeds_own_quota",
 	sprintf("the caller cannot set the %s quota above its own", [above_own_quota[0]]),
-	{"quota": above_own_quota[0], "limit": object.get(input, ["quotas", above_own_quota[0]], null)},
+	{"quota": above_own_quota[0], "limit": object.get(input, ["limits", "quotas", above_own_quota[0]], null)},
 ) if {
 	some _ in above_own_quota
 } else := deny(
@@ -319,7 +333,7 @@ create_at_top if {
 }
 
 # may_create: the caller may create an account of change.type under
-# input.target (DESIGN §9, strictly downward). change.manager_id must name
+# input.target (docs/design.md §9, strictly downward). change.manager_id must name
 # the target.
 #
 # Equivalent mutants: may_create is read only in the not_below_caller
@@ -345,7 +359,7 @@ may_create if {
 	input.target.type == "admin"
 }
 
-# a user under a manager; never a manager under a manager (DESIGN §2)
+# a user under a manager; never a manager under a manager (docs/design.md §2)
 may_create if {
 	unrestricted
 	input.change.type == "user"
@@ -395,7 +409,7 @@ under_target if {
 # mint_within: a token.create whose target (the new token's account,
 # already in the caller's scope) is the caller's own account or one below
 # it whose data and management scopes are contained in the caller's
-# (DESIGN §9, a second line behind the fixed levels): for an admin any
+# (docs/design.md §9, a second line behind the fixed levels): for an admin any
 # account; otherwise a user or a subaccount. In a manager's scope a user is
 # one of its own (it sees the user's rows and manages its subaccounts) and
 # a subaccount sees a part of its parent's rows, which the manager sees; a
@@ -417,6 +431,13 @@ wrong_target_type if {
 wrong_target_type if {
 	input.action in {"object.create", "object.move"}
 	not object.get(input.target, "type", null) in {"admin", "manager", "user"}
+}
+
+# An admin account is never erased through the API (the operator's own);
+# every other type in the caller's scope may be, except the caller's own.
+wrong_target_type if {
+	input.action == "account.erase"
+	not object.get(input.target, "type", null) in {"manager", "user", "subaccount"}
 }
 
 # immutable are the fields of an account.update that it may not change,
@@ -445,10 +466,15 @@ own_change if {
 	own_target
 }
 
+own_change if {
+	input.action == "account.erase"
+	own_target
+}
+
 own_target if input.target.id == input.account.id
 
 # above_own_quota are the quotas an account.update asks to set higher than
-# the caller's own limit in force (input.quotas; null: unlimited), sorted;
+# the caller's own limit in force (input.limits.quotas; null: unlimited), sorted;
 # ["quotas"] when change.quotas is not an object. An admin sets any quota;
 # unlimited (null) is above every number; a quota the caller's limits do
 # not name counts against it.
@@ -465,14 +491,14 @@ quota_within(_, _) if unrestricted
 
 quota_within(q, _) if {
 	q in quota_names
-	input.quotas[q] == null
+	input.limits.quotas[q] == null
 }
 
 quota_within(q, v) if {
 	q in quota_names
 	is_number(v)
-	is_number(input.quotas[q])
-	v <= input.quotas[q]
+	is_number(input.limits.quotas[q])
+	v <= input.limits.quotas[q]
 }
 
 # held are the privileges the caller holds: both unless it is a subaccount.
@@ -558,7 +584,7 @@ expiry_within if {
 }
 
 # account_rate_within: an account.create or account.update gives the
-# account a rate_limit (requests per minute, DESIGN §12) no higher than the
+# account a rate_limit (requests per minute, docs/design.md §12) no higher than the
 # caller's own account limit (input.limits.rate_limit; null: the caller has
 # none, and may set any). A caller with a limit cannot give an account none
 # (null): unlimited is higher than any limit. An account.update that does

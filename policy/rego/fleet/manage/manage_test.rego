@@ -221,7 +221,7 @@ test_admin_creates_managers_and_users if {
 	create(caller(1), "user", 1).allow
 	create(caller(1), "user", 14).allow
 
-	# fixed levels (DESIGN §2): never a manager under a manager
+	# fixed levels (docs/design.md §2): never a manager under a manager
 	denied(create(caller(1), "manager", 2), "not_below_caller")
 	denied(create(caller(1), "manager", 14), "not_below_caller")
 	denied(create(caller(1), "manager", 9), "not_below_caller")
@@ -280,7 +280,7 @@ test_nobody_creates_an_admin if {
 	}
 }
 
-# allowed_creates are the creations DESIGN §9 allows, as [caller, type,
+# allowed_creates are the creations docs/design.md §9 allows, as [caller, type,
 # the account it is created under (null: at the top)].
 allowed_creates := [
 	[1, "manager", null],
@@ -376,6 +376,26 @@ test_object_move if {
 	denied(decide(caller(2), "object.move", 9, {"imei": "A1", "from_account_id": 3, "account_id": 9}), "outside_scope")
 }
 
+# usage.read (docs/design.md §12): whose usage a caller reads is its management
+# scope; an account outside it is outside_scope (the API answers 404 before).
+test_usage_read if {
+	every id in ids {
+		decide(caller(1), "usage.read", id, {}).allow
+	}
+	every id in {2, 3, 4, 5, 6} {
+		decide(caller(2), "usage.read", id, {"account_id": id}).allow
+	}
+	decide(caller(3), "usage.read", 3, {}).allow
+	decide(caller(3), "usage.read", 5, {}).allow
+	decide(caller(5), "usage.read", 5, {}).allow
+	denied(decide(caller(2), "usage.read", 9, {}), "outside_scope")
+	denied(decide(caller(2), "usage.read", 10, {}), "outside_scope")
+	denied(decide(caller(3), "usage.read", 2, {}), "outside_scope")
+	denied(decide(caller(3), "usage.read", 4, {}), "outside_scope")
+	denied(decide(caller(5), "usage.read", 3, {}), "outside_scope")
+	denied(decide(caller(12), "usage.read", 3, {}), "outside_scope")
+}
+
 # --- immutable_field ---
 
 test_immutable_fields if {
@@ -428,7 +448,7 @@ decide_quotas(c, t, quotas, own) := d if {
 	own != null
 	d := manage.decision with input as {
 		"account": c, "token": token, "action": "account.update",
-		"target": target(t), "change": {"quotas": quotas}, "quotas": own,
+		"target": target(t), "change": {"quotas": quotas}, "limits": {"rate_limit": null, "quotas": own},
 	}
 } else := decide(c, "account.update", t, {"quotas": quotas})
 
@@ -758,6 +778,8 @@ baseline := {
 	"object.move": [2, 4, {"imei": "A1", "from_account_id": 3, "account_id": 4}],
 	"token.create": [3, 5, {"permissions": ["GET /services"], "expires_at": token.expires_at, "rate_limit": 1}],
 	"token.revoke": [3, 5, {}],
+	"usage.read": [3, 5, {"account_id": 5}],
+	"account.erase": [3, 5, {}],
 }
 
 # decide_with is the decision on action act's baseline with extra fields in
@@ -828,7 +850,7 @@ test_precedence if {
 	mint(["*"], null, null).details.field == "expires_at"
 }
 
-# --- exceeds_account (DESIGN §12: never above one's own limit) ---
+# --- exceeds_account (docs/design.md §12: never above one's own limit) ---
 
 # limited(c, act, t, change, own) is the decision for caller c whose own
 # account has the rate limit own (null: none).
@@ -885,4 +907,52 @@ test_account_rate_limit_not_own if {
 
 	# exceeds_account only for the account writes
 	limited(2, "token.create", 3, {"permissions": ["GET *"], "expires_at": "2026-01-01T00:00:00Z", "rate_limit": 50}, 10).allow
+}
+
+# --- account.erase (docs/design.md §12) ---
+
+test_erase_by_whoever_manages_the_account if {
+	# an admin any account but an admin; a manager its users, their
+	# subaccounts and the odd shapes in its scope; a user its subaccounts
+	every t in [2, 3, 5, 9, 10, 11, 12, 13, 17] {
+		decide(caller(1), "account.erase", t, {}).allow
+	}
+	every t in [3, 4, 5, 6, 14, 16, 22] {
+		decide(caller(2), "account.erase", t, {}).allow
+	}
+	decide(caller(3), "account.erase", 5, {}).allow
+	decide(caller(12), "account.erase", 13, {}).allow
+}
+
+test_erase_never_ones_own_account if {
+	every c in [2, 3, 5, 9, 12, 17] {
+		d := decide(caller(c), "account.erase", c, {})
+		denied(d, "own_account")
+		d.details.fields == []
+	}
+}
+
+test_erase_never_an_admin if {
+	# the admin itself and an admin placed in a manager's scope
+	denied(decide(caller(1), "account.erase", 1, {}), "wrong_target_type")
+	denied(decide(caller(1), "account.erase", 23, {}), "wrong_target_type")
+	denied(decide(caller(2), "account.erase", 23, {}), "wrong_target_type")
+}
+
+test_erase_outside_scope if {
+	# above the caller, another tenant, a sibling, a user's own manager
+	denied(decide(caller(3), "account.erase", 2, {}), "outside_scope")
+	denied(decide(caller(3), "account.erase", 4, {}), "outside_scope")
+	denied(decide(caller(2), "account.erase", 10, {}), "outside_scope")
+	denied(decide(caller(5), "account.erase", 3, {}), "outside_scope")
+	denied(decide(caller(9), "account.erase", 1, {}), "outside_scope")
+	denied(decide(caller(2), "account.erase", null, {}), "outside_scope")
+}
+
+test_erase_target_of_unknown_type_is_wrong if {
+	d := manage.decision with input as {
+		"account": caller(1), "token": token, "limits": {"rate_limit": null}, "action": "account.erase",
+		"target": object.union(target(3), {"type": "robot"}), "change": {},
+	}
+	denied(d, "wrong_target_type")
 }

@@ -16,6 +16,13 @@
 #   position. An empty residue means "every row" and is accepted only when
 #   unrestricted is true. A caller whose account is inactive, expired or of
 #   an unknown type has no rule true: it sees nothing.
+# schemas:
+#   - input: schema.input
+#   - input.services: schema.row
+#   - input.reports: schema.row
+#   - input.events: schema.row
+#   - input.passengers: schema.row
+#   - input.objects: schema.row
 package fleet.scope
 
 # usable: the account may use the API at all.
