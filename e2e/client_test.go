@@ -318,6 +318,22 @@ func TestGeneratedClient(t *testing.T) {
 			t.Fatal(err)
 		}
 		failure(t, ownLimit.HTTPResponse, ownLimit.JSON403, http.StatusForbidden, client.ErrorCodeMANAGEMENTDENIED)
+		// Offboarding (issue 21 item 4): never one's own account; the
+		// manager erases the subaccount, which is then gone.
+		ownErase, err := acme.EraseAccountWithResponse(ctx, acmeID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		failure(t, ownErase.HTTPResponse, ownErase.JSON403, http.StatusForbidden, client.ErrorCodeMANAGEMENTDENIED)
+		erased, err := fleetco.EraseAccountWithResponse(ctx, id)
+		if err != nil || erased.StatusCode() != http.StatusNoContent || len(erased.Body) != 0 {
+			t.Fatalf("DELETE /accounts/{id}: %v %d %s", err, erased.StatusCode(), erased.Body)
+		}
+		gone, err := fleetco.EraseAccountWithResponse(ctx, id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		failure(t, gone.HTTPResponse, gone.JSON404, http.StatusNotFound, client.ErrorCodeNOTFOUND)
 	})
 	t.Run("grants_and_objects", func(t *testing.T) {
 		me, err := acme.GetMeWithResponse(ctx)
