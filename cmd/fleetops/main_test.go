@@ -37,6 +37,7 @@ func TestRunHelp(t *testing.T) {
 		"outage":   {"-before", "-down", "-after", "-freeze", "-pg", "-keep"},
 		"flood":    {"-phase", "-good", "-slow", "-pg", "-keep"},
 		"standby":  {"-step", "-max-lag", "-concurrency", "-max-requests", "-pg", "-keep"},
+		"failover": {"-step", "-how", "-concurrency", "-max-requests", "-pg", "-keep"},
 		"bench":    {"-tokens", "-url", "-database-url", "-explain", "-markdown", "-server-pid"},
 	}
 	if len(want) != len(commands()) {

@@ -41,6 +41,7 @@ func Runs() []Run {
 		{"outage", "a private PostgreSQL stopped (or --freeze: frozen) and restarted under load", outageRun},
 		{"flood", "bad tokens and malformed requests from one address next to a good client; slow clients", floodRun},
 		{"standby", "two replicas reading through a streaming standby; the standby, then Redis, stopped under load", standbyRun},
+		{"failover", "two replicas on a Patroni cluster behind HAProxy; the primary killed or frozen under creates and reads, then back as a standby", failoverRun},
 	}
 }
 

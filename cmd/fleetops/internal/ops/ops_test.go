@@ -41,6 +41,8 @@ func TestOldCommandLines(t *testing.T) {
 		{"flood", strings.Fields("--phase 15s --concurrency 16 --good 4 --slow 32 --max-requests 1000000")},
 		{"flood", strings.Fields("--pg postgres://postgres@127.0.0.1:5432/postgres?sslmode=disable --keep")},
 		{"load", strings.Fields("--pg postgres://postgres@[::1]:5432/postgres --keep=false")},
+		{"failover", strings.Fields("--how freeze --step 15s --concurrency 8")},
+		{"failover", strings.Fields("--how postmaster --max-requests 100000")},
 	} {
 		c, body, err := runNamed(t, tc.run).parse(tc.args, &bytes.Buffer{})
 		if err != nil || body == nil {
@@ -84,6 +86,11 @@ func TestParseRefuses(t *testing.T) {
 		var out bytes.Buffer
 		if _, _, err := r.parse([]string{"-h"}, &out); !errors.Is(err, flag.ErrHelp) || !strings.Contains(out.String(), "-pg") {
 			t.Errorf("%s -h: %v\n%s", r.Name, err, out.String())
+		}
+	}
+	for _, how := range []string{"bogus", "", "KILL"} {
+		if _, _, err := runNamed(t, "failover").parse([]string{"--how", how}, &bytes.Buffer{}); !cli.IsUsage(err) {
+			t.Errorf("failover --how %q: %v, want a usage error", how, err)
 		}
 	}
 	for _, bad := range []string{"redis://10.0.0.1:6379/0", "redis://cache.example.com:6379", "http://127.0.0.1:6379"} {
