@@ -345,22 +345,39 @@ func (s *Store) ManageInTx(ctx context.Context, scope policy.Scope, w Management
 		return AuditEvent{}, err
 	}
 	var ev AuditEvent
+	err := s.writeInTx(ctx, func(ctx context.Context, tx bun.Tx) (bool, error) {
+		var err error
+		ev, err = manage(ctx, s.on(tx), tx, scope, w)
+		return err == nil, err
+	})
+	if err != nil {
+		return AuditEvent{}, err
+	}
+	return ev, nil
+}
+
+// writeInTx runs write in one transaction and, when write reports that it
+// wrote and the committed transaction changed what a principal is made of
+// (principalChanged), waits until every replica's authentication cache
+// has the change (awaitAuth) before it returns. Its errors are translated
+// (Translate).
+func (s *Store) writeInTx(ctx context.Context, write func(ctx context.Context, tx bun.Tx) (wrote bool, err error)) error {
 	var changed bool
 	err := s.db.RunInTx(ctx, nil, func(ctx context.Context, tx bun.Tx) error {
-		var err error
-		if ev, err = manage(ctx, s.on(tx), tx, scope, w); err != nil {
+		wrote, err := write(ctx, tx)
+		if err != nil || !wrote {
 			return err
 		}
 		changed, err = principalChanged(ctx, tx)
 		return err
 	})
 	if err != nil {
-		return AuditEvent{}, Translate(err)
+		return Translate(err)
 	}
 	if changed {
 		s.awaitAuth(ctx)
 	}
-	return ev, nil
+	return nil
 }
 
 // principalChanged reports whether the transaction tx changed what a

@@ -235,8 +235,8 @@ func (s *Store) EraseManagedAccount(ctx context.Context, scope policy.Scope, act
 // cannot be reached.
 func (s *Store) EraseAccount(ctx context.Context, username string, dry bool) (Erased, error) {
 	var out Erased
-	var changed bool
-	err := s.db.RunInTx(ctx, nil, func(ctx context.Context, tx bun.Tx) error {
+	// The command answers once every replica refuses the tokens.
+	err := s.writeInTx(ctx, func(ctx context.Context, tx bun.Tx) (bool, error) {
 		var root Account
 		q := tx.NewSelect().Model(&root).Where("a.username = ?", username)
 		if !dry {
@@ -244,27 +244,20 @@ func (s *Store) EraseAccount(ctx context.Context, username string, dry bool) (Er
 		}
 		if err := q.Scan(ctx); err != nil {
 			if err = Translate(err); errors.Is(err, ErrNotFound) {
-				return worded(ErrNotFound, err, "account %q not found", username)
+				return false, worded(ErrNotFound, err, "account %q not found", username)
 			}
-			return err
+			return false, err
 		}
 		var err error
 		if out, err = eraseIn(ctx, tx, root, dry); err != nil || dry {
-			return err
+			return false, err
 		}
 		ev := eraseEvent(out)
 		ev.RequestID = OperatorRequestID
-		if err := writeAuditEvent(ctx, tx, &ev); err != nil {
-			return err
-		}
-		changed, err = principalChanged(ctx, tx)
-		return err
+		return true, writeAuditEvent(ctx, tx, &ev)
 	})
 	if err != nil {
-		return Erased{}, Translate(err)
-	}
-	if changed {
-		s.awaitAuth(ctx) // the command answers once every replica refuses the tokens
+		return Erased{}, err
 	}
 	return out, nil
 }

@@ -62,15 +62,21 @@ func (a Account) Tenancy() tenancy.Account {
 		ReadOnly:      a.ReadOnly,
 		AccountExpire: a.AccountExpire,
 		Privileges:    []string(a.Privileges.orEmpty()),
-	}
-	if a.ManagerID != nil {
-		t.ManagerID = *a.ManagerID
+		ManagerID:     orZero(a.ManagerID),
+		RateLimit:     orZero(a.RateLimit),
 	}
 	if a.AccountExpireDt != nil {
 		t.ExpireDate = a.AccountExpireDt.Time
 	}
-	if a.RateLimit != nil {
-		t.RateLimit = *a.RateLimit
-	}
 	return t
+}
+
+// orZero returns *p, or the zero value of T when p is nil: a nullable
+// column as a type without null sees it.
+func orZero[T any](p *T) T {
+	if p == nil {
+		var zero T
+		return zero
+	}
+	return *p
 }

@@ -43,7 +43,7 @@ func (t *Token) BeforeAppendModel(context.Context, bun.Query) error {
 
 // Tenancy returns the token as the tenancy package sees it.
 func (t Token) Tenancy() tenancy.Token {
-	out := tenancy.Token{
+	return tenancy.Token{
 		ID:          t.ID,
 		AccountID:   t.AccountID,
 		Name:        t.Name,
@@ -52,12 +52,7 @@ func (t Token) Tenancy() tenancy.Token {
 		RevokedAt:   t.RevokedAt,
 		LastUsedAt:  t.LastUsedAt,
 		CreatedAt:   t.CreatedAt,
+		RateLimit:   orZero(t.RateLimit),
+		ParentID:    orZero(t.ParentTokenID),
 	}
-	if t.RateLimit != nil {
-		out.RateLimit = *t.RateLimit
-	}
-	if t.ParentTokenID != nil {
-		out.ParentID = *t.ParentTokenID
-	}
-	return out
 }

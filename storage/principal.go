@@ -103,11 +103,7 @@ func (r principalRow) principal() tenancy.Principal {
 		AncestorsIncomplete: !wholeChain(r.Account.ManagerID, r.Ancestors),
 		MintersIncomplete:   !wholeMinters(r.Token.ParentTokenID, r.Minters)}
 	for _, m := range r.Minters {
-		mt := tenancy.Minter{ID: m.ID}
-		if m.RateLimit != nil {
-			mt.RateLimit = *m.RateLimit
-		}
-		p.Minters = append(p.Minters, mt)
+		p.Minters = append(p.Minters, tenancy.Minter{ID: m.ID, RateLimit: orZero(m.RateLimit)})
 	}
 	if len(r.Ancestors) > 0 {
 		p.Ancestors = make([]tenancy.Account, len(r.Ancestors))
