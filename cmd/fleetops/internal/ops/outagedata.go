@@ -7,6 +7,8 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/uptrace/bun"
+
 	"github.com/fleetapi/fleetapi/storage"
 )
 
@@ -45,19 +47,14 @@ func (o *outage) checkData(ctx context.Context, c *checks, pg *cluster) error {
 	}
 	db := storage.Open(pg.server.URL, storage.Options{MaxOpenConns: 1})
 	defer db.Close()
-	var rows []struct {
-		AssignID string `bun:"passenger_assign_id"`
-		N        int    `bun:"n"`
-		ID       int64  `bun:"id"`
-	}
-	prefix := strings.ToUpper("outage-" + o.runID + "-")
-	if err := db.NewRaw(`SELECT passenger_assign_id, count(*) AS n, min(passenger_id) AS id FROM passengers
-		WHERE passenger_assign_id LIKE ? GROUP BY passenger_assign_id`, prefix+"%").Scan(ctx, &rows); err != nil {
+	// The API stores assign ids upper-cased; the keys are lower case.
+	stored, err := storedPassengers(ctx, db, "passenger_assign_id", strings.ToUpper("outage-"+o.runID+"-"))
+	if err != nil {
 		return fmt.Errorf("read passengers: %w", err)
 	}
-	byKey := map[string]storedRows{}
-	for _, r := range rows {
-		byKey[strings.ToLower(r.AssignID)] = storedRows{r.N, r.ID}
+	byKey := make(map[string]storedRows, len(stored))
+	for id, rows := range stored {
+		byKey[strings.ToLower(id)] = rows
 	}
 	var pending int
 	if err := db.NewRaw(`SELECT count(*) FROM idempotency_keys WHERE key LIKE ? AND status <> 201`, "outage-"+o.runID+"-%").Scan(ctx, &pending); err != nil {
@@ -92,6 +89,24 @@ func splitKeys(keys map[string]*keyState) (created, retried, abandoned []string)
 	slices.Sort(retried)
 	slices.Sort(abandoned)
 	return created, retried, abandoned
+}
+
+// storedPassengers reads the passengers whose column col
+// (passenger_assign_id, passenger_name) starts with prefix, grouped by
+// that column: its value → the rows stored for it.
+func storedPassengers(ctx context.Context, db bun.IDB, col, prefix string) (map[string]storedRows, error) {
+	var rows []struct {
+		Value string `bun:"value"`
+		N     int    `bun:"n"`
+		ID    int64  `bun:"id"`
+	}
+	err := db.NewRaw(`SELECT ? AS value, count(*) AS n, min(passenger_id) AS id FROM passengers
+		WHERE ? LIKE ? GROUP BY 1`, bun.Ident(col), bun.Ident(col), prefix+"%").Scan(ctx, &rows)
+	out := make(map[string]storedRows, len(rows))
+	for _, r := range rows {
+		out[r.Value] = storedRows{r.N, r.ID}
+	}
+	return out, err
 }
 
 // storedRows are the passenger rows stored for one key: how many, and the

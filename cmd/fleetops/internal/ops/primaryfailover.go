@@ -319,22 +319,11 @@ func (f *failoverLoad) watchLeader(ctx context.Context) {
 }
 
 // stored reads, on the new primary, the passengers of the run's creates:
-// name → rows and the first id.
-func (f *failoverLoad) stored(ctx context.Context) (map[string][2]int64, error) {
+// name → the rows stored for it.
+func (f *failoverLoad) stored(ctx context.Context) (map[string]storedRows, error) {
 	db := storage.Open(f.c.URL, storage.Options{MaxOpenConns: 1})
 	defer db.Close()
-	var rows []struct {
-		Name string `bun:"passenger_name"`
-		N    int64  `bun:"n"`
-		ID   int64  `bun:"id"`
-	}
-	err := db.NewRaw(`SELECT passenger_name, count(*) AS n, min(passenger_id) AS id FROM passengers
-		WHERE passenger_name LIKE ? GROUP BY passenger_name`, "ops-fo-"+f.how+"-%").Scan(ctx, &rows)
-	out := make(map[string][2]int64, len(rows))
-	for _, r := range rows {
-		out[r.Name] = [2]int64{r.N, r.ID}
-	}
-	return out, err
+	return storedPassengers(ctx, db, "passenger_name", "ops-fo-"+f.how+"-")
 }
 
 // report prints the figures per phase and checks them.
@@ -344,12 +333,12 @@ func (f *failoverLoad) report(ctx context.Context) error {
 	c.expect(err == nil, "the run's passengers read on the new primary (%v)", err)
 	lost, dup := 0, 0
 	for key, id := range f.acked {
-		if s, ok := stored[key]; !ok || s[1] != id {
+		if s, ok := stored[key]; !ok || s.id != id {
 			lost++
 		}
 	}
 	for _, s := range stored {
-		if s[0] != 1 {
+		if s.n != 1 {
 			dup++
 		}
 	}
