@@ -73,6 +73,7 @@ account that is not in the demo data.`)
 	cfg.ListenURL = "" // the auth cache listens on dev's own database
 	return serve(ctx, cfg, getenv, con, func(addr string) {
 		printDemoTokens(con.out, addr, name)
+		fmt.Fprintf(con.out, "The tenant walkthrough (docs/tenants.md: limits, quotas, usage, export, erase) runs fleetapi\ncommands on this server's database; its first two lines for this server:\n\n%s\n", tenantWalkthroughVars(addr, cfg.DatabaseURL))
 	})
 }
 

@@ -17,6 +17,18 @@ import (
 	"github.com/fleetapi/fleetapi/storage/storagetest"
 )
 
+// asMainEnv set to 1 makes the test binary run as the fleetapi program
+// itself (TestMain), so that a script a test runs can call the real
+// fleetapi commands (TestTenantWalkthroughRuns) without a separate build.
+const asMainEnv = "FLEETAPI_TEST_AS_MAIN"
+
+func TestMain(m *testing.M) {
+	if os.Getenv(asMainEnv) == "1" {
+		main() // exits with the program's status
+	}
+	os.Exit(m.Run())
+}
+
 // syncBuffer is a bytes.Buffer safe for the server's concurrent writers.
 type syncBuffer struct {
 	mu sync.Mutex

@@ -1,6 +1,9 @@
 package main
 
-import "strings"
+import (
+	"net/url"
+	"strings"
+)
 
 // walkthroughStart and walkthroughEnd frame the management walkthrough in
 // dev's output, so that it can be cut out and pasted (and tested) whole.
@@ -48,4 +51,16 @@ curl -s -H "$CUST_AUTH" "$API/audit-events"; echo
 // framed by walkthroughStart and walkthroughEnd.
 func managementWalkthrough(addr string) string {
 	return walkthroughStart + "\n" + strings.ReplaceAll(walkthroughScript, "{{API}}", "http://"+addr+"/api/v2") + walkthroughEnd + "\n"
+}
+
+// tenantWalkthroughVars are the first lines of the tenant walkthrough of
+// docs/tenants.md for the server at addr on the database databaseURL: the
+// API's base URL and the database the walkthrough's fleetapi commands read.
+// dev prints them; a password in databaseURL is printed as "xxxxx".
+func tenantWalkthroughVars(addr, databaseURL string) string {
+	shown := databaseURL
+	if u, err := url.Parse(databaseURL); err == nil {
+		shown = u.Redacted()
+	}
+	return "API=http://" + addr + "/api/v2\nexport FLEET_DATABASE_URL='" + shown + "'\n"
 }

@@ -31,30 +31,7 @@ func TestManagementWalkthroughRuns(t *testing.T) {
 		}
 	}
 	db := storagetest.New(t)
-	ctx, cancel := context.WithCancel(context.Background())
-	var out, errb syncBuffer
-	done := make(chan int, 1)
-	go func() {
-		done <- mainWith(ctx, []string{"dev", "--database-url", db.URL, "--addr", "127.0.0.1:0"}, envOf(nil), &out, &errb)
-	}()
-	t.Cleanup(func() {
-		cancel()
-		if code := <-done; code != 0 {
-			t.Errorf("dev exited %d\n%s", code, errb.String())
-		}
-	})
-	var addr string
-	for deadline := time.Now().Add(60 * time.Second); addr == "" && time.Now().Before(deadline); {
-		if m := listenRe.FindStringSubmatch(out.String()); m != nil && strings.Contains(out.String(), walkthroughEnd) {
-			addr = m[1]
-			break
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
-	if addr == "" {
-		t.Fatalf("dev did not start:\n%s\n%s", out.String(), errb.String())
-	}
-	printed := out.String()
+	addr, printed := startDev(t, db, walkthroughEnd)
 	i, j := strings.Index(printed, walkthroughStart), strings.Index(printed, walkthroughEnd)
 	if i < 0 || j < i {
 		t.Fatalf("dev does not print the walkthrough:\n%s", printed)
@@ -166,6 +143,38 @@ func TestManagementDocHoldsWalkthrough(t *testing.T) {
 	if want := managementWalkthrough("127.0.0.1:8080"); !strings.Contains(string(doc), want) {
 		t.Fatalf("docs/management.md does not hold the walkthrough dev prints:\n%s", want)
 	}
+}
+
+// startDev runs `fleetapi dev` on db on a free port with the extra flags
+// args, until the test ends, and returns its address and what it printed
+// once that holds until (it fails the test if dev stops or takes a minute).
+func startDev(t *testing.T, db *storagetest.DB, until string, args ...string) (addr, printed string) {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	var out, errb syncBuffer
+	done := make(chan int, 1)
+	go func() {
+		done <- mainWith(ctx, append([]string{"dev", "--database-url", db.URL, "--addr", "127.0.0.1:0"}, args...), envOf(nil), &out, &errb)
+	}()
+	t.Cleanup(func() {
+		cancel()
+		if code := <-done; code != 0 {
+			t.Errorf("dev exited %d\n%s", code, errb.String())
+		}
+	})
+	for deadline := time.Now().Add(60 * time.Second); time.Now().Before(deadline); {
+		if m := listenRe.FindStringSubmatch(out.String()); m != nil && strings.Contains(out.String(), until) {
+			return m[1], out.String()
+		}
+		select {
+		case code := <-done:
+			done <- code // for the cleanup
+			t.Fatalf("dev exited %d:\n%s\n%s", code, out.String(), errb.String())
+		case <-time.After(20 * time.Millisecond):
+		}
+	}
+	t.Fatalf("dev did not start:\n%s\n%s", out.String(), errb.String())
+	return "", ""
 }
 
 // tokenOf is the secret of the first demo token of the demo account username.
