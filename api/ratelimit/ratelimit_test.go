@@ -75,7 +75,7 @@ func redisAddr() string {
 	return "127.0.0.1:6379"
 }
 
-func newRedis(t *testing.T) *Redis {
+func newRedis(t testing.TB) *Redis {
 	t.Helper()
 	client := redis.NewClient(&redis.Options{Addr: redisAddr()})
 	t.Cleanup(func() { client.Close() })
