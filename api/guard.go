@@ -78,7 +78,7 @@ func (s *Server) guard(next http.Handler) http.Handler {
 		// From here on the answer is the account's (docs/design.md §12, usage
 		// metering): a refusal (429, 403, 400) counts, a 401 above does
 		// not. A panic below leaves usage.done false: the recovery's 500.
-		usage := &usageWriter{ResponseWriter: w}
+		usage := &usageWriter{statusRecorder: statusRecorder{ResponseWriter: w}}
 		defer s.meter(usage, r, p.Account.ID)
 		s.serveAuthenticated(ctx, usage, r, p, usage, next)
 		usage.done = true

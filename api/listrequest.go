@@ -76,13 +76,7 @@ func parseListRequest(rawQuery string, d *storage.Descriptor) (storage.ListReque
 				err = invalidParam(name, fmt.Sprintf("must be %d to %d characters after trimming, got %d", minSearch, maxSearch, n))
 			}
 		case paramOrder:
-			switch v {
-			case "asc":
-			case "desc":
-				req.Desc = true
-			default:
-				err = invalidParam(name, `must be "asc" or "desc"`)
-			}
+			req.Desc, err = parseChoice(name, v, "asc", "desc")
 		case paramSort:
 			f, ok := d.Field(v)
 			if !ok || !f.Sort {
@@ -104,6 +98,18 @@ func parseListRequest(rawQuery string, d *storage.Descriptor) (storage.ListReque
 		}
 	}
 	return req, nil
+}
+
+// parseChoice parses the parameter name of two values, off or on: whether
+// it is on. Any other value is INVALID_PARAMETER naming both.
+func parseChoice(name, v, off, on string) (bool, *Error) {
+	switch v {
+	case off:
+		return false, nil
+	case on:
+		return true, nil
+	}
+	return false, invalidParam(name, fmt.Sprintf("must be %q or %q", off, on))
 }
 
 func parseBoundedInt(name, v string, lo, hi int64) (int, *Error) {

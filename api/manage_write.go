@@ -2,6 +2,7 @@ package api
 
 import (
 	"context"
+	"errors"
 	"math"
 	"net/http"
 
@@ -134,4 +135,32 @@ func createdEnvelope[T any](c interface{ SetHeader(key, value string) }, v T, re
 		c.SetHeader("Idempotent-Replayed", "true")
 	}
 	return &Envelope[T]{Data: v}
+}
+
+// revocationRoute registers DELETE path on one id: a management write that
+// takes away the right to authenticate (a revoked token, an erased
+// account). It opens as managedID (no query parameter, no body, the
+// calling manager), lets del do the write, and answers 204 without a body
+// once every replica refuses what del ended (authChanged). del's
+// storage.ErrNotFound is 404 "<what> not found". opts are the operation's
+// own options.
+func (s *Server) revocationRoute(g *fuego.Server, path, what string, del func(ctx context.Context, m manager, id int64) error, opts ...[]fuego.RouteOption) {
+	handler := func(c fuego.ContextNoBody) (any, error) {
+		ctx := c.Context()
+		id, m, err := s.managedID(c)
+		if err != nil {
+			return nil, err
+		}
+		if err := del(ctx, m, id); err != nil {
+			if errors.Is(err, storage.ErrNotFound) {
+				return nil, newError(CodeNotFound, what+" not found", nil)
+			}
+			return nil, err
+		}
+		s.authChanged(ctx)
+		c.Response().Header().Del("Content-Type")
+		return nil, nil
+	}
+	noContent := []fuego.RouteOption{fuego.OptionDefaultStatusCode(http.StatusNoContent), respondsNoContent()}
+	fuego.Delete(g, path, handler, routeOptions(oneErrors(), routeOptions(opts...), noContent)...)
 }

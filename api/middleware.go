@@ -165,12 +165,14 @@ func (s *Server) withRouteFallback(mux *http.ServeMux) http.Handler {
 	})
 }
 
-// statusRecorder remembers the status a handler wrote.
+// statusRecorder remembers the status a handler wrote (the request log's;
+// usageWriter's for the usage metering).
 type statusRecorder struct {
 	http.ResponseWriter
 	status int
 }
 
+// WriteHeader remembers the first status.
 func (s *statusRecorder) WriteHeader(code int) {
 	if s.status == 0 {
 		s.status = code
@@ -178,6 +180,7 @@ func (s *statusRecorder) WriteHeader(code int) {
 	s.ResponseWriter.WriteHeader(code)
 }
 
+// Write remembers 200 when the handler wrote no status first.
 func (s *statusRecorder) Write(b []byte) (int, error) {
 	if s.status == 0 {
 		s.status = http.StatusOK

@@ -1,8 +1,8 @@
 package api
 
 import (
+	"context"
 	"errors"
-	"net/http"
 	"strings"
 	"time"
 	"unicode/utf8"
@@ -37,16 +37,13 @@ func (s *Server) registerTokens(g *fuego.Server) {
 		takesBody(tokenInputSchema(), exampleTokenInput()),
 		respondsOne(createdTokenSchema(), exampleCreatedToken()),
 	})...)
-	fuego.Delete(g, "/tokens/{id}", s.deleteToken, routeOptions(oneErrors(),
-		[]fuego.RouteOption{
-			fuego.OptionOperationID("revoke_token"), fuego.OptionTags("Account"),
-			fuego.OptionSummary("Revoke a token"),
-			fuego.OptionDescription("Revokes a token of an account in the caller's management scope (any other id is 404); " +
-				"204, and 204 again for a revoked one. A token may revoke itself. The token fails from the next request on, " +
-				"on every server. Needs the token permission DELETE /tokens/{id} and write access."),
-			fuego.OptionDefaultStatusCode(http.StatusNoContent),
-			respondsNoContent(),
-		}, pathID("id", "Token id.", exampleManagedToken().ID))...)
+	s.revocationRoute(g, "/tokens/{id}", "token", s.revokeToken, []fuego.RouteOption{
+		fuego.OptionOperationID("revoke_token"), fuego.OptionTags("Account"),
+		fuego.OptionSummary("Revoke a token"),
+		fuego.OptionDescription("Revokes a token of an account in the caller's management scope (any other id is 404); " +
+			"204, and 204 again for a revoked one. A token may revoke itself. The token fails from the next request on, " +
+			"on every server. Needs the token permission DELETE /tokens/{id} and write access."),
+	}, pathID("id", "Token id.", exampleManagedToken().ID))
 }
 
 // maxTokenRateLimit bounds a rate limit asked for through the API.
@@ -180,36 +177,22 @@ func inheritLimits(m manager, nt *storage.ManagedTokenInput) {
 	nt.ParentTokenID = caller.ID
 }
 
-// deleteToken answers DELETE /tokens/{id}: 204 once the token is revoked.
-func (s *Server) deleteToken(c fuego.ContextNoBody) (any, error) {
-	ctx := c.Context()
-	id, m, err := s.managedID(c)
-	if err != nil {
-		return nil, err
-	}
+// revokeToken is the write of DELETE /tokens/{id}: the token id of an
+// account in m's management scope, revoked once the management decision
+// allows it.
+func (s *Server) revokeToken(ctx context.Context, m manager, id int64) error {
 	tok, err := s.cfg.Store.ManagedTokenByID(ctx, m.scope, id)
-	if errors.Is(err, storage.ErrNotFound) {
-		return nil, newError(CodeNotFound, "token not found", nil)
-	}
 	if err != nil {
-		return nil, err
+		return err
 	}
 	_, target, err := s.target(ctx, m, tok.AccountID)
 	if err != nil {
-		return nil, err
+		return err
 	}
 	if err := s.decideManagement(ctx, m, policy.ActionTokenRevoke, target, map[string]any{"token_id": id}); err != nil {
-		return nil, err
+		return err
 	}
-	if err := s.cfg.Store.RevokeManagedToken(ctx, m.scope, actor(ctx, m), id); err != nil {
-		if errors.Is(err, storage.ErrNotFound) {
-			return nil, newError(CodeNotFound, "token not found", nil)
-		}
-		return nil, err
-	}
-	s.authChanged(ctx)
-	c.Response().Header().Del("Content-Type")
-	return nil, nil
+	return s.cfg.Store.RevokeManagedToken(ctx, m.scope, actor(ctx, m), id)
 }
 
 // managedTokenSchema is the ManagedToken component.

@@ -25,35 +25,20 @@ import (
 // usageWriter counts the status and body bytes of an answer; the list
 // encoder (sendJSON) sets rows.
 type usageWriter struct {
-	http.ResponseWriter
-	status int
-	bytes  int64
-	rows   int
+	statusRecorder
+	bytes int64
+	rows  int
 	// done is set when the guard's chain returned; false in meter means a
 	// panic, which the recovery answers 500.
 	done bool
 }
 
-// WriteHeader remembers the first status.
-func (u *usageWriter) WriteHeader(code int) {
-	if u.status == 0 {
-		u.status = code
-	}
-	u.ResponseWriter.WriteHeader(code)
-}
-
 // Write counts the body's bytes.
 func (u *usageWriter) Write(b []byte) (int, error) {
-	if u.status == 0 {
-		u.status = http.StatusOK
-	}
-	n, err := u.ResponseWriter.Write(b)
+	n, err := u.statusRecorder.Write(b)
 	u.bytes += int64(n)
 	return n, err
 }
-
-// Unwrap lets http.ResponseController reach the underlying writer.
-func (u *usageWriter) Unwrap() http.ResponseWriter { return u.ResponseWriter }
 
 // meter records the answer u of r to the account. A 401 (the account
 // cannot use the API) is attributed to nobody, like every failed
@@ -191,13 +176,7 @@ func parseUsageRequest(raw string, now time.Time) (storage.UsageRequest, error) 
 		case paramAccountID:
 			req.AccountID, err = parseInt(name, v, 1, math.MaxInt64)
 		case paramGroup:
-			switch v {
-			case "day":
-			case "month":
-				req.Monthly = true
-			default:
-				err = invalidParam(name, `must be "day" or "month"`)
-			}
+			req.Monthly, err = parseChoice(name, v, "day", "month")
 		case paramPage:
 			req.Page, err = parseBoundedInt(name, v, 1, maxPage)
 		case paramPerPage:

@@ -217,19 +217,25 @@ func (c *counts) add(o counts) {
 func (m *Meter) Run(ctx context.Context) {
 	t := time.NewTicker(m.interval)
 	defer t.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
-		case <-m.kick:
-		}
+	for m.due(ctx, t.C) {
 		fctx, cancel := context.WithTimeout(ctx, m.interval+5*time.Second)
 		if err := m.Flush(fctx); err != nil && !errors.Is(err, context.Canceled) {
 			m.log.WarnContext(ctx, "usage flush failed; the counts are kept for the next flush", slog.Any("error", err))
 		}
 		cancel()
 	}
+}
+
+// due waits for the next flush, the tick or a kick (the in-memory bound
+// reached): false when ctx ends first.
+func (m *Meter) due(ctx context.Context, tick <-chan time.Time) bool {
+	select {
+	case <-ctx.Done():
+		return false
+	case <-tick:
+	case <-m.kick:
+	}
+	return true
 }
 
 // Flush adds what was counted since the last flush to the Sink. On an
