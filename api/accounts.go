@@ -157,18 +157,25 @@ func (v validation) quotas(in *QuotasInput, raw json.RawMessage, defaults storag
 	return set, change
 }
 
-// AccountInput is the body of POST /accounts (docs/design.md §9).
-type AccountInput struct {
-	Username        *string  `json:"username,omitempty"`
+// AccountSettings are the fields of an account that POST /accounts sets
+// and PATCH /accounts/{id} changes (docs/design.md §9).
+type AccountSettings struct {
 	Email           *string  `json:"email,omitempty"`
-	Type            *string  `json:"type,omitempty"`
-	ManagerID       *int64   `json:"manager_id,omitempty"`
 	Active          *bool    `json:"active,omitempty"`
 	ReadOnly        *bool    `json:"read_only,omitempty"`
 	AccountExpire   *bool    `json:"account_expire,omitempty"`
 	AccountExpireDt *string  `json:"account_expire_dt,omitempty"`
 	Privileges      []string `json:"privileges,omitempty"`
 	RateLimit       *int     `json:"rate_limit,omitempty"`
+}
+
+// AccountInput is the body of POST /accounts (docs/design.md §9): the
+// account's place in the tree and its settings.
+type AccountInput struct {
+	Username  *string `json:"username,omitempty"`
+	Type      *string `json:"type,omitempty"`
+	ManagerID *int64  `json:"manager_id,omitempty"`
+	AccountSettings
 }
 
 // validation collects VALIDATION_FAILED reasons per field.
@@ -319,13 +326,7 @@ func writeError(err error, conflict, field string) error {
 
 // AccountPatchInput is the body of PATCH /accounts/{id} (docs/design.md §9).
 type AccountPatchInput struct {
-	Email           *string  `json:"email,omitempty"`
-	Active          *bool    `json:"active,omitempty"`
-	ReadOnly        *bool    `json:"read_only,omitempty"`
-	AccountExpire   *bool    `json:"account_expire,omitempty"`
-	AccountExpireDt *string  `json:"account_expire_dt,omitempty"`
-	Privileges      []string `json:"privileges,omitempty"`
-	RateLimit       *int     `json:"rate_limit,omitempty"`
+	AccountSettings
 	// Quotas sets quota overrides (docs/design.md §12).
 	Quotas *QuotasInput `json:"quotas,omitempty"`
 }
@@ -525,12 +526,12 @@ func exampleManagedAccount() storage.Account {
 }
 
 func exampleAccountInput() AccountInput {
-	return AccountInput{Username: ptr("acme-ci"), Email: ptr("ci@acme.example"), Type: ptr("subaccount"), ManagerID: ptr(int64(4)),
-		AccountExpire: ptr(true), AccountExpireDt: ptr("2027-03-31"), Privileges: []string{"reports"}}
+	return AccountInput{Username: ptr("acme-ci"), Type: ptr("subaccount"), ManagerID: ptr(int64(4)),
+		AccountSettings: AccountSettings{Email: ptr("ci@acme.example"), AccountExpire: ptr(true), AccountExpireDt: ptr("2027-03-31"), Privileges: []string{"reports"}}}
 }
 
 func exampleAccountPatch() AccountPatchInput {
-	return AccountPatchInput{Email: ptr("night@acme.example"), Active: ptr(false)}
+	return AccountPatchInput{AccountSettings: AccountSettings{Email: ptr("night@acme.example"), Active: ptr(false)}}
 }
 
 // readBody reads a request body whole, for a handler that looks at it

@@ -1,6 +1,7 @@
 package api
 
 import (
+	"encoding/json"
 	"slices"
 	"strconv"
 	"unicode/utf8"
@@ -22,70 +23,65 @@ const itemBytes = 640
 // through the encoder's validation. It reports false for data of other
 // types, which take the ordinary path.
 func (e *Envelope[T]) appendJSON(b []byte) ([]byte, bool, error) {
-	if ev, ok := any(e.Data).(storage.Event); ok {
-		b = slices.Grow(b, 128+itemBytes)
-		b = append(b, `{"success":`...)
-		b = strconv.AppendBool(b, e.Success)
-		b = append(b, `,"data":`...)
-		b, err := appendEvent(b, &ev)
-		if err != nil {
-			return nil, true, err
-		}
-		b = append(b, `,"meta":`...)
-		b = appendMeta(b, &e.Meta)
-		return append(b, "}\n"...), true, nil
-	}
-	var (
-		n     int
-		isNil bool
-		item  func(int) ([]byte, error)
-	)
-	switch d := any(e.Data).(type) {
-	case []Service:
-		n, isNil, item = len(d), d == nil, func(i int) ([]byte, error) { return d[i].MarshalJSON() }
-	case []DueService:
-		n, isNil, item = len(d), d == nil, func(i int) ([]byte, error) { return d[i].MarshalJSON() }
-	default:
+	data, size, ok := directData(e.Data)
+	if !ok {
 		return b, false, nil
 	}
-	b = slices.Grow(b, 128+n*itemBytes)
+	b = slices.Grow(b, 128+size)
 	b = append(b, `{"success":`...)
 	b = strconv.AppendBool(b, e.Success)
 	b = append(b, `,"data":`...)
-	if isNil {
-		b = append(b, "null"...)
-	} else {
-		b = append(b, '[')
-		for i := range n {
-			if i > 0 {
-				b = append(b, ',')
-			}
-			j, err := item(i)
-			if err != nil {
-				return nil, true, err
-			}
-			b = append(b, j...)
-		}
-		b = append(b, ']')
+	b, err := data(b)
+	if err != nil {
+		return nil, true, err
 	}
 	b = append(b, `,"meta":`...)
 	b = appendMeta(b, &e.Meta)
 	return append(b, "}\n"...), true, nil
 }
 
+// directData is the writer of data when its type is one written by hand,
+// with about the size it writes; false for other types.
+func directData(data any) (write func([]byte) ([]byte, error), size int, ok bool) {
+	switch d := data.(type) {
+	case storage.Event:
+		return func(b []byte) ([]byte, error) { return appendEvent(b, &d) }, itemBytes, true
+	case []Service:
+		return func(b []byte) ([]byte, error) { return appendItems(b, d) }, len(d) * itemBytes, true
+	case []DueService:
+		return func(b []byte) ([]byte, error) { return appendItems(b, d) }, len(d) * itemBytes, true
+	}
+	return nil, 0, false
+}
+
+// appendItems writes a list of items, each its MarshalJSON output as it
+// is (null for a nil list).
+func appendItems[T json.Marshaler](b []byte, items []T) ([]byte, error) {
+	if items == nil {
+		return append(b, "null"...), nil
+	}
+	b = append(b, '[')
+	for i, item := range items {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		j, err := item.MarshalJSON()
+		if err != nil {
+			return nil, err
+		}
+		b = append(b, j...)
+	}
+	return append(b, ']'), nil
+}
+
 // appendMeta writes m as encoding/json does (the paging fields inline).
 func appendMeta(b []byte, m *Meta) []byte {
-	b = append(b, `{"request_id":`...)
-	b = appendString(b, m.RequestID)
+	b = appendStringField(b, `{"request_id":`, m.RequestID)
 	if p := m.Paging; p != nil {
-		b = append(b, `,"page":`...)
-		b = strconv.AppendInt(b, int64(p.Page), 10)
-		b = append(b, `,"per_page":`...)
-		b = strconv.AppendInt(b, int64(p.PerPage), 10)
-		b = append(b, `,"total":`...)
-		b = strconv.AppendInt(b, p.Total, 10)
-		b = append(b, `,"pages":`...)
-		b = strconv.AppendInt(b, p.Pages, 10)
+		b = appendIntField(b, `,"page":`, int64(p.Page))
+		b = appendIntField(b, `,"per_page":`, int64(p.PerPage))
+		b = appendIntField(b, `,"total":`, p.Total)
+		b = appendIntField(b, `,"pages":`, p.Pages)
 	}
 	return append(b, '}')
 }
@@ -93,58 +89,57 @@ func appendMeta(b []byte, m *Meta) []byte {
 // appendEvent writes an event rule as encoding/json does, fields in the
 // struct's order.
 func appendEvent(b []byte, ev *storage.Event) ([]byte, error) {
-	b = append(b, `{"event_id":`...)
-	b = strconv.AppendInt(b, ev.EventID, 10)
-	b = append(b, `,"type":`...)
-	b = appendString(b, ev.Type)
-	b = append(b, `,"name":`...)
-	b = appendString(b, ev.Name)
-	b = append(b, `,"active":`...)
-	b = strconv.AppendBool(b, ev.Active)
-	b = append(b, `,"week_days":`...)
-	b = appendStringList(b, ev.WeekDays)
+	b = appendIntField(b, `{"event_id":`, ev.EventID)
+	b = appendStringField(b, `,"type":`, ev.Type)
+	b = appendStringField(b, `,"name":`, ev.Name)
+	b = appendBoolField(b, `,"active":`, ev.Active)
+	b = appendListField(b, `,"week_days":`, ev.WeekDays)
 	b = append(b, `,"day_time":`...)
 	b, err := appendObject(b, ev.DayTime)
 	if err != nil {
 		return nil, err
 	}
-	b = append(b, `,"imei":`...)
-	b = appendStringList(b, ev.IMEI)
-	b = append(b, `,"checked_value":`...)
-	b = appendString(b, ev.CheckedValue)
-	b = append(b, `,"route_trigger":`...)
-	b = appendString(b, ev.RouteTrigger)
-	b = append(b, `,"zone_trigger":`...)
-	b = appendString(b, ev.ZoneTrigger)
-	b = append(b, `,"routes":`...)
-	b = appendStringList(b, ev.Routes)
-	b = append(b, `,"zones":`...)
-	b = appendStringList(b, ev.Zones)
-	b = append(b, `,"notify_system":`...)
-	b = strconv.AppendBool(b, ev.NotifySystem)
-	b = append(b, `,"notify_email":`...)
-	b = strconv.AppendBool(b, ev.NotifyEmail)
-	b = append(b, `,"notify_email_address":`...)
-	b = appendString(b, ev.NotifyEmailAddress)
-	b = append(b, `,"notify_sms":`...)
-	b = strconv.AppendBool(b, ev.NotifySMS)
-	b = append(b, `,"notify_sms_number":`...)
-	b = appendString(b, ev.NotifySMSNumber)
-	b = append(b, `,"notify_telegram":`...)
-	b = strconv.AppendBool(b, ev.NotifyTelegram)
-	b = append(b, `,"email_template_id":`...)
-	b = strconv.AppendInt(b, ev.EmailTemplateID, 10)
-	b = append(b, `,"sms_template_id":`...)
-	b = strconv.AppendInt(b, ev.SMSTemplateID, 10)
-	b = append(b, `,"cmd_send":`...)
-	b = strconv.AppendBool(b, ev.CmdSend)
-	b = append(b, `,"cmd_gateway":`...)
-	b = appendString(b, ev.CmdGateway)
-	b = append(b, `,"cmd_type":`...)
-	b = appendString(b, ev.CmdType)
-	b = append(b, `,"cmd_string":`...)
-	b = appendString(b, ev.CmdString)
+	b = appendListField(b, `,"imei":`, ev.IMEI)
+	b = appendStringField(b, `,"checked_value":`, ev.CheckedValue)
+	b = appendStringField(b, `,"route_trigger":`, ev.RouteTrigger)
+	b = appendStringField(b, `,"zone_trigger":`, ev.ZoneTrigger)
+	b = appendListField(b, `,"routes":`, ev.Routes)
+	b = appendListField(b, `,"zones":`, ev.Zones)
+	b = appendBoolField(b, `,"notify_system":`, ev.NotifySystem)
+	b = appendBoolField(b, `,"notify_email":`, ev.NotifyEmail)
+	b = appendStringField(b, `,"notify_email_address":`, ev.NotifyEmailAddress)
+	b = appendBoolField(b, `,"notify_sms":`, ev.NotifySMS)
+	b = appendStringField(b, `,"notify_sms_number":`, ev.NotifySMSNumber)
+	b = appendBoolField(b, `,"notify_telegram":`, ev.NotifyTelegram)
+	b = appendIntField(b, `,"email_template_id":`, ev.EmailTemplateID)
+	b = appendIntField(b, `,"sms_template_id":`, ev.SMSTemplateID)
+	b = appendBoolField(b, `,"cmd_send":`, ev.CmdSend)
+	b = appendStringField(b, `,"cmd_gateway":`, ev.CmdGateway)
+	b = appendStringField(b, `,"cmd_type":`, ev.CmdType)
+	b = appendStringField(b, `,"cmd_string":`, ev.CmdString)
 	return append(b, '}'), nil
+}
+
+// appendStringField writes the key (with its leading '{' or ',') and
+// the string v; appendBoolField, appendIntField and appendListField the
+// same for a boolean, an integer and a string list.
+func appendStringField(b []byte, key string, v string) []byte {
+	return appendString(append(b, key...), v)
+}
+
+// appendBoolField: see appendStringField.
+func appendBoolField(b []byte, key string, v bool) []byte {
+	return strconv.AppendBool(append(b, key...), v)
+}
+
+// appendIntField: see appendStringField.
+func appendIntField(b []byte, key string, v int64) []byte {
+	return strconv.AppendInt(append(b, key...), v, 10)
+}
+
+// appendListField: see appendStringField.
+func appendListField(b []byte, key string, v storage.StringList) []byte {
+	return appendStringList(append(b, key...), v)
 }
 
 // appendStringList writes l as StringList.MarshalJSON does (nil is [];

@@ -69,3 +69,12 @@ func listHandler[T, W any](s *Server, m storage.Model[T], wire func([]T) []W, ad
 }
 
 func same[T any](rows []T) []T { return rows }
+
+// wireRows turns rows into their wire form, one by one.
+func wireRows[T, W any](rows []T, wire func(T) W) []W {
+	out := make([]W, len(rows))
+	for i, r := range rows {
+		out[i] = wire(r)
+	}
+	return out
+}

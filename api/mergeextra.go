@@ -8,6 +8,16 @@ import (
 	"slices"
 )
 
+// marshalMerged encodes named, a struct of named fields, with the extra
+// properties merged in (mergeExtra).
+func marshalMerged(named any, extra map[string]any) ([]byte, error) {
+	b, err := json.Marshal(named)
+	if err != nil {
+		return nil, err
+	}
+	return mergeExtra(b, extra)
+}
+
 // mergeExtra adds a record's extra properties to its encoded named fields;
 // a named field is never overridden. named must be a flat JSON object as
 // encoding/json writes it (no nested objects): the extra properties are

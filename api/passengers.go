@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"slices"
 
 	"github.com/getkin/kin-openapi/openapi3"
 	"github.com/go-fuego/fuego"
@@ -157,40 +158,65 @@ func (s *Server) postPassengers(c fuego.ContextWithBody[PassengerInput]) (*Envel
 	return createdEnvelope(c, created, replayed), nil
 }
 
+// passengerField is one field of a passenger as both schemas show it: its
+// bounds, and what the Passenger component (wire) and the PassengerInput
+// body (input; empty: as wire) say of it.
+type passengerField struct {
+	name        string
+	bounds      []fieldOpt
+	wire, input string
+}
+
+// passengerFields declares each field of a passenger once, for the
+// Passenger component and the PassengerInput body (passenger_id, the
+// server's, is the component's alone).
+func passengerFields() []passengerField {
+	return []passengerField{
+		{"passenger_name", []fieldOpt{minLen(1), maxLen(100)}, "Name, trimmed.",
+			"Required; 1 to 100 characters after trimming, at least one of them visible. Whitespace, control and zero-width characters at the ends are trimmed."},
+		{"passenger_assign_id", []fieldOpt{maxLen(50)}, "Assignment id (for example a card), in Unicode NFC and upper-case; unique in the account when not empty.",
+			"At most 50 characters after trimming; stored in Unicode NFC and upper-case, so composed and decomposed spellings are one id; unique in the account when not empty."},
+		{"passenger_idn", nil, "Identity number.", ""},
+		{"passenger_address", nil, "Address.", ""},
+		{"passenger_phone", nil, "Phone number.", ""},
+		{"passenger_email", nil, "E-mail address, or empty.", "A valid e-mail address (no display name), or empty."},
+		{"passenger_desc", []fieldOpt{maxLen(1000)}, "Description.", "At most 1000 characters."},
+		{"passenger_client_id", nil, "The client's own id of the passenger.", ""},
+		{"passenger_active", nil, "Whether the passenger is active.", "Defaults to true."},
+		{"passenger_pickup_point_id", []fieldOpt{minimum(1)}, "Pickup point, or null.", "1 or more, or null (the default)."},
+	}
+}
+
+// passengerSchemaFields are the fields of the Passenger component, or with
+// input those of the PassengerInput body.
+func passengerSchemaFields(input bool) map[string][]fieldOpt {
+	out := map[string][]fieldOpt{}
+	for _, f := range passengerFields() {
+		d := f.wire
+		if input && f.input != "" {
+			d = f.input
+		}
+		out[f.name] = append(slices.Clone(f.bounds), desc(d))
+	}
+	return out
+}
+
 // passengerSchema is the Passenger component.
 func passengerSchema() wireType {
-	return wireType{name: "Passenger", value: storage.Passenger{}, description: "A passenger (docs/api.md §7).", fields: map[string][]fieldOpt{
-		"passenger_id":              {desc("Id of the passenger."), minimum(1)},
-		"passenger_name":            {minLen(1), maxLen(100), desc("Name, trimmed.")},
-		"passenger_assign_id":       {maxLen(50), desc("Assignment id (for example a card), in Unicode NFC and upper-case; unique in the account when not empty.")},
-		"passenger_idn":             {desc("Identity number.")},
-		"passenger_address":         {desc("Address.")},
-		"passenger_phone":           {desc("Phone number.")},
-		"passenger_email":           {desc("E-mail address, or empty.")},
-		"passenger_desc":            {maxLen(1000), desc("Description.")},
-		"passenger_client_id":       {desc("The client's own id of the passenger.")},
-		"passenger_active":          {desc("Whether the passenger is active.")},
-		"passenger_pickup_point_id": {minimum(1), desc("Pickup point, or null.")},
-	}}
+	fields := passengerSchemaFields(false)
+	fields["passenger_id"] = []fieldOpt{desc("Id of the passenger."), minimum(1)}
+	return wireType{name: "Passenger", value: storage.Passenger{}, description: "A passenger (docs/api.md §7).", fields: fields}
 }
 
 // passengerInputSchema is the PassengerInput component, the request body.
 func passengerInputSchema() wireType {
+	fields := passengerSchemaFields(true)
+	// A name is required: never null.
+	fields["passenger_name"] = append(fields["passenger_name"], typed(openapi3.TypeString))
 	return wireType{name: "PassengerInput", value: PassengerInput{}, required: []string{"passenger_name"},
 		description: "A passenger to create (docs/api.md §7). Absent and null fields take their defaults. Field names are exact " +
 			"(case-sensitive); unknown and repeated keys are rejected. Strings must be valid UTF-8 without NUL characters.",
-		fields: map[string][]fieldOpt{
-			"passenger_name":            {typed(openapi3.TypeString), minLen(1), maxLen(100), desc("Required; 1 to 100 characters after trimming, at least one of them visible. Whitespace, control and zero-width characters at the ends are trimmed.")},
-			"passenger_assign_id":       {maxLen(50), desc("At most 50 characters after trimming; stored in Unicode NFC and upper-case, so composed and decomposed spellings are one id; unique in the account when not empty.")},
-			"passenger_idn":             {desc("Identity number.")},
-			"passenger_address":         {desc("Address.")},
-			"passenger_phone":           {desc("Phone number.")},
-			"passenger_email":           {desc("A valid e-mail address (no display name), or empty.")},
-			"passenger_desc":            {maxLen(1000), desc("At most 1000 characters.")},
-			"passenger_client_id":       {desc("The client's own id of the passenger.")},
-			"passenger_active":          {desc("Defaults to true.")},
-			"passenger_pickup_point_id": {minimum(1), desc("1 or more, or null (the default).")},
-		}}
+		fields: fields}
 }
 
 // examplePassengerInput is the request example of POST /passengers, and

@@ -1,7 +1,6 @@
 package api
 
 import (
-	"encoding/json"
 	"maps"
 
 	"github.com/getkin/kin-openapi/openapi3"
@@ -37,20 +36,11 @@ type Service struct {
 }
 
 // MarshalJSON encodes the named fields and merges the extra properties.
-func (s Service) MarshalJSON() ([]byte, error) {
-	named, err := json.Marshal(s.Service)
-	if err != nil {
-		return nil, err
-	}
-	return mergeExtra(named, s.Extra)
-}
+func (s Service) MarshalJSON() ([]byte, error) { return marshalMerged(s.Service, s.Extra) }
 
+// services is the wire form of service records.
 func services(rows []storage.Service) []Service {
-	out := make([]Service, len(rows))
-	for i, r := range rows {
-		out[i] = Service{r}
-	}
-	return out
+	return wireRows(rows, func(r storage.Service) Service { return Service{r} })
 }
 
 // maxDue is the most due records GET /services/due returns (docs/api.md §7).
@@ -82,20 +72,11 @@ type DueService struct {
 
 // MarshalJSON encodes the named and due fields and merges the extra
 // properties.
-func (d DueService) MarshalJSON() ([]byte, error) {
-	named, err := json.Marshal(d.wire())
-	if err != nil {
-		return nil, err
-	}
-	return mergeExtra(named, d.Extra)
-}
+func (d DueService) MarshalJSON() ([]byte, error) { return marshalMerged(d.wire(), d.Extra) }
 
+// dueServices is the wire form of due records.
 func dueServices(rows []storage.DueService) []DueService {
-	out := make([]DueService, len(rows))
-	for i, r := range rows {
-		out[i] = DueService{r}
-	}
-	return out
+	return wireRows(rows, func(r storage.DueService) DueService { return DueService{r} })
 }
 
 // dueServiceJSON is the wire form of a due record: every field of the

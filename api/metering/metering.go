@@ -127,29 +127,36 @@ func New(sink Sink, o Options) (*Meter, error) {
 	if o.TracerProvider == nil {
 		o.TracerProvider = tracenoop.NewTracerProvider()
 	}
-	mm := o.MeterProvider.Meter(Name)
-	flushes, err := mm.Int64Counter("fleet.usage.flushes",
-		metric.WithDescription("Usage flushes to the database, by result (ok, error)."))
-	if err != nil {
+	m := &Meter{sink: sink, interval: o.Interval, max: o.MaxEntries, log: o.Logger, tracer: o.TracerProvider.Tracer(Name),
+		cur: map[key]*counts{}, kick: make(chan struct{}, 1)}
+	if err := m.instruments(o.MeterProvider.Meter(Name)); err != nil {
 		return nil, err
 	}
-	dropped, err := mm.Int64Counter("fleet.usage.dropped",
-		metric.WithDescription("Requests whose usage was not counted: the in-memory bound was reached while the database was behind."))
-	if err != nil {
-		return nil, err
-	}
-	written, err := mm.Int64Counter("fleet.usage.rows",
-		metric.WithDescription("Usage rows (account, day, route) added to the database by flushes."))
-	if err != nil {
-		return nil, err
+	return m, nil
+}
+
+// instruments creates the Meter's counters on mm, the series that alerts
+// watch (each flush result, the dropped requests) at zero from the start.
+func (m *Meter) instruments(mm metric.Meter) error {
+	for _, c := range []struct {
+		counter           *metric.Int64Counter
+		name, description string
+	}{
+		{&m.flushes, "fleet.usage.flushes", "Usage flushes to the database, by result (ok, error)."},
+		{&m.dropped, "fleet.usage.dropped", "Requests whose usage was not counted: the in-memory bound was reached while the database was behind."},
+		{&m.written, "fleet.usage.rows", "Usage rows (account, day, route) added to the database by flushes."},
+	} {
+		var err error
+		if *c.counter, err = mm.Int64Counter(c.name, metric.WithDescription(c.description)); err != nil {
+			return err
+		}
 	}
 	ctx := context.Background()
 	for _, r := range []string{"ok", "error"} {
-		flushes.Add(ctx, 0, metric.WithAttributes(attribute.String("result", r)))
+		m.flushes.Add(ctx, 0, metric.WithAttributes(attribute.String("result", r)))
 	}
-	dropped.Add(ctx, 0)
-	return &Meter{sink: sink, interval: o.Interval, max: o.MaxEntries, log: o.Logger, tracer: o.TracerProvider.Tracer(Name),
-		cur: map[key]*counts{}, kick: make(chan struct{}, 1), flushes: flushes, dropped: dropped, written: written}, nil
+	m.dropped.Add(ctx, 0)
+	return nil
 }
 
 // Interval is the time between two flushes.
