@@ -456,27 +456,63 @@ func (s *Server) patchAccount(c fuego.ContextWithBody[AccountPatchInput]) (*Enve
 	return &Envelope[storage.Account]{Data: updated}, nil
 }
 
+// accountSetting is one field of AccountSettings as the account schemas
+// show it: its bounds, whether a PATCH may set it to null (clearable), and
+// what ManagedAccount, AccountInput and AccountPatchInput say of it.
+type accountSetting struct {
+	name                  string
+	bounds                []fieldOpt
+	clearable             bool
+	managed, input, patch string
+}
+
+// accountSettings declares each field of AccountSettings once, for the
+// three account schemas.
+func accountSettings() []accountSetting {
+	return []accountSetting{
+		{"email", nil, false, "E-mail address, or empty.", "A valid e-mail address, or empty.", "A valid e-mail address, or empty."},
+		{"active", nil, false, "Whether the account may use the API.", "Defaults to true.", "Whether the account may use the API; not on one's own account."},
+		{"read_only", nil, false, "Whether the account is read-only.", "Defaults to false.", "Read-only; not on one's own account."},
+		{"account_expire", nil, false, "Whether account_expire_dt applies.", "Defaults to false.", "Whether account_expire_dt applies; not on one's own account."},
+		{"account_expire_dt", []fieldOpt{typed(openapi3.TypeString), format("date"), nullable()}, true, "Expiry day (YYYY-MM-DD), or null.", "Expiry day YYYY-MM-DD, or null.",
+			"Expiry day YYYY-MM-DD, or null to clear it; not on one's own account."},
+		{"privileges", []fieldOpt{itemEnum(privilegeNames...)}, false, "A subaccount's privileges; empty for other accounts, which hold every privilege.",
+			"Subaccounts only (400 otherwise); each held by the caller.", "A subaccount's privileges, replaced; each held by the caller; not on one's own account."},
+		{"rate_limit", []fieldOpt{typed(openapi3.TypeInteger), minimum(1), nullable()}, true,
+			"The account's budget in requests per minute, shared by every token of the account and of its subaccounts; a token's own rate_limit only narrows it (docs/design.md §12). null: none.",
+			"Requests per minute for every token of the account and of its subaccounts; not above the caller's own account limit (403 MANAGEMENT_DENIED exceeds_account). Omitted or null: the caller's own account limit, or none when it has none.",
+			"Requests per minute for every token of the account and of its subaccounts, or null for none; not on one's own account, not above the caller's own account limit (403 MANAGEMENT_DENIED exceeds_account)."},
+	}
+}
+
+// withSettings adds the fields of AccountSettings to fields, each
+// described as describe says; in a PATCH (patch) a field that cannot be
+// cleared is not nullable.
+func withSettings(fields map[string][]fieldOpt, patch bool, describe func(accountSetting) string) map[string][]fieldOpt {
+	for _, f := range accountSettings() {
+		opts := append(slices.Clone(f.bounds), desc(describe(f)))
+		if patch && !f.clearable {
+			opts = append(opts, notNull())
+		}
+		fields[f.name] = opts
+	}
+	return fields
+}
+
 // managedAccountSchema is the ManagedAccount component.
 func managedAccountSchema() wireType {
 	return wireType{name: "ManagedAccount", value: storage.Account{}, description: "An account as the management API shows it (docs/design.md §9): real booleans, unlike GET /me.",
-		fields: map[string][]fieldOpt{
-			"id":                {desc("Id of the account."), minimum(1)},
-			"username":          {desc("Unique login name.")},
-			"email":             {desc("E-mail address, or empty.")},
-			"type":              {enum(accountTypes...), desc("Place in the tree: admin, manager, user or subaccount.")},
-			"manager_id":        {minimum(1), nullable(), desc("The account it is managed by (a subaccount's parent user); null at the top.")},
-			"active":            {desc("Whether the account may use the API.")},
-			"read_only":         {desc("Whether the account is read-only.")},
-			"account_expire":    {desc("Whether account_expire_dt applies.")},
-			"account_expire_dt": {typed(openapi3.TypeString), format("date"), nullable(), desc("Expiry day (YYYY-MM-DD), or null.")},
-			"privileges":        {itemEnum(privilegeNames...), desc("A subaccount's privileges; empty for other accounts, which hold every privilege.")},
-			"rate_limit":        {typed(openapi3.TypeInteger), minimum(1), nullable(), desc("The account's budget in requests per minute, shared by every token of the account and of its subaccounts; a token's own rate_limit only narrows it (docs/design.md §12). null: none.")},
-			"created_at":        {desc("When the account was created.")},
+		fields: withSettings(map[string][]fieldOpt{
+			"id":         {desc("Id of the account."), minimum(1)},
+			"username":   {desc("Unique login name.")},
+			"type":       {enum(accountTypes...), desc("Place in the tree: admin, manager, user or subaccount.")},
+			"manager_id": {minimum(1), nullable(), desc("The account it is managed by (a subaccount's parent user); null at the top.")},
+			"created_at": {desc("When the account was created.")},
 			"quotas": {desc("GET and PATCH /accounts/{id} only: the quota limits in force (docs/design.md §12), the account's own overrides " +
 				"or the platform defaults, each a number of rows or null for unlimited (an admin has none). subaccounts: the accounts " +
 				"directly below it; tokens: its active tokens; devices and passengers: those it owns.")},
 			"usage": {desc("GET and PATCH /accounts/{id} only: how much of each quota the account uses now.")},
-		}}
+		}, false, func(f accountSetting) string { return f.managed })}
 }
 
 // accountInputSchema is the AccountInput component, the body of POST
@@ -485,18 +521,11 @@ func accountInputSchema() wireType {
 	return wireType{name: "AccountInput", value: AccountInput{}, required: []string{"username", "type"},
 		description: "An account to create (docs/design.md §9). Absent and null fields take their defaults (active, not read-only, not expiring, " +
 			"no privileges). Field names are exact; unknown and repeated keys are rejected.",
-		fields: map[string][]fieldOpt{
-			"username":          {typed(openapi3.TypeString), minLen(2), maxLen(64), pattern(usernamePattern.String()), desc("Required; " + storage.UsernameRule + " (409 when another account has it in any case).")},
-			"email":             {desc("A valid e-mail address, or empty.")},
-			"type":              {typed(openapi3.TypeString), enum(accountTypes...), desc("Required. Nobody creates an admin through the API.")},
-			"manager_id":        {minimum(1), desc("The account it is created under: null or a manager for an admin's manager or user, the manager for its users, the parent user for a subaccount.")},
-			"active":            {desc("Defaults to true.")},
-			"read_only":         {desc("Defaults to false.")},
-			"account_expire":    {desc("Defaults to false.")},
-			"account_expire_dt": {typed(openapi3.TypeString), format("date"), nullable(), desc("Expiry day YYYY-MM-DD, or null.")},
-			"privileges":        {itemEnum(privilegeNames...), desc("Subaccounts only (400 otherwise); each held by the caller.")},
-			"rate_limit":        {typed(openapi3.TypeInteger), minimum(1), nullable(), desc("Requests per minute for every token of the account and of its subaccounts; not above the caller's own account limit (403 MANAGEMENT_DENIED exceeds_account). Omitted or null: the caller's own account limit, or none when it has none.")},
-		}}
+		fields: withSettings(map[string][]fieldOpt{
+			"username":   {typed(openapi3.TypeString), minLen(2), maxLen(64), pattern(usernamePattern.String()), desc("Required; " + storage.UsernameRule + " (409 when another account has it in any case).")},
+			"type":       {typed(openapi3.TypeString), enum(accountTypes...), desc("Required. Nobody creates an admin through the API.")},
+			"manager_id": {minimum(1), desc("The account it is created under: null or a manager for an admin's manager or user, the manager for its users, the parent user for a subaccount.")},
+		}, false, func(f accountSetting) string { return f.input })}
 }
 
 // accountPatchSchema is the AccountPatchInput component, the body of PATCH
@@ -504,18 +533,11 @@ func accountInputSchema() wireType {
 func accountPatchSchema() wireType {
 	return wireType{name: "AccountPatchInput", value: AccountPatchInput{}, required: []string{}, minProperties: 1,
 		description: "The fields to change (docs/design.md §9); at least one. Any other field, type, manager_id and username included, is 400 INVALID_BODY.",
-		fields: map[string][]fieldOpt{
-			"email":             {typed(openapi3.TypeString), desc("A valid e-mail address, or empty.")},
-			"active":            {typed(openapi3.TypeBoolean), desc("Whether the account may use the API; not on one's own account.")},
-			"read_only":         {typed(openapi3.TypeBoolean), desc("Read-only; not on one's own account.")},
-			"account_expire":    {typed(openapi3.TypeBoolean), desc("Whether account_expire_dt applies; not on one's own account.")},
-			"account_expire_dt": {typed(openapi3.TypeString), format("date"), nullable(), desc("Expiry day YYYY-MM-DD, or null to clear it; not on one's own account.")},
-			"privileges":        {typed(openapi3.TypeArray), itemEnum(privilegeNames...), desc("A subaccount's privileges, replaced; each held by the caller; not on one's own account.")},
-			"rate_limit":        {typed(openapi3.TypeInteger), minimum(1), nullable(), desc("Requests per minute for every token of the account and of its subaccounts, or null for none; not on one's own account, not above the caller's own account limit (403 MANAGEMENT_DENIED exceeds_account).")},
+		fields: withSettings(map[string][]fieldOpt{
 			"quotas": {notNull(), desc("Quota overrides (docs/design.md §12): subaccounts, tokens, devices, passengers, each a number of rows from 0 to " +
 				"1000000000, or null to return to the platform default. Not on one's own account; never above the caller's own limit " +
 				"(403 MANAGEMENT_DENIED exceeds_own_quota) unless the caller is an admin.")},
-		}}
+		}, true, func(f accountSetting) string { return f.patch })}
 }
 
 func exampleManagedAccount() storage.Account {
