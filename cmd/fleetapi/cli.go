@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"errors"
 	"flag"
 	"fmt"
@@ -63,6 +64,9 @@ func exitCode(err error) int {
 type command struct {
 	name, synopsis, doc string
 	fs                  *flag.FlagSet
+	// err is a mistake found while the command was set up (a configuration
+	// from the environment that does not parse): parse returns it.
+	err error
 }
 
 // newCommand returns a command with an empty flag set. synopsis follows
@@ -89,9 +93,13 @@ func (c *command) usage(w io.Writer) {
 
 // parse parses args. Flags may come before, between or after the
 // positional arguments (`policy diff OLD NEW --json`), as in every
-// command; after "--" everything is positional. On -h or --help it writes
+// command; after "--" everything is positional. It first returns the
+// error of the command's set-up, if any. On -h or --help it writes
 // the usage to con.out and returns errHelp; a flag error is a usageError.
 func (c *command) parse(args []string, con console) error {
+	if c.err != nil {
+		return c.err
+	}
 	err := c.fs.Parse(flagsFirst(c.fs, args))
 	switch {
 	case errors.Is(err, flag.ErrHelp):
@@ -168,51 +176,65 @@ func (c *command) set(name string) bool {
 	return given
 }
 
+// runFunc runs a command or subcommand with the arguments after its name.
+type runFunc func(ctx context.Context, args []string, getenv func(string) string, con console) error
+
 // group is a command made of subcommands ("token create|list|revoke"):
-// it answers -h and a missing or unknown subcommand itself.
+// it answers -h and a missing or unknown subcommand itself, and runs the
+// subcommand asked for.
 type group struct {
 	name, doc string
-	// subs lists the subcommands with a one-line description, in order.
-	subs [][2]string
+	// subs lists the subcommands, in order.
+	subs []subcommand
+}
+
+// subcommand is one subcommand of a group: its name, the one-line
+// description the group's usage lists, and exec, which runs it.
+type subcommand struct {
+	name, summary string
+	exec          runFunc
+}
+
+// newGroup returns the group name, described by doc, of the subcommands
+// subs in the order its usage lists them.
+func newGroup(name, doc string, subs ...subcommand) group {
+	return group{name: name, doc: doc, subs: subs}
 }
 
 func (g group) usage(w io.Writer) {
-	names := make([]string, len(g.subs))
-	for i, s := range g.subs {
-		names[i] = s[0]
-	}
-	fmt.Fprintf(w, "usage: fleetapi %s %s [flags] [arguments]\n\n%s\n\n", g.name, strings.Join(names, "|"), strings.TrimSpace(g.doc))
+	fmt.Fprintf(w, "usage: fleetapi %s %s [flags] [arguments]\n\n%s\n\n", g.name, strings.Join(g.names(), "|"), strings.TrimSpace(g.doc))
 	for _, s := range g.subs {
-		fmt.Fprintf(w, "  %-8s %s\n", s[0], s[1])
+		fmt.Fprintf(w, "  %-8s %s\n", s.name, s.summary)
 	}
 	fmt.Fprintf(w, "\nRun `fleetapi %s SUBCOMMAND -h` for the flags and arguments of one.\n", g.name)
 }
 
-// split returns the subcommand and its arguments. It answers -h/--help
-// (errHelp after printing the usage to con.out) and a missing or unknown
-// subcommand (a usageError).
-func (g group) split(args []string, con console) (string, []string, error) {
+// run runs the subcommand args[0] with the rest of args. It answers
+// -h/--help (errHelp after printing the usage to con.out) and a missing or
+// unknown subcommand (a usageError).
+func (g group) run(ctx context.Context, args []string, getenv func(string) string, con console) error {
 	if len(args) == 0 {
-		return "", nil, usagef(g.name, "%s: want a subcommand: %s", g.name, g.list())
+		return usagef(g.name, "%s: want a subcommand: %s", g.name, strings.Join(g.names(), ", "))
 	}
 	if isHelp(args[0]) {
 		g.usage(con.out)
-		return "", nil, errHelp
+		return errHelp
 	}
 	for _, s := range g.subs {
-		if s[0] == args[0] {
-			return args[0], args[1:], nil
+		if s.name == args[0] {
+			return s.exec(ctx, args[1:], getenv, con)
 		}
 	}
-	return "", nil, usagef(g.name, "%s: unknown subcommand %q (want %s)", g.name, args[0], g.list())
+	return usagef(g.name, "%s: unknown subcommand %q (want %s)", g.name, args[0], strings.Join(g.names(), ", "))
 }
 
-func (g group) list() string {
+// names returns the names of the subcommands, in order.
+func (g group) names() []string {
 	names := make([]string, len(g.subs))
 	for i, s := range g.subs {
-		names[i] = s[0]
+		names[i] = s.name
 	}
-	return strings.Join(names, ", ")
+	return names
 }
 
 func isHelp(arg string) bool {

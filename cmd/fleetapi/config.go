@@ -339,14 +339,13 @@ func (v databaseURLValue) String() string {
 
 // databaseCommand gives cmd the configuration from the environment and the
 // flag --database-url: the set-up of the commands that only need a
-// database.
-func databaseCommand(cmd *command, getenv func(string) string) (*config, error) {
+// database. An environment that does not parse is cmd's set-up error,
+// which cmd.parse returns.
+func databaseCommand(cmd *command, getenv func(string) string) *config {
 	cfg, err := defaultConfig(getenv)
-	if err != nil {
-		return nil, err
-	}
+	cmd.err = err
 	cfg.databaseFlag(cmd.fs)
-	return &cfg, nil
+	return &cfg
 }
 
 func orDefault(s, def string) string {

@@ -21,10 +21,7 @@ func runGenerate(ctx context.Context, args []string, getenv func(string) string,
 print the load-test tokens (admin, manager, user, subaccount, then the pool of
 the mixed workload: every manager, many users and subaccounts) as JSON lines on
 standard output, or into --tokens FILE; progress goes to standard error.`)
-	cfg, err := databaseCommand(cmd, getenv)
-	if err != nil {
-		return err
-	}
+	cfg := databaseCommand(cmd, getenv)
 	fs := cmd.fs
 	preset := fs.String("preset", "small", "data set size: small (about 1% of large) or large")
 	seed := fs.Uint64("seed", 1, "random seed: the same seed, sizes and --today give the same rows")

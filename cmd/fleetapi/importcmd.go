@@ -15,10 +15,7 @@ func runImport(ctx context.Context, args []string, getenv func(string) string, c
 first: a file with any invalid record changes nothing, and the error names the
 record. Records that exist (matched on their natural keys) are skipped, so
 importing the same file twice adds nothing.`)
-	cfg, err := databaseCommand(cmd, getenv)
-	if err != nil {
-		return err
-	}
+	cfg := databaseCommand(cmd, getenv)
 	if err := cmd.parseArgs(args, con, 1, 1); err != nil {
 		return err
 	}

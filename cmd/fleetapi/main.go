@@ -82,11 +82,43 @@ func runWith(ctx context.Context, args []string, getenv func(string) string, con
 
 // commands are the subcommands of docs/design.md §7 by name, each run with the
 // arguments after its name.
-func commands() map[string]func(ctx context.Context, args []string, getenv func(string) string, con console) error {
-	return map[string]func(context.Context, []string, func(string) string, console) error{
+func commands() map[string]runFunc {
+	return map[string]runFunc{
 		"serve": runServe, "dev": runDev, "migrate": runMigrate, "import": runImport, "generate": runGenerate,
-		"token": runToken, "tenant": runTenant, "policy": runPolicy, "openapi": runOpenAPI, "version": runVersion, "usage": runUsage,
+		"token": tokenGroup().run, "tenant": tenantGroup().run, "policy": policyGroup().run, "openapi": runOpenAPI, "version": runVersion, "usage": usageGroup().run,
 	}
+}
+
+// tokenGroup is `fleetapi token`.
+func tokenGroup() group {
+	return newGroup("token", "Manage the API tokens of an account (docs/design.md §3).",
+		subcommand{"create", "create a token and print its secret (shown once)", runTokenCreate},
+		subcommand{"list", "list the tokens of an account (never their secrets)", runTokenList},
+		subcommand{"revoke", "revoke tokens by id", runTokenRevoke})
+}
+
+// tenantGroup is `fleetapi tenant`.
+func tenantGroup() group {
+	return newGroup("tenant", "Offboard a tenant (docs/design.md §12): export an account's subtree in the import format, erase it.",
+		subcommand{"export", "write an account's subtree in the import format (docs/design.md §8)", runTenantExport},
+		subcommand{"erase", "delete an account's subtree in one transaction (needs --confirm)", runTenantErase})
+}
+
+// usageGroup is `fleetapi usage`: the operator's view of usage metering
+// (docs/design.md §12).
+func usageGroup() group {
+	return newGroup("usage", "Usage metering for billing (docs/design.md §12): what the API served each account, per UTC day and route.",
+		subcommand{"export", "write every account's usage of a range of days as CSV or JSON lines", runUsageExport})
+}
+
+// policyGroup is `fleetapi policy`.
+func policyGroup() group {
+	return newGroup("policy", "Run, validate and explain the Rego policy (docs/design.md §6).",
+		subcommand{"test", "run the Rego tests of a policy set (the embedded one without DIR) with coverage", runPolicyTest},
+		subcommand{"check", "compile a policy set, run its tests, verify every scope rule translates to SQL", runPolicyCheck},
+		subcommand{"explain", "show the decision for a token calling a route, or making a management change, and the conditions that failed", runExplain},
+		subcommand{"diff", "compare two policy sets: the decisions and rows NEW grants or takes away (exit 3 when it widens access)", runPolicyDiff},
+		subcommand{"routes", "print the routes module (data.fleet.api.routes) OPA's own tools need, or write it into a policy directory", runPolicyRoutes})
 }
 
 // dispatch runs the command args[0] with the rest of args.

@@ -24,14 +24,10 @@ The action may come before or after the flags.`
 
 func runMigrate(ctx context.Context, args []string, getenv func(string) string, con console) error {
 	cmd := newCommand("migrate", "[up|down|status] [flags]", migrateDoc)
-	cfg, err := databaseCommand(cmd, getenv)
-	if err != nil {
-		return err
-	}
+	cfg := databaseCommand(cmd, getenv)
 	confirm := cmd.fs.Bool("confirm", false, "with down: really roll back (drop the tables and data the group made)")
 	if len(args) > 0 && args[0] == "help" {
-		cmd.usage(con.out)
-		return errHelp
+		args = []string{"-h"} // the action "help" is -h
 	}
 	// The action may come before or after the flags (parse); a second
 	// argument is unexpected, not an unknown action.

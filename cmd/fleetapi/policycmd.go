@@ -18,28 +18,8 @@ import (
 	"github.com/fleetapi/fleetapi/tenancy"
 )
 
-func policyGroup() group {
-	return group{
-		name: "policy",
-		doc:  "Run, validate and explain the Rego policy (docs/design.md §6).",
-		subs: [][2]string{
-			{"test", "run the Rego tests of a policy set (the embedded one without DIR) with coverage"},
-			{"check", "compile a policy set, run its tests, verify every scope rule translates to SQL"},
-			{"explain", "show the decision for a token calling a route, or making a management change, and the conditions that failed"},
-			{"diff", "compare two policy sets: the decisions and rows NEW grants or takes away (exit 3 when it widens access)"},
-			{"routes", "print the routes module (data.fleet.api.routes) OPA's own tools need, or write it into a policy directory"},
-		},
-	}
-}
-
-func runPolicy(ctx context.Context, args []string, getenv func(string) string, con console) error {
-	action, args, err := policyGroup().split(args, con)
-	if err != nil {
-		return err
-	}
-	switch action {
-	case "test":
-		cmd := newCommand("policy test", "[--min-coverage P | --mutate [--workers N] [--files F,...] [--json]] [DIR]", `Run the Rego tests of the policy set in DIR, or of the embedded set, with coverage.
+func runPolicyTest(ctx context.Context, args []string, _ func(string) string, con console) error {
+	cmd := newCommand("policy test", "[--min-coverage P | --mutate [--workers N] [--files F,...] [--json]] [DIR]", `Run the Rego tests of the policy set in DIR, or of the embedded set, with coverage.
 The command fails when a test fails or when the line coverage of the
 policy modules is below --min-coverage percent (default 100: every line
 of the set is reached by a test).
@@ -54,84 +34,80 @@ counted apart, not as a kill. A survivor that cannot be told apart from the
 set (an equivalent mutant) is marked in its module with a comment
 "# mutation: equivalent <id> <why>". The command fails when an unmarked
 mutant survives, so CI can run it.`)
-		mutate := cmd.fs.Bool("mutate", false, "run the mutation tests instead of the tests with coverage")
-		workers := cmd.fs.Int("workers", 0, "mutants run in parallel (default GOMAXPROCS)")
-		asJSON := cmd.fs.Bool("json", false, "with --mutate: write the report of every mutant as JSON")
-		files := cmd.fs.String("files", "", "with --mutate: mutate only these policy modules, comma-separated, as the report names them (fleet/authz/authz.rego)")
-		minCoverage := cmd.fs.Float64("min-coverage", policy.DefaultMinCoverage, "fail when the line coverage of the policy modules is below this percentage (0-100)")
-		if err := cmd.parse(args, con); err != nil {
+	mutate := cmd.fs.Bool("mutate", false, "run the mutation tests instead of the tests with coverage")
+	workers := cmd.fs.Int("workers", 0, "mutants run in parallel (default GOMAXPROCS)")
+	asJSON := cmd.fs.Bool("json", false, "with --mutate: write the report of every mutant as JSON")
+	files := cmd.fs.String("files", "", "with --mutate: mutate only these policy modules, comma-separated, as the report names them (fleet/authz/authz.rego)")
+	minCoverage := cmd.fs.Float64("min-coverage", policy.DefaultMinCoverage, "fail when the line coverage of the policy modules is below this percentage (0-100)")
+	if err := cmd.parse(args, con); err != nil {
+		return err
+	}
+	if err := cmd.args(0, 1); err != nil {
+		return err
+	}
+	if !*mutate {
+		if cmd.set("workers") || cmd.set("json") || cmd.set("files") {
+			return usagef(cmd.name, "policy test: --workers, --json and --files go with --mutate")
+		}
+		if !(*minCoverage >= 0 && *minCoverage <= 100) {
+			return usagef(cmd.name, "policy test: --min-coverage %v: want a percentage from 0 to 100", *minCoverage)
+		}
+		rep, err := policy.RunTests(ctx, cmd.fs.Arg(0), con.out)
+		if err != nil {
 			return err
 		}
-		if err := cmd.args(0, 1); err != nil {
-			return err
-		}
-		if !*mutate {
-			if cmd.set("workers") || cmd.set("json") || cmd.set("files") {
-				return usagef(cmd.name, "policy test: --workers, --json and --files go with --mutate")
-			}
-			if !(*minCoverage >= 0 && *minCoverage <= 100) {
-				return usagef(cmd.name, "policy test: --min-coverage %v: want a percentage from 0 to 100", *minCoverage)
-			}
-			rep, err := policy.RunTests(ctx, cmd.fs.Arg(0), con.out)
-			if err != nil {
-				return err
-			}
-			return rep.RequireCoverage(*minCoverage)
-		}
-		if cmd.set("min-coverage") {
-			return usagef(cmd.name, "policy test: --min-coverage goes without --mutate")
-		}
-		var only []string
-		if *files != "" {
-			only = strings.Split(*files, ",")
-		}
-		return runMutate(ctx, cmd.fs.Arg(0), mutation.Options{Workers: *workers, Files: only, Progress: con.log}, *asJSON, con)
-	case "check":
-		cmd := newCommand("policy check", "[--policy-bundle-key FILE] DIR|BUNDLE|URL", `Check a policy set exactly as serve does at start-up before it uses it: a
+		return rep.RequireCoverage(*minCoverage)
+	}
+	if cmd.set("min-coverage") {
+		return usagef(cmd.name, "policy test: --min-coverage goes without --mutate")
+	}
+	var only []string
+	if *files != "" {
+		only = strings.Split(*files, ",")
+	}
+	return runMutate(ctx, cmd.fs.Arg(0), mutation.Options{Workers: *workers, Files: only, Progress: con.log}, *asJSON, con)
+}
+
+func runPolicyCheck(ctx context.Context, args []string, getenv func(string) string, con console) error {
+	cmd := newCommand("policy check", "[--policy-bundle-key FILE] DIR|BUNDLE|URL", `Check a policy set exactly as serve does at start-up before it uses it: a
 directory (FLEET_POLICY_DIR), an OPA bundle file or an HTTP(S) bundle URL
 (FLEET_POLICY_BUNDLE). The bundle's bounds, its signature with
 FLEET_POLICY_BUNDLE_KEY (or --policy-bundle-key) and its sequence
 (FLEET_POLICY_BUNDLE_MIN_SEQUENCE) are checked as serve checks them; then the
 set is compiled, its tests run and every scope rule translated to SQL. A set
 serve would refuse exits 1 with the reason.`)
-		cfg, err := defaultConfig(getenv)
-		if err != nil {
-			return err
-		}
-		cmd.fs.StringVar(&cfg.PolicyBundleKey, "policy-bundle-key", cfg.PolicyBundleKey, "PEM public key the bundle's signature must verify against (FLEET_POLICY_BUNDLE_KEY)")
-		if err := cmd.parse(args, con); err != nil {
-			return err
-		}
-		if err := cmd.args(1, 1); err != nil {
-			return err
-		}
-		cfg.PolicyDir, cfg.PolicyBundle = "", ""
-		switch src := cmd.fs.Arg(0); {
-		case strings.HasPrefix(src, "http://") || strings.HasPrefix(src, "https://"):
-			cfg.PolicyBundle = src
-		default:
-			st, err := os.Stat(src)
-			if err != nil {
-				return fmt.Errorf("policy check: %w", err)
-			}
-			if st.IsDir() {
-				cfg.PolicyDir = src
-			} else {
-				cfg.PolicyBundle = src
-			}
-		}
-		opts, err := cfg.policySource()
-		if err != nil {
-			return fmt.Errorf("policy check %s: %w", cmd.fs.Arg(0), err)
-		}
-		opts.Schema = storage.Schema()
-		return policy.Check(ctx, opts, con.out)
-	case "diff":
-		return runPolicyDiff(ctx, args, getenv, con)
-	case "routes":
-		return runPolicyRoutes(args, con)
+	cfg, err := defaultConfig(getenv)
+	if err != nil {
+		return err
 	}
-	return runExplain(ctx, args, getenv, con)
+	cmd.fs.StringVar(&cfg.PolicyBundleKey, "policy-bundle-key", cfg.PolicyBundleKey, "PEM public key the bundle's signature must verify against (FLEET_POLICY_BUNDLE_KEY)")
+	if err := cmd.parse(args, con); err != nil {
+		return err
+	}
+	if err := cmd.args(1, 1); err != nil {
+		return err
+	}
+	cfg.PolicyDir, cfg.PolicyBundle = "", ""
+	switch src := cmd.fs.Arg(0); {
+	case strings.HasPrefix(src, "http://") || strings.HasPrefix(src, "https://"):
+		cfg.PolicyBundle = src
+	default:
+		st, err := os.Stat(src)
+		if err != nil {
+			return fmt.Errorf("policy check: %w", err)
+		}
+		if st.IsDir() {
+			cfg.PolicyDir = src
+		} else {
+			cfg.PolicyBundle = src
+		}
+	}
+	opts, err := cfg.policySource()
+	if err != nil {
+		return fmt.Errorf("policy check %s: %w", cmd.fs.Arg(0), err)
+	}
+	opts.Schema = storage.Schema()
+	return policy.Check(ctx, opts, con.out)
 }
 
 // runMutate runs policy test --mutate: the report goes to stdout (as JSON
@@ -170,10 +146,7 @@ under; none for the top), --change the fields asked for, as the API sends them
 (grants.replace {"imei": [...]}; token.create the values the new token will
 have). A target outside the caller's management scope is reported as the
 API's 404, and the policy is asked without it.`)
-	cfg, err := databaseCommand(cmd, getenv)
-	if err != nil {
-		return err
-	}
+	cfg := databaseCommand(cmd, getenv)
 	cmd.fs.StringVar(&cfg.PolicyDir, "policy-dir", cfg.PolicyDir, "policy set to explain with (FLEET_POLICY_DIR)")
 	var tokenID int64
 	var route string
@@ -336,7 +309,7 @@ func explainManagement(ctx context.Context, cfg *config, tokenID int64, m manage
 // runPolicyRoutes is `policy routes`: the module of package fleet.api
 // generated from the API's routes, on stdout or, with --write, as
 // fleet/api/routes.rego of a policy directory.
-func runPolicyRoutes(args []string, con console) error {
+func runPolicyRoutes(_ context.Context, args []string, _ func(string) string, con console) error {
 	cmd := newCommand("policy routes", "[--write] [DIR]", `Print the Rego module of package fleet.api that fleetapi generates from its
 routes (data.fleet.api.routes, read by data.fleet.authz.permissions). With
 --write, write it as `+policy.RoutesModule+` of the policy directory DIR

@@ -10,28 +10,6 @@ import (
 	"github.com/fleetapi/fleetapi/storage/importfile"
 )
 
-func tenantGroup() group {
-	return group{
-		name: "tenant",
-		doc:  "Offboard a tenant (docs/design.md §12): export an account's subtree in the import format, erase it.",
-		subs: [][2]string{
-			{"export", "write an account's subtree in the import format (docs/design.md §8)"},
-			{"erase", "delete an account's subtree in one transaction (needs --confirm)"},
-		},
-	}
-}
-
-func runTenant(ctx context.Context, args []string, getenv func(string) string, con console) error {
-	action, args, err := tenantGroup().split(args, con)
-	if err != nil {
-		return err
-	}
-	if action == "erase" {
-		return runTenantErase(ctx, args, getenv, con)
-	}
-	return runTenantExport(ctx, args, getenv, con)
-}
-
 func runTenantErase(ctx context.Context, args []string, getenv func(string) string, con console) error {
 	cmd := newCommand("tenant erase", "[flags] USERNAME",
 		`Delete the account USERNAME and everything below it (the accounts it manages
@@ -43,10 +21,7 @@ operator); earlier audit events of the erased accounts keep no username or
 e-mail. An admin account is not erased. Without --confirm it only says what
 it would erase, changes nothing, and exits with status 2. Export the
 tenant first (fleetapi tenant export) if its data may be needed again.`)
-	cfg, err := databaseCommand(cmd, getenv)
-	if err != nil {
-		return err
-	}
+	cfg := databaseCommand(cmd, getenv)
 	confirm := cmd.fs.Bool("confirm", false, "really erase")
 	if err := cmd.parseArgs(args, con, 1, 1); err != nil {
 		return err
@@ -86,10 +61,7 @@ with the SHA-256 hash of its secret (secret_hash), so that imported tokens
 keep working. The file holds personal data and those hashes: keep it as
 you keep the database. The root names its manager, which the file does not
 hold (remove the root's "manager" to import it at the top elsewhere).`)
-	cfg, err := databaseCommand(cmd, getenv)
-	if err != nil {
-		return err
-	}
+	cfg := databaseCommand(cmd, getenv)
 	var out string
 	cmd.fs.StringVar(&out, "out", "", "write the file here (mode 0600, replaced only once the export is whole) instead of stdout")
 	if err := cmd.parseArgs(args, con, 1, 1); err != nil {
@@ -98,7 +70,10 @@ hold (remove the root's "manager" to import it at the top elsewhere).`)
 	username := cmd.fs.Arg(0)
 	db := storage.Open(cfg.databaseURL(), storage.Options{MaxOpenConns: 2})
 	defer db.Close()
-	var res importfile.Result
+	var (
+		res importfile.Result
+		err error
+	)
 	if out == "" {
 		res, err = importfile.Export(ctx, db, username, con.out)
 	} else {

@@ -17,32 +17,6 @@ type stringList []string
 func (l *stringList) String() string     { return strings.Join(*l, ",") }
 func (l *stringList) Set(v string) error { *l = append(*l, v); return nil }
 
-func tokenGroup() group {
-	return group{
-		name: "token",
-		doc:  "Manage the API tokens of an account (docs/design.md §3).",
-		subs: [][2]string{
-			{"create", "create a token and print its secret (shown once)"},
-			{"list", "list the tokens of an account (never their secrets)"},
-			{"revoke", "revoke tokens by id"},
-		},
-	}
-}
-
-func runToken(ctx context.Context, args []string, getenv func(string) string, con console) error {
-	action, args, err := tokenGroup().split(args, con)
-	if err != nil {
-		return err
-	}
-	switch action {
-	case "create":
-		return runTokenCreate(ctx, args, getenv, con)
-	case "list":
-		return runTokenList(ctx, args, getenv, con)
-	}
-	return runTokenRevoke(ctx, args, getenv, con)
-}
-
 func runTokenCreate(ctx context.Context, args []string, getenv func(string) string, con console) error {
 	cmd := newCommand("token create", "--account USER [--permission P...] [flags]",
 		`Create a token for an account and print its secret on standard output (only the
@@ -51,10 +25,7 @@ SHA-256 hash is stored: the secret is shown this once). A permission is "*",
 "GET /services" or "GET /events/{id}"; one that matches no route is refused.
 Without --permission the token reads only /me, as POST /tokens with
 "permissions": [] (one validation for both).`)
-	cfg, err := databaseCommand(cmd, getenv)
-	if err != nil {
-		return err
-	}
+	cfg := databaseCommand(cmd, getenv)
 	var (
 		account, name string
 		perms         stringList
@@ -99,10 +70,7 @@ Without --permission the token reads only /me, as POST /tokens with
 
 func runTokenList(ctx context.Context, args []string, getenv func(string) string, con console) error {
 	cmd := newCommand("token list", "--account USER [flags]", "List the tokens of an account, revoked and expired ones included, oldest first. Secrets are never shown (they are not stored).")
-	cfg, err := databaseCommand(cmd, getenv)
-	if err != nil {
-		return err
-	}
+	cfg := databaseCommand(cmd, getenv)
 	var account string
 	cmd.fs.StringVar(&account, "account", "", "username of the account (required)")
 	if err := cmd.parseArgs(args, con, 0, 0); err != nil {
@@ -128,10 +96,7 @@ func runTokenList(ctx context.Context, args []string, getenv func(string) string
 
 func runTokenRevoke(ctx context.Context, args []string, getenv func(string) string, con console) error {
 	cmd := newCommand("token revoke", "[flags] ID...", "Revoke the tokens with these ids (see `fleetapi token list`), and every token minted from them, transitively: they stop working at once. Revoking a revoked token again changes nothing.")
-	cfg, err := databaseCommand(cmd, getenv)
-	if err != nil {
-		return err
-	}
+	cfg := databaseCommand(cmd, getenv)
 	if err := cmd.parseArgs(args, con, 1, -1); err != nil {
 		return err
 	}

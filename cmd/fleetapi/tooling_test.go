@@ -72,7 +72,7 @@ func TestToolingOutOfRequestPath(t *testing.T) {
 // a reached declaration, and a method is reached when its name is
 // selected anywhere in one (x.name, whatever x is: an over-approximation,
 // so a path it misses does not exist). No reached declaration may select
-// from a tooling package. The same walk from runPolicy must reach all of
+// from a tooling package. The same walk from policyGroup must reach all of
 // them, so that the walk itself is checked.
 func TestServeDoesNotReachTooling(t *testing.T) {
 	decls := mainDecls(t)
@@ -81,10 +81,10 @@ func TestServeDoesNotReachTooling(t *testing.T) {
 			t.Errorf("%s reaches tooling: %s", root, strings.Join(used, "; "))
 		}
 	}
-	used := strings.Join(reachedTooling(t, decls, "runPolicy"), "; ")
+	used := strings.Join(reachedTooling(t, decls, "policyGroup"), "; ")
 	for _, p := range tooling {
 		if p != "policy/synthetic" && p != "policy/oracle" && !strings.Contains(used, module+"/"+p) {
-			t.Errorf("the walk from runPolicy does not find %s (it uses it): the walk is broken; found %s", p, used)
+			t.Errorf("the walk from policyGroup does not find %s (it uses it): the walk is broken; found %s", p, used)
 		}
 	}
 }

@@ -10,26 +10,6 @@ import (
 	"github.com/fleetapi/fleetapi/storage"
 )
 
-// usageGroup is `fleetapi usage`: the operator's view of usage metering
-// (docs/design.md §12).
-func usageGroup() group {
-	return group{
-		name: "usage",
-		doc:  "Usage metering for billing (docs/design.md §12): what the API served each account, per UTC day and route.",
-		subs: [][2]string{
-			{"export", "write every account's usage of a range of days as CSV or JSON lines"},
-		},
-	}
-}
-
-func runUsage(ctx context.Context, args []string, getenv func(string) string, con console) error {
-	_, args, err := usageGroup().split(args, con)
-	if err != nil {
-		return err
-	}
-	return runUsageExport(ctx, args, getenv, con)
-}
-
 // usageColumns are the columns of the export, in order (the CSV header and
 // the JSON keys).
 var usageColumns = []string{"day", "account_id", "username", "route", "requests", "rows_returned", "writes", "errors_4xx", "errors_5xx", "bytes_out"}
@@ -43,10 +23,7 @@ requests, rows_returned, writes, errors_4xx, errors_5xx, bytes_out. CSV has a
 header line; jsonl is one JSON object per line. For an operator's billing
 system: the servers add their counts every FLEET_USAGE_FLUSH_INTERVAL, so
 export a day once it is over and that interval has passed.`)
-	cfg, err := databaseCommand(cmd, getenv)
-	if err != nil {
-		return err
-	}
+	cfg := databaseCommand(cmd, getenv)
 	var from, to, format string
 	cmd.fs.StringVar(&from, "from", "", "first UTC day, YYYY-MM-DD (required)")
 	cmd.fs.StringVar(&to, "to", "", "last UTC day, YYYY-MM-DD, inclusive (required)")
