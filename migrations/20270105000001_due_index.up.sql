@@ -28,38 +28,42 @@
 -- service id (the newest first for the admin and large trees).
 --
 -- The file is one statement batch, so it applies in one transaction, with
--- both tables locked against writes while the state is backfilled.
+-- both tables locked against writes while the state is backfilled. On a
+-- large database it takes longer than the server's per-read timeout, and a
+-- client that gave up may leave it committed but unrecorded: every
+-- statement is written so that running the file again changes nothing
+-- (fleetapi migrate waits for it; docs/operations.md).
 LOCK TABLE services, objects IN SHARE ROW EXCLUSIVE MODE;
 
 -- service_due_at is the reading (or day number) from which one criterion
 -- is due: last + interval − (soon ? soon_num : 0), NULL when the criterion
 -- is off or its last value unknown.
-CREATE FUNCTION service_due_at(enabled boolean, last bigint, every bigint, soon boolean, soon_num bigint)
+CREATE OR REPLACE FUNCTION service_due_at(enabled boolean, last bigint, every bigint, soon boolean, soon_num bigint)
     RETURNS bigint LANGUAGE sql IMMUTABLE PARALLEL SAFE
     RETURN CASE WHEN enabled THEN last + every - CASE WHEN soon THEN soon_num ELSE 0 END END;
 
 ALTER TABLE services
-    ADD COLUMN odo_due_at bigint GENERATED ALWAYS AS
+    ADD COLUMN IF NOT EXISTS odo_due_at bigint GENERATED ALWAYS AS
         (service_due_at(odo, odo_last, odo_interval, odo_left, odo_left_num)) STORED,
-    ADD COLUMN engh_due_at bigint GENERATED ALWAYS AS
+    ADD COLUMN IF NOT EXISTS engh_due_at bigint GENERATED ALWAYS AS
         (service_due_at(engh, engh_last, engh_interval, engh_left, engh_left_num)) STORED,
-    ADD COLUMN meter_due boolean NOT NULL DEFAULT false,
+    ADD COLUMN IF NOT EXISTS meter_due boolean NOT NULL DEFAULT false,
     -- An infinite days_last has no day number: its days criterion is never
     -- due (the remaining days of such a row cannot be computed either).
-    ADD COLUMN due_from bigint GENERATED ALWAYS AS (CASE WHEN meter_due THEN -9223372036854775807
+    ADD COLUMN IF NOT EXISTS due_from bigint GENERATED ALWAYS AS (CASE WHEN meter_due THEN -9223372036854775807
         ELSE service_due_at(days AND isfinite(days_last),
             CASE WHEN isfinite(days_last) THEN days_last - DATE '2000-01-01' END,
             days_interval, days_left, days_left_num) END) STORED;
 
 UPDATE services s SET meter_due = true FROM objects o
-WHERE o.imei = s.imei AND (o.odometer >= s.odo_due_at OR o.engine_hours >= s.engh_due_at);
+WHERE o.imei = s.imei AND NOT s.meter_due AND (o.odometer >= s.odo_due_at OR o.engine_hours >= s.engh_due_at);
 
 -- services_meter_due computes meter_due of a service row being written from
 -- its object's current readings. The object's row is read FOR SHARE: a
 -- concurrent update of the readings either commits first (and this write
 -- reads the new readings) or waits for this write (and its trigger then
 -- sees this row).
-CREATE FUNCTION services_meter_due() RETURNS trigger LANGUAGE plpgsql AS $$
+CREATE OR REPLACE FUNCTION services_meter_due() RETURNS trigger LANGUAGE plpgsql AS $$
 DECLARE
     odometer bigint;
     hours    bigint;
@@ -74,14 +78,14 @@ $$;
 -- Fires on inserts (COPY included) and on changes of what meter_due depends
 -- on; setting meter_due itself recomputes it, so no write can store a wrong
 -- value.
-CREATE TRIGGER services_meter_due BEFORE INSERT OR UPDATE OF imei, odo, odo_interval, odo_last, odo_left, odo_left_num,
+CREATE OR REPLACE TRIGGER services_meter_due BEFORE INSERT OR UPDATE OF imei, odo, odo_interval, odo_last, odo_left, odo_left_num,
     engh, engh_interval, engh_last, engh_left, engh_left_num, meter_due ON services
     FOR EACH ROW EXECUTE FUNCTION services_meter_due();
 
 -- objects_meter_due flips meter_due of the device's services whose state the
 -- new readings change (services_meter_due recomputes each: the value is the
 -- same).
-CREATE FUNCTION objects_meter_due() RETURNS trigger LANGUAGE plpgsql AS $$
+CREATE OR REPLACE FUNCTION objects_meter_due() RETURNS trigger LANGUAGE plpgsql AS $$
 BEGIN
     UPDATE services s SET meter_due = NOT s.meter_due
     WHERE s.imei = NEW.imei
@@ -90,13 +94,13 @@ BEGIN
 END
 $$;
 
-CREATE TRIGGER objects_meter_due AFTER UPDATE OF odometer, engine_hours ON objects FOR EACH ROW
+CREATE OR REPLACE TRIGGER objects_meter_due AFTER UPDATE OF odometer, engine_hours ON objects FOR EACH ROW
     WHEN (OLD.odometer IS DISTINCT FROM NEW.odometer OR OLD.engine_hours IS DISTINCT FROM NEW.engine_hours)
     EXECUTE FUNCTION objects_meter_due();
 
 -- Per account: a user's due services are one range; a manager's tree one
 -- range per account.
-CREATE INDEX services_due_account_idx ON services (account_id, due_from, service_id) WHERE due_from IS NOT NULL;
+CREATE INDEX IF NOT EXISTS services_due_account_idx ON services (account_id, due_from, service_id) WHERE due_from IS NOT NULL;
 -- Newest first: the admin, and a large tree, walk it backwards until the
 -- page is full, reading neither the services' heap nor the objects.
-CREATE INDEX services_due_id_idx ON services (service_id) INCLUDE (account_id, due_from) WHERE due_from IS NOT NULL;
+CREATE INDEX IF NOT EXISTS services_due_id_idx ON services (service_id) INCLUDE (account_id, due_from) WHERE due_from IS NOT NULL;

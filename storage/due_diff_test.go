@@ -23,7 +23,7 @@ var dueBase = time.Date(2026, 1, 15, 0, 0, 0, 0, time.UTC)
 
 // TestDueMatchesReference compares DueServices, which finds due services
 // through the maintained due_from and its indexes, with the computation it
-// replaced (ReferenceDueServices: every service of the scope evaluated
+// replaced (DueReference: every service of the scope evaluated
 // against its object's readings and today), over the differential world
 // (every account type, odd trees, partial and foreign grants) with
 // services drawn on the boundaries of every criterion: remaining −1, 0, 1,
@@ -56,7 +56,7 @@ func TestDueMatchesReference(t *testing.T) {
 			}
 			today := d.today()
 			for _, limit := range []int{500, 1 + r.IntN(4)} {
-				want, err := s.ReferenceDueServices(ctx, scope, today, limit)
+				want, err := s.DueReference(ctx, scope, today, limit)
 				if err != nil {
 					t.Fatal(err)
 				}

@@ -29,10 +29,10 @@ const (
 	THEN 'expired' ELSE 'soon' END AS state`
 )
 
-// ReferenceDueServices is DueServices as it was before the due indexes:
+// DueReference is DueServices as it was before the due indexes:
 // the scope in its page shape, every service of it joined with its object
 // and filtered on the computed criteria, newest first.
-func (s *Store) ReferenceDueServices(ctx context.Context, scope policy.Scope, today time.Time, limit int) ([]DueService, error) {
+func (s *Store) DueReference(ctx context.Context, scope policy.Scope, today time.Time, limit int) ([]DueService, error) {
 	if limit < 1 {
 		return nil, fmt.Errorf("%w: limit %d", ErrBadListRequest, limit)
 	}

@@ -70,6 +70,8 @@ var primaryOnly = map[string]string{
 	"GrantedObjects":      "GET /accounts/{id}/objects, after PUT",
 	"ParentDevices":       "the check of PUT /accounts/{id}/objects",
 	"ScopedIDs":           "a test's export (export_test.go)",
+	"DueReference":        "a test's export (due_reference_export_test.go): the former due computation, the differential test's reference",
+	"DueSQL":              "a test's export (due_reference_export_test.go): renders the due statement, runs nothing",
 	"ScopeCounts":         "a test's export (count_export_test.go)",
 	"AddUsage":            "a write (the metering flush)",
 	"UsageTotals":         "GET /usage: a management read, like GET /accounts",

@@ -7,6 +7,7 @@ import (
 	"net/url"
 	"regexp"
 	"strings"
+	"time"
 
 	"github.com/uptrace/bun"
 	"github.com/uptrace/bun/migrate"
@@ -49,7 +50,9 @@ func runMigrate(ctx context.Context, args []string, getenv func(string) string, 
 	if err := storage.EnsureDatabase(ctx, cfg.databaseURL()); err != nil {
 		return fmt.Errorf("database: %w", err)
 	}
-	db := storage.Open(cfg.databaseURL(), storage.Options{MaxOpenConns: 2})
+	// A migration that rewrites a large table (20270105000001 on a million
+	// services) takes longer than the server's per-read timeout.
+	db := storage.Open(cfg.databaseURL(), storage.Options{MaxOpenConns: 2, ReadTimeout: time.Hour, WriteTimeout: time.Hour})
 	defer db.Close()
 	m, err := storage.Migrator(db)
 	if err != nil {
