@@ -254,3 +254,85 @@ func dueString(ds []storage.DueService) string {
 	}
 	return b.String()
 }
+
+// TestMeterDueUnderConcurrentWrites races reading updates against service
+// inserts and updates of the same devices, from several connections, and
+// then checks meter_due on every row: a service write reads its object FOR
+// SHARE, so whichever of two concurrent writes commits second sees the
+// first. A deadlock (a service update whose state the concurrent reading
+// update flips: docs/decisions.md) is retried, as a writer would. The
+// devices are many and updated a few times each, so that a wrong value
+// written in a race is not healed by a later reading update before the
+// check (without the FOR SHARE of services_meter_due this test fails).
+func TestMeterDueUnderConcurrentWrites(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	_, db := newStore(t)
+	var owner int64
+	if err := db.NewRaw(`INSERT INTO accounts (username, type) VALUES ('race-user', 'user') RETURNING id`).Scan(ctx, &owner); err != nil {
+		t.Fatal(err)
+	}
+	const devices = 60
+	for i := range devices {
+		if _, err := db.ExecContext(ctx, `INSERT INTO objects (imei, account_id, odometer, engine_hours) VALUES (?, ?, 1000, 100)`,
+			fmt.Sprintf("race-%d", i), owner); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// Each write is a transaction that holds its locks a moment before it
+	// commits, so that the other writers run into it.
+	retry := func(query string, args ...any) error {
+		for {
+			err := db.RunInTx(ctx, nil, func(ctx context.Context, tx bun.Tx) error {
+				if _, err := tx.ExecContext(ctx, query, args...); err != nil {
+					return err
+				}
+				_, err := tx.ExecContext(ctx, `SELECT pg_sleep(0.002)`)
+				return err
+			})
+			if err != nil && strings.Contains(err.Error(), "40P01") {
+				continue
+			}
+			return err
+		}
+	}
+	errs := make(chan error, 8)
+	for g := range 8 {
+		go func() {
+			r := rand.New(rand.NewPCG(uint64(g), dueSeed))
+			var err error
+			for i := 0; i < 150 && err == nil; i++ {
+				imei := fmt.Sprintf("race-%d", r.IntN(devices))
+				switch {
+				case g%2 == 0:
+					err = retry(`UPDATE objects SET odometer = odometer + ?, engine_hours = engine_hours + ? WHERE imei = ?`,
+						r.IntN(41)-20, r.IntN(5)-2, imei)
+				case r.IntN(2) == 0:
+					// on the edge of the odometer criterion: remaining −3 to 2
+					err = retry(`INSERT INTO services (account_id, imei, name, odo, odo_interval, odo_last, engh, engh_interval, engh_last)
+						SELECT account_id, imei, ?, true, 100, greatest(odometer - 100 + ?, 0), true, ?, engine_hours FROM objects WHERE imei = ?`,
+						fmt.Sprintf("race %d %d", g, i), r.IntN(6)-3, 50+r.IntN(20), imei)
+				default:
+					err = retry(`UPDATE services SET odo_last = odo_last + ?, engh_interval = ? WHERE service_id IN
+						(SELECT service_id FROM services WHERE imei = ? ORDER BY random() LIMIT 1)`, r.IntN(30)-15, r.IntN(6), imei)
+				}
+			}
+			errs <- err
+		}()
+	}
+	for range 8 {
+		if err := <-errs; err != nil {
+			t.Fatal(err)
+		}
+	}
+	d := dueData{t: t, db: db.DB}
+	d.checkMeterDue()
+	var n, due int
+	if err := db.NewRaw(`SELECT count(*), count(*) FILTER (WHERE meter_due) FROM services`).Scan(ctx, &n, &due); err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("%d services, %d meter-due", n, due)
+	if due == 0 || due == n {
+		t.Fatalf("%d of %d services meter-due: the race checked one state only", due, n)
+	}
+}
