@@ -125,10 +125,10 @@ func TestCacheKeyCoversInput(t *testing.T) {
 			}
 		})
 	}
-	k1, _ := e.cacheKey("scope", "services", scopeInput{base.Account})
-	k2, _ := e.cacheKey("scope", "reports", scopeInput{base.Account})
+	k1 := e.scopeKey("scope", "services", scopeInput{base.Account})
+	k2 := e.scopeKey("scope", "reports", scopeInput{base.Account})
 	other := &snapshot{revision: "another"}
-	k3, _ := other.cacheKey("scope", "services", scopeInput{base.Account})
+	k3 := other.scopeKey("scope", "services", scopeInput{base.Account})
 	if k1 == k2 || k1 == k3 {
 		t.Error("resource or revision missing from the cache key")
 	}

@@ -315,10 +315,7 @@ func (e *snapshot) ManagementScope(ctx context.Context, in Input) (Scope, error)
 }
 
 func (e *snapshot) managementScope(ctx context.Context, in scopeInput) (Scope, bool, error) {
-	key, err := e.cacheKey("manage-scope", string(ManagementResource), in)
-	if err != nil {
-		return Scope{}, false, err
-	}
+	key := e.scopeKey("manage-scope", string(ManagementResource), in)
 	return cached(ctx, e, "scope", key, func() (Scope, error) {
 		s, err := e.compileManagementScope(ctx, in)
 		s.key = key

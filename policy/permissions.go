@@ -17,10 +17,7 @@ func (e *snapshot) Permissions(ctx context.Context, in Input) (map[string]any, e
 	ctx, span := e.tracer.Start(ctx, "policy.permissions")
 	defer span.End()
 	span.SetAttributes(attribute.String("fleet.policy.revision", e.revision))
-	key, err := e.cacheKey("permissions", "", in)
-	if err != nil {
-		return nil, err
-	}
+	key := e.cacheKey("permissions", "", in)
 	v, ok := e.cache.get(key)
 	e.countLookup(ctx, "permissions", ok)
 	if ok {

@@ -120,10 +120,7 @@ func (e *snapshot) scope(ctx context.Context, in scopeInput, resource Resource) 
 	if _, ok := e.scopeQ[resource]; !ok {
 		return Scope{}, false, fmt.Errorf("%w: %q", ErrUnknownResource, resource)
 	}
-	key, err := e.cacheKey("scope", string(resource), in)
-	if err != nil {
-		return Scope{}, false, err
-	}
+	key := e.scopeKey("scope", string(resource), in)
 	return cached(ctx, e, "scope", key, func() (Scope, error) {
 		s, err := e.compileScope(ctx, in, resource)
 		s.key = key
