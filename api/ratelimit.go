@@ -147,6 +147,14 @@ func accountBudgetKey(id int64) string { return "account:" + strconv.FormatInt(i
 
 // The values of a 429's details.scope for a token (docs/design.md §12): which
 // budget refused the request.
+// The RateLimit-* response headers, in the canonical form of their keys
+// (TestRateLimitHeaderKeys).
+const (
+	headerRateLimitLimit     = "Ratelimit-Limit"
+	headerRateLimitRemaining = "Ratelimit-Remaining"
+	headerRateLimitReset     = "Ratelimit-Reset"
+)
+
 const (
 	scopeToken   = "token"
 	scopeAccount = "account"
@@ -162,10 +170,13 @@ func (s *Server) checkToken(ctx context.Context, w http.ResponseWriter, p tenanc
 	if err != nil {
 		return err
 	}
+	// The keys are written in their canonical form, which Header.Set
+	// would allocate to compute for "RateLimit-…", and the three values
+	// share one array: 5 allocations a request fewer, the same headers.
+	v := make([]string, 3)
+	v[0], v[1], v[2] = strconv.Itoa(res.Limit), strconv.Itoa(res.Remaining), strconv.Itoa(ceilSeconds(res.ResetAfter))
 	h := w.Header()
-	h.Set("RateLimit-Limit", strconv.Itoa(res.Limit))
-	h.Set("RateLimit-Remaining", strconv.Itoa(res.Remaining))
-	h.Set("RateLimit-Reset", strconv.Itoa(ceilSeconds(res.ResetAfter)))
+	h[headerRateLimitLimit], h[headerRateLimitRemaining], h[headerRateLimitReset] = v[0:1:1], v[1:2:2], v[2:3:3]
 	span.SetAttributes(
 		attribute.Int("fleet.ratelimit.limit", res.Limit),
 		attribute.Int("fleet.ratelimit.remaining", res.Remaining),
