@@ -145,8 +145,6 @@ func tokenBudgets(p tenancy.Principal) int { return 1 + len(p.Minters) }
 // accountBudgetKey is the rate-limit key of account id's budget.
 func accountBudgetKey(id int64) string { return "account:" + strconv.FormatInt(id, 10) }
 
-// The values of a 429's details.scope for a token (docs/design.md §12): which
-// budget refused the request.
 // The RateLimit-* response headers, in the canonical form of their keys
 // (TestRateLimitHeaderKeys).
 const (
@@ -155,6 +153,8 @@ const (
 	headerRateLimitReset     = "Ratelimit-Reset"
 )
 
+// The values of a 429's details.scope for a token (docs/design.md §12): which
+// budget refused the request.
 const (
 	scopeToken   = "token"
 	scopeAccount = "account"
