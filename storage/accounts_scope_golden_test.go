@@ -2,18 +2,11 @@ package storage
 
 import (
 	"context"
-	"database/sql"
 	"encoding/json"
 	"path/filepath"
 	"testing"
-	"time"
-
-	"github.com/uptrace/bun"
-	"github.com/uptrace/bun/dialect/pgdialect"
-	"github.com/uptrace/bun/driver/pgdriver"
 
 	"github.com/fleetapi/fleetapi/policy"
-	"github.com/fleetapi/fleetapi/tenancy"
 )
 
 // TestManagementScopeGolden pins the SQL that the embedded policy's
@@ -21,24 +14,10 @@ import (
 // (account 7, manager 3). Run with -update to rewrite.
 func TestManagementScopeGolden(t *testing.T) {
 	ctx := context.Background()
-	e, err := policy.New(ctx, policy.Options{Schema: Schema()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	// The handle never connects: String only renders the query.
-	db := bun.NewDB(sql.OpenDB(pgdriver.NewConnector()), pgdialect.New())
-	t.Cleanup(func() { db.Close() })
-	s := NewStore(db)
-	for _, typ := range []tenancy.AccountType{tenancy.Admin, tenancy.Manager, tenancy.User, tenancy.Subaccount} {
+	e, s := goldenWorld(t)
+	for _, typ := range goldenTypes {
 		t.Run(string(typ), func(t *testing.T) {
-			p := tenancy.Principal{
-				Token:   tenancy.Token{ID: 1, AccountID: 7, Permissions: []string{"*"}},
-				Account: tenancy.Account{ID: 7, Type: typ, ManagerID: 3, Active: true},
-			}
-			if typ == tenancy.Admin {
-				p.Account.ManagerID = 0
-			}
-			scope, err := e.ManagementScope(ctx, policy.NewInput(p, "GET", "/accounts", time.Date(2026, 1, 15, 0, 0, 0, 0, time.UTC)))
+			scope, err := e.ManagementScope(ctx, policy.NewInput(goldenPrincipal(typ), "GET", "/accounts", goldenDay))
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -25,29 +25,14 @@ var update = flag.Bool("update", false, "rewrite the golden files in testdata/go
 // every privilege) and every resource. Run with -update to rewrite.
 func TestScopeGolden(t *testing.T) {
 	ctx := context.Background()
-	e, err := policy.New(ctx, policy.Options{Schema: Schema()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	// The handle never connects: String only renders the query.
-	sqldb := sql.OpenDB(pgdriver.NewConnector())
-	db := bun.NewDB(sqldb, pgdialect.New())
-	t.Cleanup(func() { db.Close() })
-	s := NewStore(db)
-	for _, typ := range []tenancy.AccountType{tenancy.Admin, tenancy.Manager, tenancy.User, tenancy.Subaccount} {
+	e, s := goldenWorld(t)
+	for _, typ := range goldenTypes {
 		for _, d := range Descriptors() {
 			resource := string(d.resource)
 			name := string(typ) + "_" + resource
 			t.Run(name, func(t *testing.T) {
-				p := tenancy.Principal{
-					Token: tenancy.Token{ID: 1, AccountID: 7, Permissions: []string{"*"}},
-					Account: tenancy.Account{ID: 7, Type: typ, ManagerID: 3, Active: true,
-						Privileges: []string{"reports", "event_notifications"}},
-				}
-				if typ == tenancy.Admin {
-					p.Account.ManagerID = 0
-				}
-				scope, err := e.Scope(ctx, policy.NewInput(p, "GET", "/"+resource, time.Date(2026, 1, 15, 0, 0, 0, 0, time.UTC)), d.resource)
+				p := goldenPrincipal(typ, "reports", "event_notifications")
+				scope, err := e.Scope(ctx, policy.NewInput(p, "GET", "/"+resource, goldenDay), d.resource)
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -62,6 +47,39 @@ func TestScopeGolden(t *testing.T) {
 			})
 		}
 	}
+}
+
+// goldenDay is the day the golden statements are rendered on.
+var goldenDay = time.Date(2026, 1, 15, 0, 0, 0, 0, time.UTC)
+
+// goldenTypes are the account types the golden files are written for.
+var goldenTypes = []tenancy.AccountType{tenancy.Admin, tenancy.Manager, tenancy.User, tenancy.Subaccount}
+
+// goldenWorld is what the golden tests render with: the embedded policy
+// and a Store whose handle never connects (String only renders a query).
+func goldenWorld(t *testing.T) (*policy.Engine, *Store) {
+	t.Helper()
+	e, err := policy.New(context.Background(), policy.Options{Schema: Schema()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	db := bun.NewDB(sql.OpenDB(pgdriver.NewConnector()), pgdialect.New())
+	t.Cleanup(func() { db.Close() })
+	return e, NewStore(db)
+}
+
+// goldenPrincipal is the golden files' active principal of type typ:
+// account 7 under manager 3 (no manager for an admin), a token with every
+// permission, and privileges.
+func goldenPrincipal(typ tenancy.AccountType, privileges ...string) tenancy.Principal {
+	p := tenancy.Principal{
+		Token:   tenancy.Token{ID: 1, AccountID: 7, Permissions: []string{"*"}},
+		Account: tenancy.Account{ID: 7, Type: typ, ManagerID: 3, Active: true, Privileges: privileges},
+	}
+	if typ == tenancy.Admin {
+		p.Account.ManagerID = 0
+	}
+	return p
 }
 
 // compareGolden compares got with the golden file, or rewrites it with
