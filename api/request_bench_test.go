@@ -56,6 +56,24 @@ func benchEventWith(b *testing.B, configure func(*api.Config)) (*testAPI, int64,
 	return a, id, demoToken(b, "acme-all")
 }
 
+// benchGet sends GET path with token through a's whole handler chain in
+// the benchmark's loop, reporting allocations and CPU, and stops the
+// benchmark on an answer other than 200 or one ok (when not nil) refuses.
+func benchGet(b *testing.B, a *testAPI, path, token string, ok func(*httptest.ResponseRecorder) bool) {
+	b.Helper()
+	b.ReportAllocs()
+	defer reportCPU(b)()
+	for b.Loop() {
+		req := httptest.NewRequest(http.MethodGet, path, nil)
+		req.Header.Set("Authorization", "Bearer "+token)
+		rec := httptest.NewRecorder()
+		a.handler.ServeHTTP(rec, req)
+		if rec.Code != http.StatusOK || (ok != nil && !ok(rec)) {
+			b.Fatalf("GET %s: status %d, headers %v: %s", path, rec.Code, rec.Header(), rec.Body.Bytes())
+		}
+	}
+}
+
 // BenchmarkEventByIDRequest: GET /events/{id} through the whole handler
 // chain (request id, security headers, otelhttp, access log, recovery,
 // guard with authentication and the policy, Fuego, encoding) without the
@@ -64,17 +82,7 @@ func benchEventWith(b *testing.B, configure func(*api.Config)) (*testAPI, int64,
 func BenchmarkEventByIDRequest(b *testing.B) {
 	a, id, token := benchEvent(b)
 	path := fmt.Sprintf("/api/v2/events/%d", id)
-	b.ReportAllocs()
-	defer reportCPU(b)()
-	for b.Loop() {
-		req := httptest.NewRequest(http.MethodGet, path, nil)
-		req.Header.Set("Authorization", "Bearer "+token)
-		rec := httptest.NewRecorder()
-		a.handler.ServeHTTP(rec, req)
-		if rec.Code != http.StatusOK {
-			b.Fatalf("status %d: %s", rec.Code, rec.Body.Bytes())
-		}
-	}
+	benchGet(b, a, path, token, nil)
 }
 
 // BenchmarkEventByIDRequestMetered: BenchmarkEventByIDRequest with usage
@@ -90,17 +98,7 @@ func BenchmarkEventByIDRequestMetered(b *testing.B) {
 	}
 	a, id, token := benchEventWith(b, func(c *api.Config) { c.Usage = meter })
 	path := fmt.Sprintf("/api/v2/events/%d", id)
-	b.ReportAllocs()
-	defer reportCPU(b)()
-	for b.Loop() {
-		req := httptest.NewRequest(http.MethodGet, path, nil)
-		req.Header.Set("Authorization", "Bearer "+token)
-		rec := httptest.NewRecorder()
-		a.handler.ServeHTTP(rec, req)
-		if rec.Code != http.StatusOK {
-			b.Fatalf("status %d: %s", rec.Code, rec.Body.Bytes())
-		}
-	}
+	benchGet(b, a, path, token, nil)
 	if meter.Pending() != 1 {
 		b.Fatalf("%d usage keys, want 1", meter.Pending())
 	}
@@ -121,17 +119,7 @@ func BenchmarkServicesRequest(b *testing.B) {
 					c.Usage = meter
 				}
 			})
-			b.ReportAllocs()
-			defer reportCPU(b)()
-			for b.Loop() {
-				req := httptest.NewRequest(http.MethodGet, "/api/v2/services", nil)
-				req.Header.Set("Authorization", "Bearer "+token)
-				rec := httptest.NewRecorder()
-				a.handler.ServeHTTP(rec, req)
-				if rec.Code != http.StatusOK {
-					b.Fatalf("status %d: %s", rec.Code, rec.Body.Bytes())
-				}
-			}
+			benchGet(b, a, "/api/v2/services", token, nil)
 		})
 	}
 }
@@ -146,17 +134,9 @@ func BenchmarkEventByIDRequestAccountLimit(b *testing.B) {
 		b.Fatal(err)
 	}
 	path := fmt.Sprintf("/api/v2/events/%d", id)
-	b.ReportAllocs()
-	defer reportCPU(b)()
-	for b.Loop() {
-		req := httptest.NewRequest(http.MethodGet, path, nil)
-		req.Header.Set("Authorization", "Bearer "+token)
-		rec := httptest.NewRecorder()
-		a.handler.ServeHTTP(rec, req)
-		if rec.Code != http.StatusOK || rec.Header().Get("RateLimit-Limit") != strconv.Itoa(math.MaxInt32) {
-			b.Fatalf("status %d, RateLimit-Limit %q: %s", rec.Code, rec.Header().Get("RateLimit-Limit"), rec.Body.Bytes())
-		}
-	}
+	benchGet(b, a, path, token, func(rec *httptest.ResponseRecorder) bool {
+		return rec.Header().Get("RateLimit-Limit") == strconv.Itoa(math.MaxInt32)
+	})
 }
 
 // BenchmarkEventByIDFloor: the storage call of GET /events/{id} alone,
