@@ -25,6 +25,10 @@ func TestAppendJSONMatchesEncoder(t *testing.T) {
 		"no_services":  &Envelope[[]Service]{Success: true, Data: []Service{}, Meta: Meta{RequestID: "r"}},
 		"nil_services": &Envelope[[]Service]{Success: true, Meta: Meta{RequestID: "r"}},
 		"due":          &Envelope[[]DueService]{Success: true, Data: dueServices(due), Meta: Meta{RequestID: "r"}},
+		"account":      &Envelope[Account]{Success: true, Data: exampleAccount(), Meta: Meta{RequestID: "r"}},
+		"account_odd": &Envelope[Account]{Success: true, Data: Account{ID: -1, Username: "a\"<b>&\u2028\x01\xff", Type: "user",
+			Permissions: Permissions{Privileges: []string{}, Token: []string{"<&>", "\\"}, Routes: map[string]bool{"z": false, "\"q": true, "A": true, "é": false}}}, Meta: Meta{RequestID: "r"}},
+		"account_nil": &Envelope[Account]{Meta: Meta{RequestID: "r"}},
 	} {
 		t.Run(name, func(t *testing.T) {
 			got, ok, err := env.appendJSON(nil)

@@ -1,7 +1,6 @@
 package api
 
 import (
-	"encoding/json"
 	"fmt"
 
 	"github.com/go-fuego/fuego"
@@ -59,18 +58,11 @@ func (s *Server) getMe(c fuego.ContextNoBody) (*Envelope[Account], error) {
 	if !ok {
 		return nil, fmt.Errorf("getMe: no authenticated call in context")
 	}
-	raw, err := s.cfg.Policy.Permissions(ctx, cl.input)
+	p, err := s.cfg.Policy.Permissions(ctx, cl.input)
 	if err != nil {
 		return nil, err
 	}
-	var perms Permissions
-	b, err := json.Marshal(raw)
-	if err != nil {
-		return nil, err
-	}
-	if err := json.Unmarshal(b, &perms); err != nil {
-		return nil, fmt.Errorf("getMe: policy permissions: %w", err)
-	}
+	perms := Permissions{ReadOnly: p.ReadOnly, Privileges: p.Privileges, Token: p.Token, Routes: p.Routes}
 	a := cl.principal.Account
 	out := Account{
 		ID:            a.ID,

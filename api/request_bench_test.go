@@ -19,6 +19,9 @@ import (
 	"github.com/fleetapi/fleetapi/storage"
 	"github.com/fleetapi/fleetapi/telemetry"
 	"github.com/fleetapi/fleetapi/tenancy"
+
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 )
 
 // benchEvent is the API over the demo data with the telemetry serve sets
@@ -83,6 +86,38 @@ func BenchmarkEventByIDRequest(b *testing.B) {
 	a, id, token := benchEvent(b)
 	path := fmt.Sprintf("/api/v2/events/%d", id)
 	benchGet(b, a, path, token, nil)
+}
+
+// BenchmarkTracing: GET /events/{id} and GET /me through the whole handler
+// chain with tracing off (what serve runs without an exporter: a tracer
+// provider that samples nothing, so every span is a non-recording one)
+// and on (every span recorded and handed to a batch span processor whose
+// exporter drops them: the SDK's whole cost without an exporter's
+// encoding and network). The difference is the cost of tracing a request
+// (docs/performance.md, "The fixed cost of a request").
+func BenchmarkTracing(b *testing.B) {
+	for _, route := range []string{"events", "me"} {
+		for _, traced := range []bool{false, true} {
+			b.Run(route+map[bool]string{false: "/off", true: "/on"}[traced], func(b *testing.B) {
+				var spans *sdktrace.TracerProvider
+				a, id, token := benchEventWith(b, func(c *api.Config) {
+					if traced {
+						spans = sdktrace.NewTracerProvider(sdktrace.WithSampler(sdktrace.AlwaysSample()),
+							sdktrace.WithBatcher(tracetest.NewNoopExporter()))
+						c.TracerProvider = spans
+					}
+				})
+				if spans != nil {
+					b.Cleanup(func() { _ = spans.Shutdown(context.Background()) })
+				}
+				path := "/api/v2/me"
+				if route == "events" {
+					path = fmt.Sprintf("/api/v2/events/%d", id)
+				}
+				benchGet(b, a, path, token, nil)
+			})
+		}
+	}
 }
 
 // BenchmarkEventByIDRequestMetered: BenchmarkEventByIDRequest with usage

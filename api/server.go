@@ -66,7 +66,7 @@ type Policy interface {
 	// Revision is the policy revision in force (on /readyz).
 	Revision() string
 	Decide(ctx context.Context, in policy.Input) (policy.Decision, error)
-	Permissions(ctx context.Context, in policy.Input) (map[string]any, error)
+	Permissions(ctx context.Context, in policy.Input) (policy.Permissions, error)
 	Scope(ctx context.Context, in policy.Input, resource policy.Resource) (policy.Scope, error)
 	// ManagementScope and DecideManagement are the management policy
 	// (docs/design.md §9, data.fleet.manage).

@@ -3,6 +3,7 @@ package policy
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"reflect"
 	"slices"
@@ -230,7 +231,7 @@ func TestPermissions(t *testing.T) {
 	}
 	// routes: every API route, allowed as the independent model of the
 	// decision table says; pinned on four of them
-	routes := map[string]any{}
+	routes := map[string]bool{}
 	for _, r := range testRoutes {
 		code, _ := expectCode(in.at(r[0], r[1]))
 		routes[r[0]+" "+r[1]] = code == ""
@@ -240,23 +241,56 @@ func TestPermissions(t *testing.T) {
 			t.Fatalf("the model allows %s: %v, want %v", r, routes[r], allowed)
 		}
 	}
-	want := map[string]any{
-		"read_only":  true,
-		"privileges": []any{"event_notifications"},
-		"token":      []any{"GET *"},
-		"routes":     routes,
+	want := Permissions{
+		ReadOnly:   true,
+		Privileges: []string{"event_notifications"},
+		Token:      []string{"GET *"},
+		Routes:     routes,
 	}
 	if !reflect.DeepEqual(got, want) {
 		t.Errorf("got %v\nwant %v", got, want)
 	}
 	// the caller owns its copy: changing it does not change the cached answer
-	got["routes"].(map[string]any)["GET /reports"] = true
+	got.Routes["GET /reports"] = true
+	got.Privileges[0] = "reports"
+	got.Token[0] = "*"
 	again, _ := e.Permissions(context.Background(), in)
 	if !reflect.DeepEqual(again, want) {
 		t.Errorf("cached answer changed: %v", again)
 	}
 	manager, _ := e.Permissions(context.Background(), principal("manager"))
-	if !reflect.DeepEqual(manager["privileges"], []any{"event_notifications", "reports"}) {
-		t.Errorf("manager privileges = %v", manager["privileges"])
+	if !reflect.DeepEqual(manager.Privileges, []string{"event_notifications", "reports"}) {
+		t.Errorf("manager privileges = %v", manager.Privileges)
+	}
+}
+
+// TestDecodePermissions: a permission object of another shape is
+// ErrUndefined, never a partly filled answer.
+func TestDecodePermissions(t *testing.T) {
+	good := func() map[string]any {
+		return map[string]any{"read_only": false, "privileges": []any{"reports"}, "token": []any{"*"}, "routes": map[string]any{"GET /me": true}, "extra": 1}
+	}
+	if p, err := decodePermissions(good()); err != nil || !reflect.DeepEqual(p, Permissions{Privileges: []string{"reports"}, Token: []string{"*"}, Routes: map[string]bool{"GET /me": true}}) {
+		t.Fatalf("good: %+v, %v", p, err)
+	}
+	for name, mut := range map[string]func(m map[string]any){
+		"read_only missing":  func(m map[string]any) { delete(m, "read_only") },
+		"read_only string":   func(m map[string]any) { m["read_only"] = "false" },
+		"privileges object":  func(m map[string]any) { m["privileges"] = map[string]any{} },
+		"privileges of ints": func(m map[string]any) { m["privileges"] = []any{1} },
+		"token missing":      func(m map[string]any) { delete(m, "token") },
+		"token of null":      func(m map[string]any) { m["token"] = []any{nil} },
+		"routes array":       func(m map[string]any) { m["routes"] = []any{"GET /me"} },
+		"routes of strings":  func(m map[string]any) { m["routes"] = map[string]any{"GET /me": "true"} },
+		"routes missing":     func(m map[string]any) { delete(m, "routes") },
+	} {
+		m := good()
+		mut(m)
+		if _, err := decodePermissions(m); !errors.Is(err, ErrUndefined) {
+			t.Errorf("%s: %v, want ErrUndefined", name, err)
+		}
+	}
+	if _, err := decodePermissions([]any{}); !errors.Is(err, ErrUndefined) {
+		t.Errorf("array: %v", err)
 	}
 }

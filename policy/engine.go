@@ -340,7 +340,7 @@ func (e *Engine) Decide(ctx context.Context, in Input) (Decision, error) {
 
 // Permissions evaluates data.fleet.authz.permissions for in with the
 // revision pinned in ctx (or in force); see snapshot.Permissions.
-func (e *Engine) Permissions(ctx context.Context, in Input) (map[string]any, error) {
+func (e *Engine) Permissions(ctx context.Context, in Input) (Permissions, error) {
 	return e.snap(ctx).Permissions(ctx, in)
 }
 

@@ -65,7 +65,9 @@ func commands() []command {
 			return r.Execute(ctx, args, stdout)
 		}})
 	}
-	return append(out, command{"bench", "the load harness: scenarios against a running server and its database floor (--tokens FILE)", bench.Run})
+	return append(out,
+		command{"bench", "the load harness: scenarios against a running server and its database floor (--tokens FILE)", bench.Run},
+		command{"httpfloor", "a trivial Go handler on loopback: the HTTP floor of GET /me (scripts/me-floor.sh)", bench.ServeHTTPFloor})
 }
 
 // usage is the text of fleetops -h.

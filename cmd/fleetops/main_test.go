@@ -32,13 +32,14 @@ func TestHelp(t *testing.T) {
 // stdout, exit 0, and starts nothing.
 func TestRunHelp(t *testing.T) {
 	want := map[string][]string{ // a flag of each run, and the common ones
-		"replicas": {"-redis", "-window", "-failover", "-stop-at", "-redis-outage", "-pg", "-keep"},
-		"load":     {"-duration", "-warmup", "-limit-window", "-pg", "-keep"},
-		"outage":   {"-before", "-down", "-after", "-freeze", "-pg", "-keep"},
-		"flood":    {"-phase", "-good", "-slow", "-pg", "-keep"},
-		"standby":  {"-step", "-max-lag", "-concurrency", "-max-requests", "-pg", "-keep"},
-		"failover": {"-step", "-how", "-concurrency", "-max-requests", "-pg", "-keep"},
-		"bench":    {"-tokens", "-url", "-database-url", "-explain", "-markdown", "-server-pid"},
+		"replicas":  {"-redis", "-window", "-failover", "-stop-at", "-redis-outage", "-pg", "-keep"},
+		"load":      {"-duration", "-warmup", "-limit-window", "-pg", "-keep"},
+		"outage":    {"-before", "-down", "-after", "-freeze", "-pg", "-keep"},
+		"flood":     {"-phase", "-good", "-slow", "-pg", "-keep"},
+		"standby":   {"-step", "-max-lag", "-concurrency", "-max-requests", "-pg", "-keep"},
+		"failover":  {"-step", "-how", "-concurrency", "-max-requests", "-pg", "-keep"},
+		"bench":     {"-tokens", "-url", "-database-url", "-explain", "-markdown", "-server-pid"},
+		"httpfloor": {"-addr", "-body"},
 	}
 	if len(want) != len(commands()) {
 		t.Fatalf("commands %v, want %d", commands(), len(want))
@@ -76,6 +77,8 @@ func TestUsageErrors(t *testing.T) {
 		{"bench", "--tokens", "t", "--concurrency", "0"},
 		{"bench"},
 		{"replicas", "--redis", "redis://192.0.2.1:6379/0"},
+		{"httpfloor", "--addr", "192.0.2.1:8080"},
+		{"httpfloor", "--body", "/nonexistent/fleetops-body"},
 	}
 	for _, c := range commands() {
 		cases = append(cases,
@@ -83,7 +86,7 @@ func TestUsageErrors(t *testing.T) {
 			[]string{c.name, "extra-argument"},
 			[]string{c.name, "--concurrency", "many"},
 		)
-		if c.name != "bench" {
+		if c.name != "bench" && c.name != "httpfloor" {
 			cases = append(cases,
 				[]string{c.name, "--pg", "postgres://postgres@192.0.2.1:5432/postgres"},
 				[]string{c.name, "--pg", "postgres://postgres@127.0.0.1/postgres?host=db.example.com"},
