@@ -122,24 +122,35 @@ func (s *Store) CreatePassenger(ctx context.Context, scope policy.Scope, owner i
 	}
 	p.PassengerID = 0
 	p.AccountID = owner
-	err = s.db.RunInTx(ctx, nil, func(ctx context.Context, tx bun.Tx) error {
-		if idem != nil {
-			var claimed bool
-			created, claimed, err = claimIdempotencyKey(ctx, tx, *idem)
-			if err != nil || !claimed {
-				replayed = err == nil
+	// The quota: the shared check first, the exclusive one when the
+	// account is within reach of its limit (checkQuotaShared).
+	for _, exclusive := range []bool{false, true} {
+		err = s.db.RunInTx(ctx, nil, func(ctx context.Context, tx bun.Tx) error {
+			if idem != nil {
+				var claimed bool
+				created, claimed, err = claimIdempotencyKey(ctx, tx, *idem)
+				if err != nil || !claimed {
+					replayed = err == nil
+					return err
+				}
+			}
+			check := s.checkQuotaShared
+			if exclusive {
+				check = s.checkQuota
+			}
+			if err := check(ctx, tx, owner, QuotaPassengers); err != nil {
 				return err
 			}
+			created, err = s.on(tx).insertPassenger(ctx, scope, p)
+			if err != nil || idem == nil {
+				return err
+			}
+			return storeIdempotentResponse(ctx, tx, *idem, created)
+		})
+		if !errors.Is(err, errQuotaNear) {
+			break
 		}
-		if err := s.checkQuota(ctx, tx, owner, QuotaPassengers); err != nil {
-			return err
-		}
-		created, err = s.on(tx).insertPassenger(ctx, scope, p)
-		if err != nil || idem == nil {
-			return err
-		}
-		return storeIdempotentResponse(ctx, tx, *idem, created)
-	})
+	}
 	if err != nil {
 		// The one translation of every failure above: begin, the
 		// statements, commit.

@@ -218,6 +218,55 @@ func (s *Store) checkQuota(ctx context.Context, db bun.IDB, account int64, q Quo
 	return nil
 }
 
+// errQuotaNear is checkQuotaShared's answer for an account within
+// reach of its limit: the caller reruns its transaction with checkQuota.
+var errQuotaNear = errors.New("storage: quota within reach of its limit")
+
+// checkQuotaShared is checkQuota for the hot creates of a counted quota
+// (passengers, devices: the row counters tell the use in one read),
+// without serialising one account's creates while it is far from its
+// limit. It locks the account's row FOR SHARE, which concurrent creates
+// share but which conflicts with checkQuota's FOR NO KEY UPDATE and with
+// a management write's FOR UPDATE, and answers nil when the account has
+// no limit, or when its committed use plus the server's max_connections
+// and max_prepared_transactions stays below the limit; otherwise
+// errQuotaNear, and the caller starts again with checkQuota.
+//
+// Why no create exceeds the limit (docs/decisions.md, "Quotas without a
+// queue"): every uncommitted create holds a server connection or a
+// prepared transaction, so at most max_connections +
+// max_prepared_transactions of them are in flight. A create takes the
+// shared path only when committed + that bound < limit, so committed plus
+// in-flight shared creates stays below the limit whenever one starts,
+// and a commit only moves one from in-flight to committed. An exclusive
+// check (checkQuota) waits until no shared create holds the row, so it
+// counts every create that can still commit before it, and shared creates
+// wait while it holds the row.
+func (s *Store) checkQuotaShared(ctx context.Context, db bun.IDB, account int64, q Quota) error {
+	resource := map[Quota]string{QuotaPassengers: "passengers", QuotaDevices: "objects"}[q]
+	if resource == "" {
+		return fmt.Errorf("storage: quota %q has no shared check", q)
+	}
+	var a Account
+	if err := db.NewSelect().Model(&a).Where(accountsScope.col("id")+" = ?", account).For("SHARE").Scan(ctx); err != nil {
+		return err
+	}
+	limit := EffectiveQuotas(a, s.quotas).Get(q)
+	if limit == nil {
+		return nil
+	}
+	var used, inFlight int64
+	if err := db.NewRaw(`SELECT COALESCE(sum(n), 0),
+		current_setting('max_connections')::bigint + current_setting('max_prepared_transactions')::bigint
+		FROM account_row_counts WHERE resource = ? AND account_id = ?`, resource, account).Scan(ctx, &used, &inFlight); err != nil {
+		return err
+	}
+	if used+inFlight < *limit {
+		return nil
+	}
+	return errQuotaNear
+}
+
 // AccountQuotas returns the quotas in force for the account a (EffectiveQuotas
 // with the platform defaults) and how much of each it uses now.
 func (s *Store) AccountQuotas(ctx context.Context, a Account) (Quotas, QuotaUsage, error) {
