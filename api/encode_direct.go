@@ -84,6 +84,9 @@ func appendMeta(b []byte, m *Meta) []byte {
 		b = appendIntField(b, `,"per_page":`, int64(p.PerPage))
 		b = appendIntField(b, `,"total":`, p.Total)
 		b = appendIntField(b, `,"pages":`, p.Pages)
+		if p.Next != "" {
+			b = appendStringField(b, `,"next":`, p.Next)
+		}
 	}
 	return append(b, '}')
 }

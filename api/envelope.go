@@ -41,6 +41,10 @@ type Paging struct {
 	PerPage int   `json:"per_page"`
 	Total   int64 `json:"total"`
 	Pages   int64 `json:"pages"`
+	// Next is the cursor after the page's last item when more items
+	// follow (an extension of the spec: pass it as after to walk the
+	// list); absent on the last page.
+	Next string `json:"next,omitempty"`
 }
 
 // ErrorEnvelope is the error envelope of docs/api.md §1.

@@ -115,7 +115,11 @@ func (s *Server) getAccountObjects(c fuego.ContextNoBody) (*Envelope[[]storage.O
 	if err != nil {
 		return nil, writeError(err, "", "")
 	}
-	return &Envelope[[]storage.Object]{Data: page.Items, Meta: Meta{Paging: paging(req, page.Total)}}, nil
+	meta, err := listMeta(storage.Objects.Descriptor, req, page.Total, page.Next)
+	if err != nil {
+		return nil, err
+	}
+	return &Envelope[[]storage.Object]{Data: page.Items, Meta: meta}, nil
 }
 
 // putAccountObjects answers PUT /accounts/{id}/objects: 200 with the

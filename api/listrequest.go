@@ -42,26 +42,47 @@ func invalidParam(name, reason string) *Error {
 // and a filter value the database would refuse are INVALID_PARAMETER
 // naming the parameter: no such value reaches the database.
 func parseListRequest(rawQuery string, d *storage.Descriptor) (storage.ListRequest, error) {
+	req, after, err := parseList(rawQuery, d)
+	if err != nil {
+		return req, err
+	}
+	if after != nil {
+		if err := applyCursor(&req, after); err != nil {
+			return req, err
+		}
+	}
+	return req, nil
+}
+
+// parseList is parseListRequest without the check of the cursor after
+// against the request's page, sort and order: it returns the cursor
+// apart, for a handler that completes the request first (listHandler's
+// adjust: the default order of GET /audit-events) and then applies it
+// (applyCursor).
+func parseList(rawQuery string, d *storage.Descriptor) (storage.ListRequest, *storage.Cursor, error) {
 	req := storage.ListRequest{Page: 1, PerPage: defaultPerPage, Sort: d.ID()}
 	q, perr := parseQuery(rawQuery)
 	if perr != nil {
-		return req, perr
+		return req, nil, perr
 	}
+	var after *storage.Cursor
 	// Sorted, so that the parameter an error names does not depend on map order.
 	for _, name := range slices.Sorted(maps.Keys(q)) {
 		values := q[name]
 		if len(values) > 1 {
-			return req, invalidParam(name, "given more than once")
+			return req, nil, invalidParam(name, "given more than once")
 		}
 		v := values[0]
 		if !storable(name) {
-			return req, invalidParam(strings.ToValidUTF8(name, "?"), "not valid UTF-8 text")
+			return req, nil, invalidParam(strings.ToValidUTF8(name, "?"), "not valid UTF-8 text")
 		}
 		if !storable(v) {
-			return req, invalidParam(name, "not valid UTF-8 text without NUL characters")
+			return req, nil, invalidParam(name, "not valid UTF-8 text without NUL characters")
 		}
 		var err *Error
 		switch name {
+		case paramAfter:
+			after, err = decodeCursor(v, d)
 		case paramPage:
 			req.Page, err = parseBoundedInt(name, v, 1, maxPage)
 		case paramPerPage:
@@ -94,10 +115,10 @@ func parseListRequest(rawQuery string, d *storage.Descriptor) (storage.ListReque
 			req.Filters = append(req.Filters, storage.Filter{Field: f, Value: val})
 		}
 		if err != nil {
-			return req, err
+			return req, nil, err
 		}
 	}
-	return req, nil
+	return req, after, nil
 }
 
 // parseChoice parses the parameter name of two values, off or on: whether

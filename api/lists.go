@@ -17,6 +17,19 @@ func paging(req storage.ListRequest, total int64) *Paging {
 	return &Paging{Page: req.Page, PerPage: req.PerPage, Total: total, Pages: (total + per - 1) / per}
 }
 
+// listMeta is the meta of a page of a list of d: its paging, and the
+// cursor after it when next is not nil.
+func listMeta(d *storage.Descriptor, req storage.ListRequest, total int64, next *storage.Cursor) (Meta, error) {
+	p := paging(req, total)
+	if next != nil {
+		var err error
+		if p.Next, err = encodeCursor(string(d.Resource()), next); err != nil {
+			return Meta{}, err
+		}
+	}
+	return Meta{Paging: p}, nil
+}
+
 // scopeFor returns the caller's row scope of resource from the policy.
 func (s *Server) scopeFor(ctx context.Context, resource policy.Resource) (policy.Scope, error) {
 	cl, ok := callFrom(ctx)
@@ -47,12 +60,19 @@ func listHandler[T, W any](s *Server, m storage.Model[T], wire func([]T) []W, ad
 	return func(c fuego.ContextNoBody) (*Envelope[[]W], error) {
 		ctx := c.Context()
 		raw := c.Request().URL.RawQuery
-		req, err := parseListRequest(raw, m.Descriptor)
+		req, after, err := parseList(raw, m.Descriptor)
 		if err != nil {
 			return nil, err
 		}
 		if adjust != nil {
 			if err := adjust(raw, &req); err != nil {
+				return nil, err
+			}
+		}
+		if after != nil {
+			// After adjust: the cursor is checked against the order the
+			// list is really in (GET /audit-events: at, newest first).
+			if err := applyCursor(&req, after); err != nil {
 				return nil, err
 			}
 		}
@@ -64,7 +84,11 @@ func listHandler[T, W any](s *Server, m storage.Model[T], wire func([]T) []W, ad
 		if err != nil {
 			return nil, err
 		}
-		return &Envelope[[]W]{Data: wire(page.Items), Meta: Meta{Paging: paging(req, page.Total)}}, nil
+		meta, err := listMeta(m.Descriptor, req, page.Total, page.Next)
+		if err != nil {
+			return nil, err
+		}
+		return &Envelope[[]W]{Data: wire(page.Items), Meta: meta}, nil
 	}
 }
 

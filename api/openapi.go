@@ -209,6 +209,10 @@ func listParams(d *storage.Descriptor) []fuego.RouteOption {
 		paramSchema(q, paramPage, func(s *openapi3.Schema) { s.WithFormat("int32").WithMin(1).WithMax(maxPage) }),
 		fuego.OptionQueryInt(paramPerPage, "Items per page.", fuego.ParamDefault(defaultPerPage)),
 		paramSchema(q, paramPerPage, func(s *openapi3.Schema) { s.WithFormat("int32").WithMin(1).WithMax(maxPerPage) }),
+		fuego.OptionQuery(paramAfter, "Extension beyond the spec (keyset paging): the opaque cursor meta.next of the previous page. "+
+			"Returns the items strictly after it in the same order, with the same scope, filters and search; send the sort and order "+
+			"the cursor was made for, and no page beyond 1. meta.total stays the whole list's total."),
+		paramSchema(q, paramAfter, func(s *openapi3.Schema) { s.WithMinLength(1).WithMaxLength(maxCursor) }),
 	}
 	if len(d.SearchFields()) > 0 {
 		// Declared only where parseListRequest takes it: a resource without

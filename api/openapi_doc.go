@@ -322,6 +322,8 @@ func addEnvelopeSchemas(schemas openapi3.Schemas, docs []*operationDoc) {
 			"per_page":   described(openapi3.NewIntegerSchema().WithMin(1).WithMax(maxPerPage), "Items per page."),
 			"total":      described(openapi3.NewInt64Schema().WithMin(0), "Items in all pages."),
 			"pages":      described(openapi3.NewInt64Schema().WithMin(0), "Number of pages: ceil(total / per_page)."),
+			"next": described(openapi3.NewStringSchema().WithMinLength(1).WithMaxLength(maxCursor),
+				"Extension beyond the spec: the cursor after this page's last item, present only when more items follow; pass it as after to get them."),
 		}
 	}
 	schemas["Meta"] = object("Facts about the response.", []string{"request_id"},

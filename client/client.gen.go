@@ -1790,6 +1790,9 @@ type GrantsInput struct {
 
 // ListMeta Facts about a page of a list.
 type ListMeta struct {
+	// Next Extension beyond the spec: the cursor after this page's last item, present only when more items follow; pass it as after to get them.
+	Next *string `json:"next,omitempty"`
+
 	// Page The page returned.
 	Page int `json:"page"`
 
@@ -2374,6 +2377,9 @@ type GetAccountsParams struct {
 	// PerPage Items per page.
 	PerPage *int32 `form:"per_page,omitempty" json:"per_page,omitempty"`
 
+	// After Extension beyond the spec (keyset paging): the opaque cursor meta.next of the previous page. Returns the items strictly after it in the same order, with the same scope, filters and search; send the sort and order the cursor was made for, and no page beyond 1. meta.total stays the whole list's total.
+	After *string `form:"after,omitempty" json:"after,omitempty"`
+
 	// Search Case-insensitive substring match over username and email; surrounding whitespace is trimmed and the rest must be 2 to 100 characters; %, _ and \ match themselves. Applied after the caller's scope and the filters.
 	Search *string `form:"search,omitempty" json:"search,omitempty"`
 
@@ -2419,6 +2425,9 @@ type GetAccountObjectsParams struct {
 	// PerPage Items per page.
 	PerPage *int32 `form:"per_page,omitempty" json:"per_page,omitempty"`
 
+	// After Extension beyond the spec (keyset paging): the opaque cursor meta.next of the previous page. Returns the items strictly after it in the same order, with the same scope, filters and search; send the sort and order the cursor was made for, and no page beyond 1. meta.total stays the whole list's total.
+	After *string `form:"after,omitempty" json:"after,omitempty"`
+
 	// Search Case-insensitive substring match over imei and name; surrounding whitespace is trimmed and the rest must be 2 to 100 characters; %, _ and \ match themselves. Applied after the caller's scope and the filters.
 	Search *string `form:"search,omitempty" json:"search,omitempty"`
 
@@ -2452,6 +2461,9 @@ type GetAuditEventsParams struct {
 	// PerPage Items per page.
 	PerPage *int32 `form:"per_page,omitempty" json:"per_page,omitempty"`
 
+	// After Extension beyond the spec (keyset paging): the opaque cursor meta.next of the previous page. Returns the items strictly after it in the same order, with the same scope, filters and search; send the sort and order the cursor was made for, and no page beyond 1. meta.total stays the whole list's total.
+	After *string `form:"after,omitempty" json:"after,omitempty"`
+
 	// Order Sort direction.
 	Order *GetAuditEventsParamsOrder `form:"order,omitempty" json:"order,omitempty"`
 
@@ -2484,6 +2496,9 @@ type GetEventsParams struct {
 
 	// PerPage Items per page.
 	PerPage *int32 `form:"per_page,omitempty" json:"per_page,omitempty"`
+
+	// After Extension beyond the spec (keyset paging): the opaque cursor meta.next of the previous page. Returns the items strictly after it in the same order, with the same scope, filters and search; send the sort and order the cursor was made for, and no page beyond 1. meta.total stays the whole list's total.
+	After *string `form:"after,omitempty" json:"after,omitempty"`
 
 	// Search Case-insensitive substring match over name and type; surrounding whitespace is trimmed and the rest must be 2 to 100 characters; %, _ and \ match themselves. Applied after the caller's scope and the filters.
 	Search *string `form:"search,omitempty" json:"search,omitempty"`
@@ -2578,6 +2593,9 @@ type GetObjectsParams struct {
 	// PerPage Items per page.
 	PerPage *int32 `form:"per_page,omitempty" json:"per_page,omitempty"`
 
+	// After Extension beyond the spec (keyset paging): the opaque cursor meta.next of the previous page. Returns the items strictly after it in the same order, with the same scope, filters and search; send the sort and order the cursor was made for, and no page beyond 1. meta.total stays the whole list's total.
+	After *string `form:"after,omitempty" json:"after,omitempty"`
+
 	// Search Case-insensitive substring match over imei and name; surrounding whitespace is trimmed and the rest must be 2 to 100 characters; %, _ and \ match themselves. Applied after the caller's scope and the filters.
 	Search *string `form:"search,omitempty" json:"search,omitempty"`
 
@@ -2622,6 +2640,9 @@ type GetReportsParams struct {
 
 	// PerPage Items per page.
 	PerPage *int32 `form:"per_page,omitempty" json:"per_page,omitempty"`
+
+	// After Extension beyond the spec (keyset paging): the opaque cursor meta.next of the previous page. Returns the items strictly after it in the same order, with the same scope, filters and search; send the sort and order the cursor was made for, and no page beyond 1. meta.total stays the whole list's total.
+	After *string `form:"after,omitempty" json:"after,omitempty"`
 
 	// Search Case-insensitive substring match over name and type; surrounding whitespace is trimmed and the rest must be 2 to 100 characters; %, _ and \ match themselves. Applied after the caller's scope and the filters.
 	Search *string `form:"search,omitempty" json:"search,omitempty"`
@@ -2694,6 +2715,9 @@ type GetServicesParams struct {
 
 	// PerPage Items per page.
 	PerPage *int32 `form:"per_page,omitempty" json:"per_page,omitempty"`
+
+	// After Extension beyond the spec (keyset paging): the opaque cursor meta.next of the previous page. Returns the items strictly after it in the same order, with the same scope, filters and search; send the sort and order the cursor was made for, and no page beyond 1. meta.total stays the whole list's total.
+	After *string `form:"after,omitempty" json:"after,omitempty"`
 
 	// Search Case-insensitive substring match over name and imei; surrounding whitespace is trimmed and the rest must be 2 to 100 characters; %, _ and \ match themselves. Applied after the caller's scope and the filters.
 	Search *string `form:"search,omitempty" json:"search,omitempty"`
@@ -2775,6 +2799,9 @@ type GetTokensParams struct {
 
 	// PerPage Items per page.
 	PerPage *int32 `form:"per_page,omitempty" json:"per_page,omitempty"`
+
+	// After Extension beyond the spec (keyset paging): the opaque cursor meta.next of the previous page. Returns the items strictly after it in the same order, with the same scope, filters and search; send the sort and order the cursor was made for, and no page beyond 1. meta.total stays the whole list's total.
+	After *string `form:"after,omitempty" json:"after,omitempty"`
 
 	// Search Case-insensitive substring match over name; surrounding whitespace is trimmed and the rest must be 2 to 100 characters; %, _ and \ match themselves. Applied after the caller's scope and the filters.
 	Search *string `form:"search,omitempty" json:"search,omitempty"`
@@ -4437,6 +4464,18 @@ func NewGetAccountsRequest(server string, params *GetAccountsParams) (*http.Requ
 
 		}
 
+		if params.After != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "after", *params.After, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
 		if params.Search != nil {
 
 			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "search", *params.Search, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
@@ -4764,6 +4803,18 @@ func NewGetAccountObjectsRequest(server string, id int64, params *GetAccountObje
 
 		}
 
+		if params.After != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "after", *params.After, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
 		if params.Search != nil {
 
 			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "search", *params.Search, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
@@ -4949,6 +5000,18 @@ func NewGetAuditEventsRequest(server string, params *GetAuditEventsParams) (*htt
 
 		}
 
+		if params.After != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "after", *params.After, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
 		if params.Order != nil {
 
 			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "order", *params.Order, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
@@ -5066,6 +5129,18 @@ func NewGetEventsRequest(server string, params *GetEventsParams) (*http.Request,
 		if params.PerPage != nil {
 
 			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "per_page", *params.PerPage, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "integer", Format: "int32"}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.After != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "after", *params.After, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
 				return nil, err
 			} else {
 				for _, qp := range strings.Split(queryFrag, "&") {
@@ -5514,6 +5589,18 @@ func NewGetObjectsRequest(server string, params *GetObjectsParams) (*http.Reques
 
 		}
 
+		if params.After != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "after", *params.After, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
 		if params.Search != nil {
 
 			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "search", *params.Search, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
@@ -5809,6 +5896,18 @@ func NewGetReportsRequest(server string, params *GetReportsParams) (*http.Reques
 
 		}
 
+		if params.After != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "after", *params.After, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
 		if params.Search != nil {
 
 			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "search", *params.Search, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
@@ -6094,6 +6193,18 @@ func NewGetServicesRequest(server string, params *GetServicesParams) (*http.Requ
 		if params.PerPage != nil {
 
 			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "per_page", *params.PerPage, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "integer", Format: "int32"}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.After != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "after", *params.After, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
 				return nil, err
 			} else {
 				for _, qp := range strings.Split(queryFrag, "&") {
@@ -6451,6 +6562,18 @@ func NewGetTokensRequest(server string, params *GetTokensParams) (*http.Request,
 		if params.PerPage != nil {
 
 			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "per_page", *params.PerPage, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "integer", Format: "int32"}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.After != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "after", *params.After, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
 				return nil, err
 			} else {
 				for _, qp := range strings.Split(queryFrag, "&") {

@@ -173,6 +173,57 @@ func TestGeneratedClient(t *testing.T) {
 			}
 		}
 	})
+	t.Run("get_services_keyset", func(t *testing.T) {
+		// The keyset extension through the client: walk acme's services by
+		// name, descending, two at a time with after = meta.next; the walk
+		// equals the one-page list, and a cursor used with another order
+		// is 400 INVALID_PARAMETER naming after.
+		params := func() *client.GetServicesParams {
+			return &client.GetServicesParams{Sort: ptr(client.GetServicesParamsSortName), Order: ptr(client.GetServicesParamsOrderDesc)}
+		}
+		whole, err := acme.GetServicesWithResponse(ctx, params())
+		if err != nil || whole.JSON200 == nil || len(whole.JSON200.Data) < 3 || whole.JSON200.Meta.Next != nil {
+			t.Fatalf("one page: %v %s", err, whole.Body)
+		}
+		var walked []int64
+		var after *string
+		for range whole.JSON200.Data {
+			p := params()
+			p.PerPage, p.After = ptr(int32(2)), after
+			r, err := acme.GetServicesWithResponse(ctx, p)
+			if err != nil || r.JSON200 == nil || r.JSON200.Meta.Total != whole.JSON200.Meta.Total {
+				t.Fatalf("walk: %v %s", err, r.Body)
+			}
+			for _, s := range r.JSON200.Data {
+				walked = append(walked, s.ServiceId)
+			}
+			if after = r.JSON200.Meta.Next; after == nil {
+				break
+			}
+		}
+		if len(walked) != len(whole.JSON200.Data) {
+			t.Fatalf("walked %v, the list has %d", walked, len(whole.JSON200.Data))
+		}
+		for i, s := range whole.JSON200.Data {
+			if walked[i] != s.ServiceId {
+				t.Fatalf("walked %v, item %d of the list is %d", walked, i, s.ServiceId)
+			}
+		}
+		first, err := acme.GetServicesWithResponse(ctx, &client.GetServicesParams{PerPage: ptr(int32(1))})
+		if err != nil || first.JSON200 == nil || first.JSON200.Meta.Next == nil {
+			t.Fatalf("first page: %v %s", err, first.Body)
+		}
+		p := params()
+		p.After = first.JSON200.Meta.Next
+		r, err := acme.GetServicesWithResponse(ctx, p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		failure(t, r.HTTPResponse, r.JSON400, http.StatusBadRequest, client.ErrorCodeINVALIDPARAMETER)
+		if r.JSON400.Error.Details == nil || (*r.JSON400.Error.Details)["parameter"] != "after" {
+			t.Fatalf("details %v", r.JSON400.Error.Details)
+		}
+	})
 	t.Run("get_services_400", func(t *testing.T) {
 		r, err := acme.GetServicesWithResponse(ctx, &client.GetServicesParams{PerPage: ptr(int32(501))})
 		if err != nil {

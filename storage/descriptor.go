@@ -81,6 +81,13 @@ type Descriptor struct {
 	// counted: the table's rows are counted per account (declared with
 	// the option counted; counters.go).
 	counted bool
+	// index is the struct field index of the id and of every listed field
+	// by name, and nullable names the listed columns that may hold NULL
+	// (no notnull tag): the keyset cursor reads the last row's values
+	// with the one and orders NULLs as PostgreSQL does with the other
+	// (keyset.go).
+	index    map[string][]int
+	nullable map[string]bool
 }
 
 // Model is the Descriptor of the resource whose bun model is T.
@@ -238,6 +245,8 @@ func describe(t *schema.Table) (*Descriptor, error) {
 		id:       Field{Name: t.PKs[0].Name, Kind: KindInt, Sort: true},
 		scope:    map[string]columnKind{},
 		model:    t.Type,
+		index:    map[string][]int{t.PKs[0].Name: t.PKs[0].Index},
+		nullable: map[string]bool{},
 	}
 	positions := map[int]Field{}
 	for _, f := range t.Fields {
@@ -276,6 +285,10 @@ func describe(t *schema.Table) (*Descriptor, error) {
 		}
 		if f.IsPK {
 			continue // the id is always listed, sortable and not filterable
+		}
+		d.index[f.Name] = f.Index
+		if !f.NotNull {
+			d.nullable[f.Name] = true
 		}
 		d.fields = append(d.fields, field)
 	}

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"reflect"
 	"strings"
 
 	"github.com/uptrace/bun"
@@ -39,17 +40,26 @@ type ListRequest struct {
 	Sort    Field
 	Desc    bool
 	Filters []Filter
+	// After, when not nil, asks for the rows strictly after the cursor
+	// (keyset paging) instead of skipping rows: Page must then be 1.
+	After *Cursor
 }
 
 // Page is one page of a list and the total number of matching rows.
 type Page[T any] struct {
 	Items []T
 	Total int64
+	// Next is the cursor after the last item when more rows follow, nil
+	// on the last page.
+	Next *Cursor
 }
 
 // List returns the page of m's rows that scope admits and req selects:
 // WHERE (scope) AND (filters) AND (search) ORDER BY sort, id LIMIT/OFFSET,
-// plus the total of matching rows when the page alone does not tell it:
+// or after req.After the rows strictly after the cursor (keyset.go) with
+// no OFFSET; Page.Next is the cursor after the page when more rows follow.
+// The total is that of every matching row (never of the rows after a
+// cursor), read when the page alone does not tell it:
 // without filters and search from the row counters when the scope has a
 // counter form (compileCounters), otherwise by counting the rows (the
 // count query is built only then). The list of a tenant resource may run
@@ -97,42 +107,24 @@ func List[T any](ctx context.Context, s *Store, scope policy.Scope, m Model[T], 
 // listPage is List over the rows that start admits: start begins the
 // SELECT of the page (forCount false) or of the count (true) with the
 // rows' restriction, and listPage adds the filters, search, order and
-// paging of req. counted, when not nil, is asked first for the total of a
+// paging of req (pageRows). counted, when not nil, is asked first for the total of a
 // request without filters and search: it returns the total and true, or
 // false when the rows must be counted.
 func listPage[T any](ctx context.Context, d *Descriptor, req ListRequest, start func(model any, forCount bool) (*bun.SelectQuery, error), counted func(context.Context) (int64, bool, error)) (Page[T], error) {
-	items := make([]T, 0, req.PerPage)
-	q, err := start(&items, false)
+	if req.After != nil && req.Page != 1 {
+		return Page[T]{}, fmt.Errorf("%w: a cursor with page %d", ErrBadListRequest, req.Page)
+	}
+	items, next, err := pageRows[T](ctx, d, req, start)
 	if err != nil {
 		return Page[T]{}, err
 	}
-	if err := applyFilters(q, d, req); err != nil {
-		return Page[T]{}, err
-	}
-	sort := req.Sort.Name
-	if sort == "" {
-		sort = d.id.Name
-	} else if f, ok := d.Field(sort); !ok || f != req.Sort || !f.Sort {
-		return Page[T]{}, fmt.Errorf("%w: sort by %q, not a sortable field of %s", ErrBadListRequest, sort, d.resource)
-	}
-	dir := " ASC"
-	if req.Desc {
-		dir = " DESC"
-	}
-	q.OrderExpr(d.col(sort) + dir)
-	if sort != d.id.Name {
-		q.OrderExpr(d.col(d.id.Name) + dir)
-	}
 	offset := int64(req.Page-1) * int64(req.PerPage)
-	q.Limit(int64(req.PerPage)).Offset(offset)
-	if err := q.Scan(ctx); err != nil {
-		return Page[T]{}, Translate(err)
-	}
-	// A partly filled page tells the total without counting.
-	if n := len(items); n > 0 && n < req.PerPage {
+	// A page that is the last one tells the total without counting (not
+	// after a cursor: the rows before it are not known).
+	if n := len(items); req.After == nil && n > 0 && next == nil {
 		return Page[T]{Items: items, Total: offset + int64(n)}, nil
 	}
-	if len(items) == 0 && req.Page == 1 {
+	if len(items) == 0 && req.Page == 1 && req.After == nil {
 		return Page[T]{Items: items, Total: 0}, nil
 	}
 	if counted != nil && len(req.Filters) == 0 && req.Search == "" {
@@ -141,7 +133,7 @@ func listPage[T any](ctx context.Context, d *Descriptor, req ListRequest, start 
 			return Page[T]{}, err
 		}
 		if ok {
-			return Page[T]{Items: items, Total: total}, nil
+			return Page[T]{Items: items, Total: total, Next: next}, nil
 		}
 	}
 	count, err := start((*T)(nil), true)
@@ -155,7 +147,69 @@ func listPage[T any](ctx context.Context, d *Descriptor, req ListRequest, start 
 	if err != nil {
 		return Page[T]{}, Translate(err)
 	}
-	return Page[T]{Items: items, Total: int64(total)}, nil
+	return Page[T]{Items: items, Total: int64(total), Next: next}, nil
+}
+
+// pageRows returns the rows of the page req selects among those start
+// admits (WHERE filters, search and, after a cursor, the keyset
+// condition; ORDER BY sort, id; LIMIT per_page OFFSET (page-1)*per_page),
+// and the cursor after its last row when more rows follow (one row more
+// is read to know).
+func pageRows[T any](ctx context.Context, d *Descriptor, req ListRequest, start func(model any, forCount bool) (*bun.SelectQuery, error)) ([]T, *Cursor, error) {
+	sort := req.Sort
+	if sort.Name == "" {
+		sort = d.id
+	} else if f, ok := d.Field(sort.Name); !ok || f != req.Sort || !f.Sort {
+		return nil, nil, fmt.Errorf("%w: sort by %q, not a sortable field of %s", ErrBadListRequest, sort.Name, d.resource)
+	}
+	items := make([]T, 0, req.PerPage+1)
+	q, err := start(&items, false)
+	if err != nil {
+		return nil, nil, err
+	}
+	if err := applyFilters(q, d, req); err != nil {
+		return nil, nil, err
+	}
+	if err := applyAfter(q, d, req, sort); err != nil {
+		return nil, nil, err
+	}
+	dir := " ASC"
+	if req.Desc {
+		dir = " DESC"
+	}
+	q.OrderExpr(d.col(sort.Name) + dir)
+	if sort.Name != d.id.Name {
+		q.OrderExpr(d.col(d.id.Name) + dir)
+	}
+	offset := int64(req.Page-1) * int64(req.PerPage)
+	q.Limit(int64(req.PerPage) + 1).Offset(offset)
+	if err := q.Scan(ctx); err != nil {
+		return nil, nil, Translate(err)
+	}
+	if len(items) <= req.PerPage {
+		return items, nil, nil
+	}
+	items = items[:req.PerPage]
+	exact := func(ctx context.Context, id int64) (JSONObject, bool, error) {
+		var text []string
+		q, err := start((*T)(nil), true)
+		if err != nil {
+			return nil, false, err
+		}
+		if err := q.ColumnExpr(d.col(sort.Name)+"::text").Where(d.col(d.id.Name)+" = ?", id).Scan(ctx, &text); err != nil {
+			return nil, false, Translate(err)
+		}
+		if len(text) != 1 {
+			return nil, false, nil
+		}
+		obj, err := ParseJSONObject(text[0])
+		return obj, err == nil, nil
+	}
+	next, err := cursorAfter(ctx, d, reflect.ValueOf(&items[len(items)-1]), sort, req.Desc, exact)
+	if err != nil {
+		return nil, nil, err
+	}
+	return items, next, nil
 }
 
 // applyFilters adds the exact-match filters and the search to q. Every
