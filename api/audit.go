@@ -1,6 +1,7 @@
 package api
 
 import (
+	"math"
 	"time"
 
 	"github.com/getkin/kin-openapi/openapi3"
@@ -20,6 +21,9 @@ func (s *Server) registerAuditEvents(g *fuego.Server) {
 			"(sort at, order desc). Never holds a secret or a hash. Needs the token permission GET /audit-events."),
 		paramSchema(q, paramSort, func(s *openapi3.Schema) { s.Default = "at" }),
 		paramSchema(q, paramOrder, func(s *openapi3.Schema) { s.Default = "desc" }),
+		// The default order's cursor: at, newest first, from the last instant.
+		paramExample(q, paramAfter, exampleCursor(storage.AuditEvents.Descriptor, storage.Cursor{Sort: auditAt(), Desc: true,
+			Value: time.Date(9999, 12, 31, 23, 59, 59, 999999000, time.UTC), ID: math.MaxInt64})),
 		paramSchema(q, "action", func(s *openapi3.Schema) { s.WithEnum(anys(auditActions)...) }),
 		respondsPage(auditEventSchema(), []storage.AuditEvent{exampleAuditEvent()}),
 	})
@@ -65,4 +69,10 @@ func exampleAuditEvent() storage.AuditEvent {
 		Action: policy.ActionAccountUpdate, TargetAccountID: 14, TargetID: 14,
 		Changes:   storage.Changes{"active": {Before: true, After: false}},
 		RequestID: "0f8b4c2e9d7a4b1c", TraceID: "4bf92f3577b34da6a3ce929d0e0e4736"}
+}
+
+// auditAt is the field at of the audit events.
+func auditAt() storage.Field {
+	f, _ := storage.AuditEvents.Field("at")
+	return f
 }

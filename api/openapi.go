@@ -213,6 +213,7 @@ func listParams(d *storage.Descriptor) []fuego.RouteOption {
 			"Returns the items strictly after it in the same order, with the same scope, filters and search; send the sort and order "+
 			"the cursor was made for, and no page beyond 1. meta.total stays the whole list's total."),
 		paramSchema(q, paramAfter, func(s *openapi3.Schema) { s.WithMinLength(1).WithMaxLength(maxCursor) }),
+		paramExample(q, paramAfter, exampleCursor(d, storage.Cursor{Sort: d.ID()})),
 	}
 	if len(d.SearchFields()) > 0 {
 		// Declared only where parseListRequest takes it: a resource without
@@ -284,4 +285,15 @@ func routeOptions(lists ...[]fuego.RouteOption) []fuego.RouteOption {
 		out = append(out, l...)
 	}
 	return out
+}
+
+// exampleCursor is the after parameter's example of a list of d: the
+// cursor c (for the default order, the position before the first id, so
+// the example lists every row).
+func exampleCursor(d *storage.Descriptor, c storage.Cursor) string {
+	v, err := encodeCursor(string(d.Resource()), &c)
+	if err != nil {
+		panic(fmt.Sprintf("api: example cursor of %s: %v", d.Resource(), err))
+	}
+	return v
 }
