@@ -156,33 +156,11 @@ func listPage[T any](ctx context.Context, d *Descriptor, req ListRequest, start 
 // and the cursor after its last row when more rows follow (one row more
 // is read to know).
 func pageRows[T any](ctx context.Context, d *Descriptor, req ListRequest, start func(model any, forCount bool) (*bun.SelectQuery, error)) ([]T, *Cursor, error) {
-	sort := req.Sort
-	if sort.Name == "" {
-		sort = d.id
-	} else if f, ok := d.Field(sort.Name); !ok || f != req.Sort || !f.Sort {
-		return nil, nil, fmt.Errorf("%w: sort by %q, not a sortable field of %s", ErrBadListRequest, sort.Name, d.resource)
-	}
 	items := make([]T, 0, req.PerPage+1)
-	q, err := start(&items, false)
+	q, sort, err := pageQuery(d, req, start, &items)
 	if err != nil {
 		return nil, nil, err
 	}
-	if err := applyFilters(q, d, req); err != nil {
-		return nil, nil, err
-	}
-	if err := applyAfter(q, d, req, sort); err != nil {
-		return nil, nil, err
-	}
-	dir := " ASC"
-	if req.Desc {
-		dir = " DESC"
-	}
-	q.OrderExpr(d.col(sort.Name) + dir)
-	if sort.Name != d.id.Name {
-		q.OrderExpr(d.col(d.id.Name) + dir)
-	}
-	offset := int64(req.Page-1) * int64(req.PerPage)
-	q.Limit(int64(req.PerPage) + 1).Offset(offset)
 	if err := q.Scan(ctx); err != nil {
 		return nil, nil, Translate(err)
 	}
@@ -210,6 +188,40 @@ func pageRows[T any](ctx context.Context, d *Descriptor, req ListRequest, start 
 		return nil, nil, err
 	}
 	return items, next, nil
+}
+
+// pageQuery builds the page statement of pageRows into model (a pointer
+// to a slice of rows): start's rows, filters, search, the keyset condition
+// after req.After, ORDER BY sort, id, LIMIT per_page + 1 OFFSET
+// (page-1)*per_page. It returns the sort field (the id field for none).
+func pageQuery(d *Descriptor, req ListRequest, start func(model any, forCount bool) (*bun.SelectQuery, error), model any) (*bun.SelectQuery, Field, error) {
+	sort := req.Sort
+	if sort.Name == "" {
+		sort = d.id
+	} else if f, ok := d.Field(sort.Name); !ok || f != req.Sort || !f.Sort {
+		return nil, Field{}, fmt.Errorf("%w: sort by %q, not a sortable field of %s", ErrBadListRequest, sort.Name, d.resource)
+	}
+	q, err := start(model, false)
+	if err != nil {
+		return nil, Field{}, err
+	}
+	if err := applyFilters(q, d, req); err != nil {
+		return nil, Field{}, err
+	}
+	if err := applyAfter(q, d, req, sort); err != nil {
+		return nil, Field{}, err
+	}
+	dir := " ASC"
+	if req.Desc {
+		dir = " DESC"
+	}
+	q.OrderExpr(d.col(sort.Name) + dir)
+	if sort.Name != d.id.Name {
+		q.OrderExpr(d.col(d.id.Name) + dir)
+	}
+	offset := int64(req.Page-1) * int64(req.PerPage)
+	q.Limit(int64(req.PerPage) + 1).Offset(offset)
+	return q, sort, nil
 }
 
 // applyFilters adds the exact-match filters and the search to q. Every
