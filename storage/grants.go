@@ -47,7 +47,7 @@ func (s *Store) GrantedObjects(ctx context.Context, scope policy.Scope, id int64
 	}
 	return listPage[Object](ctx, Objects.Descriptor, req, func(model any, _ bool) (*bun.SelectQuery, error) {
 		return s.db.NewSelect().Model(model).Where(grantedTo, id), nil
-	}, nil)
+	}, nil, nil)
 }
 
 // ParentDevices returns, among imei, the devices owned by the parent (the

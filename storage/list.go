@@ -61,8 +61,9 @@ type Page[T any] struct {
 // The total is that of every matching row (never of the rows after a
 // cursor), read when the page alone does not tell it:
 // without filters and search from the row counters when the scope has a
-// counter form (compileCounters), otherwise by counting the rows (the
-// count query is built only then). The list of a tenant resource may run
+// counter form (compileCounters); with filters or search counted once per
+// version of the scope's rows and kept (Store.keptTotal) when it has one;
+// otherwise by counting the rows (the count query is built only then). The list of a tenant resource may run
 // on a read replica (Store.WithReplicas); the lists under the management
 // scope run on the primary. It returns policy.ErrScope for a
 // scope of another resource or one storage cannot translate,
@@ -87,6 +88,8 @@ func List[T any](ctx context.Context, s *Store, scope policy.Scope, m Model[T], 
 			return s.selectIn(d, c.page, model), nil
 		}, func(ctx context.Context) (int64, bool, error) {
 			return s.counterTotal(ctx, c, d)
+		}, func(ctx context.Context, count *bun.SelectQuery) (int64, bool, error) {
+			return s.keptTotal(ctx, c, d, count)
 		})
 	}
 	if descriptorOf(d.resource) != d {
@@ -109,8 +112,11 @@ func List[T any](ctx context.Context, s *Store, scope policy.Scope, m Model[T], 
 // rows' restriction, and listPage adds the filters, search, order and
 // paging of req (pageRows). counted, when not nil, is asked first for the total of a
 // request without filters and search: it returns the total and true, or
-// false when the rows must be counted.
-func listPage[T any](ctx context.Context, d *Descriptor, req ListRequest, start func(model any, forCount bool) (*bun.SelectQuery, error), counted func(context.Context) (int64, bool, error)) (Page[T], error) {
+// false when the rows must be counted. kept, when not nil, is asked for
+// the total of a request with filters or search, given the count query
+// (Store.keptTotal): the total and true, or false when the rows must be
+// counted.
+func listPage[T any](ctx context.Context, d *Descriptor, req ListRequest, start func(model any, forCount bool) (*bun.SelectQuery, error), counted func(context.Context) (int64, bool, error), kept func(context.Context, *bun.SelectQuery) (int64, bool, error)) (Page[T], error) {
 	if req.After != nil && req.Page != 1 {
 		return Page[T]{}, fmt.Errorf("%w: a cursor with page %d", ErrBadListRequest, req.Page)
 	}
@@ -142,6 +148,15 @@ func listPage[T any](ctx context.Context, d *Descriptor, req ListRequest, start 
 	}
 	if err := applyFilters(count, d, req); err != nil {
 		return Page[T]{}, err
+	}
+	if kept != nil && (len(req.Filters) > 0 || req.Search != "") {
+		total, ok, err := kept(ctx, count)
+		if err != nil {
+			return Page[T]{}, err
+		}
+		if ok {
+			return Page[T]{Items: items, Total: total, Next: next}, nil
+		}
 	}
 	total, err := count.Count(ctx)
 	if err != nil {
