@@ -265,7 +265,9 @@ func TestKeptTotalsAgreeWithCount(t *testing.T) {
 // over "services"), through a bun query hook.
 type countQueries struct{ n atomic.Int64 }
 
-func (c *countQueries) BeforeQuery(ctx context.Context, _ *bun.QueryEvent) context.Context { return ctx }
+func (c *countQueries) BeforeQuery(ctx context.Context, _ *bun.QueryEvent) context.Context {
+	return ctx
+}
 
 func (c *countQueries) AfterQuery(_ context.Context, ev *bun.QueryEvent) {
 	if strings.Contains(ev.Query, `count(*)`) && strings.Contains(ev.Query, `FROM "services"`) {
