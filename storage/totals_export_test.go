@@ -5,7 +5,7 @@ import "slices"
 // KeptTotals returns how many list totals s (and the Stores made from it)
 // counted with their version, and how many it answered from a kept one
 // (totals.go). It exists for the kept totals' tests.
-func (s *Store) KeptTotals() (counted, reused int64) {
+func KeptTotals(s *Store) (counted, reused int64) {
 	return s.totals.counted.Load(), s.totals.reused.Load()
 }
 

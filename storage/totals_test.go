@@ -254,7 +254,7 @@ func TestKeptTotalsAgreeWithCount(t *testing.T) {
 			}
 		}
 	}
-	counted, reused := s.KeptTotals()
+	counted, reused := storage.KeptTotals(s)
 	t.Logf("%d totals compared; %d counted with their version, %d reused", compared, counted, reused)
 	if counted == 0 || reused == 0 {
 		t.Fatalf("kept totals counted %d and reused %d: the test did not exercise both", counted, reused)
