@@ -2,7 +2,9 @@ package storage_test
 
 import (
 	"context"
+	"math/rand/v2"
 	"testing"
+	"time"
 
 	"github.com/fleetapi/fleetapi/storage"
 )
@@ -36,4 +38,52 @@ func BenchmarkSearchPage(b *testing.B) {
 			b.ReportMetric(float64(total), "total")
 		})
 	}
+}
+
+// BenchmarkServiceRename: an update of a searched column (a service's
+// name) on random services of the data set, one statement and commit each
+// (commit) or all in one transaction committed at the end (in_tx): the
+// row trigger count_changes (migration 20270110000001) fires on each. The
+// names are restored afterwards.
+func BenchmarkServiceRename(b *testing.B) {
+	_, db := benchDatabase(b)
+	ctx := context.Background()
+	var ids []int64
+	if err := db.NewRaw(`SELECT service_id FROM services WHERE service_id % 97 = 0 ORDER BY service_id`).Scan(ctx, &ids); err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() {
+		if _, err := db.ExecContext(ctx, `UPDATE services SET name = left(name, -length(' (renamed)')) WHERE name LIKE '% (renamed)'`); err != nil {
+			b.Error(err)
+		}
+	})
+	const rename = `UPDATE services SET name = CASE WHEN name LIKE '% (renamed)' THEN left(name, -length(' (renamed)')) ELSE name || ' (renamed)' END WHERE service_id = ?`
+	b.Run("commit", func(b *testing.B) {
+		r := rand.New(rand.NewPCG(7, 8))
+		start := time.Now()
+		for b.Loop() {
+			if _, err := db.ExecContext(ctx, rename, ids[r.IntN(len(ids))]); err != nil {
+				b.Fatal(err)
+			}
+		}
+		b.ReportMetric(float64(b.N)/time.Since(start).Seconds(), "updates/s")
+	})
+	b.Run("in_tx", func(b *testing.B) {
+		r := rand.New(rand.NewPCG(9, 10))
+		tx, err := db.BeginTx(ctx, nil)
+		if err != nil {
+			b.Fatal(err)
+		}
+		defer tx.Rollback() //nolint:errcheck // a no-op after Commit
+		start := time.Now()
+		for b.Loop() {
+			if _, err := tx.ExecContext(ctx, rename, ids[r.IntN(len(ids))]); err != nil {
+				b.Fatal(err)
+			}
+		}
+		if err := tx.Commit(); err != nil {
+			b.Fatal(err)
+		}
+		b.ReportMetric(float64(b.N)/time.Since(start).Seconds(), "updates/s")
+	})
 }
