@@ -284,10 +284,10 @@ func (c *countQueries) AfterQuery(_ context.Context, ev *bun.QueryEvent) {
 func TestKeptTotalNotRecounted(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	s, db := newStore(t)
+	_, db := newStore(t)
 	e := newEngine(t)
 	hook := &countQueries{}
-	db.AddQueryHook(hook)
+	s := storage.NewStore(db.WithQueryHook(hook))
 	r := rand.New(rand.NewPCG(totalsSeed+1, totalsSeed+1))
 	w := newTotalsWorld(t, ctx, db, r)
 	a, b := w.users[0], w.users[1]
