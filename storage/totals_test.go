@@ -326,8 +326,8 @@ func TestKeptTotalNotRecounted(t *testing.T) {
 	list(a, 1, 7, 1, "first page")
 	list(a, 2, 7, 0, "second page")
 	list(a, 3, 7, 0, "third page")
-	list(b, 2, 4, 1, "another tenant, same term")
-	list(b, 1, 4, 0, "another tenant, its first page")
+	list(b, 1, 4, 1, "another tenant, same term")
+	list(b, 1, 4, 0, "another tenant, its first page again")
 	list(a, 2, 7, 0, "the first tenant again")
 	// the odometer passes the services' due point: meter_due flips, the
 	// version does not move
