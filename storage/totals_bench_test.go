@@ -4,7 +4,6 @@ import (
 	"context"
 	"math/rand/v2"
 	"testing"
-	"time"
 
 	"github.com/fleetapi/fleetapi/storage"
 )
@@ -68,32 +67,5 @@ func BenchmarkServiceRename(b *testing.B) {
 		}
 	})
 	const rename = `UPDATE services SET name = CASE WHEN name LIKE '% (renamed)' THEN left(name, -length(' (renamed)')) ELSE name || ' (renamed)' END WHERE service_id = ?`
-	b.Run("commit", func(b *testing.B) {
-		r := rand.New(rand.NewPCG(7, 8))
-		start := time.Now()
-		for b.Loop() {
-			if _, err := db.ExecContext(ctx, rename, ids[r.IntN(len(ids))]); err != nil {
-				b.Fatal(err)
-			}
-		}
-		b.ReportMetric(float64(b.N)/time.Since(start).Seconds(), "updates/s")
-	})
-	b.Run("in_tx", func(b *testing.B) {
-		r := rand.New(rand.NewPCG(9, 10))
-		tx, err := db.BeginTx(ctx, nil)
-		if err != nil {
-			b.Fatal(err)
-		}
-		defer tx.Rollback() //nolint:errcheck // a no-op after Commit
-		start := time.Now()
-		for b.Loop() {
-			if _, err := tx.ExecContext(ctx, rename, ids[r.IntN(len(ids))]); err != nil {
-				b.Fatal(err)
-			}
-		}
-		if err := tx.Commit(); err != nil {
-			b.Fatal(err)
-		}
-		b.ReportMetric(float64(b.N)/time.Since(start).Seconds(), "updates/s")
-	})
+	benchUpdates(b, db, rename, 7, func(r *rand.Rand) []any { return []any{ids[r.IntN(len(ids))]} })
 }
