@@ -200,13 +200,9 @@ func quotaUsed(ctx context.Context, db bun.IDB, account int64, q Quota) (int64, 
 // *QuotaError, one more row of quota q when the account already uses its
 // limit. It runs inside the create's transaction, before the insert.
 func (s *Store) checkQuota(ctx context.Context, db bun.IDB, account int64, q Quota) error {
-	var a Account
-	if err := db.NewSelect().Model(&a).Where(accountsScope.col("id")+" = ?", account).For("NO KEY UPDATE").Scan(ctx); err != nil {
+	limit, err := s.lockedLimit(ctx, db, account, q, "NO KEY UPDATE")
+	if err != nil || limit == nil {
 		return err
-	}
-	limit := EffectiveQuotas(a, s.quotas).Get(q)
-	if limit == nil {
-		return nil
 	}
 	used, err := quotaUsed(ctx, db, account, q)
 	if err != nil {
@@ -247,13 +243,9 @@ func (s *Store) checkQuotaShared(ctx context.Context, db bun.IDB, account int64,
 	if resource == "" {
 		return fmt.Errorf("storage: quota %q has no shared check", q)
 	}
-	var a Account
-	if err := db.NewSelect().Model(&a).Where(accountsScope.col("id")+" = ?", account).For("SHARE").Scan(ctx); err != nil {
+	limit, err := s.lockedLimit(ctx, db, account, q, "SHARE")
+	if err != nil || limit == nil {
 		return err
-	}
-	limit := EffectiveQuotas(a, s.quotas).Get(q)
-	if limit == nil {
-		return nil
 	}
 	var used, inFlight int64
 	if err := db.NewRaw(`SELECT COALESCE(sum(n), 0),
@@ -265,6 +257,16 @@ func (s *Store) checkQuotaShared(ctx context.Context, db bun.IDB, account int64,
 		return nil
 	}
 	return errQuotaNear
+}
+
+// lockedLimit locks the account's row with the row lock lock (FOR lock)
+// and returns its limit of quota q in force (nil: unlimited).
+func (s *Store) lockedLimit(ctx context.Context, db bun.IDB, account int64, q Quota, lock string) (*int64, error) {
+	var a Account
+	if err := db.NewSelect().Model(&a).Where(accountsScope.col("id")+" = ?", account).For(lock).Scan(ctx); err != nil {
+		return nil, err
+	}
+	return EffectiveQuotas(a, s.quotas).Get(q), nil
 }
 
 // AccountQuotas returns the quotas in force for the account a (EffectiveQuotas
