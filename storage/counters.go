@@ -3,6 +3,7 @@ package storage
 import (
 	"context"
 	"slices"
+	"time"
 
 	"github.com/uptrace/bun"
 
@@ -118,6 +119,34 @@ func ResumeRowCounting(ctx context.Context, tx bun.Tx) error {
 		}
 	}
 	return nil
+}
+
+// DefaultCounterFoldInterval is how often serve folds the counters'
+// stripes (FoldCounters) unless FLEET_COUNTER_FOLD_INTERVAL says otherwise.
+const DefaultCounterFoldInterval = 10 * time.Minute
+
+// counterFoldBatch is the most stripe rows one fold statement moves.
+const counterFoldBatch = 5000
+
+// FoldCounters moves the counters' stripes into one row per account and
+// resource (fold_row_counts, migration 20270111000001): batches of up to
+// 5,000 rows, each its own statement, until a batch moves fewer or ctx
+// ends. Totals and versions keep their values (the generation is bumped,
+// so kept totals are counted again once); reads of the counters sum fewer
+// rows. Rows a writer holds are skipped and folded by a later call. It
+// returns the number of stripe rows folded.
+func (s *Store) FoldCounters(ctx context.Context) (int64, error) {
+	var total int64
+	for {
+		var n int64
+		if err := s.db.NewRaw(`SELECT fold_row_counts(?)`, counterFoldBatch).Scan(ctx, &n); err != nil {
+			return total, Translate(err)
+		}
+		total += n
+		if n < counterFoldBatch {
+			return total, nil
+		}
+	}
 }
 
 // countedTables returns the tables of the counted resources, sorted.

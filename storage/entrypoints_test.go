@@ -38,6 +38,7 @@ var unscopedStore = map[string]string{
 	"WithQuotas":           "configuration: no table",
 	"AddUsage":             "usage_daily: the servers' own counts of what they answered (metering), not a tenant table",
 	"ExportUsage":          "usage_daily and accounts: the operator's billing export (a trusted CLI job)",
+	"FoldCounters":         "account_row_counts only: moves counts between an account's own stripes, reads and returns no row",
 }
 
 // unscopedFuncs are the exported functions of package storage that take a

@@ -50,6 +50,7 @@ var primaryOnly = map[string]string{
 	"QuotasOf":            "a management read: the caller's own limits, before its write",
 	"DefaultQuotas":       "configuration",
 	"WithQuotas":          "configuration",
+	"FoldCounters":        "a write (serve's periodic fold of the counters' stripes)",
 	"ActivePrincipals":    "policy diff (the CLI): the tokens as they are now",
 	"AccountPrincipals":   "policy diff (the CLI): the accounts as they are now",
 	"DiffScopes":          "policy diff (the CLI): compares two scopes over the primary's rows",

@@ -71,6 +71,9 @@ type config struct {
 	// route) keys it counts in memory between two flushes.
 	UsageFlushInterval time.Duration
 	UsageMaxEntries    int
+	// CounterFoldInterval is how often the row counters' stripes are
+	// folded into one row per account (storage.FoldCounters); 0 never.
+	CounterFoldInterval time.Duration
 	// DrainDelay is how long /readyz answers 503 before the listener
 	// closes on shutdown; ShutdownTimeout how long in-flight requests may
 	// then take.
@@ -119,6 +122,7 @@ func defaultConfig(getenv func(string) string) (config, error) {
 	if c.UsageFlushInterval == 0 || c.UsageMaxEntries == 0 {
 		errs = append(errs, errors.New("FLEET_USAGE_FLUSH_INTERVAL and FLEET_USAGE_MAX_ENTRIES must be above zero"))
 	}
+	c.CounterFoldInterval = envDuration(getenv, "FLEET_COUNTER_FOLD_INTERVAL", storage.DefaultCounterFoldInterval, &errs)
 	c.DrainDelay = envDuration(getenv, "FLEET_DRAIN_DELAY", 0, &errs)
 	c.ShutdownTimeout = envDuration(getenv, "FLEET_SHUTDOWN_TIMEOUT", 15*time.Second, &errs)
 	c.ReadHeaderTimeout = envDuration(getenv, "FLEET_READ_HEADER_TIMEOUT", 5*time.Second, &errs)
@@ -293,6 +297,7 @@ func (c *config) flags(fs *flag.FlagSet) {
 	fs.DurationVar(&c.RequestTimeout, "request-timeout", c.RequestTimeout, "bound on one request's work, then 503 (FLEET_REQUEST_TIMEOUT)")
 	fs.DurationVar(&c.UsageFlushInterval, "usage-flush-interval", c.UsageFlushInterval, "add the usage counted in memory to the database this often; a crash loses at most this much of a replica's usage (FLEET_USAGE_FLUSH_INTERVAL)")
 	fs.IntVar(&c.UsageMaxEntries, "usage-max-entries", c.UsageMaxEntries, "most (account, day, route) usage keys counted in memory between two flushes (FLEET_USAGE_MAX_ENTRIES)")
+	fs.DurationVar(&c.CounterFoldInterval, "counter-fold-interval", c.CounterFoldInterval, "fold the row counters' stripes into one row per account this often; 0 never (FLEET_COUNTER_FOLD_INTERVAL)")
 	fs.DurationVar(&c.DrainDelay, "drain-delay", c.DrainDelay, "on shutdown, how long /readyz answers 503 before the listener closes (FLEET_DRAIN_DELAY)")
 	fs.DurationVar(&c.ShutdownTimeout, "shutdown-timeout", c.ShutdownTimeout, "how long in-flight requests may take to finish on shutdown (FLEET_SHUTDOWN_TIMEOUT)")
 	fs.Func("database-read-urls", "comma-separated PostgreSQL URLs of streaming replicas for the client API's reads (FLEET_DATABASE_READ_URLS)", func(v string) error {

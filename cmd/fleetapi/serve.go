@@ -285,6 +285,7 @@ func serve(ctx context.Context, cfg config, getenv func(string) string, con cons
 	// last flush follows the HTTP server's shutdown (every request
 	// answered and counted) on every way out of serve.
 	defer stopMeter()
+	defer startCounterFold(ctx, cfg.CounterFoldInterval, store, log)()
 	srv, err := api.New(api.Config{
 		Auth:             auth,
 		AuthSync:         authSync,
@@ -348,6 +349,42 @@ func serve(ctx context.Context, cfg config, getenv func(string) string, con cons
 	}
 	log.Info("stopped")
 	return nil
+}
+
+// startCounterFold folds the row counters' stripes (storage.FoldCounters)
+// every interval until the returned function is called (which waits for
+// a fold in progress to stop); an interval of 0 starts nothing. Replicas
+// fold at the same time without harm: each skips the rows another holds.
+// A failed fold is logged and tried again at the next tick.
+func startCounterFold(ctx context.Context, interval time.Duration, store *storage.Store, log *slog.Logger) func() {
+	if interval == 0 {
+		return func() {}
+	}
+	fctx, cancel := context.WithCancel(ctx)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		tick := time.NewTicker(interval)
+		defer tick.Stop()
+		for {
+			select {
+			case <-fctx.Done():
+				return
+			case <-tick.C:
+			}
+			n, err := store.FoldCounters(fctx)
+			switch {
+			case err != nil && fctx.Err() == nil:
+				log.Warn("counters: fold failed; next at the next interval", slog.Any("error", err))
+			case n > 0:
+				log.Info("counters: stripes folded", slog.Int64("rows", n))
+			}
+		}
+	}()
+	return func() {
+		cancel()
+		<-done
+	}
 }
 
 // startMetering starts the usage meter (docs/design.md §12): its flushes every
