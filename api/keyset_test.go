@@ -181,12 +181,9 @@ func TestListKeysetRefused(t *testing.T) {
 				}
 				return
 			}
-			if res.status != http.StatusBadRequest || res.errorCode(t) != "INVALID_PARAMETER" {
-				t.Fatalf("status %d: %s", res.status, res.raw)
-			}
-			details := res.body["error"].(map[string]any)["details"].(map[string]any)
-			if details["parameter"] != tt.param || !strings.Contains(fmt.Sprint(details["reason"]), tt.reason) {
-				t.Fatalf("details %v, want parameter %q, reason with %q", details, tt.param, tt.reason)
+			wantInvalidParam(t, res, tt.param)
+			if details := res.body["error"].(map[string]any)["details"].(map[string]any); !strings.Contains(fmt.Sprint(details["reason"]), tt.reason) {
+				t.Fatalf("details %v, want a reason with %q", details, tt.reason)
 			}
 		})
 	}

@@ -65,13 +65,7 @@ func TestListParameterBounds(t *testing.T) {
 					}
 					return
 				}
-				if res.status != http.StatusBadRequest || res.errorCode(t) != "INVALID_PARAMETER" {
-					t.Fatalf("status %d: %s", res.status, res.raw)
-				}
-				details := res.body["error"].(map[string]any)["details"].(map[string]any)
-				if details["parameter"] != tt.param || details["reason"] == "" {
-					t.Fatalf("details %v, want parameter %q", details, tt.param)
-				}
+				wantInvalidParam(t, res, tt.param)
 			})
 		}
 	}

@@ -1,7 +1,6 @@
 package storage_test
 
 import (
-	"bytes"
 	"context"
 	"fmt"
 	"sync"
@@ -9,7 +8,6 @@ import (
 
 	"github.com/fleetapi/fleetapi/storage"
 	"github.com/fleetapi/fleetapi/storage/demodata"
-	"github.com/fleetapi/fleetapi/storage/importfile"
 	"github.com/fleetapi/fleetapi/storage/storagetest"
 )
 
@@ -46,10 +44,8 @@ func readCounterState(t *testing.T, ctx context.Context, db *storagetest.DB) cou
 // fresh count after them.
 func TestFoldCounters(t *testing.T) {
 	ctx := context.Background()
-	db := storagetest.New(t)
-	if _, err := importfile.Load(ctx, db.DB, bytes.NewReader(demodata.File())); err != nil {
-		t.Fatal(err)
-	}
+	_, db := newStore(t)
+	importJSON(t, db, demodata.File())
 	s := storage.NewStore(db.DB)
 	e := newEngine(t)
 	acme := principalOf(t, s, "acme").Account

@@ -1,7 +1,6 @@
 package storage_test
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -10,8 +9,6 @@ import (
 
 	"github.com/fleetapi/fleetapi/storage"
 	"github.com/fleetapi/fleetapi/storage/demodata"
-	"github.com/fleetapi/fleetapi/storage/importfile"
-	"github.com/fleetapi/fleetapi/storage/storagetest"
 )
 
 // TestQuotaSharedCheckCrossesToExclusive: concurrent passenger creates of
@@ -23,10 +20,8 @@ import (
 // and one far above it, with more creators than the remaining room.
 func TestQuotaSharedCheckCrossesToExclusive(t *testing.T) {
 	ctx := context.Background()
-	db := storagetest.New(t)
-	if _, err := importfile.Load(ctx, db.DB, bytes.NewReader(demodata.File())); err != nil {
-		t.Fatal(err)
-	}
+	_, db := newStore(t)
+	importJSON(t, db, demodata.File())
 	var inFlight int64
 	if err := db.DB.NewRaw(`SELECT current_setting('max_connections')::bigint + current_setting('max_prepared_transactions')::bigint`).Scan(ctx, &inFlight); err != nil {
 		t.Fatal(err)
