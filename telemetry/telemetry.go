@@ -10,6 +10,7 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
+	"slices"
 	"strings"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -149,9 +150,25 @@ func boundedAttribute(kv attribute.KeyValue) bool {
 // every library (otelhttp, bunotel, fleetapi's own): the one place where a
 // label with values a client chooses is dropped, whichever instrumentation
 // would add it.
+//
+// It also drops otelhttp's request and response body size histograms
+// (droppedInstruments): recording them was a third of a small request's
+// metric cost (docs/performance.md, "The fixed cost of a request"), and
+// the bytes each account is answered are counted by usage metering.
 func boundedAttributesView() sdkmetric.View {
-	return sdkmetric.NewView(sdkmetric.Instrument{Name: "*"}, sdkmetric.Stream{AttributeFilter: boundedAttribute})
+	bounded := sdkmetric.NewView(sdkmetric.Instrument{Name: "*"}, sdkmetric.Stream{AttributeFilter: boundedAttribute})
+	return func(i sdkmetric.Instrument) (sdkmetric.Stream, bool) {
+		s, ok := bounded(i)
+		if ok && slices.Contains(droppedInstruments, i.Name) {
+			s.Aggregation = sdkmetric.AggregationDrop{}
+		}
+		return s, ok
+	}
 }
+
+// droppedInstruments are the instruments whose measurements are not
+// aggregated or exported.
+var droppedInstruments = []string{"http.server.request.body.size", "http.server.response.body.size"}
 
 func serviceName(getenv func(string) string) string {
 	if n := getenv("OTEL_SERVICE_NAME"); n != "" {

@@ -14,6 +14,7 @@ import (
 	"github.com/fleetapi/fleetapi/api/metering"
 	"github.com/fleetapi/fleetapi/policy"
 	"github.com/fleetapi/fleetapi/storage"
+	"github.com/fleetapi/fleetapi/telemetry"
 	"github.com/fleetapi/fleetapi/tenancy"
 )
 
@@ -74,6 +75,9 @@ type config struct {
 	// CounterFoldInterval is how often the row counters' stripes are
 	// folded into one row per account (storage.FoldCounters); 0 never.
 	CounterFoldInterval time.Duration
+	// LogFlushInterval is how long the server's log lines may wait in
+	// memory before they are written to stdout; 0 writes each at once.
+	LogFlushInterval time.Duration
 	// DrainDelay is how long /readyz answers 503 before the listener
 	// closes on shutdown; ShutdownTimeout how long in-flight requests may
 	// then take.
@@ -123,6 +127,7 @@ func defaultConfig(getenv func(string) string) (config, error) {
 		errs = append(errs, errors.New("FLEET_USAGE_FLUSH_INTERVAL and FLEET_USAGE_MAX_ENTRIES must be above zero"))
 	}
 	c.CounterFoldInterval = envDuration(getenv, "FLEET_COUNTER_FOLD_INTERVAL", storage.DefaultCounterFoldInterval, &errs)
+	c.LogFlushInterval = envDuration(getenv, "FLEET_LOG_FLUSH_INTERVAL", telemetry.DefaultLogFlushInterval, &errs)
 	c.DrainDelay = envDuration(getenv, "FLEET_DRAIN_DELAY", 0, &errs)
 	c.ShutdownTimeout = envDuration(getenv, "FLEET_SHUTDOWN_TIMEOUT", 15*time.Second, &errs)
 	c.ReadHeaderTimeout = envDuration(getenv, "FLEET_READ_HEADER_TIMEOUT", 5*time.Second, &errs)
@@ -297,6 +302,7 @@ func (c *config) flags(fs *flag.FlagSet) {
 	fs.DurationVar(&c.RequestTimeout, "request-timeout", c.RequestTimeout, "bound on one request's work, then 503 (FLEET_REQUEST_TIMEOUT)")
 	fs.DurationVar(&c.UsageFlushInterval, "usage-flush-interval", c.UsageFlushInterval, "add the usage counted in memory to the database this often; a crash loses at most this much of a replica's usage (FLEET_USAGE_FLUSH_INTERVAL)")
 	fs.IntVar(&c.UsageMaxEntries, "usage-max-entries", c.UsageMaxEntries, "most (account, day, route) usage keys counted in memory between two flushes (FLEET_USAGE_MAX_ENTRIES)")
+	fs.DurationVar(&c.LogFlushInterval, "log-flush-interval", c.LogFlushInterval, "how long log lines may wait in memory before they are written; 0 writes each at once (FLEET_LOG_FLUSH_INTERVAL)")
 	fs.DurationVar(&c.CounterFoldInterval, "counter-fold-interval", c.CounterFoldInterval, "fold the row counters' stripes into one row per account this often; 0 never (FLEET_COUNTER_FOLD_INTERVAL)")
 	fs.DurationVar(&c.DrainDelay, "drain-delay", c.DrainDelay, "on shutdown, how long /readyz answers 503 before the listener closes (FLEET_DRAIN_DELAY)")
 	fs.DurationVar(&c.ShutdownTimeout, "shutdown-timeout", c.ShutdownTimeout, "how long in-flight requests may take to finish on shutdown (FLEET_SHUTDOWN_TIMEOUT)")

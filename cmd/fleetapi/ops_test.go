@@ -75,6 +75,12 @@ func TestMetricsAndHealth(t *testing.T) {
 			t.Errorf("/metrics lacks %s", want)
 		}
 	}
+	// The body size histograms are dropped (telemetry.droppedInstruments).
+	for _, unwanted := range []string{`http_server_request_body_size`, `http_server_response_body_size`} {
+		if strings.Contains(metrics, unwanted) {
+			t.Errorf("/metrics has %s", unwanted)
+		}
+	}
 	if t.Failed() {
 		t.Logf("metrics:\n%s", metrics)
 	}

@@ -117,9 +117,9 @@ func TestServeReloadsOnSIGHUP(t *testing.T) {
 	if st := status(t, client, services, tok); st != 403 {
 		t.Fatalf("GET /services after the reload: %d, want 403", st)
 	}
-	// The decision log's last record is of the new revision.
-	lines := strings.Split(strings.TrimSpace(logs.String()), "\n")
-	var last struct {
+	// The decision log's last record is of the new revision (the log is
+	// written every FLEET_LOG_FLUSH_INTERVAL: wait for the denial's record).
+	type record struct {
 		Revision string                       `json:"revision"`
 		Bundles  map[string]map[string]string `json:"bundles"`
 		Labels   map[string]string            `json:"labels"`
@@ -127,15 +127,20 @@ func TestServeReloadsOnSIGHUP(t *testing.T) {
 			Code string `json:"code"`
 		} `json:"custom"`
 	}
-	for i := len(lines) - 1; i >= 0; i-- {
-		if strings.Contains(lines[i], `"decision_id"`) {
-			if err := json.Unmarshal([]byte(lines[i]), &last); err != nil {
-				t.Fatal(err)
+	lastRecord := func() (last record) {
+		lines := strings.Split(strings.TrimSpace(logs.String()), "\n")
+		for i := len(lines) - 1; i >= 0; i-- {
+			if strings.Contains(lines[i], `"decision_id"`) {
+				if err := json.Unmarshal([]byte(lines[i]), &last); err != nil {
+					t.Fatal(err)
+				}
+				break
 			}
-			break
 		}
+		return last
 	}
-	if last.Revision != revB || last.Bundles["fleet"]["revision"] != revB || last.Custom.Code != "PRIVILEGE_REQUIRED" ||
+	waitFor(t, "the decision record of the denial", logs, func() bool { return lastRecord().Custom.Code == "PRIVILEGE_REQUIRED" })
+	if last := lastRecord(); last.Revision != revB || last.Bundles["fleet"]["revision"] != revB ||
 		last.Labels["service"] != "fleetapi" || last.Labels["fleetapi_version"] == "" || last.Labels["id"] == "" {
 		t.Errorf("last decision record %+v, want revision %s", last, revB)
 	}

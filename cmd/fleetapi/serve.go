@@ -198,8 +198,11 @@ func apiHTTPServer(h http.Handler, cfg config, log *slog.Logger) *http.Server {
 // the listening address.
 func serve(ctx context.Context, cfg config, getenv func(string) string, con console, ready func(addr string)) error {
 	// The server's JSON log is its output: stdout, as docs/observability.md
-	// says, with the decision log when FLEET_DECISION_LOG=stdout.
-	log := telemetry.NewLogger(con.out, slog.LevelInfo)
+	// says, with the decision log when FLEET_DECISION_LOG=stdout; both
+	// through one LogWriter, written every FLEET_LOG_FLUSH_INTERVAL.
+	out := telemetry.NewLogWriter(con.out, cfg.LogFlushInterval)
+	defer out.Close() //nolint:errcheck // stdout: nowhere to report to
+	log := telemetry.NewLogger(out, slog.LevelInfo)
 	tel, err := telemetry.Setup(ctx, getenv)
 	if err != nil {
 		return fmt.Errorf("telemetry: %w", err)
@@ -231,7 +234,7 @@ func serve(ctx context.Context, cfg config, getenv func(string) string, con cons
 		}
 	}
 
-	dlog, closeLog, err := decisionLog(cfg.DecisionLog, con.out)
+	dlog, closeLog, err := decisionLog(cfg.DecisionLog, out)
 	if err != nil {
 		return err
 	}
