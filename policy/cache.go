@@ -4,9 +4,6 @@ import (
 	"container/list"
 	"context"
 	"sync"
-
-	"go.opentelemetry.io/otel/attribute"
-	"go.opentelemetry.io/otel/metric"
 )
 
 // lruCache is a bounded least-recently-used map from cache keys to
@@ -96,37 +93,14 @@ func cached[T any](ctx context.Context, e *snapshot, kind, key string, compute f
 }
 
 // countLookup records one cache lookup in fleet.policy.cache.
-func (e *snapshot) countLookup(ctx context.Context, kind string, hit bool) {
-	e.lookups.Add(ctx, 1, lookupOption(kind, hit))
-}
-
-// lookupOptions are the attribute sets of fleet.policy.cache for the
-// kinds of question, built once: building a set per lookup was two of a
-// request's allocations per question.
-var lookupOptions = func() map[string][2]metric.AddOption {
-	m := map[string][2]metric.AddOption{}
-	for _, kind := range []string{"decide", "scope", "permissions"} {
-		m[kind] = [2]metric.AddOption{lookupSet(kind, false), lookupSet(kind, true)}
-	}
-	return m
-}()
-
-func lookupSet(kind string, hit bool) metric.AddOption {
-	result := "miss"
-	if hit {
-		result = "hit"
-	}
-	return metric.WithAttributeSet(attribute.NewSet(attribute.String("kind", kind), attribute.String("result", result)))
-}
-
-// lookupOption is the attribute set of one lookup: a prebuilt one for the
-// known kinds, a new one otherwise.
-func lookupOption(kind string, hit bool) metric.AddOption {
-	if o, ok := lookupOptions[kind]; ok {
+func (e *snapshot) countLookup(_ context.Context, kind string, hit bool) {
+	if s, ok := e.lookupSeries[kind]; ok {
 		if hit {
-			return o[1]
+			s[1].n.Add(1)
+		} else {
+			s[0].n.Add(1)
 		}
-		return o[0]
+		return
 	}
-	return lookupSet(kind, hit)
+	e.lookups.add(lookupAttrs(kind, hit)...)
 }

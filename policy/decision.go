@@ -10,7 +10,6 @@ import (
 	"github.com/open-policy-agent/opa/v1/rego"
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/codes"
-	"go.opentelemetry.io/otel/metric"
 )
 
 // ErrUndefined: a policy query had no result, or one of the wrong shape
@@ -51,9 +50,9 @@ func (e *snapshot) Decide(ctx context.Context, in Input) (Decision, error) {
 	}
 	span.SetAttributes(attribute.String("fleet.decision.code", code))
 	if code == "ALLOW" {
-		e.decisions.Add(ctx, 1, allowOption)
+		e.allowed.n.Add(1)
 	} else {
-		e.decisions.Add(ctx, 1, metric.WithAttributes(attribute.String("code", code), attribute.String("action", ActionRoute)))
+		e.decisions.add(attribute.String("code", code), attribute.String("action", ActionRoute))
 	}
 	e.logDecision(ctx, in, d, elapsed, cached, nil)
 	return d, nil
@@ -114,7 +113,3 @@ func single(rs rego.ResultSet) any {
 // in fleet.policy.decisions; a management decision carries its action
 // (account.create, ...). Every series has both labels, code and action.
 const ActionRoute = "route"
-
-// allowOption is the attribute set of an allowing route decision in
-// fleet.policy.decisions, built once (most decisions allow).
-var allowOption = metric.WithAttributeSet(attribute.NewSet(attribute.String("code", "ALLOW"), attribute.String("action", ActionRoute)))

@@ -137,10 +137,15 @@ type shared struct {
 	tracer     trace.Tracer
 	logger     *slog.Logger
 	// lookups counts cache lookups by kind (decide, scope, permissions)
-	// and result (hit, miss).
-	lookups metric.Int64Counter
-	// decisions counts Decide answers by code (ALLOW or the denial code).
-	decisions metric.Int64Counter
+	// and result (hit, miss), fleet.policy.cache; lookupSeries are its
+	// series of the known kinds.
+	lookups      *counts
+	lookupSeries lookupSeries
+	// decisions counts answers by code (ALLOW or the denial code) and
+	// action, fleet.policy.decisions; allowed is its series of allowed
+	// route decisions, most of them.
+	decisions *counts
+	allowed   *series
 
 	logMu sync.Mutex
 	log   io.Writer
@@ -191,18 +196,21 @@ func New(ctx context.Context, opts Options) (*Engine, error) {
 		mp = otel.GetMeterProvider()
 	}
 	meter := mp.Meter(tracerName)
-	var counters [3]metric.Int64Counter
-	for i, c := range [...]struct{ name, desc string }{
-		{"fleet.policy.cache", "Policy answer cache lookups, by kind (decide, scope, permissions) and result (hit, miss)."},
-		{"fleet.policy.decisions", "Policy decisions, by code (ALLOW or the denial code) and action (route for a route decision, else the management action)."},
-		{"fleet.policy.reloads", "New policy sets checked for a hot reload, by result (ok: swapped in, refused: a check failed, the old set serves on)."},
-	} {
-		var err error
-		if counters[i], err = meter.Int64Counter(c.name, metric.WithDescription(c.desc)); err != nil {
-			return nil, err
-		}
+	lookups, err := newCounts(meter, "fleet.policy.cache",
+		"Policy answer cache lookups, by kind (decide, scope, permissions) and result (hit, miss).")
+	if err != nil {
+		return nil, err
 	}
-	lookups, decisions, reloads := counters[0], counters[1], counters[2]
+	decisions, err := newCounts(meter, "fleet.policy.decisions",
+		"Policy decisions, by code (ALLOW or the denial code) and action (route for a route decision, else the management action).")
+	if err != nil {
+		return nil, err
+	}
+	reloads, err := meter.Int64Counter("fleet.policy.reloads",
+		metric.WithDescription("New policy sets checked for a hot reload, by result (ok: swapped in, refused: a check failed, the old set serves on)."))
+	if err != nil {
+		return nil, err
+	}
 	labels, err := decisionLogLabels(opts.DecisionLogLabels)
 	if err != nil {
 		return nil, err
@@ -213,13 +221,15 @@ func New(ctx context.Context, opts Options) (*Engine, error) {
 	}
 	e := &Engine{
 		shared: &shared{
-			opts:      opts,
-			lookups:   lookups,
-			decisions: decisions,
-			tracer:    tp.Tracer(tracerName),
-			logger:    logger,
-			log:       opts.DecisionLog,
-			labels:    labels,
+			opts:         opts,
+			lookups:      lookups,
+			lookupSeries: newLookupSeries(lookups),
+			decisions:    decisions,
+			allowed:      decisions.of(attribute.String("code", "ALLOW"), attribute.String("action", ActionRoute)),
+			tracer:       tp.Tracer(tracerName),
+			logger:       logger,
+			log:          opts.DecisionLog,
+			labels:       labels,
 		},
 		reloads: reloads,
 		now:     time.Now,

@@ -10,7 +10,6 @@ import (
 	"github.com/open-policy-agent/opa/v1/rego/compile"
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/codes"
-	"go.opentelemetry.io/otel/metric"
 
 	"github.com/fleetapi/fleetapi/tenancy"
 )
@@ -256,7 +255,7 @@ func (e *snapshot) DecideManagement(ctx context.Context, in ManagementInput) (De
 		code = "ALLOW"
 	}
 	span.SetAttributes(attribute.String("fleet.decision.code", code))
-	e.decisions.Add(ctx, 1, metric.WithAttributes(attribute.String("code", code), attribute.String("action", in.Action)))
+	e.decisions.add(attribute.String("code", code), attribute.String("action", in.Action))
 	e.logManagement(ctx, in, d, elapsed, nil)
 	return d, nil
 }
