@@ -1,7 +1,6 @@
 package api
 
 import (
-	"encoding/json"
 	"slices"
 	"strconv"
 	"unicode/utf8"
@@ -47,33 +46,115 @@ func directData(data any) (write func([]byte) ([]byte, error), size int, ok bool
 	case storage.Event:
 		return func(b []byte) ([]byte, error) { return appendEvent(b, &d) }, itemBytes, true
 	case []Service:
-		return func(b []byte) ([]byte, error) { return appendItems(b, d) }, len(d) * itemBytes, true
+		return func(b []byte) ([]byte, error) { return appendItems(b, d, appendService) }, len(d) * itemBytes, true
 	case []DueService:
-		return func(b []byte) ([]byte, error) { return appendItems(b, d) }, len(d) * itemBytes, true
+		return func(b []byte) ([]byte, error) { return appendItems(b, d, appendDueService) }, len(d) * itemBytes, true
 	case Account:
 		return func(b []byte) ([]byte, error) { return appendAccount(b, &d), nil }, 64 * (len(d.Permissions.Routes) + 4), true
 	}
 	return nil, 0, false
 }
 
-// appendItems writes a list of items, each its MarshalJSON output as it
-// is (null for a nil list).
-func appendItems[T json.Marshaler](b []byte, items []T) ([]byte, error) {
+// appendItems writes a list of items, each with write (null for a nil
+// list).
+func appendItems[T any](b []byte, items []T, write func([]byte, *T) ([]byte, error)) ([]byte, error) {
 	if items == nil {
 		return append(b, "null"...), nil
 	}
 	b = append(b, '[')
-	for i, item := range items {
+	var err error
+	for i := range items {
 		if i > 0 {
 			b = append(b, ',')
 		}
-		j, err := item.MarshalJSON()
-		if err != nil {
+		if b, err = write(b, &items[i]); err != nil {
 			return nil, err
 		}
-		b = append(b, j...)
 	}
 	return append(b, ']'), nil
+}
+
+// appendService writes a service record as its MarshalJSON does: the named
+// fields as json.Marshal writes them (HTML characters escaped in strings),
+// then the extra properties. Through MarshalJSON every record went through
+// encoding/json's reflection: a tenth of a 50-record page's server CPU and
+// a quarter of a 500-record due page's.
+func appendService(b []byte, s *Service) ([]byte, error) {
+	if len(s.Extra) == 0 {
+		return append(appendServiceFields(b, &s.Service), '}'), nil
+	}
+	return appendMerged(b, append(appendServiceFields(nil, &s.Service), '}'), s.Extra)
+}
+
+// appendDueService writes a due record as its MarshalJSON does: the
+// service's named fields, the due fields, then the extra properties.
+func appendDueService(b []byte, d *DueService) ([]byte, error) {
+	if len(d.Extra) == 0 {
+		return appendDueFields(appendServiceFields(b, &d.Service), d), nil
+	}
+	return appendMerged(b, appendDueFields(appendServiceFields(nil, &d.Service), d), d.Extra)
+}
+
+// appendMerged appends named (a whole encoded object) with extra merged in
+// as mergeExtra does.
+func appendMerged(b, named []byte, extra storage.JSONObject) ([]byte, error) {
+	merged, err := mergeExtra(named, extra)
+	if err != nil {
+		return nil, err
+	}
+	return append(b, merged...), nil
+}
+
+// appendServiceFields writes the named fields of a service record in the
+// struct's order, without the closing brace.
+func appendServiceFields(b []byte, s *storage.Service) []byte {
+	b = appendIntField(b, `{"service_id":`, s.ServiceID)
+	b = appendStringHTML(append(b, `,"imei":`...), s.IMEI, true)
+	b = appendStringHTML(append(b, `,"name":`...), s.Name, true)
+	b = appendBoolField(b, `,"odo":`, s.Odo)
+	b = appendIntField(b, `,"odo_interval":`, int64(s.OdoInterval))
+	b = appendIntField(b, `,"odo_last":`, int64(s.OdoLast))
+	b = appendBoolField(b, `,"engh":`, s.Engh)
+	b = appendIntField(b, `,"engh_interval":`, int64(s.EnghInterval))
+	b = appendIntField(b, `,"engh_last":`, int64(s.EnghLast))
+	b = appendBoolField(b, `,"days":`, s.Days)
+	b = appendIntField(b, `,"days_interval":`, int64(s.DaysInterval))
+	b = append(b, `,"days_last":`...)
+	if s.DaysLast == nil {
+		b = append(b, "null"...)
+	} else {
+		// Date.MarshalJSON is json.Marshal(String()): digits and '-', which
+		// need no escaping.
+		b = append(s.DaysLast.AppendFormat(append(b, '"'), storage.DateLayout), '"')
+	}
+	b = appendBoolField(b, `,"odo_left":`, s.OdoLeft)
+	b = appendIntField(b, `,"odo_left_num":`, int64(s.OdoLeftNum))
+	b = appendBoolField(b, `,"engh_left":`, s.EnghLeft)
+	b = appendIntField(b, `,"engh_left_num":`, int64(s.EnghLeftNum))
+	b = appendBoolField(b, `,"days_left":`, s.DaysLeft)
+	b = appendIntField(b, `,"days_left_num":`, int64(s.DaysLeftNum))
+	b = appendBoolField(b, `,"update_last":`, s.UpdateLast)
+	return appendBoolField(b, `,"notify_service_expire":`, s.NotifyServiceExpire)
+}
+
+// appendDueFields writes the due fields of d after its service's fields,
+// with the closing brace (dueServiceJSON's order).
+func appendDueFields(b []byte, d *DueService) []byte {
+	b = appendStringHTML(append(b, `,"object_name":`...), d.ObjectName, true)
+	b = appendOptionalInt(append(b, `,"odo_remaining":`...), d.OdoRemaining)
+	b = appendOptionalInt(append(b, `,"engh_remaining":`...), d.EnghRemaining)
+	b = appendOptionalInt(append(b, `,"days_remaining":`...), d.DaysRemaining)
+	b = appendListField(b, `,"due":`, d.Due)
+	b = appendStringHTML(append(b, `,"state":`...), d.State, true)
+	return append(b, '}')
+}
+
+// appendOptionalInt writes *v, or null.
+func appendOptionalInt(b []byte, v *int64) []byte {
+	if v == nil {
+		return append(b, "null"...)
+	}
+	return strconv.AppendInt(b, *v, 10)
 }
 
 // appendMeta writes m as encoding/json does (the paging fields inline).

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"testing"
+	"time"
 
 	"github.com/fleetapi/fleetapi/storage"
 )
@@ -93,6 +94,83 @@ func TestAppendEventMatchesEncoder(t *testing.T) {
 			if !bytes.Equal(got, want.Bytes()) {
 				t.Fatalf("event %d:\ngot  %s\nwant %s", i, got, want.Bytes())
 			}
+		}
+	}
+}
+
+// TestAppendServicesMatchEncoder: the hand-written service and due pages
+// are byte for byte what json.Encoder writes through the records'
+// MarshalJSON (json.Marshal of the named fields, HTML characters escaped,
+// then the extra properties), for every string the encoder treats
+// specially in each string field, a missing and a present days_last, nil,
+// negative and extreme remaining values, nil, empty and full due lists,
+// and extra properties that are empty, nested, HTML-laden or named like a
+// field (never overriding it).
+func TestAppendServicesMatchEncoder(t *testing.T) {
+	var strs []string
+	for c := 0; c < 256; c++ {
+		strs = append(strs, string([]byte{byte(c)}), "a"+string([]byte{byte(c)})+"z")
+	}
+	strs = append(strs, "", "\u2028", "x\u2029y", "\xff\xfe", "\xe2\x80", "é中😀", `<a href="x">&amp;</a>`, `back\slash`, "\ufffd")
+	day := storage.NewDate(time.Date(2026, 3, 1, 0, 0, 0, 0, time.UTC))
+	first := storage.NewDate(time.Date(1, 1, 1, 0, 0, 0, 0, time.UTC))
+	last := storage.NewDate(time.Date(9999, 12, 31, 0, 0, 0, 0, time.UTC))
+	low, high, neg := int64(-1<<63), int64(1<<63-1), int64(-5)
+	extras := []storage.JSONObject{nil, {}, {"workshop": "Main <depot> & co"},
+		{"name": "ignored", "imei": 1.0, "state": "ignored", "z": map[string]any{"k": []any{1.5, "\u2028", nil, true}}}}
+	var svc []storage.Service
+	var due []storage.DueService
+	for i, s := range strs {
+		r := storage.Service{
+			ServiceID: int64(i) - 3, IMEI: s, Name: s + s,
+			Odo: i%2 == 0, OdoInterval: i * 1000, OdoLast: -i, Engh: i%3 == 0, EnghInterval: 1<<31 - 1, EnghLast: -1 << 31,
+			Days: i%5 == 0, DaysInterval: i, OdoLeft: true, OdoLeftNum: i, EnghLeft: i%7 == 0, EnghLeftNum: 3,
+			DaysLeft: i%2 == 1, DaysLeftNum: 30, UpdateLast: i%4 == 0, NotifyServiceExpire: i%3 == 1,
+			Extra: extras[i%len(extras)],
+		}
+		switch i % 6 {
+		case 0, 2:
+			r.DaysLast = &day
+		case 4:
+			r.DaysLast = &first
+		case 5:
+			r.DaysLast = &last
+		}
+		svc = append(svc, r)
+		d := storage.DueService{Service: r, ObjectName: s, State: s}
+		switch i % 4 {
+		case 0:
+			d.OdoRemaining, d.Due = &neg, storage.StringList{"odo"}
+		case 1:
+			d.OdoRemaining, d.EnghRemaining, d.DaysRemaining, d.Due = &low, &high, &neg, storage.StringList{"odo", "engh", "days", s}
+		case 2:
+			d.Due = storage.StringList{}
+		}
+		due = append(due, d)
+	}
+	for name, env := range map[string]interface {
+		appendJSON([]byte) ([]byte, bool, error)
+	}{
+		"services": &Envelope[[]Service]{Success: true, Data: services(svc), Meta: Meta{RequestID: "r", Paging: &Paging{Page: 1, PerPage: 500, Total: int64(len(svc)), Pages: 1}}},
+		"due":      &Envelope[[]DueService]{Success: true, Data: dueServices(due), Meta: Meta{RequestID: "<&>"}},
+	} {
+		got, ok, err := env.appendJSON(nil)
+		if err != nil || !ok {
+			t.Fatalf("%s: appendJSON: %v, %v", name, ok, err)
+		}
+		var want bytes.Buffer
+		enc := json.NewEncoder(&want)
+		enc.SetEscapeHTML(false)
+		if err := enc.Encode(env); err != nil {
+			t.Fatal(err)
+		}
+		if !bytes.Equal(got, want.Bytes()) {
+			g, w := got, want.Bytes()
+			i := 0
+			for i < len(g) && i < len(w) && g[i] == w[i] {
+				i++
+			}
+			t.Fatalf("%s: first difference at byte %d:\ngot  %.200q\nwant %.200q", name, i, g[max(0, i-80):], w[max(0, i-80):])
 		}
 	}
 }
