@@ -3,6 +3,7 @@ package api
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"testing"
 	"time"
 
@@ -31,21 +32,7 @@ func TestAppendJSONMatchesEncoder(t *testing.T) {
 			Permissions: Permissions{Privileges: []string{}, Token: []string{"<&>", "\\"}, Routes: map[string]bool{"z": false, "\"q": true, "A": true, "é": false}}}, Meta: Meta{RequestID: "r"}},
 		"account_nil": &Envelope[Account]{Meta: Meta{RequestID: "r"}},
 	} {
-		t.Run(name, func(t *testing.T) {
-			got, ok, err := env.appendJSON(nil)
-			if err != nil || !ok {
-				t.Fatalf("appendJSON: %v, %v", ok, err)
-			}
-			var want bytes.Buffer
-			enc := json.NewEncoder(&want)
-			enc.SetEscapeHTML(false)
-			if err := enc.Encode(env); err != nil {
-				t.Fatal(err)
-			}
-			if !bytes.Equal(got, want.Bytes()) {
-				t.Fatalf("got  %s\nwant %s", got, want.Bytes())
-			}
-		})
+		t.Run(name, func(t *testing.T) { matchesEncoder(t, name, env) })
 	}
 	if _, ok, _ := (&Envelope[storage.Report]{}).appendJSON(nil); ok {
 		t.Fatal("a report envelope took the hand-written path")
@@ -80,20 +67,7 @@ func TestAppendEventMatchesEncoder(t *testing.T) {
 	metas := []Meta{{}, {RequestID: "req-1"}, {RequestID: "<&>\u2028", Paging: &Paging{Page: 2, PerPage: 12, Total: 30, Pages: 3}}}
 	for i, ev := range events {
 		for _, success := range []bool{true, false} {
-			env := &Envelope[storage.Event]{Success: success, Data: ev, Meta: metas[i%len(metas)]}
-			got, ok, err := env.appendJSON(nil)
-			if err != nil || !ok {
-				t.Fatalf("event %d: appendJSON: %v, %v", i, ok, err)
-			}
-			var want bytes.Buffer
-			enc := json.NewEncoder(&want)
-			enc.SetEscapeHTML(false)
-			if err := enc.Encode(env); err != nil {
-				t.Fatal(err)
-			}
-			if !bytes.Equal(got, want.Bytes()) {
-				t.Fatalf("event %d:\ngot  %s\nwant %s", i, got, want.Bytes())
-			}
+			matchesEncoder(t, fmt.Sprintf("event %d", i), &Envelope[storage.Event]{Success: success, Data: ev, Meta: metas[i%len(metas)]})
 		}
 	}
 }
@@ -154,23 +128,32 @@ func TestAppendServicesMatchEncoder(t *testing.T) {
 		"services": &Envelope[[]Service]{Success: true, Data: services(svc), Meta: Meta{RequestID: "r", Paging: &Paging{Page: 1, PerPage: 500, Total: int64(len(svc)), Pages: 1}}},
 		"due":      &Envelope[[]DueService]{Success: true, Data: dueServices(due), Meta: Meta{RequestID: "<&>"}},
 	} {
-		got, ok, err := env.appendJSON(nil)
-		if err != nil || !ok {
-			t.Fatalf("%s: appendJSON: %v, %v", name, ok, err)
+		matchesEncoder(t, name, env)
+	}
+}
+
+// matchesEncoder fails unless env's hand-written bytes are exactly what
+// json.Encoder (without HTML escaping, as sendJSON) writes for it,
+// showing where they first differ.
+func matchesEncoder(t *testing.T, name string, env interface {
+	appendJSON([]byte) ([]byte, bool, error)
+}) {
+	t.Helper()
+	got, ok, err := env.appendJSON(nil)
+	if err != nil || !ok {
+		t.Fatalf("%s: appendJSON: %v, %v", name, ok, err)
+	}
+	var want bytes.Buffer
+	enc := json.NewEncoder(&want)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(env); err != nil {
+		t.Fatal(err)
+	}
+	if w := want.Bytes(); !bytes.Equal(got, w) {
+		i := 0
+		for i < len(got) && i < len(w) && got[i] == w[i] {
+			i++
 		}
-		var want bytes.Buffer
-		enc := json.NewEncoder(&want)
-		enc.SetEscapeHTML(false)
-		if err := enc.Encode(env); err != nil {
-			t.Fatal(err)
-		}
-		if !bytes.Equal(got, want.Bytes()) {
-			g, w := got, want.Bytes()
-			i := 0
-			for i < len(g) && i < len(w) && g[i] == w[i] {
-				i++
-			}
-			t.Fatalf("%s: first difference at byte %d:\ngot  %.200q\nwant %.200q", name, i, g[max(0, i-80):], w[max(0, i-80):])
-		}
+		t.Fatalf("%s: first difference at byte %d:\ngot  %.200q\nwant %.200q", name, i, got[max(0, i-80):], w[max(0, i-80):])
 	}
 }
