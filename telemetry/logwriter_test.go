@@ -2,6 +2,8 @@ package telemetry
 
 import (
 	"bytes"
+	"encoding/json"
+	"errors"
 	"fmt"
 	"strings"
 	"sync"
@@ -138,6 +140,112 @@ func TestLogWriterKeepsConcurrentLinesWhole(t *testing.T) {
 			if !seen[line(g, i)] {
 				t.Fatalf("line missing or split: %q", line(g, i))
 			}
+		}
+	}
+}
+
+// failingOnce fails its first write, then writes.
+type failingOnce struct {
+	lockedBuffer
+	failed bool
+}
+
+func (f *failingOnce) Write(p []byte) (int, error) {
+	f.mu.Lock()
+	if !f.failed {
+		f.failed = true
+		f.mu.Unlock()
+		return 0, errors.New("disk full")
+	}
+	f.mu.Unlock()
+	return f.lockedBuffer.Write(p)
+}
+
+// A failed write of the underlying writer loses what was buffered, not
+// the log: the lines after it are written (a bufio.Writer alone would
+// refuse every later write).
+func TestLogWriterGoesOnAfterAFailedWrite(t *testing.T) {
+	out := &failingOnce{}
+	w := NewLogWriter(out, time.Hour)
+	fmt.Fprintln(w, "lost")
+	if err := w.Flush(); err == nil {
+		t.Fatal("the failed write was not reported")
+	}
+	fmt.Fprintln(w, "kept")
+	if err := w.Flush(); err != nil {
+		t.Fatalf("after a failed write: %v", err)
+	}
+	fmt.Fprintln(w, "at close")
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if got, _ := out.state(); got != "kept\nat close\n" {
+		t.Fatalf("written: %q", got)
+	}
+}
+
+// frozen blocks every write until it is thawed, like a pipe whose reader
+// stopped reading.
+type frozen struct {
+	lockedBuffer
+	thaw chan struct{}
+}
+
+func (f *frozen) Write(p []byte) (int, error) {
+	<-f.thaw
+	return f.lockedBuffer.Write(p)
+}
+
+// A frozen stdout holds the flush, not the writers: lines written while
+// it is frozen return at once, up to 4 MiB wait and the rest are dropped
+// and counted in a line of their own once the writer thaws; the kept
+// lines arrive whole and in order.
+func TestLogWriterNeverWaitsForAFrozenWriter(t *testing.T) {
+	out := &frozen{thaw: make(chan struct{})}
+	w := NewLogWriter(out, time.Millisecond)
+	line := func(i int) string { return fmt.Sprintf("line %07d %s\n", i, strings.Repeat("x", 1000)) }
+	const lines = 6000 // ~6 MiB: more than a LogWriter holds
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for i := range lines {
+			if _, err := w.Write([]byte(line(i))); err != nil {
+				t.Error(err)
+				return
+			}
+		}
+	}()
+	select {
+	case <-done:
+	case <-time.After(30 * time.Second):
+		t.Fatal("writes waited for the frozen writer")
+	}
+	close(out.thaw)
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	got, _ := out.state()
+	var kept []string
+	dropped := 0
+	for _, l := range strings.SplitAfter(got, "\n") {
+		switch {
+		case l == "":
+		case strings.Contains(l, `"msg":"log lines dropped"`):
+			var rec struct{ Count int }
+			if err := json.Unmarshal([]byte(l), &rec); err != nil {
+				t.Fatalf("drop record %q: %v", l, err)
+			}
+			dropped += rec.Count
+		default:
+			kept = append(kept, l)
+		}
+	}
+	if dropped == 0 || len(kept)+dropped != lines {
+		t.Fatalf("%d lines kept and %d dropped of %d", len(kept), dropped, lines)
+	}
+	for i, l := range kept {
+		if l != line(i) {
+			t.Fatalf("kept line %d is %.20q", i, l)
 		}
 	}
 }
