@@ -2,7 +2,6 @@ package policy
 
 import (
 	"container/list"
-	"context"
 	"sync"
 )
 
@@ -78,12 +77,12 @@ func (c *lruCache) len() int {
 // compute and caches it; hit reports which. The lookup is counted in
 // fleet.policy.cache as kind. An error of compute is returned and
 // nothing is cached.
-func cached[T any](ctx context.Context, e *snapshot, kind, key string, compute func() (T, error)) (v T, hit bool, err error) {
+func cached[T any](e *snapshot, kind, key string, compute func() (T, error)) (v T, hit bool, err error) {
 	if c, ok := e.cache.get(key); ok {
-		e.countLookup(ctx, kind, true)
+		e.countLookup(kind, true)
 		return c.(T), true, nil
 	}
-	e.countLookup(ctx, kind, false)
+	e.countLookup(kind, false)
 	if v, err = compute(); err != nil {
 		var zero T
 		return zero, false, err
@@ -93,7 +92,7 @@ func cached[T any](ctx context.Context, e *snapshot, kind, key string, compute f
 }
 
 // countLookup records one cache lookup in fleet.policy.cache.
-func (e *snapshot) countLookup(_ context.Context, kind string, hit bool) {
+func (e *snapshot) countLookup(kind string, hit bool) {
 	if s, ok := e.lookupSeries[kind]; ok {
 		if hit {
 			s[1].n.Add(1)

@@ -60,7 +60,7 @@ func (e *snapshot) Decide(ctx context.Context, in Input) (Decision, error) {
 
 func (e *snapshot) decide(ctx context.Context, in Input) (Decision, bool, error) {
 	key := e.cacheKey("decide", "", in)
-	d, hit, err := cached(ctx, e, "decide", key, func() (Decision, error) {
+	d, hit, err := cached(e, "decide", key, func() (Decision, error) {
 		rs, err := e.decideQ.Eval(ctx, rego.EvalParsedInput(in.value()))
 		if err != nil {
 			return Decision{}, fmt.Errorf("evaluate decision: %w", err)

@@ -315,7 +315,7 @@ func (e *snapshot) ManagementScope(ctx context.Context, in Input) (Scope, error)
 
 func (e *snapshot) managementScope(ctx context.Context, in scopeInput) (Scope, bool, error) {
 	key := e.scopeKey("manage-scope", string(ManagementResource), in)
-	return cached(ctx, e, "scope", key, func() (Scope, error) {
+	return cached(e, "scope", key, func() (Scope, error) {
 		s, err := e.compileManagementScope(ctx, in)
 		s.key = key
 		return s, err

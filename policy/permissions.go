@@ -37,7 +37,7 @@ func (e *snapshot) Permissions(ctx context.Context, in Input) (Permissions, erro
 	span.SetAttributes(attribute.String("fleet.policy.revision", e.revision))
 	key := e.cacheKey("permissions", "", in)
 	v, ok := e.cache.get(key)
-	e.countLookup(ctx, "permissions", ok)
+	e.countLookup("permissions", ok)
 	if ok {
 		span.SetAttributes(attribute.Bool("fleet.policy.cached", true))
 		return v.(Permissions).clone(), nil

@@ -121,7 +121,7 @@ func (e *snapshot) scope(ctx context.Context, in scopeInput, resource Resource) 
 		return Scope{}, false, fmt.Errorf("%w: %q", ErrUnknownResource, resource)
 	}
 	key := e.scopeKey("scope", string(resource), in)
-	return cached(ctx, e, "scope", key, func() (Scope, error) {
+	return cached(e, "scope", key, func() (Scope, error) {
 		s, err := e.compileScope(ctx, in, resource)
 		s.key = key
 		return s, err
