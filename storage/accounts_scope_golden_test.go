@@ -49,13 +49,13 @@ func TestAccountsScopeWhitelist(t *testing.T) {
 		{Op: policy.OpIn, Field: "grand_manager_id", Value: []any{int64(7)}},
 		{Op: policy.OpEq, Field: "type", Value: int64(7)},
 	} {
-		if _, _, err := translateScope(accountsScope, false, false, &c, false); err == nil {
+		if _, _, _, err := translateScope(accountsScope, false, false, &c, false); err == nil {
 			t.Errorf("%+v translated on accounts", c)
 		}
 	}
 	for _, d := range Descriptors() {
 		c := policy.Condition{Op: policy.OpEq, Field: "grand_manager_id", Value: int64(7)}
-		if _, _, err := translateScope(d, false, false, &c, false); err == nil {
+		if _, _, _, err := translateScope(d, false, false, &c, false); err == nil {
 			t.Errorf("grand_manager_id translated on %s", d.table)
 		}
 	}

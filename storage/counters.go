@@ -2,6 +2,7 @@ package storage
 
 import (
 	"context"
+	"fmt"
 	"slices"
 	"time"
 
@@ -47,7 +48,7 @@ func compileCounters(d *Descriptor, unrestricted, none bool, where *policy.Condi
 	if d.scopedBy != "" || !d.counted {
 		return nil
 	}
-	sql, args, err := translateScope(accountCounters, unrestricted, none, where, true)
+	sql, args, _, err := translateScope(accountCounters, unrestricted, none, where, true)
 	if err != nil {
 		return nil
 	}
@@ -72,17 +73,39 @@ func (s *Store) counterTotal(ctx context.Context, c *compiledScope, d *Descripto
 		return 0, false, nil
 	}
 	var total int64
-	t := accountCounters
-	args := append([]any{c.counter.resource}, c.counter.where.args...)
-	err := s.db.NewSelect().
-		TableExpr(`"`+t.table+`" AS "`+t.alias+`"`).
-		ColumnExpr(`COALESCE(sum(`+t.col("n")+`), 0)`).
-		Where(t.col("resource")+` = ? AND (`+c.counter.where.sql+`)`, args...).
-		Scan(ctx, &total)
-	if err != nil {
+	if err := s.counterQuery(c).Scan(ctx, &total); err != nil {
 		return 0, false, Translate(err)
 	}
 	return total, true, nil
+}
+
+// spreadRows returns, in one statement, the total of the rows of d that
+// the compiled scope c admits (from the counters, as counterTotal) and
+// the number of rows of d's table as PostgreSQL's statistics estimate it
+// (pg_class.reltuples: -1 before the first ANALYZE), for deferPage. c
+// must have a counter form.
+func (s *Store) spreadRows(ctx context.Context, c *compiledScope, d *Descriptor) (rows, table int64, err error) {
+	if c.counter == nil {
+		return 0, 0, fmt.Errorf("%w: scope of %s has no counter form", ErrBadListRequest, d.resource)
+	}
+	err = s.counterQuery(c).
+		ColumnExpr(`(SELECT "rel"."reltuples" FROM "pg_class" AS "rel" WHERE "rel"."oid" = ?::regclass)::bigint`, d.table).
+		Scan(ctx, &rows, &table)
+	if err != nil {
+		return 0, 0, Translate(err)
+	}
+	return rows, table, nil
+}
+
+// counterQuery selects the sum of the counter rows of c's counter form:
+// the number of rows c admits.
+func (s *Store) counterQuery(c *compiledScope) *bun.SelectQuery {
+	t := accountCounters
+	args := append([]any{c.counter.resource}, c.counter.where.args...)
+	return s.db.NewSelect().
+		TableExpr(`"`+t.table+`" AS "`+t.alias+`"`).
+		ColumnExpr(`COALESCE(sum(`+t.col("n")+`), 0)`).
+		Where(t.col("resource")+` = ? AND (`+c.counter.where.sql+`)`, args...)
 }
 
 // SuspendRowCounting disables the counting INSERT triggers of the counted

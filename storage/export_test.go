@@ -43,3 +43,38 @@ func ExecInTx(ctx context.Context, s *Store, query string, args ...any) error {
 	_, err := s.db.NewRaw(query, args...).Exec(ctx)
 	return err
 }
+
+// PageShape returns whether List reads the page req selects among the
+// rows scope admits as a deferred join (pageShape).
+func PageShape(ctx context.Context, s *Store, scope policy.Scope, req ListRequest) (bool, error) {
+	d := descriptorOf(scope.Resource())
+	c, err := s.compiledFor(scope, d)
+	if err != nil {
+		return false, err
+	}
+	_, deferred, err := pageShape(ctx, d, req, s.listSource(d, c))
+	return deferred, err
+}
+
+// ServicePageIDs returns the ids of the services of the page req selects
+// among those scope admits, read as a deferred join or by the walk as
+// deferred asks, whatever List would choose: for the differential test of
+// the two shapes.
+func ServicePageIDs(ctx context.Context, s *Store, scope policy.Scope, req ListRequest, deferred bool) ([]int64, bool, error) {
+	c, err := s.compiledFor(scope, Services.Descriptor)
+	if err != nil {
+		return nil, false, err
+	}
+	items, next, err := pageRows[Service](ctx, Services.Descriptor, req, s.listSource(Services.Descriptor, c).start, deferred)
+	if err != nil {
+		return nil, false, err
+	}
+	ids := make([]int64, len(items))
+	for i, it := range items {
+		ids[i] = it.ServiceID
+	}
+	return ids, next != nil, nil
+}
+
+// DeferPage exposes deferPage.
+var DeferPage = deferPage

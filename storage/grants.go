@@ -45,9 +45,9 @@ func (s *Store) GrantedObjects(ctx context.Context, scope policy.Scope, id int64
 	if err := s.inScope(ctx, scope, id); err != nil {
 		return Page[Object]{}, err
 	}
-	return listPage[Object](ctx, Objects.Descriptor, req, func(model any, _ bool) (*bun.SelectQuery, error) {
+	return listPage[Object](ctx, Objects.Descriptor, req, listSource{start: func(model any, _ bool) (*bun.SelectQuery, error) {
 		return s.db.NewSelect().Model(model).Where(grantedTo, id), nil
-	}, nil, nil)
+	}})
 }
 
 // ParentDevices returns, among imei, the devices owned by the parent (the

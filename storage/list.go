@@ -81,16 +81,7 @@ func List[T any](ctx context.Context, s *Store, scope policy.Scope, m Model[T], 
 		return Page[T]{}, err
 	}
 	on := func(ctx context.Context, s *Store) (Page[T], error) {
-		return listPage[T](ctx, d, req, func(model any, forCount bool) (*bun.SelectQuery, error) {
-			if forCount {
-				return s.selectIn(d, c.count, model), nil
-			}
-			return s.selectIn(d, c.page, model), nil
-		}, func(ctx context.Context) (int64, bool, error) {
-			return s.counterTotal(ctx, c, d)
-		}, func(ctx context.Context, count *bun.SelectQuery) (int64, bool, error) {
-			return s.keptTotal(ctx, c, d, count)
-		})
+		return listPage[T](ctx, d, req, s.listSource(d, c))
 	}
 	if descriptorOf(d.resource) != d {
 		// A list under the management scope (accounts, tokens, audit
@@ -107,24 +98,110 @@ func List[T any](ctx context.Context, s *Store, scope policy.Scope, m Model[T], 
 	return page, err
 }
 
-// listPage is List over the rows that start admits: start begins the
-// SELECT of the page (forCount false) or of the count (true) with the
-// rows' restriction, and listPage adds the filters, search, order and
-// paging of req (pageRows). counted, when not nil, is asked first for the total of a
-// request without filters and search: it returns the total and true, or
-// false when the rows must be counted. kept, when not nil, is asked for
-// the total of a request with filters or search, given the count query
-// (Store.keptTotal): the total and true, or false when the rows must be
-// counted.
-func listPage[T any](ctx context.Context, d *Descriptor, req ListRequest, start func(model any, forCount bool) (*bun.SelectQuery, error), counted func(context.Context) (int64, bool, error), kept func(context.Context, *bun.SelectQuery) (int64, bool, error)) (Page[T], error) {
+// listSource returns where List reads the rows of d that the compiled
+// scope c of d's scope owner admits: the page and counting shapes of c,
+// its counters and kept totals, and for a spread scope with counters
+// (compiledScope.spread) the rows' number and the table's estimate.
+func (s *Store) listSource(d *Descriptor, c *compiledScope) listSource {
+	src := listSource{
+		start: func(model any, forCount bool) (*bun.SelectQuery, error) {
+			if forCount {
+				return s.selectIn(d, c.count, model), nil
+			}
+			return s.selectIn(d, c.page, model), nil
+		},
+		counted: func(ctx context.Context) (int64, bool, error) {
+			return s.counterTotal(ctx, c, d)
+		},
+		kept: func(ctx context.Context, count *bun.SelectQuery) (int64, bool, error) {
+			return s.keptTotal(ctx, c, d, count)
+		},
+	}
+	if c.spread && c.counter != nil && d.scopedBy == "" {
+		src.spread = func(ctx context.Context) (int64, int64, error) {
+			return s.spreadRows(ctx, c, d)
+		}
+	}
+	return src
+}
+
+// listSource is where listPage reads a list from.
+type listSource struct {
+	// start begins the SELECT of the page (forCount false) or of the
+	// count (true) with the rows' restriction; listPage adds the filters,
+	// search, order and paging of the request (pageRows).
+	start func(model any, forCount bool) (*bun.SelectQuery, error)
+	// counted, when not nil, is asked first for the total of a request
+	// without filters and search: it returns the total and true, or false
+	// when the rows must be counted.
+	counted func(context.Context) (int64, bool, error)
+	// kept, when not nil, is asked for the total of a request with
+	// filters or search, given the count query (Store.keptTotal): the
+	// total and true, or false when the rows must be counted.
+	kept func(context.Context, *bun.SelectQuery) (int64, bool, error)
+	// spread, when not nil, says that the rows are those of a set of
+	// accounts spread over the table (compiledScope.spread), and returns
+	// their number (the total of the list without filters and search)
+	// and the table's estimated number of rows, from which deferPage
+	// chooses the shape of a page.
+	spread func(context.Context) (rows, table int64, err error)
+}
+
+// deferFactor weighs the two shapes of a page of spread rows (deferPage).
+// Measured on the large preset (docs/performance.md, "Manager pages"): a
+// primary-key entry the walk filters costs about twice what an entry of
+// the (account_id, id) index costs the deferred join.
+const deferFactor = 2
+
+// deferPage reports whether the page of rows spread over a table is read
+// cheaper as a deferred join than by walking the primary key. In id order
+// the walk reads the table's keys until it has passed offset + limit of
+// the rows, about (offset + limit) × table ÷ rows entries if the rows are
+// spread evenly; the deferred join reads every one of the rows' entries in
+// the (account_id, id) index, sorts their ids (top-N) and then reads the
+// page's rows by key. It chooses the deferred join when the walk would
+// read more than deferFactor times as many entries. An unknown or empty
+// estimate (table ≤ 0, rows ≤ 0) keeps the walk.
+func deferPage(offset, limit, rows, table int64) bool {
+	if rows <= 0 || table <= 0 {
+		return false
+	}
+	walk := float64(offset+limit) * float64(table) / float64(rows)
+	return walk > deferFactor*float64(rows)
+}
+
+// pageShape chooses how listPage reads the page req selects among the
+// rows of src: for a request in id order without filters, search or
+// cursor over spread rows (src.spread) it reads the total first, returns it and
+// whether to read the page as a deferred join (deferPage); otherwise the
+// total is unknown (-1) and the page is walked.
+func pageShape(ctx context.Context, d *Descriptor, req ListRequest, src listSource) (total int64, deferred bool, err error) {
+	if src.spread == nil || len(req.Filters) > 0 || req.Search != "" || req.After != nil || req.Sort.Name != "" && req.Sort != d.id {
+		return -1, false, nil
+	}
+	rows, table, err := src.spread(ctx)
+	if err != nil {
+		return -1, false, err
+	}
+	offset := int64(req.Page-1) * int64(req.PerPage)
+	return rows, deferPage(offset, int64(req.PerPage)+1, rows, table), nil
+}
+
+// listPage is List over the rows of src (listSource) that req selects,
+// in the shape pageShape chooses.
+func listPage[T any](ctx context.Context, d *Descriptor, req ListRequest, src listSource) (Page[T], error) {
 	if req.After != nil && req.Page != 1 {
 		return Page[T]{}, fmt.Errorf("%w: a cursor with page %d", ErrBadListRequest, req.Page)
 	}
-	items, next, err := pageRows[T](ctx, d, req, start)
+	offset := int64(req.Page-1) * int64(req.PerPage)
+	known, deferred, err := pageShape(ctx, d, req, src)
 	if err != nil {
 		return Page[T]{}, err
 	}
-	offset := int64(req.Page-1) * int64(req.PerPage)
+	items, next, err := pageRows[T](ctx, d, req, src.start, deferred)
+	if err != nil {
+		return Page[T]{}, err
+	}
 	// A page that is the last one tells the total without counting (not
 	// after a cursor: the rows before it are not known).
 	if n := len(items); req.After == nil && n > 0 && next == nil {
@@ -133,6 +210,10 @@ func listPage[T any](ctx context.Context, d *Descriptor, req ListRequest, start 
 	if len(items) == 0 && req.Page == 1 && req.After == nil {
 		return Page[T]{Items: items, Total: 0}, nil
 	}
+	if known >= 0 {
+		return Page[T]{Items: items, Total: known, Next: next}, nil
+	}
+	start, counted, kept := src.start, src.counted, src.kept
 	if counted != nil && len(req.Filters) == 0 && req.Search == "" {
 		total, ok, err := counted(ctx)
 		if err != nil {
@@ -169,10 +250,11 @@ func listPage[T any](ctx context.Context, d *Descriptor, req ListRequest, start 
 // admits (WHERE filters, search and, after a cursor, the keyset
 // condition; ORDER BY sort, id; LIMIT per_page OFFSET (page-1)*per_page),
 // and the cursor after its last row when more rows follow (one row more
-// is read to know).
-func pageRows[T any](ctx context.Context, d *Descriptor, req ListRequest, start func(model any, forCount bool) (*bun.SelectQuery, error)) ([]T, *Cursor, error) {
+// is read to know). deferred reads the page as a deferred join
+// (pageQuery).
+func pageRows[T any](ctx context.Context, d *Descriptor, req ListRequest, start func(model any, forCount bool) (*bun.SelectQuery, error), deferred bool) ([]T, *Cursor, error) {
 	items := make([]T, 0, req.PerPage+1)
-	q, sort, err := pageQuery(d, req, start, &items)
+	q, sort, err := pageQuery(d, req, start, &items, deferred)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -209,7 +291,15 @@ func pageRows[T any](ctx context.Context, d *Descriptor, req ListRequest, start 
 // to a slice of rows): start's rows, filters, search, the keyset condition
 // after req.After, ORDER BY sort, id, LIMIT per_page + 1 OFFSET
 // (page-1)*per_page. It returns the sort field (the id field for none).
-func pageQuery(d *Descriptor, req ListRequest, start func(model any, forCount bool) (*bun.SelectQuery, error), model any) (*bun.SelectQuery, Field, error) {
+//
+// deferred, for a request in id order without filters, search or cursor,
+// reads the same page as a deferred join: the page's ids first, from the
+// rows in the counting shape of the scope ordered by id + 0 (an order no
+// index delivers, so PostgreSQL reads the rows' entries of the
+// (account_id, id) index and keeps the top ones instead of walking the
+// primary key), then those rows by key, still under the page shape of the
+// scope.
+func pageQuery(d *Descriptor, req ListRequest, start func(model any, forCount bool) (*bun.SelectQuery, error), model any, deferred bool) (*bun.SelectQuery, Field, error) {
 	sort := req.Sort
 	if sort.Name == "" {
 		sort = d.id
@@ -235,7 +325,21 @@ func pageQuery(d *Descriptor, req ListRequest, start func(model any, forCount bo
 		q.OrderExpr(d.col(d.id.Name) + dir)
 	}
 	offset := int64(req.Page-1) * int64(req.PerPage)
-	q.Limit(int64(req.PerPage) + 1).Offset(offset)
+	if !deferred {
+		q.Limit(int64(req.PerPage) + 1).Offset(offset)
+		return q, sort, nil
+	}
+	if sort != d.id || len(req.Filters) > 0 || req.Search != "" || req.After != nil {
+		return nil, Field{}, fmt.Errorf("%w: a deferred page is in id order without filters, search or cursor", ErrBadListRequest)
+	}
+	ids, err := start(reflect.Zero(reflect.PointerTo(d.model)).Interface(), true)
+	if err != nil {
+		return nil, Field{}, err
+	}
+	ids.ColumnExpr(d.col(d.id.Name)).
+		OrderExpr(d.col(d.id.Name) + " + 0" + dir).
+		Limit(int64(req.PerPage) + 1).Offset(offset)
+	q.Where(d.col(d.id.Name)+" IN (?)", ids).Limit(int64(req.PerPage) + 1)
 	return q, sort, nil
 }
 

@@ -17,7 +17,8 @@ import (
 // manager (account 7, manager 3): an OFFSET page, and the keyset
 // condition after a cursor for each kind of sort value, in both
 // directions, after a value and after a NULL of a nullable column
-// (docs/decisions.md, "Deep pages"). Run with -update to rewrite.
+// (docs/decisions.md, "Deep pages"), and a deep page read as a deferred
+// join (deferPage). Run with -update to rewrite.
 func TestListPageGolden(t *testing.T) {
 	ctx := context.Background()
 	e, s := goldenWorld(t)
@@ -32,34 +33,37 @@ func TestListPageGolden(t *testing.T) {
 	day, _ := ParseDate("2024-03-01")
 	at := time.Date(2026, 1, 5, 7, 0, 0, 123456000, time.UTC)
 	cases := []struct {
-		name string
-		d    *Descriptor
-		req  ListRequest
+		name     string
+		d        *Descriptor
+		req      ListRequest
+		deferred bool
 	}{
-		{"page 3 by name, searched", Services.Descriptor, ListRequest{Page: 3, PerPage: 50, Sort: field(Services.Descriptor, "name"), Search: "oil"}},
-		{"after an id", Services.Descriptor, ListRequest{Page: 1, PerPage: 50, Sort: Services.ID(), After: &Cursor{Sort: Services.ID(), ID: 41}}},
-		{"after an id, descending", Services.Descriptor, ListRequest{Page: 1, PerPage: 50, Sort: Services.ID(), Desc: true, After: &Cursor{Sort: Services.ID(), Desc: true, ID: 41}}},
+		{"page 100, deferred", Services.Descriptor, ListRequest{Page: 100, PerPage: 50}, true},
+		{"page 2 descending, deferred", Events.Descriptor, ListRequest{Page: 2, PerPage: 20, Desc: true}, true},
+		{"page 3 by name, searched", Services.Descriptor, ListRequest{Page: 3, PerPage: 50, Sort: field(Services.Descriptor, "name"), Search: "oil"}, false},
+		{"after an id", Services.Descriptor, ListRequest{Page: 1, PerPage: 50, Sort: Services.ID(), After: &Cursor{Sort: Services.ID(), ID: 41}}, false},
+		{"after an id, descending", Services.Descriptor, ListRequest{Page: 1, PerPage: 50, Sort: Services.ID(), Desc: true, After: &Cursor{Sort: Services.ID(), Desc: true, ID: 41}}, false},
 		{"after a name, filtered", Services.Descriptor, ListRequest{Page: 1, PerPage: 50, Sort: field(Services.Descriptor, "name"),
 			Filters: []Filter{{Field: field(Services.Descriptor, "odo"), Value: true}},
-			After:   &Cursor{Sort: field(Services.Descriptor, "name"), Value: "Oil change", ID: 41}}},
+			After:   &Cursor{Sort: field(Services.Descriptor, "name"), Value: "Oil change", ID: 41}}, false},
 		{"after an integer, descending", Services.Descriptor, ListRequest{Page: 1, PerPage: 50, Sort: field(Services.Descriptor, "odo_interval"), Desc: true,
-			After: &Cursor{Sort: field(Services.Descriptor, "odo_interval"), Desc: true, Value: int64(10000), ID: 41}}},
+			After: &Cursor{Sort: field(Services.Descriptor, "odo_interval"), Desc: true, Value: int64(10000), ID: 41}}, false},
 		{"after a boolean", Services.Descriptor, ListRequest{Page: 1, PerPage: 50, Sort: field(Services.Descriptor, "odo"),
-			After: &Cursor{Sort: field(Services.Descriptor, "odo"), Value: false, ID: 41}}},
+			After: &Cursor{Sort: field(Services.Descriptor, "odo"), Value: false, ID: 41}}, false},
 		{"after a date", Services.Descriptor, ListRequest{Page: 1, PerPage: 50, Sort: field(Services.Descriptor, "days_last"),
-			After: &Cursor{Sort: field(Services.Descriptor, "days_last"), Value: day, ID: 41}}},
+			After: &Cursor{Sort: field(Services.Descriptor, "days_last"), Value: day, ID: 41}}, false},
 		{"after a date, descending", Services.Descriptor, ListRequest{Page: 1, PerPage: 50, Sort: field(Services.Descriptor, "days_last"), Desc: true,
-			After: &Cursor{Sort: field(Services.Descriptor, "days_last"), Desc: true, Value: day, ID: 41}}},
+			After: &Cursor{Sort: field(Services.Descriptor, "days_last"), Desc: true, Value: day, ID: 41}}, false},
 		{"after a NULL date", Services.Descriptor, ListRequest{Page: 1, PerPage: 50, Sort: field(Services.Descriptor, "days_last"),
-			After: &Cursor{Sort: field(Services.Descriptor, "days_last"), ID: 41}}},
+			After: &Cursor{Sort: field(Services.Descriptor, "days_last"), ID: 41}}, false},
 		{"after a NULL date, descending", Services.Descriptor, ListRequest{Page: 1, PerPage: 50, Sort: field(Services.Descriptor, "days_last"), Desc: true,
-			After: &Cursor{Sort: field(Services.Descriptor, "days_last"), Desc: true, ID: 41}}},
+			After: &Cursor{Sort: field(Services.Descriptor, "days_last"), Desc: true, ID: 41}}, false},
 		{"after a timestamp", Reports.Descriptor, ListRequest{Page: 1, PerPage: 50, Sort: field(Reports.Descriptor, "dt_schedule_d"),
-			After: &Cursor{Sort: field(Reports.Descriptor, "dt_schedule_d"), Value: at, ID: 41}}},
+			After: &Cursor{Sort: field(Reports.Descriptor, "dt_schedule_d"), Value: at, ID: 41}}, false},
 		{"after a list", Reports.Descriptor, ListRequest{Page: 1, PerPage: 50, Sort: field(Reports.Descriptor, "imei"),
-			After: &Cursor{Sort: field(Reports.Descriptor, "imei"), Value: StringList{"356938035643809", "it's"}, ID: 41}}},
+			After: &Cursor{Sort: field(Reports.Descriptor, "imei"), Value: StringList{"356938035643809", "it's"}, ID: 41}}, false},
 		{"after an object", Events.Descriptor, ListRequest{Page: 1, PerPage: 50, Sort: field(Events.Descriptor, "day_time"),
-			After: &Cursor{Sort: field(Events.Descriptor, "day_time"), Value: JSONObject{"from": "06:00", "to": "20:00"}, ID: 41}}},
+			After: &Cursor{Sort: field(Events.Descriptor, "day_time"), Value: JSONObject{"from": "06:00", "to": "20:00"}, ID: 41}}, false},
 	}
 	var b strings.Builder
 	for _, c := range cases {
@@ -71,8 +75,13 @@ func TestListPageGolden(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		start := func(model any, _ bool) (*bun.SelectQuery, error) { return s.selectIn(c.d, compiled.page, model), nil }
-		q, _, err := pageQuery(c.d, c.req, start, modelOf(c.d))
+		start := func(model any, forCount bool) (*bun.SelectQuery, error) {
+			if forCount {
+				return s.selectIn(c.d, compiled.count, model), nil
+			}
+			return s.selectIn(c.d, compiled.page, model), nil
+		}
+		q, _, err := pageQuery(c.d, c.req, start, modelOf(c.d), c.deferred)
 		if err != nil {
 			t.Fatalf("%s: %v", c.name, err)
 		}

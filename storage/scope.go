@@ -45,6 +45,11 @@ type compiledScope struct {
 	// counter is the scope rendered against the row counters
 	// (compileCounters); nil when it has no counter form.
 	counter *counterSQL
+	// spread: the scope admits the rows of a set of accounts through the
+	// virtual manager_id (a manager's tree), whose rows no index returns
+	// in id order, so that a deep page may be cheaper as a deferred join
+	// (listSource.spread, deferPage).
+	spread bool
 }
 
 // sqlFragment is a WHERE fragment with "?" placeholders and its arguments.
@@ -69,7 +74,7 @@ func compileScope(scope policy.Scope) (*compiledScope, error) {
 	}
 	c := &compiledScope{d: d}
 	var err error
-	if c.page.sql, c.page.args, err = translateScope(d, scope.Unrestricted(), scope.None(), where, false); err != nil {
+	if c.page.sql, c.page.args, c.spread, err = translateScope(d, scope.Unrestricted(), scope.None(), where, false); err != nil {
 		return nil, err
 	}
 	// The counting shape differs in one way. An OR of
@@ -83,7 +88,7 @@ func compileScope(scope policy.Scope) (*compiledScope, error) {
 	// every scoped table. Page queries keep the page shape: ordered by id
 	// with a LIMIT, a hashed subplan filter on the primary key walk is what
 	// they want.
-	if c.count.sql, c.count.args, err = translateScope(d, scope.Unrestricted(), scope.None(), where, true); err != nil {
+	if c.count.sql, c.count.args, _, err = translateScope(d, scope.Unrestricted(), scope.None(), where, true); err != nil {
 		return nil, err
 	}
 	c.counter = compileCounters(d, scope.Unrestricted(), scope.None(), where)
@@ -142,21 +147,22 @@ func (s *Store) selectIn(d *Descriptor, f sqlFragment, model any) *bun.SelectQue
 // translateScope translates the parts of a row scope of d into a WHERE
 // fragment with "?" placeholders and its arguments. Every value is bound,
 // never inlined; a list is one array argument. forCount asks for the
-// counting shape (compileScope).
-func translateScope(d *Descriptor, unrestricted, none bool, where *policy.Condition, forCount bool) (string, []any, error) {
+// counting shape (compileScope). spread reports a condition on the
+// virtual manager_id (compiledScope.spread).
+func translateScope(d *Descriptor, unrestricted, none bool, where *policy.Condition, forCount bool) (sql string, args []any, spread bool, err error) {
 	switch {
 	case unrestricted && !none && where == nil:
-		return "TRUE", nil, nil
+		return "TRUE", nil, false, nil
 	case none && !unrestricted && where == nil:
-		return "FALSE", nil, nil
+		return "FALSE", nil, false, nil
 	case where != nil && !none && !unrestricted:
 		tr := translator{d: d, forCount: forCount}
 		if err := tr.node(*where, 0); err != nil {
-			return "", nil, err
+			return "", nil, false, err
 		}
-		return tr.b.String(), tr.args, nil
+		return tr.b.String(), tr.args, tr.spread, nil
 	}
-	return "", nil, fmt.Errorf("%w: scope of %s is neither unrestricted, empty nor a condition", policy.ErrScope, d.resource)
+	return "", nil, false, fmt.Errorf("%w: scope of %s is neither unrestricted, empty nor a condition", policy.ErrScope, d.resource)
 }
 
 type translator struct {
@@ -165,6 +171,8 @@ type translator struct {
 	args []any
 	// forCount merges ORs of account conditions (compileScope).
 	forCount bool
+	// spread is set by a condition on the virtual manager_id.
+	spread bool
 }
 
 func (tr *translator) node(c policy.Condition, depth int) error {
@@ -243,6 +251,7 @@ func (tr *translator) accountSemiJoin(children []policy.Condition) ([]policy.Con
 		}
 		if kind == kindManager {
 			managers++
+			tr.spread = true
 			conds = append(conds, `"owner"."manager_id" = ?`)
 		} else {
 			conds = append(conds, `"owner"."id" = ?`)
@@ -325,6 +334,7 @@ func (tr *translator) virtual(c policy.Condition, kind columnKind) error {
 	}
 	switch kind {
 	case kindManager:
+		tr.spread = true
 		// As an IN over the managed accounts, so that the planner can use
 		// the (account_id, id) indexes of the tenant tables.
 		tr.b.WriteString(tr.col("account_id") + ` IN (SELECT "owner"."id" FROM "accounts" AS "owner" WHERE "owner"."manager_id" = ?)`)

@@ -23,7 +23,8 @@ func scopeSQL(rs rawScope) (string, []any, error) {
 	if d == nil {
 		return "", nil, fmt.Errorf("%w: unknown resource %q", policy.ErrScope, rs.Resource)
 	}
-	return translateScope(d, rs.Unrestricted, rs.None, rs.Where, false)
+	sql, args, _, err := translateScope(d, rs.Unrestricted, rs.None, rs.Where, false)
+	return sql, args, err
 }
 
 // modelOf returns a nil pointer to the bun model of d's table.
