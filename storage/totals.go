@@ -2,10 +2,12 @@ package storage
 
 import (
 	"context"
+	"strconv"
 	"sync"
 	"sync/atomic"
 
 	"github.com/uptrace/bun"
+	"golang.org/x/sync/singleflight"
 )
 
 // Kept totals (docs/decisions.md, "Search totals"; migration
@@ -30,6 +32,11 @@ import (
 // servers (a primary and its replicas, a promoted standby, a server
 // restarted after losing its last commits) may order differently.
 //
+// Concurrent requests that miss the same total at the same version share
+// one count (totalsCache.count): a term seen for the first time by many
+// clients at once, or just after a write, is counted once, not once per
+// request.
+//
 // A total is kept only from a statement on the Store's pool (a *bun.DB),
 // never from inside a transaction, whose own uncommitted writes would show
 // in both the count and the version and may roll back. Scopes without a
@@ -48,8 +55,11 @@ const totalsCacheSize = 4096
 type totalsCache struct {
 	mu    sync.Mutex
 	items map[string]keptTotal
+	// flight runs one count per (key, version) at a time.
+	flight singleflight.Group
 	// counted counts the totals counted (no entry, or a stale one);
-	// reused the totals answered from an entry.
+	// reused the totals answered from an entry or from a count another
+	// request was running.
 	counted, reused atomic.Int64
 }
 
@@ -91,6 +101,67 @@ func (c *totalsCache) put(key string, k keptTotal) {
 	c.items[key] = k
 }
 
+// countResult is what a shared count returns: the total with its version
+// and whether it was counted (not found kept), or the error and whether the
+// context the count ran under had ended.
+type countResult struct {
+	kept    keptTotal
+	counted bool
+	err     error
+	expired bool
+}
+
+// count returns the total of key at the version now: kept, or counted by
+// run once for all the callers that miss it at the same time, and kept. A
+// caller that joins the count after it ended finds the kept total. A count
+// shared by several is valid for each of them: it reads the version in
+// its own snapshot, and that version is now or a later one (a snapshot
+// that saw now or newer), never older than what a caller saw before asking.
+// The count runs under the context of the caller that started it, without
+// its cancellation (a client that goes away does not fail the others) but
+// with its deadline; a caller whose own context is still live when a count
+// fails because the starter's deadline passed asks again.
+func (c *totalsCache) count(ctx context.Context, key string, now countVersion, run func(context.Context) (keptTotal, error)) (keptTotal, error) {
+	if k, ok := c.get(key); ok && k.version == now {
+		c.reused.Add(1)
+		return k, nil
+	}
+	flight := key + "\x00" + now.started + "\x00" + strconv.FormatInt(now.generation, 10) + "\x00" + strconv.FormatInt(now.changes, 10)
+	for {
+		ch := c.flight.DoChan(flight, func() (any, error) {
+			if k, ok := c.get(key); ok && k.version == now {
+				return countResult{kept: k}, nil
+			}
+			fctx := context.WithoutCancel(ctx)
+			if deadline, ok := ctx.Deadline(); ok {
+				var cancel context.CancelFunc
+				fctx, cancel = context.WithDeadline(fctx, deadline)
+				defer cancel()
+			}
+			k, err := run(fctx)
+			if err != nil {
+				return countResult{err: err, expired: fctx.Err() != nil}, nil
+			}
+			c.counted.Add(1)
+			c.put(key, k)
+			return countResult{kept: k, counted: true}, nil
+		})
+		select {
+		case <-ctx.Done():
+			return keptTotal{}, ctx.Err()
+		case r := <-ch:
+			res := r.Val.(countResult)
+			if res.err != nil && res.expired && ctx.Err() == nil {
+				continue
+			}
+			if res.err == nil && (!res.counted || r.Shared) {
+				c.reused.Add(1)
+			}
+			return res.kept, res.err
+		}
+	}
+}
+
 // versionQuery selects the version of the rows of c's resource that the
 // counter form of c admits.
 func (s *Store) versionQuery(c *counterSQL) *bun.SelectQuery {
@@ -108,7 +179,8 @@ func (s *Store) versionQuery(c *counterSQL) *bun.SelectQuery {
 // compiled scope c, filters and search applied, without columns) selects,
 // from the Store's kept totals when the scope's version is the one it was
 // counted at, and otherwise counted now with the version in the same
-// statement (one snapshot) and kept. It returns false, and the caller
+// statement (one snapshot), once for the requests that miss it together
+// (totalsCache.count), and kept. It returns false, and the caller
 // counts, when the scope has no counter form or the Store runs inside a
 // transaction.
 func (s *Store) keptTotal(ctx context.Context, c *compiledScope, d *Descriptor, count *bun.SelectQuery) (int64, bool, error) {
@@ -121,26 +193,21 @@ func (s *Store) keptTotal(ctx context.Context, c *compiledScope, d *Descriptor, 
 	version := s.versionQuery(c.counter)
 	count = count.ColumnExpr("count(*)")
 	key := version.String() + "\x00" + count.String()
-	if kept, ok := s.totals.get(key); ok {
-		var now countVersion
-		if err := version.Scan(ctx, &now.started, &now.generation, &now.changes); err != nil {
-			return 0, false, Translate(err)
-		}
-		if now == kept.version {
-			s.totals.reused.Add(1)
-			return kept.total, true, nil
-		}
+	var now countVersion
+	if err := version.Scan(ctx, &now.started, &now.generation, &now.changes); err != nil {
+		return 0, false, Translate(err)
 	}
-	var k keptTotal
-	err := s.db.NewSelect().
-		TableExpr(`(?) AS "v"`, version).
-		ColumnExpr(`"v"."started", "v"."generation", "v"."changes"`).
-		ColumnExpr(`(?) AS "total"`, count).
-		Scan(ctx, &k.version.started, &k.version.generation, &k.version.changes, &k.total)
+	k, err := s.totals.count(ctx, key, now, func(ctx context.Context) (keptTotal, error) {
+		var k keptTotal
+		err := s.db.NewSelect().
+			TableExpr(`(?) AS "v"`, version).
+			ColumnExpr(`"v"."started", "v"."generation", "v"."changes"`).
+			ColumnExpr(`(?) AS "total"`, count).
+			Scan(ctx, &k.version.started, &k.version.generation, &k.version.changes, &k.total)
+		return k, Translate(err)
+	})
 	if err != nil {
 		return 0, false, Translate(err)
 	}
-	s.totals.counted.Add(1)
-	s.totals.put(key, k)
 	return k.total, true, nil
 }

@@ -2,6 +2,7 @@ package storage_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"math/rand/v2"
 	"regexp"
@@ -9,6 +10,7 @@ import (
 	"strings"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/uptrace/bun"
 
@@ -564,4 +566,137 @@ func TestKeptTotalAccountMovedOut(t *testing.T) {
 	if got.Total != want {
 		t.Fatalf("after %d left the scope and %d changes in it: total %d, count(*) %d", x.id, moved, got.Total, want)
 	}
+}
+
+// gatedCounts holds every statement that counts services rows until gate
+// is closed (or the statement's context ends), and counts those
+// statements and the statements that read a scope's version alone.
+type gatedCounts struct {
+	counts, versions atomic.Int64
+	gate             chan struct{}
+}
+
+func (g *gatedCounts) BeforeQuery(ctx context.Context, ev *bun.QueryEvent) context.Context {
+	switch {
+	case strings.Contains(ev.Query, `count(*)`) && strings.Contains(ev.Query, `FROM "services"`):
+		g.counts.Add(1)
+		select {
+		case <-g.gate:
+		case <-ctx.Done():
+		}
+	case strings.Contains(ev.Query, `"account_row_counts"`):
+		g.versions.Add(1)
+	}
+	return ctx
+}
+
+func (g *gatedCounts) AfterQuery(context.Context, *bun.QueryEvent) {}
+
+// TestKeptTotalCountedOnceForConcurrentRequests checks that requests
+// missing the same total at the same version share one count
+// (totalsCache.count): eight first pages of one search, all past the
+// version read before the first count may run, count once, and all answer
+// the total; a request whose client goes away while it runs the shared
+// count fails alone; and when the deadline of the request running the
+// count passes, a request that waited for it counts again itself and
+// answers.
+func TestKeptTotalCountedOnceForConcurrentRequests(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	_, db := newStore(t)
+	e := newEngine(t)
+	r := rand.New(rand.NewPCG(totalsSeed+3, totalsSeed+3))
+	w := newTotalsWorld(t, ctx, db, r)
+	u := w.users[0]
+	// Three terms of five services each: a first page of two is not the
+	// last, so its total is counted.
+	for _, term := range []string{"alpha", "bravo", "charlie"} {
+		for i := range 5 {
+			if _, err := db.NewInsert().Model(&storage.Service{AccountID: u.id, IMEI: w.devices[u.id][0], Name: fmt.Sprintf("flight %s %d", term, i)}).Exec(ctx); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	scope, err := e.Scope(ctx, inputOf(u, true, nil), storage.Services.Resource())
+	if err != nil {
+		t.Fatal(err)
+	}
+	list := func(ctx context.Context, s *storage.Store, search string) (int64, error) {
+		p, err := storage.List(ctx, s, scope, storage.Services, storage.ListRequest{Page: 1, PerPage: 2, Search: search})
+		return p.Total, err
+	}
+	type answer struct {
+		total int64
+		err   error
+	}
+	start := func(ctx context.Context, s *storage.Store, search string) <-chan answer {
+		ch := make(chan answer, 1)
+		go func() {
+			total, err := list(ctx, s, search)
+			ch <- answer{total, err}
+		}()
+		return ch
+	}
+
+	t.Run("eight requests, one count", func(t *testing.T) {
+		g := &gatedCounts{gate: make(chan struct{})}
+		s := storage.NewStore(db.WithQueryHook(g))
+		const n = 8
+		answers := make([]<-chan answer, n)
+		for i := range answers {
+			answers[i] = start(ctx, s, "flight alpha")
+		}
+		waitFor(t, "every request to read the version", func() bool { return g.versions.Load() >= n })
+		close(g.gate)
+		for _, ch := range answers {
+			if a := <-ch; a.err != nil || a.total != 5 {
+				t.Errorf("total %d, %v: want 5", a.total, a.err)
+			}
+		}
+		if got := g.counts.Load(); got != 1 {
+			t.Errorf("%d counting statements for %d concurrent requests, want 1", got, n)
+		}
+	})
+
+	t.Run("the client running the count goes away", func(t *testing.T) {
+		g := &gatedCounts{gate: make(chan struct{})}
+		s := storage.NewStore(db.WithQueryHook(g))
+		gone, cancel := context.WithCancel(ctx)
+		first := start(gone, s, "flight bravo")
+		waitFor(t, "the first request's count", func() bool { return g.counts.Load() == 1 })
+		second := start(ctx, s, "flight bravo")
+		waitFor(t, "the second request to read the version", func() bool { return g.versions.Load() == 2 })
+		cancel()
+		if a := <-first; !errors.Is(a.err, context.Canceled) {
+			t.Errorf("the request whose client went away: total %d, %v; want context.Canceled", a.total, a.err)
+		}
+		close(g.gate)
+		if a := <-second; a.err != nil || a.total != 5 {
+			t.Errorf("the other request: total %d, %v; want 5", a.total, a.err)
+		}
+		if got := g.counts.Load(); got != 1 {
+			t.Errorf("%d counting statements, want 1", got)
+		}
+	})
+
+	t.Run("the deadline of the request running the count passes", func(t *testing.T) {
+		g := &gatedCounts{gate: make(chan struct{})}
+		s := storage.NewStore(db.WithQueryHook(g))
+		short, cancel := context.WithTimeout(ctx, 300*time.Millisecond)
+		defer cancel()
+		first := start(short, s, "flight charlie")
+		waitFor(t, "the first request's count", func() bool { return g.counts.Load() == 1 })
+		second := start(ctx, s, "flight charlie")
+		waitFor(t, "the second request to read the version", func() bool { return g.versions.Load() == 2 })
+		if a := <-first; a.err == nil {
+			t.Errorf("the request past its deadline answered %d", a.total)
+		}
+		close(g.gate)
+		if a := <-second; a.err != nil || a.total != 5 {
+			t.Errorf("the request that waited: total %d, %v; want 5", a.total, a.err)
+		}
+		if got := g.counts.Load(); got != 2 {
+			t.Errorf("%d counting statements, want 2 (the expired one and the retry)", got)
+		}
+	})
 }
