@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"sync"
 	"time"
 
 	"github.com/uptrace/bun"
@@ -95,6 +96,53 @@ func (s *Store) spreadRows(ctx context.Context, c *compiledScope, d *Descriptor)
 		return 0, 0, Translate(err)
 	}
 	return rows, table, nil
+}
+
+// tableEstimateTTL is how long the Stores made from one reuse a table's
+// estimated number of rows (tableRows): the estimate changes only when the
+// table is analyzed, and it only chooses between two shapes of the same
+// page.
+const tableEstimateTTL = time.Minute
+
+// tableEstimates keeps each table's estimated number of rows and when it
+// was read (at), shared like the kept totals.
+type tableEstimates struct {
+	mu   sync.Mutex
+	rows map[string]tableEstimate
+}
+
+type tableEstimate struct {
+	rows int64
+	at   time.Time
+}
+
+func newTableEstimates() *tableEstimates {
+	return &tableEstimates{rows: make(map[string]tableEstimate)}
+}
+
+// tableRows returns the number of rows of d's table as PostgreSQL's
+// statistics estimate it (pg_class.reltuples: -1 before the first
+// ANALYZE), for deferPage: read at most once per tableEstimateTTL.
+func (s *Store) tableRows(ctx context.Context, d *Descriptor) (int64, error) {
+	e := s.estimates
+	e.mu.Lock()
+	kept, ok := e.rows[d.table]
+	e.mu.Unlock()
+	if ok && time.Since(kept.at) < tableEstimateTTL {
+		return kept.rows, nil
+	}
+	var n int64
+	err := s.db.NewSelect().TableExpr(`"pg_class" AS "rel"`).
+		ColumnExpr(`"rel"."reltuples"::bigint`).
+		Where(`"rel"."oid" = ?::regclass`, d.table).
+		Scan(ctx, &n)
+	if err != nil {
+		return 0, Translate(err)
+	}
+	e.mu.Lock()
+	e.rows[d.table] = tableEstimate{rows: n, at: time.Now()}
+	e.mu.Unlock()
+	return n, nil
 }
 
 // counterQuery selects the sum of the counter rows of c's counter form:

@@ -37,95 +37,132 @@ func TestDeferredPagesEqualWalk(t *testing.T) {
 	f := newListFixture(t)
 	addTiedServices(t, f, 40)
 	addServicesOf(t, f, "acme", 300)
+	odo, _ := storage.Services.Field("odo")
+	variants := map[string]func(*storage.ListRequest){
+		"all":    func(*storage.ListRequest) {},
+		"search": func(r *storage.ListRequest) { r.Search = "tie" },
+		// LIKE's metacharacters match themselves, in both shapes.
+		"search metacharacters": func(r *storage.ListRequest) { r.Search = `%_\'` },
+		"filter":                func(r *storage.ListRequest) { r.Filters = []storage.Filter{{Field: odo, Value: true}} },
+	}
 	for _, who := range []string{"admin", "fleetco", "northwind", "acme", "tailspin", "hooli"} {
 		scope := f.scope(t, who, "services")
-		for _, desc := range []bool{false, true} {
-			for _, per := range []int{1, 3, 7, 50} {
-				t.Run(fmt.Sprintf("%s/desc=%v/per=%d", who, desc, per), func(t *testing.T) {
-					// One row a page only for the first pages: the rest is
-					// the same statement with another OFFSET.
-					last := 1 << 30
-					if per == 1 {
-						last = 25
-					}
-					seen := 0
-					for page := 1; page <= last; page++ {
-						req := storage.ListRequest{Page: page, PerPage: per, Desc: desc, Sort: storage.Services.ID()}
-						walk, walkMore, err := storage.ServicePageIDs(ctx, f.s, scope, req, false)
-						if err != nil {
-							t.Fatal(err)
+		for variant, apply := range variants {
+			for _, desc := range []bool{false, true} {
+				for _, per := range []int{1, 3, 7, 50} {
+					t.Run(fmt.Sprintf("%s/%s/desc=%v/per=%d", who, variant, desc, per), func(t *testing.T) {
+						// One row a page only for the first pages: the rest is
+						// the same statement with another OFFSET.
+						last := 1 << 30
+						if per == 1 {
+							last = 25
 						}
-						deferred, deferredMore, err := storage.ServicePageIDs(ctx, f.s, scope, req, true)
-						if err != nil {
-							t.Fatal(err)
+						seen := 0
+						for page := 1; page <= last; page++ {
+							req := storage.ListRequest{Page: page, PerPage: per, Desc: desc, Sort: storage.Services.ID()}
+							apply(&req)
+							walk, walkMore, err := storage.ServicePageIDs(ctx, f.s, scope, req, false)
+							if err != nil {
+								t.Fatal(err)
+							}
+							deferred, deferredMore, err := storage.ServicePageIDs(ctx, f.s, scope, req, true)
+							if err != nil {
+								t.Fatal(err)
+							}
+							if !slices.Equal(walk, deferred) || walkMore != deferredMore {
+								t.Fatalf("page %d: deferred %v (more %v), walk %v (more %v)", page, deferred, deferredMore, walk, walkMore)
+							}
+							seen += len(walk)
+							if len(walk) == 0 {
+								break
+							}
 						}
-						if !slices.Equal(walk, deferred) || walkMore != deferredMore {
-							t.Fatalf("page %d: deferred %v (more %v), walk %v (more %v)", page, deferred, deferredMore, walk, walkMore)
+						if who != "hooli" && variant != "search metacharacters" && seen == 0 {
+							t.Fatalf("%s listed no service: the comparison proved nothing", who)
 						}
-						seen += len(walk)
-						if len(walk) == 0 {
-							break
-						}
-					}
-					if who != "hooli" && seen == 0 {
-						t.Fatalf("%s listed no service: the comparison proved nothing", who)
-					}
-				})
+					})
+				}
 			}
 		}
 	}
 }
 
-// TestPageShape: List reads a page of a manager's tree as a deferred join
-// when the tree's rows are sparse in the table and the page deep enough
-// for the walk to cost more (deferPage), and walks otherwise: for a
-// caller whose rows an index returns in id order (one account, the
-// admin), and for a request with filters, search, a sort or a cursor.
+// TestPageShape: List reads a page in id order as a deferred join when
+// the page walks the table's key (a manager's tree, the admin) and the
+// walk would read more than deferFactor times the rows (deferPage, with the
+// list's total and the table's estimate), with or without filters and
+// search; it walks for one account's rows, which an index returns in
+// order, for another sort and after a cursor. A page past the total reads
+// no row.
 func TestPageShape(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	f := newListFixture(t)
 	addServicesOf(t, f, "acme", 3000)
-	northwind := f.scope(t, "northwind", "services")
+	var table int64
+	if err := f.db.QueryRowContext(ctx, `SELECT reltuples::bigint FROM pg_class WHERE oid = 'services'::regclass`).Scan(&table); err != nil || table < 3000 {
+		t.Fatalf("services' estimate %d, %v: want the analyzed table", table, err)
+	}
 	name, _ := storage.Services.Field("name")
 	odo, _ := storage.Services.Field("odo")
+	id := storage.Services.ID()
 	cases := []struct {
-		name  string
-		scope string
-		req   storage.ListRequest
-		want  bool
+		name     string
+		who      string
+		req      storage.ListRequest
+		eligible bool
 	}{
-		{"northwind's few rows among acme's thousands, page 1", "northwind", storage.ListRequest{Page: 1, PerPage: 50}, true},
+		{"northwind's few rows among acme's thousands", "northwind", storage.ListRequest{Page: 1, PerPage: 50}, true},
 		{"northwind, page 2 descending", "northwind", storage.ListRequest{Page: 2, PerPage: 2, Desc: true}, true},
-		{"northwind, the id as the sort (the api's default)", "northwind", storage.ListRequest{Page: 1, PerPage: 50, Sort: storage.Services.ID()}, true},
-		{"fleetco's tree holds most rows, page 1", "fleetco", storage.ListRequest{Page: 1, PerPage: 50}, false},
-		{"fleetco, far past its rows", "fleetco", storage.ListRequest{Page: 200, PerPage: 50}, true},
-		{"northwind searched", "northwind", storage.ListRequest{Page: 1, PerPage: 50, Search: "oil"}, false},
-		{"northwind filtered", "northwind", storage.ListRequest{Page: 1, PerPage: 50, Filters: []storage.Filter{{Field: odo, Value: true}}}, false},
+		{"northwind, the id as the sort (the api's default)", "northwind", storage.ListRequest{Page: 1, PerPage: 50, Sort: id}, true},
+		{"fleetco's tree holds most rows", "fleetco", storage.ListRequest{Page: 1, PerPage: 50}, true},
+		{"fleetco, deep", "fleetco", storage.ListRequest{Page: 40, PerPage: 50}, true},
+		{"the admin, page 1", "admin", storage.ListRequest{Page: 1, PerPage: 50}, true},
+		{"the admin, a rare search", "admin", storage.ListRequest{Page: 1, PerPage: 50, Search: "tailspin"}, true},
+		{"the admin, a common search", "admin", storage.ListRequest{Page: 1, PerPage: 50, Search: "bulk"}, true},
+		{"fleetco, a common search, deep", "fleetco", storage.ListRequest{Page: 50, PerPage: 50, Search: "bulk"}, true},
+		{"northwind filtered", "northwind", storage.ListRequest{Page: 1, PerPage: 50, Filters: []storage.Filter{{Field: odo, Value: true}}}, true},
 		{"northwind by name", "northwind", storage.ListRequest{Page: 1, PerPage: 50, Sort: name}, false},
-		{"northwind after a cursor", "northwind", storage.ListRequest{Page: 1, PerPage: 50, After: &storage.Cursor{Sort: storage.Services.ID(), ID: 1}}, false},
+		{"northwind after a cursor", "northwind", storage.ListRequest{Page: 1, PerPage: 50, After: &storage.Cursor{Sort: id, ID: 1}}, false},
 		{"one account", "tailspin", storage.ListRequest{Page: 3, PerPage: 1}, false},
-		{"the admin", "admin", storage.ListRequest{Page: 1000, PerPage: 50}, false},
+		{"one account, deep", "acme", storage.ListRequest{Page: 50, PerPage: 50}, false},
 	}
+	chose := map[bool]int{}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			s := f.scope(t, tc.scope, "services")
-			got, err := storage.PageShape(ctx, f.s, s, tc.req)
+			scope := f.scope(t, tc.who, "services")
+			got, err := storage.PageShape(ctx, f.s, scope, tc.req)
 			if err != nil {
 				t.Fatal(err)
 			}
-			if got != tc.want {
-				t.Errorf("deferred %v, want %v", got, tc.want)
+			want := false
+			if tc.eligible {
+				all := tc.req
+				all.Page, all.PerPage = 1, 5000
+				ids, _, err := storage.ServicePageIDs(ctx, f.s, scope, all, false)
+				if err != nil {
+					t.Fatal(err)
+				}
+				rows := int64(len(ids))
+				want = storage.DeferPage(int64(tc.req.Page-1)*int64(tc.req.PerPage), int64(tc.req.PerPage)+1, rows, table)
+				chose[want]++
+			}
+			if got != want {
+				t.Errorf("deferred %v, want %v", got, want)
 			}
 		})
 	}
-	// What List returns in the deferred shape: every page of northwind
-	// is the walk's, with the total of the tree.
+	if chose[true] < 3 || chose[false] < 3 {
+		t.Errorf("the eligible cases chose %v: want both shapes several times", chose)
+	}
+	// What List returns: every page of northwind, deferred, is the walk's,
+	// with the tree's total; a page past the total is empty.
+	northwind := f.scope(t, "northwind", "services")
 	all, _, err := storage.ServicePageIDs(ctx, f.s, northwind, storage.ListRequest{Page: 1, PerPage: 500}, false)
 	if err != nil || len(all) < 3 {
 		t.Fatalf("northwind's services %v, %v: want a few", all, err)
 	}
-	for page := 1; (page-1)*2 < len(all); page++ {
+	for page := 1; (page-1)*2 <= len(all); page++ {
 		p, err := storage.List(ctx, f.s, northwind, storage.Services, storage.ListRequest{Page: page, PerPage: 2})
 		if err != nil {
 			t.Fatal(err)
@@ -134,7 +171,8 @@ func TestPageShape(t *testing.T) {
 		for _, it := range p.Items {
 			ids = append(ids, it.ServiceID)
 		}
-		if want := all[(page-1)*2 : min(page*2, len(all))]; !slices.Equal(ids, want) || p.Total != int64(len(all)) {
+		want := all[min((page-1)*2, len(all)):min(page*2, len(all))]
+		if !slices.Equal(ids, want) || p.Total != int64(len(all)) {
 			t.Errorf("page %d: %v of %d, want %v of %d", page, ids, p.Total, want, len(all))
 		}
 	}

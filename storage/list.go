@@ -121,6 +121,9 @@ func (s *Store) listSource(d *Descriptor, c *compiledScope) listSource {
 		src.spread = func(ctx context.Context) (int64, int64, error) {
 			return s.spreadRows(ctx, c, d)
 		}
+		src.table = func(ctx context.Context) (int64, error) {
+			return s.tableRows(ctx, d)
+		}
 	}
 	return src
 }
@@ -139,12 +142,14 @@ type listSource struct {
 	// filters or search, given the count query (Store.keptTotal): the
 	// total and true, or false when the rows must be counted.
 	kept func(context.Context, *bun.SelectQuery) (int64, bool, error)
-	// spread, when not nil, says that the rows are those of a set of
-	// accounts spread over the table (compiledScope.spread), and returns
-	// their number (the total of the list without filters and search)
-	// and the table's estimated number of rows, from which deferPage
-	// chooses the shape of a page.
+	// spread, when not nil, says that a page in id order walks the
+	// table's primary key (compiledScope.spread), and returns the number
+	// of rows of the list without filters and search and the table's
+	// estimated number of rows, from which deferPage chooses the shape of
+	// a page; table returns the estimate alone (a request with filters or
+	// search, whose total is kept).
 	spread func(context.Context) (rows, table int64, err error)
+	table  func(context.Context) (int64, error)
 }
 
 // deferFactor weighs the two shapes of a page of spread rows (deferPage).
@@ -171,17 +176,40 @@ func deferPage(offset, limit, rows, table int64) bool {
 }
 
 // pageShape chooses how listPage reads the page req selects among the
-// rows of src: for a request in id order without filters, search or
-// cursor over spread rows (src.spread) it reads the total first, returns it and
-// whether to read the page as a deferred join (deferPage); otherwise the
-// total is unknown (-1) and the page is walked.
+// rows of src. For a request in id order without a cursor over rows whose
+// page walks the table's key (src.spread), it reads the total first — from
+// the row counters without filters and search, else the kept total of the
+// filters and search (Store.keptTotal) — and returns it with whether to
+// read the page as a deferred join (deferPage). Otherwise, or when no
+// total is kept, the total is unknown (-1) and the page is walked.
 func pageShape(ctx context.Context, d *Descriptor, req ListRequest, src listSource) (total int64, deferred bool, err error) {
-	if src.spread == nil || len(req.Filters) > 0 || req.Search != "" || req.After != nil || req.Sort.Name != "" && req.Sort != d.id {
+	if src.spread == nil || req.After != nil || req.Sort.Name != "" && req.Sort != d.id {
 		return -1, false, nil
 	}
-	rows, table, err := src.spread(ctx)
-	if err != nil {
-		return -1, false, err
+	var rows, table int64
+	if len(req.Filters) == 0 && req.Search == "" {
+		if rows, table, err = src.spread(ctx); err != nil {
+			return -1, false, err
+		}
+	} else {
+		if src.kept == nil || src.table == nil {
+			return -1, false, nil
+		}
+		count, err := src.start(reflect.Zero(reflect.PointerTo(d.model)).Interface(), true)
+		if err != nil {
+			return -1, false, err
+		}
+		if err := applyFilters(count, d, req); err != nil {
+			return -1, false, err
+		}
+		total, ok, err := src.kept(ctx, count)
+		if err != nil || !ok {
+			return -1, false, err
+		}
+		if table, err = src.table(ctx); err != nil {
+			return -1, false, err
+		}
+		rows = total
 	}
 	offset := int64(req.Page-1) * int64(req.PerPage)
 	return rows, deferPage(offset, int64(req.PerPage)+1, rows, table), nil
@@ -198,8 +226,13 @@ func listPage[T any](ctx context.Context, d *Descriptor, req ListRequest, src li
 	if err != nil {
 		return Page[T]{}, err
 	}
-	items, next, err := pageRows[T](ctx, d, req, src.start, deferred)
-	if err != nil {
+	var items []T
+	var next *Cursor
+	if known >= 0 && offset >= known {
+		// Past the total: no row to read (the walk would read every
+		// entry of the table to find none).
+		items = []T{}
+	} else if items, next, err = pageRows[T](ctx, d, req, src.start, deferred); err != nil {
 		return Page[T]{}, err
 	}
 	// A page that is the last one tells the total without counting (not
@@ -292,13 +325,14 @@ func pageRows[T any](ctx context.Context, d *Descriptor, req ListRequest, start 
 // after req.After, ORDER BY sort, id, LIMIT per_page + 1 OFFSET
 // (page-1)*per_page. It returns the sort field (the id field for none).
 //
-// deferred, for a request in id order without filters, search or cursor,
-// reads the same page as a deferred join: the page's ids first, from the
-// rows in the counting shape of the scope ordered by id + 0 (an order no
-// index delivers, so PostgreSQL reads the rows' entries of the
-// (account_id, id) index and keeps the top ones instead of walking the
-// primary key), then those rows by key, still under the page shape of the
-// scope.
+// deferred, for a request in id order without a cursor, reads the same
+// page as a deferred join: the page's ids first, from the rows in the
+// counting shape of the scope with the filters and search, ordered by
+// id + 0 (an order no index delivers, so PostgreSQL finds all the rows —
+// a manager's entries of the (account_id, id) index, a search's trigram
+// matches — and keeps the top ones instead of walking the primary key),
+// then those rows by key, still under the page shape of the scope, the
+// filters and the search.
 func pageQuery(d *Descriptor, req ListRequest, start func(model any, forCount bool) (*bun.SelectQuery, error), model any, deferred bool) (*bun.SelectQuery, Field, error) {
 	sort := req.Sort
 	if sort.Name == "" {
@@ -329,11 +363,14 @@ func pageQuery(d *Descriptor, req ListRequest, start func(model any, forCount bo
 		q.Limit(int64(req.PerPage) + 1).Offset(offset)
 		return q, sort, nil
 	}
-	if sort != d.id || len(req.Filters) > 0 || req.Search != "" || req.After != nil {
-		return nil, Field{}, fmt.Errorf("%w: a deferred page is in id order without filters, search or cursor", ErrBadListRequest)
+	if sort != d.id || req.After != nil {
+		return nil, Field{}, fmt.Errorf("%w: a deferred page is in id order without a cursor", ErrBadListRequest)
 	}
 	ids, err := start(reflect.Zero(reflect.PointerTo(d.model)).Interface(), true)
 	if err != nil {
+		return nil, Field{}, err
+	}
+	if err := applyFilters(ids, d, req); err != nil {
 		return nil, Field{}, err
 	}
 	ids.ColumnExpr(d.col(d.id.Name)).

@@ -45,10 +45,13 @@ type compiledScope struct {
 	// counter is the scope rendered against the row counters
 	// (compileCounters); nil when it has no counter form.
 	counter *counterSQL
-	// spread: the scope admits the rows of a set of accounts through the
-	// virtual manager_id (a manager's tree), whose rows no index returns
-	// in id order, so that a deep page may be cheaper as a deferred join
-	// (listSource.spread, deferPage).
+	// spread: a page in id order walks the table's primary key, because
+	// the scope admits every row (unrestricted) or the rows of a set of
+	// accounts through the virtual manager_id (a manager's tree), which no
+	// index returns in id order; a deep page, or a page of rare matches,
+	// may then be cheaper as a deferred join (listSource.spread,
+	// deferPage). A single account's rows come from its (account_id, id)
+	// index in order.
 	spread bool
 }
 
@@ -77,6 +80,7 @@ func compileScope(scope policy.Scope) (*compiledScope, error) {
 	if c.page.sql, c.page.args, c.spread, err = translateScope(d, scope.Unrestricted(), scope.None(), where, false); err != nil {
 		return nil, err
 	}
+	c.spread = c.spread || c.page.sql == "TRUE"
 	// The counting shape differs in one way. An OR of
 	// account conditions (account_id = a, manager_id = m) becomes one
 	// semi-join, account_id IN (SELECT id FROM accounts WHERE id = a OR

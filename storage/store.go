@@ -31,24 +31,27 @@ type Store struct {
 	// totals are the kept totals of filtered and searched lists
 	// (totalsCache), shared like scopes.
 	totals *totalsCache
+	// estimates are the tables' estimated sizes (tableRows), shared like
+	// scopes.
+	estimates *tableEstimates
 }
 
 // NewStore returns a Store over db: a *bun.DB, or a bun.Tx to run its
 // methods inside a caller's transaction.
 func NewStore(db bun.IDB) *Store {
-	return &Store{db: db, scopes: newScopeCache(), totals: newTotalsCache()}
+	return &Store{db: db, scopes: newScopeCache(), totals: newTotalsCache(), estimates: newTableEstimates()}
 }
 
 // WithReplicas returns a Store over the same primary that sends the reads
 // of the client API to the replica set r (nil: every read on the primary).
 func (s *Store) WithReplicas(r *Replicas) *Store {
-	return &Store{db: s.db, replicas: r, scopes: s.scopes, quotas: s.quotas, totals: s.totals}
+	return &Store{db: s.db, replicas: r, scopes: s.scopes, quotas: s.quotas, totals: s.totals, estimates: s.estimates}
 }
 
 // on returns a Store over db (a transaction, a replica's pool) that shares
 // s's translated scopes.
 func (s *Store) on(db bun.IDB) *Store {
-	return &Store{db: db, scopes: s.scopes, quotas: s.quotas, totals: s.totals}
+	return &Store{db: db, scopes: s.scopes, quotas: s.quotas, totals: s.totals, estimates: s.estimates}
 }
 
 // read runs body, a read of the client API that writes nothing, on a
