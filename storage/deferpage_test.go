@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/fleetapi/fleetapi/storage"
@@ -30,7 +31,9 @@ FROM generate_series(1, ?) AS g`, id, id, n)
 // deferred join (the page's ids from the counting shape of the scope,
 // then the rows) is the page the primary-key walk reads, in both
 // directions and at every page size, up to the first empty page; and
-// whether more rows follow agrees.
+// whether more rows follow agrees. So is every page of a search of the
+// callers whose pages walk the table (the admin, the managers) read by key
+// from the ids kept with its total.
 func TestDeferredPagesEqualWalk(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
@@ -45,6 +48,7 @@ func TestDeferredPagesEqualWalk(t *testing.T) {
 		"search metacharacters": func(r *storage.ListRequest) { r.Search = `%_\'` },
 		"filter":                func(r *storage.ListRequest) { r.Filters = []storage.Filter{{Field: odo, Value: true}} },
 	}
+	spread := map[string]bool{"admin": true, "fleetco": true, "northwind": true}
 	for _, who := range []string{"admin", "fleetco", "northwind", "acme", "tailspin", "hooli"} {
 		scope := f.scope(t, who, "services")
 		for variant, apply := range variants {
@@ -58,19 +62,25 @@ func TestDeferredPagesEqualWalk(t *testing.T) {
 							last = 25
 						}
 						seen := 0
+						shapes := []string{"deferred"}
+						if spread[who] && strings.HasPrefix(variant, "search") {
+							shapes = append(shapes, "ids")
+						}
 						for page := 1; page <= last; page++ {
 							req := storage.ListRequest{Page: page, PerPage: per, Desc: desc, Sort: storage.Services.ID()}
 							apply(&req)
-							walk, walkMore, err := storage.ServicePageIDs(ctx, f.s, scope, req, false)
+							walk, walkMore, err := storage.ServicePageIDs(ctx, f.s, scope, req, "walk")
 							if err != nil {
 								t.Fatal(err)
 							}
-							deferred, deferredMore, err := storage.ServicePageIDs(ctx, f.s, scope, req, true)
-							if err != nil {
-								t.Fatal(err)
-							}
-							if !slices.Equal(walk, deferred) || walkMore != deferredMore {
-								t.Fatalf("page %d: deferred %v (more %v), walk %v (more %v)", page, deferred, deferredMore, walk, walkMore)
+							for _, how := range shapes {
+								got, more, err := storage.ServicePageIDs(ctx, f.s, scope, req, how)
+								if err != nil {
+									t.Fatal(err)
+								}
+								if !slices.Equal(walk, got) || walkMore != more {
+									t.Fatalf("page %d: %s %v (more %v), walk %v (more %v)", page, how, got, more, walk, walkMore)
+								}
 							}
 							seen += len(walk)
 							if len(walk) == 0 {
@@ -87,13 +97,13 @@ func TestDeferredPagesEqualWalk(t *testing.T) {
 	}
 }
 
-// TestPageShape: List reads a page in id order as a deferred join when
-// the page walks the table's key (a manager's tree, the admin) and the
-// walk would read more than deferFactor times the rows (deferPage, with the
-// list's total and the table's estimate), with or without filters and
-// search; it walks for one account's rows, which an index returns in
-// order, for another sort and after a cursor. A page past the total reads
-// no row.
+// TestPageShape: List reads a page in id order whose walk reads the
+// table's key (a manager's tree, the admin) by key from the ids kept with
+// the total of its search, and without a search as a deferred join when
+// the walk would read more than deferFactor times the rows (deferPage,
+// with the list's total and the table's estimate), filtered or not; it
+// walks for one account's rows, which an index returns in order, for
+// another sort and after a cursor. A page past the total reads no row.
 func TestPageShape(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
@@ -121,13 +131,16 @@ func TestPageShape(t *testing.T) {
 		{"the admin, a rare search", "admin", storage.ListRequest{Page: 1, PerPage: 50, Search: "tailspin"}, true},
 		{"the admin, a common search", "admin", storage.ListRequest{Page: 1, PerPage: 50, Search: "bulk"}, true},
 		{"fleetco, a common search, deep", "fleetco", storage.ListRequest{Page: 50, PerPage: 50, Search: "bulk"}, true},
+		{"northwind, a search and a filter", "northwind", storage.ListRequest{Page: 1, PerPage: 50, Search: "a", Filters: []storage.Filter{{Field: odo, Value: true}}}, true},
 		{"northwind filtered", "northwind", storage.ListRequest{Page: 1, PerPage: 50, Filters: []storage.Filter{{Field: odo, Value: true}}}, true},
+		{"fleetco filtered, deep", "fleetco", storage.ListRequest{Page: 40, PerPage: 50, Filters: []storage.Filter{{Field: odo, Value: false}}}, true},
+		{"a user's search", "acme", storage.ListRequest{Page: 2, PerPage: 50, Search: "bulk"}, false},
 		{"northwind by name", "northwind", storage.ListRequest{Page: 1, PerPage: 50, Sort: name}, false},
 		{"northwind after a cursor", "northwind", storage.ListRequest{Page: 1, PerPage: 50, After: &storage.Cursor{Sort: id, ID: 1}}, false},
 		{"one account", "tailspin", storage.ListRequest{Page: 3, PerPage: 1}, false},
 		{"one account, deep", "acme", storage.ListRequest{Page: 50, PerPage: 50}, false},
 	}
-	chose := map[bool]int{}
+	chose := map[string]int{}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			scope := f.scope(t, tc.who, "services")
@@ -135,30 +148,35 @@ func TestPageShape(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			want := false
-			if tc.eligible {
+			want := "walk"
+			switch {
+			case tc.eligible && tc.req.Search != "":
+				want = "ids"
+			case tc.eligible:
 				all := tc.req
 				all.Page, all.PerPage = 1, 5000
-				ids, _, err := storage.ServicePageIDs(ctx, f.s, scope, all, false)
+				ids, _, err := storage.ServicePageIDs(ctx, f.s, scope, all, "walk")
 				if err != nil {
 					t.Fatal(err)
 				}
 				rows := int64(len(ids))
-				want = storage.DeferPage(int64(tc.req.Page-1)*int64(tc.req.PerPage), int64(tc.req.PerPage)+1, rows, table)
-				chose[want]++
+				if storage.DeferPage(int64(tc.req.Page-1)*int64(tc.req.PerPage), int64(tc.req.PerPage)+1, rows, table) {
+					want = "deferred"
+				}
 			}
+			chose[want]++
 			if got != want {
-				t.Errorf("deferred %v, want %v", got, want)
+				t.Errorf("shape %s, want %s", got, want)
 			}
 		})
 	}
-	if chose[true] < 3 || chose[false] < 3 {
-		t.Errorf("the eligible cases chose %v: want both shapes several times", chose)
+	if chose["deferred"] < 3 || chose["walk"] < 3 || chose["ids"] < 3 {
+		t.Errorf("the cases chose %v: want each shape several times", chose)
 	}
 	// What List returns: every page of northwind, deferred, is the walk's,
 	// with the tree's total; a page past the total is empty.
 	northwind := f.scope(t, "northwind", "services")
-	all, _, err := storage.ServicePageIDs(ctx, f.s, northwind, storage.ListRequest{Page: 1, PerPage: 500}, false)
+	all, _, err := storage.ServicePageIDs(ctx, f.s, northwind, storage.ListRequest{Page: 1, PerPage: 500}, "walk")
 	if err != nil || len(all) < 3 {
 		t.Fatalf("northwind's services %v, %v: want a few", all, err)
 	}

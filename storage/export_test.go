@@ -2,6 +2,7 @@ package storage
 
 import (
 	"context"
+	"fmt"
 	"reflect"
 
 	"github.com/uptrace/bun/dialect/pgdialect"
@@ -44,28 +45,59 @@ func ExecInTx(ctx context.Context, s *Store, query string, args ...any) error {
 	return err
 }
 
-// PageShape returns whether List reads the page req selects among the
-// rows scope admits as a deferred join (pageShape).
-func PageShape(ctx context.Context, s *Store, scope policy.Scope, req ListRequest) (bool, error) {
+// PageShape returns how List reads the page req selects among the rows
+// scope admits (pageShape): "walk", "deferred" or "ids".
+func PageShape(ctx context.Context, s *Store, scope policy.Scope, req ListRequest) (string, error) {
 	d := descriptorOf(scope.Resource())
 	c, err := s.compiledFor(scope, d)
 	if err != nil {
-		return false, err
+		return "", err
 	}
-	_, deferred, err := pageShape(ctx, d, req, s.listSource(d, c))
-	return deferred, err
+	sh, err := pageShape(ctx, d, req, s.listSource(d, c))
+	return sh.name(), err
+}
+
+func (sh shape) name() string {
+	switch {
+	case sh.ids != nil:
+		return "ids"
+	case sh.deferred:
+		return "deferred"
+	}
+	return "walk"
 }
 
 // ServicePageIDs returns the ids of the services of the page req selects
-// among those scope admits, read as a deferred join or by the walk as
-// deferred asks, whatever List would choose: for the differential test of
-// the two shapes.
-func ServicePageIDs(ctx context.Context, s *Store, scope policy.Scope, req ListRequest, deferred bool) ([]int64, bool, error) {
-	c, err := s.compiledFor(scope, Services.Descriptor)
+// among those scope admits, read in the shape how names ("walk",
+// "deferred", or "ids": by key from the ids kept with the total of req's
+// search, Store.keptTotal), whatever List would choose: for the
+// differential test of the shapes. "ids" fails when no ids are kept.
+func ServicePageIDs(ctx context.Context, s *Store, scope policy.Scope, req ListRequest, how string) ([]int64, bool, error) {
+	d := Services.Descriptor
+	c, err := s.compiledFor(scope, d)
 	if err != nil {
 		return nil, false, err
 	}
-	items, next, err := pageRows[Service](ctx, Services.Descriptor, req, s.listSource(Services.Descriptor, c).start, deferred)
+	src := s.listSource(d, c)
+	sh := shape{total: -1, deferred: how == "deferred"}
+	if how == "ids" {
+		count, err := src.start((*Service)(nil), true)
+		if err != nil {
+			return nil, false, err
+		}
+		if err := applyFilters(count, d, req); err != nil {
+			return nil, false, err
+		}
+		kept, ok, err := src.kept(ctx, count, req.Search != "")
+		if err != nil {
+			return nil, false, err
+		}
+		if !ok || kept.ids == nil {
+			return nil, false, fmt.Errorf("no ids kept for %+v", req)
+		}
+		sh.ids = kept.ids
+	}
+	items, next, err := pageRows[Service](ctx, d, req, src.start, sh)
 	if err != nil {
 		return nil, false, err
 	}

@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/uptrace/bun"
+	"github.com/uptrace/bun/dialect/pgdialect"
 
 	"github.com/fleetapi/fleetapi/policy"
 )
@@ -113,8 +114,8 @@ func (s *Store) listSource(d *Descriptor, c *compiledScope) listSource {
 		counted: func(ctx context.Context) (int64, bool, error) {
 			return s.counterTotal(ctx, c, d)
 		},
-		kept: func(ctx context.Context, count *bun.SelectQuery) (int64, bool, error) {
-			return s.keptTotal(ctx, c, d, count)
+		kept: func(ctx context.Context, count *bun.SelectQuery, searched bool) (keptTotal, bool, error) {
+			return s.keptTotal(ctx, c, d, count, searched)
 		},
 	}
 	if c.spread && c.counter != nil && d.scopedBy == "" {
@@ -139,9 +140,10 @@ type listSource struct {
 	// when the rows must be counted.
 	counted func(context.Context) (int64, bool, error)
 	// kept, when not nil, is asked for the total of a request with
-	// filters or search, given the count query (Store.keptTotal): the
-	// total and true, or false when the rows must be counted.
-	kept func(context.Context, *bun.SelectQuery) (int64, bool, error)
+	// filters or search, given the count query and whether it searches
+	// (Store.keptTotal): the total (with the rows' ids for a search of
+	// spread rows) and true, or false when the rows must be counted.
+	kept func(ctx context.Context, count *bun.SelectQuery, searched bool) (keptTotal, bool, error)
 	// spread, when not nil, says that a page in id order walks the
 	// table's primary key (compiledScope.spread), and returns the number
 	// of rows of the list without filters and search and the table's
@@ -175,44 +177,63 @@ func deferPage(offset, limit, rows, table int64) bool {
 	return walk > deferFactor*float64(rows)
 }
 
+// shape is how listPage reads a page (pageShape).
+type shape struct {
+	// total is the list's total when it was read before the page, -1
+	// otherwise.
+	total int64
+	// deferred reads the page as a deferred join (pageQuery).
+	deferred bool
+	// ids, when not nil, are the ids of all the list's rows in ascending
+	// order, kept with its total (Store.keptTotal): the page's rows are
+	// read by key.
+	ids []int64
+}
+
 // pageShape chooses how listPage reads the page req selects among the
 // rows of src. For a request in id order without a cursor over rows whose
 // page walks the table's key (src.spread), it reads the total first — from
 // the row counters without filters and search, else the kept total of the
-// filters and search (Store.keptTotal) — and returns it with whether to
-// read the page as a deferred join (deferPage). Otherwise, or when no
-// total is kept, the total is unknown (-1) and the page is walked.
-func pageShape(ctx context.Context, d *Descriptor, req ListRequest, src listSource) (total int64, deferred bool, err error) {
+// filters and search (Store.keptTotal) — and returns it with the rows' ids
+// when they are kept with it (a search), else with whether to read the
+// page as a deferred join (deferPage). Otherwise, or when no total is
+// kept, the total is unknown (-1) and the page is walked.
+func pageShape(ctx context.Context, d *Descriptor, req ListRequest, src listSource) (shape, error) {
+	walk := shape{total: -1}
 	if src.spread == nil || req.After != nil || req.Sort.Name != "" && req.Sort != d.id {
-		return -1, false, nil
+		return walk, nil
 	}
 	var rows, table int64
 	if len(req.Filters) == 0 && req.Search == "" {
+		var err error
 		if rows, table, err = src.spread(ctx); err != nil {
-			return -1, false, err
+			return walk, err
 		}
 	} else {
 		if src.kept == nil || src.table == nil {
-			return -1, false, nil
+			return walk, nil
 		}
 		count, err := src.start(reflect.Zero(reflect.PointerTo(d.model)).Interface(), true)
 		if err != nil {
-			return -1, false, err
+			return walk, err
 		}
 		if err := applyFilters(count, d, req); err != nil {
-			return -1, false, err
+			return walk, err
 		}
-		total, ok, err := src.kept(ctx, count)
+		kept, ok, err := src.kept(ctx, count, req.Search != "")
 		if err != nil || !ok {
-			return -1, false, err
+			return walk, err
+		}
+		if kept.ids != nil {
+			return shape{total: kept.total, ids: kept.ids}, nil
 		}
 		if table, err = src.table(ctx); err != nil {
-			return -1, false, err
+			return walk, err
 		}
-		rows = total
+		rows = kept.total
 	}
 	offset := int64(req.Page-1) * int64(req.PerPage)
-	return rows, deferPage(offset, int64(req.PerPage)+1, rows, table), nil
+	return shape{total: rows, deferred: deferPage(offset, int64(req.PerPage)+1, rows, table)}, nil
 }
 
 // listPage is List over the rows of src (listSource) that req selects,
@@ -222,17 +243,18 @@ func listPage[T any](ctx context.Context, d *Descriptor, req ListRequest, src li
 		return Page[T]{}, fmt.Errorf("%w: a cursor with page %d", ErrBadListRequest, req.Page)
 	}
 	offset := int64(req.Page-1) * int64(req.PerPage)
-	known, deferred, err := pageShape(ctx, d, req, src)
+	sh, err := pageShape(ctx, d, req, src)
 	if err != nil {
 		return Page[T]{}, err
 	}
+	known := sh.total
 	var items []T
 	var next *Cursor
 	if known >= 0 && offset >= known {
 		// Past the total: no row to read (the walk would read every
 		// entry of the table to find none).
 		items = []T{}
-	} else if items, next, err = pageRows[T](ctx, d, req, src.start, deferred); err != nil {
+	} else if items, next, err = pageRows[T](ctx, d, req, src.start, sh); err != nil {
 		return Page[T]{}, err
 	}
 	// A page that is the last one tells the total without counting (not
@@ -264,12 +286,12 @@ func listPage[T any](ctx context.Context, d *Descriptor, req ListRequest, src li
 		return Page[T]{}, err
 	}
 	if kept != nil && (len(req.Filters) > 0 || req.Search != "") {
-		total, ok, err := kept(ctx, count)
+		k, ok, err := kept(ctx, count, req.Search != "")
 		if err != nil {
 			return Page[T]{}, err
 		}
 		if ok {
-			return Page[T]{Items: items, Total: total, Next: next}, nil
+			return Page[T]{Items: items, Total: k.total, Next: next}, nil
 		}
 	}
 	total, err := count.Count(ctx)
@@ -283,11 +305,10 @@ func listPage[T any](ctx context.Context, d *Descriptor, req ListRequest, src li
 // admits (WHERE filters, search and, after a cursor, the keyset
 // condition; ORDER BY sort, id; LIMIT per_page OFFSET (page-1)*per_page),
 // and the cursor after its last row when more rows follow (one row more
-// is read to know). deferred reads the page as a deferred join
-// (pageQuery).
-func pageRows[T any](ctx context.Context, d *Descriptor, req ListRequest, start func(model any, forCount bool) (*bun.SelectQuery, error), deferred bool) ([]T, *Cursor, error) {
+// is read to know), in the shape sh (pageQuery).
+func pageRows[T any](ctx context.Context, d *Descriptor, req ListRequest, start func(model any, forCount bool) (*bun.SelectQuery, error), sh shape) ([]T, *Cursor, error) {
 	items := make([]T, 0, req.PerPage+1)
-	q, sort, err := pageQuery(d, req, start, &items, deferred)
+	q, sort, err := pageQuery(d, req, start, &items, sh)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -325,15 +346,18 @@ func pageRows[T any](ctx context.Context, d *Descriptor, req ListRequest, start 
 // after req.After, ORDER BY sort, id, LIMIT per_page + 1 OFFSET
 // (page-1)*per_page. It returns the sort field (the id field for none).
 //
-// deferred, for a request in id order without a cursor, reads the same
-// page as a deferred join: the page's ids first, from the rows in the
+// A shape with ids, for a request in id order without a cursor, reads the
+// rows of the page's ids (per_page + 1 of them from the page's offset, from
+// the end when descending) by key, under the page shape of the scope, the
+// filters and the search. A deferred shape reads the same page as a
+// deferred join: the page's ids first, from the rows in the
 // counting shape of the scope with the filters and search, ordered by
 // id + 0 (an order no index delivers, so PostgreSQL finds all the rows —
 // a manager's entries of the (account_id, id) index, a search's trigram
 // matches — and keeps the top ones instead of walking the primary key),
 // then those rows by key, still under the page shape of the scope, the
 // filters and the search.
-func pageQuery(d *Descriptor, req ListRequest, start func(model any, forCount bool) (*bun.SelectQuery, error), model any, deferred bool) (*bun.SelectQuery, Field, error) {
+func pageQuery(d *Descriptor, req ListRequest, start func(model any, forCount bool) (*bun.SelectQuery, error), model any, sh shape) (*bun.SelectQuery, Field, error) {
 	sort := req.Sort
 	if sort.Name == "" {
 		sort = d.id
@@ -359,12 +383,22 @@ func pageQuery(d *Descriptor, req ListRequest, start func(model any, forCount bo
 		q.OrderExpr(d.col(d.id.Name) + dir)
 	}
 	offset := int64(req.Page-1) * int64(req.PerPage)
-	if !deferred {
+	if !sh.deferred && sh.ids == nil {
 		q.Limit(int64(req.PerPage) + 1).Offset(offset)
 		return q, sort, nil
 	}
 	if sort != d.id || req.After != nil {
 		return nil, Field{}, fmt.Errorf("%w: a deferred page is in id order without a cursor", ErrBadListRequest)
+	}
+	if sh.ids != nil {
+		n := int64(len(sh.ids))
+		from, to := min(offset, n), min(offset+int64(req.PerPage)+1, n)
+		page := sh.ids[from:to]
+		if req.Desc {
+			page = sh.ids[n-to : n-from]
+		}
+		q.Where(d.col(d.id.Name)+" = ANY(?)", pgdialect.Array(page)).Limit(int64(req.PerPage) + 1)
+		return q, sort, nil
 	}
 	ids, err := start(reflect.Zero(reflect.PointerTo(d.model)).Interface(), true)
 	if err != nil {

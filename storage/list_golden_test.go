@@ -33,37 +33,39 @@ func TestListPageGolden(t *testing.T) {
 	day, _ := ParseDate("2024-03-01")
 	at := time.Date(2026, 1, 5, 7, 0, 0, 123456000, time.UTC)
 	cases := []struct {
-		name     string
-		d        *Descriptor
-		req      ListRequest
-		deferred bool
+		name  string
+		d     *Descriptor
+		req   ListRequest
+		shape shape
 	}{
-		{"page 100, deferred", Services.Descriptor, ListRequest{Page: 100, PerPage: 50}, true},
-		{"page 2 descending, deferred", Events.Descriptor, ListRequest{Page: 2, PerPage: 20, Desc: true}, true},
-		{"page 3 by name, searched", Services.Descriptor, ListRequest{Page: 3, PerPage: 50, Sort: field(Services.Descriptor, "name"), Search: "oil"}, false},
-		{"after an id", Services.Descriptor, ListRequest{Page: 1, PerPage: 50, Sort: Services.ID(), After: &Cursor{Sort: Services.ID(), ID: 41}}, false},
-		{"after an id, descending", Services.Descriptor, ListRequest{Page: 1, PerPage: 50, Sort: Services.ID(), Desc: true, After: &Cursor{Sort: Services.ID(), Desc: true, ID: 41}}, false},
+		{"page 100, deferred", Services.Descriptor, ListRequest{Page: 100, PerPage: 50}, shape{deferred: true}},
+		{"page 2 descending, deferred", Events.Descriptor, ListRequest{Page: 2, PerPage: 20, Desc: true}, shape{deferred: true}},
+		{"page 2 of a search, by key", Services.Descriptor, ListRequest{Page: 2, PerPage: 2, Search: "oil"}, shape{ids: []int64{3, 5, 8, 13, 21, 34, 55}}},
+		{"page 2 of a search descending, by key", Services.Descriptor, ListRequest{Page: 2, PerPage: 2, Search: "oil", Desc: true}, shape{ids: []int64{3, 5, 8, 13, 21, 34, 55}}},
+		{"page 3 by name, searched", Services.Descriptor, ListRequest{Page: 3, PerPage: 50, Sort: field(Services.Descriptor, "name"), Search: "oil"}, shape{}},
+		{"after an id", Services.Descriptor, ListRequest{Page: 1, PerPage: 50, Sort: Services.ID(), After: &Cursor{Sort: Services.ID(), ID: 41}}, shape{}},
+		{"after an id, descending", Services.Descriptor, ListRequest{Page: 1, PerPage: 50, Sort: Services.ID(), Desc: true, After: &Cursor{Sort: Services.ID(), Desc: true, ID: 41}}, shape{}},
 		{"after a name, filtered", Services.Descriptor, ListRequest{Page: 1, PerPage: 50, Sort: field(Services.Descriptor, "name"),
 			Filters: []Filter{{Field: field(Services.Descriptor, "odo"), Value: true}},
-			After:   &Cursor{Sort: field(Services.Descriptor, "name"), Value: "Oil change", ID: 41}}, false},
+			After:   &Cursor{Sort: field(Services.Descriptor, "name"), Value: "Oil change", ID: 41}}, shape{}},
 		{"after an integer, descending", Services.Descriptor, ListRequest{Page: 1, PerPage: 50, Sort: field(Services.Descriptor, "odo_interval"), Desc: true,
-			After: &Cursor{Sort: field(Services.Descriptor, "odo_interval"), Desc: true, Value: int64(10000), ID: 41}}, false},
+			After: &Cursor{Sort: field(Services.Descriptor, "odo_interval"), Desc: true, Value: int64(10000), ID: 41}}, shape{}},
 		{"after a boolean", Services.Descriptor, ListRequest{Page: 1, PerPage: 50, Sort: field(Services.Descriptor, "odo"),
-			After: &Cursor{Sort: field(Services.Descriptor, "odo"), Value: false, ID: 41}}, false},
+			After: &Cursor{Sort: field(Services.Descriptor, "odo"), Value: false, ID: 41}}, shape{}},
 		{"after a date", Services.Descriptor, ListRequest{Page: 1, PerPage: 50, Sort: field(Services.Descriptor, "days_last"),
-			After: &Cursor{Sort: field(Services.Descriptor, "days_last"), Value: day, ID: 41}}, false},
+			After: &Cursor{Sort: field(Services.Descriptor, "days_last"), Value: day, ID: 41}}, shape{}},
 		{"after a date, descending", Services.Descriptor, ListRequest{Page: 1, PerPage: 50, Sort: field(Services.Descriptor, "days_last"), Desc: true,
-			After: &Cursor{Sort: field(Services.Descriptor, "days_last"), Desc: true, Value: day, ID: 41}}, false},
+			After: &Cursor{Sort: field(Services.Descriptor, "days_last"), Desc: true, Value: day, ID: 41}}, shape{}},
 		{"after a NULL date", Services.Descriptor, ListRequest{Page: 1, PerPage: 50, Sort: field(Services.Descriptor, "days_last"),
-			After: &Cursor{Sort: field(Services.Descriptor, "days_last"), ID: 41}}, false},
+			After: &Cursor{Sort: field(Services.Descriptor, "days_last"), ID: 41}}, shape{}},
 		{"after a NULL date, descending", Services.Descriptor, ListRequest{Page: 1, PerPage: 50, Sort: field(Services.Descriptor, "days_last"), Desc: true,
-			After: &Cursor{Sort: field(Services.Descriptor, "days_last"), Desc: true, ID: 41}}, false},
+			After: &Cursor{Sort: field(Services.Descriptor, "days_last"), Desc: true, ID: 41}}, shape{}},
 		{"after a timestamp", Reports.Descriptor, ListRequest{Page: 1, PerPage: 50, Sort: field(Reports.Descriptor, "dt_schedule_d"),
-			After: &Cursor{Sort: field(Reports.Descriptor, "dt_schedule_d"), Value: at, ID: 41}}, false},
+			After: &Cursor{Sort: field(Reports.Descriptor, "dt_schedule_d"), Value: at, ID: 41}}, shape{}},
 		{"after a list", Reports.Descriptor, ListRequest{Page: 1, PerPage: 50, Sort: field(Reports.Descriptor, "imei"),
-			After: &Cursor{Sort: field(Reports.Descriptor, "imei"), Value: StringList{"356938035643809", "it's"}, ID: 41}}, false},
+			After: &Cursor{Sort: field(Reports.Descriptor, "imei"), Value: StringList{"356938035643809", "it's"}, ID: 41}}, shape{}},
 		{"after an object", Events.Descriptor, ListRequest{Page: 1, PerPage: 50, Sort: field(Events.Descriptor, "day_time"),
-			After: &Cursor{Sort: field(Events.Descriptor, "day_time"), Value: JSONObject{"from": "06:00", "to": "20:00"}, ID: 41}}, false},
+			After: &Cursor{Sort: field(Events.Descriptor, "day_time"), Value: JSONObject{"from": "06:00", "to": "20:00"}, ID: 41}}, shape{}},
 	}
 	var b strings.Builder
 	for _, c := range cases {
@@ -81,7 +83,7 @@ func TestListPageGolden(t *testing.T) {
 			}
 			return s.selectIn(c.d, compiled.page, model), nil
 		}
-		q, _, err := pageQuery(c.d, c.req, start, modelOf(c.d), c.deferred)
+		q, _, err := pageQuery(c.d, c.req, start, modelOf(c.d), c.shape)
 		if err != nil {
 			t.Fatalf("%s: %v", c.name, err)
 		}

@@ -5,8 +5,10 @@ import (
 	"strconv"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/uptrace/bun"
+	"github.com/uptrace/bun/dialect/pgdialect"
 	"golang.org/x/sync/singleflight"
 )
 
@@ -44,8 +46,20 @@ import (
 
 // totalsCacheSize bounds how many totals a Store keeps: one per (scope,
 // filters, search) recently listed past its first page. An entry is its
-// SQL (a few hundred bytes) and four numbers.
+// SQL (a few hundred bytes) and four numbers, and may hold the ids of the
+// rows (keptIDsMax, keptIDsBudget).
 const totalsCacheSize = 4096
+
+// keptIDsMax is the most ids kept with one total: a search of a scope
+// whose pages walk the table (compiledScope.spread) keeps the ids of its
+// matches, in order, when it has at most this many, and its pages in id
+// order are then read by key (docs/decisions.md, "Kept ids"). A search with
+// more matches is dense enough for the walk to find a page quickly.
+const keptIDsMax = 50_000
+
+// keptIDsBudget bounds the ids all kept totals hold together (8 bytes
+// each: 16 MB); entries make room for a new one as for the count bound.
+const keptIDsBudget = 2_000_000
 
 // totalsCache keeps, per count query (the scope, the filters and the
 // search, rendered with their values), the total counted and the version
@@ -55,6 +69,8 @@ const totalsCacheSize = 4096
 type totalsCache struct {
 	mu    sync.Mutex
 	items map[string]keptTotal
+	// ids is the number of ids the entries hold.
+	ids int
 	// flight runs one count per (key, version) at a time.
 	flight singleflight.Group
 	// counted counts the totals counted (no entry, or a stale one);
@@ -63,10 +79,20 @@ type totalsCache struct {
 	counted, reused atomic.Int64
 }
 
-// keptTotal is a total and the version it was counted at.
+// keptTotal is a total and the version it was counted at, and, for a
+// count asked with its ids (Store.keptTotal), the ids of the rows in
+// ascending order when there are at most keptIDsMax of them.
 type keptTotal struct {
 	version countVersion
 	total   int64
+	ids     []int64
+}
+
+// answers reports whether k answers a request that asks for the ids
+// (withIDs) or not: a total counted without its ids answers only the
+// latter (no request asks both ways for one key: see Store.keptTotal).
+func (k keptTotal) answers(withIDs bool) bool {
+	return !withIDs || k.ids != nil || k.total > keptIDsMax
 }
 
 // countVersion is the version of a scope's rows (see above).
@@ -87,18 +113,25 @@ func (c *totalsCache) get(key string) (keptTotal, bool) {
 	return k, ok
 }
 
-// put keeps k under key. When the cache is full an arbitrary entry makes
-// room: a miss costs one count, as without the cache.
+// put keeps k under key. When the cache is full, or its ids would pass
+// keptIDsBudget, arbitrary entries make room: a miss costs one count, as
+// without the cache.
 func (c *totalsCache) put(key string, k keptTotal) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if _, ok := c.items[key]; !ok && len(c.items) >= totalsCacheSize {
-		for old := range c.items {
-			delete(c.items, old)
+	if old, ok := c.items[key]; ok {
+		c.ids -= len(old.ids)
+		delete(c.items, key)
+	}
+	for old, e := range c.items {
+		if len(c.items) < totalsCacheSize && c.ids+len(k.ids) <= keptIDsBudget {
 			break
 		}
+		c.ids -= len(e.ids)
+		delete(c.items, old)
 	}
 	c.items[key] = k
+	c.ids += len(k.ids)
 }
 
 // countResult is what a shared count returns: the total with its version
@@ -121,26 +154,30 @@ type countResult struct {
 // its cancellation (a client that goes away does not fail the others) but
 // with its deadline; a caller whose own context is still live when a count
 // fails because the starter's deadline passed asks again.
-func (c *totalsCache) count(ctx context.Context, key string, now countVersion, run func(context.Context) (keptTotal, error)) (keptTotal, error) {
-	if k, ok := c.get(key); ok && k.version == now {
+func (c *totalsCache) count(ctx context.Context, key string, now countVersion, withIDs bool, run func(context.Context) (keptTotal, error)) (keptTotal, error) {
+	if k, ok := c.get(key); ok && k.version == now && k.answers(withIDs) {
 		c.reused.Add(1)
 		return k, nil
 	}
 	flight := key + "\x00" + now.started + "\x00" + strconv.FormatInt(now.generation, 10) + "\x00" + strconv.FormatInt(now.changes, 10)
 	for {
 		ch := c.flight.DoChan(flight, func() (any, error) {
-			if k, ok := c.get(key); ok && k.version == now {
+			if k, ok := c.get(key); ok && k.version == now && k.answers(withIDs) {
 				return countResult{kept: k}, nil
 			}
 			fctx := context.WithoutCancel(ctx)
-			if deadline, ok := ctx.Deadline(); ok {
+			deadline, bounded := ctx.Deadline()
+			if bounded {
 				var cancel context.CancelFunc
 				fctx, cancel = context.WithDeadline(fctx, deadline)
 				defer cancel()
 			}
 			k, err := run(fctx)
 			if err != nil {
-				return countResult{err: err, expired: fctx.Err() != nil}, nil
+				// A dial or read that hit the deadline may fail before the
+				// context's own timer has fired: the clock decides.
+				expired := fctx.Err() != nil || bounded && !time.Now().Before(deadline)
+				return countResult{err: err, expired: expired}, nil
 			}
 			c.counted.Add(1)
 			c.put(key, k)
@@ -151,7 +188,7 @@ func (c *totalsCache) count(ctx context.Context, key string, now countVersion, r
 			return keptTotal{}, ctx.Err()
 		case r := <-ch:
 			res := r.Val.(countResult)
-			if res.err != nil && res.expired && ctx.Err() == nil {
+			if res.err != nil && res.expired && live(ctx) {
 				continue
 			}
 			if res.err == nil && (!res.counted || r.Shared) {
@@ -160,6 +197,14 @@ func (c *totalsCache) count(ctx context.Context, key string, now countVersion, r
 			return res.kept, res.err
 		}
 	}
+}
+
+// live reports whether ctx has neither ended nor passed its deadline by
+// the clock (its timer may fire a little after a dial that hit the same
+// deadline has failed).
+func live(ctx context.Context) bool {
+	deadline, bounded := ctx.Deadline()
+	return ctx.Err() == nil && (!bounded || time.Now().Before(deadline))
 }
 
 // versionQuery selects the version of the rows of c's resource that the
@@ -180,34 +225,54 @@ func (s *Store) versionQuery(c *counterSQL) *bun.SelectQuery {
 // from the Store's kept totals when the scope's version is the one it was
 // counted at, and otherwise counted now with the version in the same
 // statement (one snapshot), once for the requests that miss it together
-// (totalsCache.count), and kept. It returns false, and the caller
-// counts, when the scope has no counter form or the Store runs inside a
-// transaction.
-func (s *Store) keptTotal(ctx context.Context, c *compiledScope, d *Descriptor, count *bun.SelectQuery) (int64, bool, error) {
+// (totalsCache.count), and kept. For a search (searched) of a scope whose
+// pages walk the table (c.spread) the same statement also returns the ids
+// of the rows in ascending order when there are at most keptIDsMax, kept
+// and returned with the total, so that the list's pages in id order are
+// read by key (pageShape): the ids come from the rows the count reads
+// anyway. Whether ids are asked is thus a function of the count query, the
+// key of the kept total. It returns false, and the caller counts, when the
+// scope has no counter form or the Store runs inside a transaction.
+func (s *Store) keptTotal(ctx context.Context, c *compiledScope, d *Descriptor, count *bun.SelectQuery, searched bool) (keptTotal, bool, error) {
 	if c.counter == nil || d.scopedBy != "" || s.totals == nil {
-		return 0, false, nil
+		return keptTotal{}, false, nil
 	}
 	if _, pool := s.db.(*bun.DB); !pool {
-		return 0, false, nil
+		return keptTotal{}, false, nil
 	}
+	withIDs := c.spread && searched
 	version := s.versionQuery(c.counter)
+	ids := count.Clone().ColumnExpr(d.col(d.id.Name))
 	count = count.ColumnExpr("count(*)")
 	key := version.String() + "\x00" + count.String()
 	var now countVersion
 	if err := version.Scan(ctx, &now.started, &now.generation, &now.changes); err != nil {
-		return 0, false, Translate(err)
+		return keptTotal{}, false, Translate(err)
 	}
-	k, err := s.totals.count(ctx, key, now, func(ctx context.Context) (keptTotal, error) {
+	k, err := s.totals.count(ctx, key, now, withIDs, func(ctx context.Context) (keptTotal, error) {
 		var k keptTotal
-		err := s.db.NewSelect().
+		q := s.db.NewSelect().
 			TableExpr(`(?) AS "v"`, version).
-			ColumnExpr(`"v"."started", "v"."generation", "v"."changes"`).
-			ColumnExpr(`(?) AS "total"`, count).
-			Scan(ctx, &k.version.started, &k.version.generation, &k.version.changes, &k.total)
+			ColumnExpr(`"v"."started", "v"."generation", "v"."changes"`)
+		if !withIDs {
+			err := q.ColumnExpr(`(?) AS "total"`, count).
+				Scan(ctx, &k.version.started, &k.version.generation, &k.version.changes, &k.total)
+			return k, Translate(err)
+		}
+		id := `"m"."` + d.id.Name + `"`
+		matches := s.db.NewSelect().TableExpr(`(?) AS "m"`, ids).
+			ColumnExpr(`count(*) AS "total"`).
+			ColumnExpr(`CASE WHEN count(*) <= ? THEN array_agg(`+id+` ORDER BY `+id+`) END AS "ids"`, keptIDsMax)
+		err := q.TableExpr(`(?) AS "t"`, matches).
+			ColumnExpr(`"t"."total", "t"."ids"`).
+			Scan(ctx, &k.version.started, &k.version.generation, &k.version.changes, &k.total, pgdialect.Array(&k.ids))
+		if err == nil && k.ids == nil && k.total <= keptIDsMax {
+			k.ids = []int64{}
+		}
 		return k, Translate(err)
 	})
 	if err != nil {
-		return 0, false, Translate(err)
+		return keptTotal{}, false, Translate(err)
 	}
-	return k.total, true, nil
+	return k, true, nil
 }
