@@ -80,22 +80,40 @@ func (s *Store) counterTotal(ctx context.Context, c *compiledScope, d *Descripto
 	return total, true, nil
 }
 
+// spreadRows is what pageShape reads of a scope whose pages walk the
+// table's key, in one statement (Store.spreadRows).
+type spreadRows struct {
+	// rows is the number of rows the scope admits (the list's total
+	// without filters and search).
+	rows int64
+	// table is the table's estimated number of rows (pg_class.reltuples:
+	// -1 before the first ANALYZE).
+	table int64
+	// version is the version of the scope's rows (totals.go).
+	version countVersion
+}
+
 // spreadRows returns, in one statement, the total of the rows of d that
-// the compiled scope c admits (from the counters, as counterTotal) and
-// the number of rows of d's table as PostgreSQL's statistics estimate it
-// (pg_class.reltuples: -1 before the first ANALYZE), for deferPage. c
-// must have a counter form.
-func (s *Store) spreadRows(ctx context.Context, c *compiledScope, d *Descriptor) (rows, table int64, err error) {
+// the compiled scope c admits (from the counters, as counterTotal), the
+// table's estimated size and the version of those rows (read from the
+// same counter rows, as versionQuery does), for pageShape. c must have a
+// counter form.
+func (s *Store) spreadRows(ctx context.Context, c *compiledScope, d *Descriptor) (spreadRows, error) {
+	var sp spreadRows
 	if c.counter == nil {
-		return 0, 0, fmt.Errorf("%w: scope of %s has no counter form", ErrBadListRequest, d.resource)
+		return sp, fmt.Errorf("%w: scope of %s has no counter form", ErrBadListRequest, d.resource)
 	}
-	err = s.counterQuery(c).
+	t := accountCounters
+	err := s.counterQuery(c).
 		ColumnExpr(`(SELECT "rel"."reltuples" FROM "pg_class" AS "rel" WHERE "rel"."oid" = ?::regclass)::bigint`, d.table).
-		Scan(ctx, &rows, &table)
+		ColumnExpr(`pg_postmaster_start_time()::text`).
+		ColumnExpr(`(SELECT g.generation FROM count_generation AS g)`).
+		ColumnExpr(`COALESCE(sum(`+t.col("changes")+`), 0)::bigint`).
+		Scan(ctx, &sp.rows, &sp.table, &sp.version.started, &sp.version.generation, &sp.version.changes)
 	if err != nil {
-		return 0, 0, Translate(err)
+		return spreadRows{}, Translate(err)
 	}
-	return rows, table, nil
+	return sp, nil
 }
 
 // tableEstimateTTL is how long the Stores made from one reuse a table's

@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"slices"
-	"strings"
 	"testing"
 
 	"github.com/fleetapi/fleetapi/storage"
@@ -31,9 +30,9 @@ FROM generate_series(1, ?) AS g`, id, id, n)
 // deferred join (the page's ids from the counting shape of the scope,
 // then the rows) is the page the primary-key walk reads, in both
 // directions and at every page size, up to the first empty page; and
-// whether more rows follow agrees. So is every page of a search of the
-// callers whose pages walk the table (the admin, the managers) read by key
-// from the ids kept with its total.
+// whether more rows follow agrees. So is every page of the callers whose
+// pages walk the table (the admin, the managers) read by key from the ids
+// kept with its total.
 func TestDeferredPagesEqualWalk(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
@@ -63,7 +62,7 @@ func TestDeferredPagesEqualWalk(t *testing.T) {
 						}
 						seen := 0
 						shapes := []string{"deferred"}
-						if spread[who] && strings.HasPrefix(variant, "search") {
+						if spread[who] {
 							shapes = append(shapes, "ids")
 						}
 						for page := 1; page <= last; page++ {
@@ -99,11 +98,12 @@ func TestDeferredPagesEqualWalk(t *testing.T) {
 
 // TestPageShape: List reads a page in id order whose walk reads the
 // table's key (a manager's tree, the admin) by key from the ids kept with
-// the total of its search, and without a search as a deferred join when
-// the walk would read more than deferFactor times the rows (deferPage,
-// with the list's total and the table's estimate), filtered or not; it
-// walks for one account's rows, which an index returns in order, for
-// another sort and after a cursor. A page past the total reads no row.
+// the total of its search, and, filtered or not, when the walk would read
+// more than deferFactor times the rows (deferPage, with the list's total
+// and the table's estimate), by key from the ids it keeps then, or as a
+// deferred join when the rows are more than it keeps ids of; it walks for
+// one account's rows, which an index returns in order, for another sort
+// and after a cursor. A page past the total reads no row.
 func TestPageShape(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
@@ -141,34 +141,41 @@ func TestPageShape(t *testing.T) {
 		{"one account, deep", "acme", storage.ListRequest{Page: 50, PerPage: 50}, false},
 	}
 	chose := map[string]int{}
-	for _, tc := range cases {
-		t.Run(tc.name, func(t *testing.T) {
-			scope := f.scope(t, tc.who, "services")
-			got, err := storage.PageShape(ctx, f.s, scope, tc.req)
-			if err != nil {
-				t.Fatal(err)
-			}
-			want := "walk"
-			switch {
-			case tc.eligible && tc.req.Search != "":
-				want = "ids"
-			case tc.eligible:
-				all := tc.req
-				all.Page, all.PerPage = 1, 5000
-				ids, _, err := storage.ServicePageIDs(ctx, f.s, scope, all, "walk")
+	for _, maxIDs := range []int64{50_000, 1} {
+		s := storage.NewStore(f.db.DB)
+		storage.SetKeptIDsMax(s, maxIDs)
+		for _, tc := range cases {
+			t.Run(fmt.Sprintf("%s/at most %d ids", tc.name, maxIDs), func(t *testing.T) {
+				scope := f.scope(t, tc.who, "services")
+				got, err := storage.PageShape(ctx, s, scope, tc.req)
 				if err != nil {
 					t.Fatal(err)
 				}
-				rows := int64(len(ids))
-				if storage.DeferPage(int64(tc.req.Page-1)*int64(tc.req.PerPage), int64(tc.req.PerPage)+1, rows, table) {
-					want = "deferred"
+				want := "walk"
+				if tc.eligible {
+					all := tc.req
+					all.Page, all.PerPage = 1, 5000
+					ids, _, err := storage.ServicePageIDs(ctx, s, scope, all, "walk")
+					if err != nil {
+						t.Fatal(err)
+					}
+					rows := int64(len(ids))
+					switch {
+					case tc.req.Search != "" && rows <= maxIDs:
+						want = "ids"
+					case storage.DeferPage(int64(tc.req.Page-1)*int64(tc.req.PerPage), int64(tc.req.PerPage)+1, rows, table):
+						want = "deferred"
+						if rows <= maxIDs {
+							want = "ids"
+						}
+					}
 				}
-			}
-			chose[want]++
-			if got != want {
-				t.Errorf("shape %s, want %s", got, want)
-			}
-		})
+				chose[want]++
+				if got != want {
+					t.Errorf("shape %s, want %s", got, want)
+				}
+			})
+		}
 	}
 	if chose["deferred"] < 3 || chose["walk"] < 3 || chose["ids"] < 3 {
 		t.Errorf("the cases chose %v: want each shape several times", chose)
@@ -193,5 +200,49 @@ func TestPageShape(t *testing.T) {
 		if !slices.Equal(ids, want) || p.Total != int64(len(all)) {
 			t.Errorf("page %d: %v of %d, want %v of %d", page, ids, p.Total, want, len(all))
 		}
+	}
+}
+
+// TestKeptIDsFollowWrites: the pages of a manager's sparse tree are read
+// by key from the ids kept at the version of its rows, and a write in the
+// tree (a service created, then deleted) moves the version: the next page
+// holds the new row, then loses it, with the total following.
+func TestKeptIDsFollowWrites(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	f := newListFixture(t)
+	addServicesOf(t, f, "acme", 3000)
+	northwind := f.scope(t, "northwind", "services")
+	req := storage.ListRequest{Page: 1, PerPage: 500, Desc: true}
+	if got, err := storage.PageShape(ctx, f.s, northwind, req); err != nil || got != "ids" {
+		t.Fatalf("northwind's page read %q (%v): want by key", got, err)
+	}
+	list := func(stage string) []int64 {
+		t.Helper()
+		p, err := storage.List(ctx, f.s, northwind, storage.Services, req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ids := idsOf(p.Items)
+		if p.Total != int64(len(ids)) {
+			t.Fatalf("%s: total %d for %d rows", stage, p.Total, len(ids))
+		}
+		return ids
+	}
+	before := list("before")
+	tailspin := f.accountIDs(t, "tailspin")[0]
+	var id int64
+	if err := f.db.QueryRowContext(ctx, `INSERT INTO services (account_id, imei, name)
+		SELECT ?, imei, 'Kept ids probe' FROM objects WHERE account_id = ? ORDER BY imei LIMIT 1 RETURNING service_id`, tailspin, tailspin).Scan(&id); err != nil {
+		t.Fatal(err)
+	}
+	if after := list("after a create"); len(after) != len(before)+1 || after[0] != id {
+		t.Fatalf("after creating %d: %v, before %v", id, after, before)
+	}
+	if _, err := f.db.ExecContext(ctx, `DELETE FROM services WHERE service_id = ?`, id); err != nil {
+		t.Fatal(err)
+	}
+	if after := list("after the delete"); !slices.Equal(after, before) {
+		t.Fatalf("after deleting %d: %v, want %v", id, after, before)
 	}
 }

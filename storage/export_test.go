@@ -70,8 +70,8 @@ func (sh shape) name() string {
 // ServicePageIDs returns the ids of the services of the page req selects
 // among those scope admits, read in the shape how names ("walk",
 // "deferred", or "ids": by key from the ids kept with the total of req's
-// search, Store.keptTotal), whatever List would choose: for the
-// differential test of the shapes. "ids" fails when no ids are kept.
+// filters and search, Store.keptTotal), whatever List would choose: for
+// the differential test of the shapes. "ids" fails when no ids are kept.
 func ServicePageIDs(ctx context.Context, s *Store, scope policy.Scope, req ListRequest, how string) ([]int64, bool, error) {
 	d := Services.Descriptor
 	c, err := s.compiledFor(scope, d)
@@ -88,7 +88,7 @@ func ServicePageIDs(ctx context.Context, s *Store, scope policy.Scope, req ListR
 		if err := applyFilters(count, d, req); err != nil {
 			return nil, false, err
 		}
-		kept, ok, err := src.kept(ctx, count, req.Search != "")
+		kept, ok, err := s.keptTotal(ctx, c, d, count, true)
 		if err != nil {
 			return nil, false, err
 		}

@@ -102,8 +102,9 @@ func List[T any](ctx context.Context, s *Store, scope policy.Scope, m Model[T], 
 // listSource returns where List reads the rows of d that the compiled
 // scope c of d's scope owner admits: the page and counting shapes of c,
 // its counters and kept totals, and for a spread scope with counters
-// (compiledScope.spread) the rows' number and the table's estimate.
+// (compiledScope.spread) what chooses the shape of a page (spreadSource).
 func (s *Store) listSource(d *Descriptor, c *compiledScope) listSource {
+	spread := c.spread && c.counter != nil && d.scopedBy == ""
 	src := listSource{
 		start: func(model any, forCount bool) (*bun.SelectQuery, error) {
 			if forCount {
@@ -115,16 +116,11 @@ func (s *Store) listSource(d *Descriptor, c *compiledScope) listSource {
 			return s.counterTotal(ctx, c, d)
 		},
 		kept: func(ctx context.Context, count *bun.SelectQuery, searched bool) (keptTotal, bool, error) {
-			return s.keptTotal(ctx, c, d, count, searched)
+			return s.keptTotal(ctx, c, d, count, spread && searched)
 		},
 	}
-	if c.spread && c.counter != nil && d.scopedBy == "" {
-		src.spread = func(ctx context.Context) (int64, int64, error) {
-			return s.spreadRows(ctx, c, d)
-		}
-		src.table = func(ctx context.Context) (int64, error) {
-			return s.tableRows(ctx, d)
-		}
+	if spread {
+		src.spread = &spreadSource{s: s, c: c, d: d}
 	}
 	return src
 }
@@ -145,13 +141,48 @@ type listSource struct {
 	// spread rows) and true, or false when the rows must be counted.
 	kept func(ctx context.Context, count *bun.SelectQuery, searched bool) (keptTotal, bool, error)
 	// spread, when not nil, says that a page in id order walks the
-	// table's primary key (compiledScope.spread), and returns the number
-	// of rows of the list without filters and search and the table's
-	// estimated number of rows, from which deferPage chooses the shape of
-	// a page; table returns the estimate alone (a request with filters or
-	// search, whose total is kept).
-	spread func(context.Context) (rows, table int64, err error)
-	table  func(context.Context) (int64, error)
+	// table's primary key (compiledScope.spread) and reads what pageShape
+	// chooses the page's shape from.
+	spread *spreadSource
+}
+
+// spreadSource reads, for the compiled scope c of d whose pages walk the
+// table's key (compiledScope.spread, with a counter form), what pageShape
+// chooses a page's shape from.
+type spreadSource struct {
+	s *Store
+	c *compiledScope
+	d *Descriptor
+}
+
+// rows returns, in one statement, the number of rows of the list without
+// filters and search, the table's estimated size and the version of the
+// scope's rows (Store.spreadRows).
+func (p *spreadSource) rows(ctx context.Context) (spreadRows, error) {
+	return p.s.spreadRows(ctx, p.c, p.d)
+}
+
+// table returns the table's estimated size (Store.tableRows).
+func (p *spreadSource) table(ctx context.Context) (int64, error) {
+	return p.s.tableRows(ctx, p.d)
+}
+
+// keptIDs returns the total of count kept with its ids at the version
+// now, without counting (Store.keptIDs).
+func (p *spreadSource) keptIDs(count *bun.SelectQuery, now countVersion) (keptTotal, bool) {
+	return p.s.keptIDs(p.c, p.d, count, now)
+}
+
+// keepsIDs reports whether the ids of a list of rows rows would be kept
+// (keptIDsMax).
+func (p *spreadSource) keepsIDs(rows int64) bool {
+	return p.s.totals != nil && rows <= p.s.totals.maxIDs
+}
+
+// withIDs returns the total of count with its ids at the version now,
+// counting them when they are not kept (Store.keptAt).
+func (p *spreadSource) withIDs(ctx context.Context, count *bun.SelectQuery, now countVersion) (keptTotal, bool, error) {
+	return p.s.keptAt(ctx, p.c, p.d, count, true, now)
 }
 
 // deferFactor weighs the two shapes of a page of spread rows (deferPage).
@@ -192,34 +223,40 @@ type shape struct {
 
 // pageShape chooses how listPage reads the page req selects among the
 // rows of src. For a request in id order without a cursor over rows whose
-// page walks the table's key (src.spread), it reads the total first — from
-// the row counters without filters and search, else the kept total of the
-// filters and search (Store.keptTotal) — and returns it with the rows' ids
-// when they are kept with it (a search), else with whether to read the
-// page as a deferred join (deferPage). Otherwise, or when no total is
-// kept, the total is unknown (-1) and the page is walked.
+// page walks the table's key (src.spread), it reads the total first, with
+// the version of the scope's rows — from the row counters without filters
+// and search, else the kept total of the filters and search
+// (Store.keptTotal) — and returns it with the rows' ids when they are kept
+// with it at that version (a search's count keeps them; Store.keptAt).
+// Otherwise it chooses the deferred join when the walk would be long
+// (deferPage); as the deferred join reads every matching id anyway, it
+// reads and keeps them instead when there are at most keptIDsMax, and the
+// page is read by key. Otherwise, or when no total is kept, the total is
+// unknown (-1) and the page is walked.
 func pageShape(ctx context.Context, d *Descriptor, req ListRequest, src listSource) (shape, error) {
 	walk := shape{total: -1}
 	if src.spread == nil || req.After != nil || req.Sort.Name != "" && req.Sort != d.id {
 		return walk, nil
 	}
+	count, err := src.start(reflect.Zero(reflect.PointerTo(d.model)).Interface(), true)
+	if err != nil {
+		return walk, err
+	}
+	if err := applyFilters(count, d, req); err != nil {
+		return walk, err
+	}
 	var rows, table int64
+	var now countVersion
 	if len(req.Filters) == 0 && req.Search == "" {
-		var err error
-		if rows, table, err = src.spread(ctx); err != nil {
-			return walk, err
-		}
-	} else {
-		if src.kept == nil || src.table == nil {
-			return walk, nil
-		}
-		count, err := src.start(reflect.Zero(reflect.PointerTo(d.model)).Interface(), true)
+		sp, err := src.spread.rows(ctx)
 		if err != nil {
 			return walk, err
 		}
-		if err := applyFilters(count, d, req); err != nil {
-			return walk, err
+		rows, table, now = sp.rows, sp.table, sp.version
+		if kept, ok := src.spread.keptIDs(count, now); ok {
+			return shape{total: kept.total, ids: kept.ids}, nil
 		}
+	} else {
 		kept, ok, err := src.kept(ctx, count, req.Search != "")
 		if err != nil || !ok {
 			return walk, err
@@ -227,13 +264,25 @@ func pageShape(ctx context.Context, d *Descriptor, req ListRequest, src listSour
 		if kept.ids != nil {
 			return shape{total: kept.total, ids: kept.ids}, nil
 		}
-		if table, err = src.table(ctx); err != nil {
+		if table, err = src.spread.table(ctx); err != nil {
 			return walk, err
 		}
-		rows = kept.total
+		rows, now = kept.total, kept.version
 	}
 	offset := int64(req.Page-1) * int64(req.PerPage)
-	return shape{total: rows, deferred: deferPage(offset, int64(req.PerPage)+1, rows, table)}, nil
+	if !deferPage(offset, int64(req.PerPage)+1, rows, table) {
+		return shape{total: rows}, nil
+	}
+	if src.spread.keepsIDs(rows) {
+		kept, ok, err := src.spread.withIDs(ctx, count, now)
+		if err != nil {
+			return walk, err
+		}
+		if ok && kept.ids != nil {
+			return shape{total: kept.total, ids: kept.ids}, nil
+		}
+	}
+	return shape{total: rows, deferred: true}, nil
 }
 
 // listPage is List over the rows of src (listSource) that req selects,

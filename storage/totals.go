@@ -50,11 +50,13 @@ import (
 // rows (keptIDsMax, keptIDsBudget).
 const totalsCacheSize = 4096
 
-// keptIDsMax is the most ids kept with one total: a search of a scope
-// whose pages walk the table (compiledScope.spread) keeps the ids of its
-// matches, in order, when it has at most this many, and its pages in id
-// order are then read by key (docs/decisions.md, "Kept ids"). A search with
-// more matches is dense enough for the walk to find a page quickly.
+// keptIDsMax is the most ids kept with one total (totalsCache.maxIDs): a
+// search of a scope whose pages walk the table (compiledScope.spread), or
+// a list of such a scope whose page would be read as a deferred join,
+// keeps the ids of its rows, in order, when it has at most this many, and
+// its pages in id order are then read by key (docs/decisions.md, "Kept
+// ids"). A list with more rows is dense enough for the walk to find a page
+// quickly, or is read as a deferred join.
 const keptIDsMax = 50_000
 
 // keptIDsBudget bounds the ids all kept totals hold together (8 bytes
@@ -71,6 +73,9 @@ type totalsCache struct {
 	items map[string]keptTotal
 	// ids is the number of ids the entries hold.
 	ids int
+	// maxIDs is the most ids kept with one total (keptIDsMax; the tests
+	// lower it).
+	maxIDs int64
 	// flight runs one count per (key, version) at a time.
 	flight singleflight.Group
 	// counted counts the totals counted (no entry, or a stale one);
@@ -90,9 +95,9 @@ type keptTotal struct {
 
 // answers reports whether k answers a request that asks for the ids
 // (withIDs) or not: a total counted without its ids answers only the
-// latter (no request asks both ways for one key: see Store.keptTotal).
-func (k keptTotal) answers(withIDs bool) bool {
-	return !withIDs || k.ids != nil || k.total > keptIDsMax
+// latter, and is counted again, with them, for the former.
+func (k keptTotal) answers(withIDs bool, maxIDs int64) bool {
+	return !withIDs || k.ids != nil || k.total > maxIDs
 }
 
 // countVersion is the version of a scope's rows (see above).
@@ -103,7 +108,7 @@ type countVersion struct {
 }
 
 func newTotalsCache() *totalsCache {
-	return &totalsCache{items: make(map[string]keptTotal)}
+	return &totalsCache{items: make(map[string]keptTotal), maxIDs: keptIDsMax}
 }
 
 func (c *totalsCache) get(key string) (keptTotal, bool) {
@@ -155,14 +160,14 @@ type countResult struct {
 // with its deadline; a caller whose own context is still live when a count
 // fails because the starter's deadline passed asks again.
 func (c *totalsCache) count(ctx context.Context, key string, now countVersion, withIDs bool, run func(context.Context) (keptTotal, error)) (keptTotal, error) {
-	if k, ok := c.get(key); ok && k.version == now && k.answers(withIDs) {
+	if k, ok := c.get(key); ok && k.version == now && k.answers(withIDs, c.maxIDs) {
 		c.reused.Add(1)
 		return k, nil
 	}
-	flight := key + "\x00" + now.started + "\x00" + strconv.FormatInt(now.generation, 10) + "\x00" + strconv.FormatInt(now.changes, 10)
+	flight := key + "\x00" + now.started + "\x00" + strconv.FormatInt(now.generation, 10) + "\x00" + strconv.FormatInt(now.changes, 10) + "\x00" + strconv.FormatBool(withIDs)
 	for {
 		ch := c.flight.DoChan(flight, func() (any, error) {
-			if k, ok := c.get(key); ok && k.version == now && k.answers(withIDs) {
+			if k, ok := c.get(key); ok && k.version == now && k.answers(withIDs, c.maxIDs) {
 				return countResult{kept: k}, nil
 			}
 			fctx := context.WithoutCancel(ctx)
@@ -225,48 +230,65 @@ func (s *Store) versionQuery(c *counterSQL) *bun.SelectQuery {
 // from the Store's kept totals when the scope's version is the one it was
 // counted at, and otherwise counted now with the version in the same
 // statement (one snapshot), once for the requests that miss it together
-// (totalsCache.count), and kept. For a search (searched) of a scope whose
-// pages walk the table (c.spread) the same statement also returns the ids
-// of the rows in ascending order when there are at most keptIDsMax, kept
-// and returned with the total, so that the list's pages in id order are
-// read by key (pageShape): the ids come from the rows the count reads
-// anyway. Whether ids are asked is thus a function of the count query, the
-// key of the kept total. It returns false, and the caller counts, when the
-// scope has no counter form or the Store runs inside a transaction.
-func (s *Store) keptTotal(ctx context.Context, c *compiledScope, d *Descriptor, count *bun.SelectQuery, searched bool) (keptTotal, bool, error) {
-	if c.counter == nil || d.scopedBy != "" || s.totals == nil {
+// (totalsCache.count), and kept. withIDs asks for the ids of the rows too
+// (keptAt). It returns false, and the caller counts, when the scope has no
+// counter form or the Store runs inside a transaction.
+func (s *Store) keptTotal(ctx context.Context, c *compiledScope, d *Descriptor, count *bun.SelectQuery, withIDs bool) (keptTotal, bool, error) {
+	if !s.keeps(c, d) {
 		return keptTotal{}, false, nil
 	}
-	if _, pool := s.db.(*bun.DB); !pool {
-		return keptTotal{}, false, nil
-	}
-	withIDs := c.spread && searched
-	version := s.versionQuery(c.counter)
-	ids := count.Clone().ColumnExpr(d.col(d.id.Name))
-	count = count.ColumnExpr("count(*)")
-	key := version.String() + "\x00" + count.String()
 	var now countVersion
-	if err := version.Scan(ctx, &now.started, &now.generation, &now.changes); err != nil {
+	if err := s.versionQuery(c.counter).Scan(ctx, &now.started, &now.generation, &now.changes); err != nil {
 		return keptTotal{}, false, Translate(err)
 	}
-	k, err := s.totals.count(ctx, key, now, withIDs, func(ctx context.Context) (keptTotal, error) {
+	return s.keptAt(ctx, c, d, count, withIDs, now)
+}
+
+// keeps reports whether the Store keeps totals of the compiled scope c of
+// d: a counter form, d's own rows, and statements on a pool.
+func (s *Store) keeps(c *compiledScope, d *Descriptor) bool {
+	if c.counter == nil || d.scopedBy != "" || s.totals == nil {
+		return false
+	}
+	_, pool := s.db.(*bun.DB)
+	return pool
+}
+
+// totalKey is the key of count's kept total: the scope's version statement
+// and the count statement, rendered with their values.
+func (s *Store) totalKey(c *compiledScope, count *bun.SelectQuery) string {
+	return s.versionQuery(c.counter).String() + "\x00" + count.Clone().ColumnExpr("count(*)").String()
+}
+
+// keptAt is keptTotal at the version now, which the caller has just read.
+// With withIDs the statement that counts also returns the ids of the rows
+// in ascending order when there are at most totalsCache.maxIDs (array_agg under a
+// CASE on the count), and they are kept and returned with the total, so
+// that the list's pages in id order are read by key (pageShape); a total
+// kept without its ids does not answer such a request (keptTotal.answers).
+func (s *Store) keptAt(ctx context.Context, c *compiledScope, d *Descriptor, count *bun.SelectQuery, withIDs bool, now countVersion) (keptTotal, bool, error) {
+	if !s.keeps(c, d) {
+		return keptTotal{}, false, nil
+	}
+	version := s.versionQuery(c.counter)
+	k, err := s.totals.count(ctx, s.totalKey(c, count), now, withIDs, func(ctx context.Context) (keptTotal, error) {
 		var k keptTotal
 		q := s.db.NewSelect().
 			TableExpr(`(?) AS "v"`, version).
 			ColumnExpr(`"v"."started", "v"."generation", "v"."changes"`)
 		if !withIDs {
-			err := q.ColumnExpr(`(?) AS "total"`, count).
+			err := q.ColumnExpr(`(?) AS "total"`, count.Clone().ColumnExpr("count(*)")).
 				Scan(ctx, &k.version.started, &k.version.generation, &k.version.changes, &k.total)
 			return k, Translate(err)
 		}
 		id := `"m"."` + d.id.Name + `"`
-		matches := s.db.NewSelect().TableExpr(`(?) AS "m"`, ids).
+		matches := s.db.NewSelect().TableExpr(`(?) AS "m"`, count.Clone().ColumnExpr(d.col(d.id.Name))).
 			ColumnExpr(`count(*) AS "total"`).
-			ColumnExpr(`CASE WHEN count(*) <= ? THEN array_agg(`+id+` ORDER BY `+id+`) END AS "ids"`, keptIDsMax)
+			ColumnExpr(`CASE WHEN count(*) <= ? THEN array_agg(`+id+` ORDER BY `+id+`) END AS "ids"`, s.totals.maxIDs)
 		err := q.TableExpr(`(?) AS "t"`, matches).
 			ColumnExpr(`"t"."total", "t"."ids"`).
 			Scan(ctx, &k.version.started, &k.version.generation, &k.version.changes, &k.total, pgdialect.Array(&k.ids))
-		if err == nil && k.ids == nil && k.total <= keptIDsMax {
+		if err == nil && k.ids == nil && k.total <= s.totals.maxIDs {
 			k.ids = []int64{}
 		}
 		return k, Translate(err)
@@ -275,4 +297,18 @@ func (s *Store) keptTotal(ctx context.Context, c *compiledScope, d *Descriptor, 
 		return keptTotal{}, false, Translate(err)
 	}
 	return k, true, nil
+}
+
+// keptIDs returns the total of count kept with its ids at the version now,
+// without counting: false when there is none.
+func (s *Store) keptIDs(c *compiledScope, d *Descriptor, count *bun.SelectQuery, now countVersion) (keptTotal, bool) {
+	if !s.keeps(c, d) {
+		return keptTotal{}, false
+	}
+	k, ok := s.totals.get(s.totalKey(c, count))
+	if !ok || k.version != now || k.ids == nil {
+		return keptTotal{}, false
+	}
+	s.totals.reused.Add(1)
+	return k, true
 }

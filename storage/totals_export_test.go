@@ -28,3 +28,8 @@ func VersionedColumns(table string) []string {
 	}
 	return nil
 }
+
+// SetKeptIDsMax sets the most ids s (and the Stores made from it) keeps
+// with one total (keptIDsMax), so that a test can reach the deferred join
+// with few rows.
+func SetKeptIDsMax(s *Store, n int64) { s.totals.maxIDs = n }
