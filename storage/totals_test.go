@@ -651,7 +651,7 @@ func TestKeptTotalCountedOnceForConcurrentRequests(t *testing.T) {
 	ctx := context.Background()
 	_, db := newStore(t)
 	e := newEngine(t)
-	r := rand.New(rand.NewPCG(totalsSeed+3, totalsSeed+3))
+	r := rand.New(rand.NewPCG(totalsSeed+4, totalsSeed+4))
 	w := newTotalsWorld(t, ctx, db, r)
 	u := w.users[0]
 	// Three terms of five services each: a first page of two is not the
