@@ -39,8 +39,8 @@ func (s *Store) inScope(ctx context.Context, scope policy.Scope, id int64) error
 // The account must be in scope, the caller's management scope
 // (ErrNotFound otherwise); the api has checked that it is a subaccount.
 func (s *Store) GrantedObjects(ctx context.Context, scope policy.Scope, id int64, req ListRequest) (Page[Object], error) {
-	if req.Page < 1 || req.PerPage < 1 {
-		return Page[Object]{}, fmt.Errorf("%w: page %d, per page %d", ErrBadListRequest, req.Page, req.PerPage)
+	if err := req.check(); err != nil {
+		return Page[Object]{}, err
 	}
 	if err := s.inScope(ctx, scope, id); err != nil {
 		return Page[Object]{}, err

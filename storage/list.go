@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math"
 	"reflect"
 	"strings"
 
@@ -46,6 +47,22 @@ type ListRequest struct {
 	After *Cursor
 }
 
+// maxPerPage bounds ListRequest.PerPage in storage (the api's bound is
+// the spec's 500): a page is allocated per_page + 1 rows up front.
+const maxPerPage = 10_000
+
+// check returns ErrBadListRequest for a page below 1, a per_page outside
+// 1..maxPerPage, or a page whose offset ((page-1) × per_page, plus the
+// page and the row read to know whether more follow) does not fit in an
+// int64.
+func (r ListRequest) check() error {
+	if r.Page < 1 || r.PerPage < 1 || r.PerPage > maxPerPage ||
+		int64(r.Page-1) > (math.MaxInt64-int64(r.PerPage)-1)/int64(r.PerPage) {
+		return fmt.Errorf("%w: page %d, per page %d", ErrBadListRequest, r.Page, r.PerPage)
+	}
+	return nil
+}
+
 // Page is one page of a list and the total number of matching rows.
 type Page[T any] struct {
 	Items []T
@@ -71,8 +88,8 @@ type Page[T any] struct {
 // ErrBadListRequest for a request the api should not have made, and
 // ErrUnavailable when the database cannot be reached.
 func List[T any](ctx context.Context, s *Store, scope policy.Scope, m Model[T], req ListRequest) (Page[T], error) {
-	if req.Page < 1 || req.PerPage < 1 {
-		return Page[T]{}, fmt.Errorf("%w: page %d, per page %d", ErrBadListRequest, req.Page, req.PerPage)
+	if err := req.check(); err != nil {
+		return Page[T]{}, err
 	}
 	d := m.Descriptor
 	// The scope's SQL, once per request: the page, the count and the
@@ -221,6 +238,19 @@ type shape struct {
 	ids []int64
 }
 
+// pageIDs returns the ids of the page req selects among sh.ids: per_page
+// + 1 of them from the page's offset (from the end when descending), in
+// ascending order, fewer on the last page.
+func (sh shape) pageIDs(req ListRequest) []int64 {
+	n := int64(len(sh.ids))
+	offset := int64(req.Page-1) * int64(req.PerPage)
+	from, to := min(offset, n), min(offset+int64(req.PerPage)+1, n)
+	if req.Desc {
+		return sh.ids[n-to : n-from]
+	}
+	return sh.ids[from:to]
+}
+
 // pageShape chooses how listPage reads the page req selects among the
 // rows of src. For a request in id order without a cursor over rows whose
 // page walks the table's key (src.spread), it reads the total first, with
@@ -305,6 +335,16 @@ func listPage[T any](ctx context.Context, d *Descriptor, req ListRequest, src li
 		items = []T{}
 	} else if items, next, err = pageRows[T](ctx, d, req, src.start, sh); err != nil {
 		return Page[T]{}, err
+	} else if sh.ids != nil && len(items) < len(sh.pageIDs(req)) {
+		// A row of the page left the list after the version was read
+		// (deleted, renamed out of the search, moved out of the scope):
+		// the kept ids and total are of an earlier snapshot, and the
+		// short page would pass for the last one. Walk the page, and read
+		// its total again, in the snapshots of this moment.
+		sh, known = shape{total: -1}, -1
+		if items, next, err = pageRows[T](ctx, d, req, src.start, sh); err != nil {
+			return Page[T]{}, err
+		}
 	}
 	// A page that is the last one tells the total without counting (not
 	// after a cursor: the rows before it are not known).
@@ -440,13 +480,7 @@ func pageQuery(d *Descriptor, req ListRequest, start func(model any, forCount bo
 		return nil, Field{}, fmt.Errorf("%w: a deferred page is in id order without a cursor", ErrBadListRequest)
 	}
 	if sh.ids != nil {
-		n := int64(len(sh.ids))
-		from, to := min(offset, n), min(offset+int64(req.PerPage)+1, n)
-		page := sh.ids[from:to]
-		if req.Desc {
-			page = sh.ids[n-to : n-from]
-		}
-		q.Where(d.col(d.id.Name)+" = ANY(?)", pgdialect.Array(page)).Limit(int64(req.PerPage) + 1)
+		q.Where(d.col(d.id.Name)+" = ANY(?)", pgdialect.Array(sh.pageIDs(req))).Limit(int64(req.PerPage) + 1)
 		return q, sort, nil
 	}
 	ids, err := start(reflect.Zero(reflect.PointerTo(d.model)).Interface(), true)

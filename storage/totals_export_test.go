@@ -10,14 +10,15 @@ func KeptTotals(s *Store) (counted, reused int64) {
 }
 
 // VersionedColumns returns the columns whose update must add to the
-// changes of the counters of the counted table: account_id and the
-// columns its descriptor filters or searches, sorted.
+// changes of the counters of the counted table: account_id, the id (kept
+// ids depend on it) and the columns its descriptor filters or searches,
+// sorted.
 func VersionedColumns(table string) []string {
 	for _, d := range registry {
 		if d.table != table || !d.counted {
 			continue
 		}
-		out := []string{"account_id"}
+		out := []string{"account_id", d.id.Name}
 		for _, f := range append([]Field{d.id}, d.fields...) {
 			if (f.Filter || f.Search) && !slices.Contains(out, f.Name) {
 				out = append(out, f.Name)

@@ -432,10 +432,12 @@ func (w *totalsWorld) byManager(id int64) worldAccount {
 
 // TestVersionedColumnsAreTheDescriptors checks that the update trigger of
 // every counted table (<table>_count_version, installed by version_table
-// of migration 20270110000001) compares exactly account_id and the columns
-// its descriptor filters or searches: a filter or search field added
-// without a migration calling version_table again would keep totals
-// across updates that change them. No other table carries one.
+// of migrations 20270110000001 and 20270112000001) compares exactly
+// account_id, the id and the columns its descriptor filters or searches: a
+// filter or search field added without a migration calling version_table
+// again would keep totals across updates that change them, and an id
+// changed without moving the version would keep stale ids. No other table
+// carries one.
 func TestVersionedColumnsAreTheDescriptors(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
@@ -466,7 +468,7 @@ func TestVersionedColumnsAreTheDescriptors(t *testing.T) {
 	for _, table := range storage.CountedTables() {
 		want := storage.VersionedColumns(table)
 		if !slices.Equal(got[table], want) {
-			t.Errorf("%s_count_version compares %v, its descriptor filters or searches %v (with account_id): "+
+			t.Errorf("%s_count_version compares %v, its descriptor filters or searches %v (with account_id and the id): "+
 				"call SELECT version_table('%s', ARRAY[...]) in a migration", table, got[table], want, table)
 		}
 		delete(got, table)
