@@ -10,8 +10,6 @@ import (
 	"sync/atomic"
 	"testing"
 
-	"github.com/uptrace/bun"
-
 	"github.com/fleetapi/fleetapi/storage"
 )
 
@@ -209,18 +207,6 @@ func TestPageShape(t *testing.T) {
 	}
 }
 
-// idsReads counts the statements that read a list's ids (array_agg).
-type idsReads struct{ n atomic.Int64 }
-
-func (h *idsReads) BeforeQuery(ctx context.Context, ev *bun.QueryEvent) context.Context {
-	if strings.Contains(ev.Query, "array_agg(") {
-		h.n.Add(1)
-	}
-	return ctx
-}
-
-func (h *idsReads) AfterQuery(context.Context, *bun.QueryEvent) {}
-
 // TestKeptIDsFollowWrites: the pages of a manager's sparse tree are read
 // by key from the ids kept at the version of its rows, and a write in the
 // tree (a service created, given a new id, then deleted) moves the
@@ -232,22 +218,27 @@ func TestKeptIDsFollowWrites(t *testing.T) {
 	ctx := context.Background()
 	f := newListFixture(t)
 	addServicesOf(t, f, "acme", 3000)
-	hook := &idsReads{}
-	s := storage.NewStore(f.db.WithQueryHook(hook))
+	// reads counts the statements that read a list's ids.
+	var reads atomic.Int64
+	s := storage.NewStore(f.db.WithQueryHook(beforeQuery(func(_ context.Context, query string) {
+		if strings.Contains(query, "array_agg(") {
+			reads.Add(1)
+		}
+	})))
 	northwind := f.scope(t, "northwind", "services")
 	req := storage.ListRequest{Page: 1, PerPage: 500, Desc: true}
 	if got, err := storage.PageShape(ctx, s, northwind, req); err != nil || got != "ids" {
 		t.Fatalf("northwind's page read %q (%v): want by key", got, err)
 	}
-	list := func(stage string, reads int64) []int64 {
+	list := func(stage string, want int64) []int64 {
 		t.Helper()
-		before := hook.n.Load()
+		before := reads.Load()
 		p, err := storage.List(ctx, s, northwind, storage.Services, req)
 		if err != nil {
 			t.Fatal(err)
 		}
-		if n := hook.n.Load() - before; n != reads {
-			t.Fatalf("%s: %d reads of the ids, want %d", stage, n, reads)
+		if n := reads.Load() - before; n != want {
+			t.Fatalf("%s: %d reads of the ids, want %d", stage, n, want)
 		}
 		ids := idsOf(p.Items)
 		if p.Total != int64(len(ids)) {
@@ -284,23 +275,6 @@ func TestKeptIDsFollowWrites(t *testing.T) {
 	}
 }
 
-// betweenStatements runs do once, just before the next page statement
-// read by key (`= ANY(`) of services: a commit between the version read and
-// the page.
-type betweenStatements struct {
-	armed atomic.Bool
-	do    func()
-}
-
-func (h *betweenStatements) BeforeQuery(ctx context.Context, ev *bun.QueryEvent) context.Context {
-	if strings.Contains(ev.Query, `= ANY(`) && strings.Contains(ev.Query, `FROM "services"`) && h.armed.CompareAndSwap(true, false) {
-		h.do()
-	}
-	return ctx
-}
-
-func (h *betweenStatements) AfterQuery(context.Context, *bun.QueryEvent) {}
-
 // TestKeptIDsRowLeavesBeforeThePage: a row of a page read by key leaves
 // the list between the version read and the page statement (deleted,
 // renamed out of the search, its account moved out of a manager's tree):
@@ -312,8 +286,15 @@ func TestKeptIDsRowLeavesBeforeThePage(t *testing.T) {
 	ctx := context.Background()
 	f := newListFixture(t)
 	addServicesOf(t, f, "acme", 300)
-	hook := &betweenStatements{}
-	s := storage.NewStore(f.db.WithQueryHook(hook))
+	// write, when armed, runs once just before the next page statement
+	// read by key: a commit between the version read and the page.
+	var armed atomic.Bool
+	var write func()
+	s := storage.NewStore(f.db.WithQueryHook(beforeQuery(func(_ context.Context, query string) {
+		if strings.Contains(query, `= ANY(`) && strings.Contains(query, `FROM "services"`) && armed.CompareAndSwap(true, false) {
+			write()
+		}
+	})))
 	northwind, fleetco := f.accountIDs(t, "northwind")[0], f.accountIDs(t, "fleetco")[0]
 	owners := f.accountIDs(t, "tailspin", "contoso")
 	leaves := []struct {
@@ -353,7 +334,7 @@ func TestKeptIDsRowLeavesBeforeThePage(t *testing.T) {
 						t.Fatalf("first page %v of %d (%v): want 3 of more", idsOf(first.Items), first.Total, err)
 					}
 					victim := first.Items[1]
-					hook.do = func() {
+					write = func() {
 						args := []any{victim.ServiceID}
 						if leave.undo != "" {
 							args = []any{fleetco, victim.ServiceID}
@@ -369,12 +350,12 @@ func TestKeptIDsRowLeavesBeforeThePage(t *testing.T) {
 							}
 						})
 					}
-					hook.armed.Store(true)
+					armed.Store(true)
 					got, err := storage.List(ctx, s, scope, storage.Services, req)
 					if err != nil {
 						t.Fatal(err)
 					}
-					if hook.armed.Load() {
+					if armed.Load() {
 						t.Fatal("no page statement read by key ran: the write never happened")
 					}
 					want := freshPage(t, ctx, f.db, scope, req)

@@ -7,11 +7,25 @@ import (
 	"testing"
 	"time"
 
+	"github.com/uptrace/bun"
+
 	"github.com/fleetapi/fleetapi/migrations"
 	"github.com/fleetapi/fleetapi/storage"
 	"github.com/fleetapi/fleetapi/storage/importfile"
 	"github.com/fleetapi/fleetapi/storage/storagetest"
 )
+
+// beforeQuery is a bun query hook for the tests: the function runs before
+// each statement with its context and text (counting, gating, or
+// committing a write between two statements of a request).
+type beforeQuery func(ctx context.Context, query string)
+
+func (h beforeQuery) BeforeQuery(ctx context.Context, ev *bun.QueryEvent) context.Context {
+	h(ctx, ev.Query)
+	return ctx
+}
+
+func (beforeQuery) AfterQuery(context.Context, *bun.QueryEvent) {}
 
 // newStore returns a store over a fresh migrated database.
 func newStore(t *testing.T) (*storage.Store, *storagetest.DB) {

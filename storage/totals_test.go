@@ -309,17 +309,13 @@ func TestKeptTotalsAgreeWithCount(t *testing.T) {
 	}
 }
 
-// countQueries counts the statements that count services rows (count(*)
-// over "services"), through a bun query hook.
-type countQueries struct{ n atomic.Int64 }
-
-func (c *countQueries) BeforeQuery(ctx context.Context, _ *bun.QueryEvent) context.Context {
-	return ctx
-}
-
-func (c *countQueries) AfterQuery(_ context.Context, ev *bun.QueryEvent) {
-	if strings.Contains(ev.Query, `count(*)`) && strings.Contains(ev.Query, `FROM "services"`) {
-		c.n.Add(1)
+// countingServices returns a query hook that adds 1 to n for each
+// statement that counts services rows (count(*) over "services").
+func countingServices(n *atomic.Int64) beforeQuery {
+	return func(_ context.Context, query string) {
+		if strings.Contains(query, `count(*)`) && strings.Contains(query, `FROM "services"`) {
+			n.Add(1)
+		}
 	}
 }
 
@@ -334,8 +330,8 @@ func TestKeptTotalNotRecounted(t *testing.T) {
 	ctx := context.Background()
 	_, db := newStore(t)
 	e := newEngine(t)
-	hook := &countQueries{}
-	s := storage.NewStore(db.WithQueryHook(hook))
+	var counts atomic.Int64
+	s := storage.NewStore(db.WithQueryHook(countingServices(&counts)))
 	r := rand.New(rand.NewPCG(totalsSeed+1, totalsSeed+1))
 	w := newTotalsWorld(t, ctx, db, r)
 	a, b := w.users[0], w.users[1]
@@ -357,9 +353,9 @@ func TestKeptTotalNotRecounted(t *testing.T) {
 		}
 		return scope
 	}
-	list := func(p worldAccount, page int, want int64, counts int64, stage string) {
+	list := func(p worldAccount, page int, want int64, statements int64, stage string) {
 		t.Helper()
-		before := hook.n.Load()
+		before := counts.Load()
 		got, err := storage.List(ctx, s, scopeOf(p), storage.Services, storage.ListRequest{Page: page, PerPage: 2, Search: "shared term"})
 		if err != nil {
 			t.Fatal(err)
@@ -367,8 +363,8 @@ func TestKeptTotalNotRecounted(t *testing.T) {
 		if got.Total != want {
 			t.Fatalf("%s: account %d page %d: total %d, want %d", stage, p.id, page, got.Total, want)
 		}
-		if n := hook.n.Load() - before; n != counts {
-			t.Fatalf("%s: account %d page %d: %d counting statements, want %d", stage, p.id, page, n, counts)
+		if n := counts.Load() - before; n != statements {
+			t.Fatalf("%s: account %d page %d: %d counting statements, want %d", stage, p.id, page, n, statements)
 		}
 	}
 	list(a, 1, 7, 1, "first page")
@@ -616,29 +612,24 @@ func TestKeptTotalAccountMovedOut(t *testing.T) {
 	}
 }
 
-// gatedCounts holds every statement that counts services rows until gate
-// is closed (or the statement's context ends), and counts those
-// statements and the statements that read a scope's version alone.
-type gatedCounts struct {
-	counts, versions atomic.Int64
-	gate             chan struct{}
-}
-
-func (g *gatedCounts) BeforeQuery(ctx context.Context, ev *bun.QueryEvent) context.Context {
-	switch {
-	case strings.Contains(ev.Query, `count(*)`) && strings.Contains(ev.Query, `FROM "services"`):
-		g.counts.Add(1)
-		select {
-		case <-g.gate:
-		case <-ctx.Done():
+// gatedCounts returns a query hook that holds every statement counting
+// services rows until gate is closed (or the statement's context ends),
+// and counts those statements and the statements that read a scope's
+// version alone.
+func gatedCounts(gate <-chan struct{}, counts, versions *atomic.Int64) beforeQuery {
+	return func(ctx context.Context, query string) {
+		switch {
+		case strings.Contains(query, `count(*)`) && strings.Contains(query, `FROM "services"`):
+			counts.Add(1)
+			select {
+			case <-gate:
+			case <-ctx.Done():
+			}
+		case strings.Contains(query, `"account_row_counts"`):
+			versions.Add(1)
 		}
-	case strings.Contains(ev.Query, `"account_row_counts"`):
-		g.versions.Add(1)
 	}
-	return ctx
 }
-
-func (g *gatedCounts) AfterQuery(context.Context, *bun.QueryEvent) {}
 
 // TestKeptTotalCountedOnceForConcurrentRequests checks that requests
 // missing the same total at the same version share one count
@@ -687,63 +678,66 @@ func TestKeptTotalCountedOnceForConcurrentRequests(t *testing.T) {
 	}
 
 	t.Run("eight requests, one count", func(t *testing.T) {
-		g := &gatedCounts{gate: make(chan struct{})}
-		s := storage.NewStore(db.WithQueryHook(g))
+		gate := make(chan struct{})
+		var counts, versions atomic.Int64
+		s := storage.NewStore(db.WithQueryHook(gatedCounts(gate, &counts, &versions)))
 		const n = 8
 		answers := make([]<-chan answer, n)
 		for i := range answers {
 			answers[i] = start(ctx, s, "flight alpha")
 		}
-		waitFor(t, "every request to read the version", func() bool { return g.versions.Load() >= n })
-		close(g.gate)
+		waitFor(t, "every request to read the version", func() bool { return versions.Load() >= n })
+		close(gate)
 		for _, ch := range answers {
 			if a := <-ch; a.err != nil || a.total != 5 {
 				t.Errorf("total %d, %v: want 5", a.total, a.err)
 			}
 		}
-		if got := g.counts.Load(); got != 1 {
+		if got := counts.Load(); got != 1 {
 			t.Errorf("%d counting statements for %d concurrent requests, want 1", got, n)
 		}
 	})
 
 	t.Run("the client running the count goes away", func(t *testing.T) {
-		g := &gatedCounts{gate: make(chan struct{})}
-		s := storage.NewStore(db.WithQueryHook(g))
+		gate := make(chan struct{})
+		var counts, versions atomic.Int64
+		s := storage.NewStore(db.WithQueryHook(gatedCounts(gate, &counts, &versions)))
 		gone, cancel := context.WithCancel(ctx)
 		first := start(gone, s, "flight bravo")
-		waitFor(t, "the first request's count", func() bool { return g.counts.Load() == 1 })
+		waitFor(t, "the first request's count", func() bool { return counts.Load() == 1 })
 		second := start(ctx, s, "flight bravo")
-		waitFor(t, "the second request to read the version", func() bool { return g.versions.Load() == 2 })
+		waitFor(t, "the second request to read the version", func() bool { return versions.Load() == 2 })
 		cancel()
 		if a := <-first; !errors.Is(a.err, context.Canceled) {
 			t.Errorf("the request whose client went away: total %d, %v; want context.Canceled", a.total, a.err)
 		}
-		close(g.gate)
+		close(gate)
 		if a := <-second; a.err != nil || a.total != 5 {
 			t.Errorf("the other request: total %d, %v; want 5", a.total, a.err)
 		}
-		if got := g.counts.Load(); got != 1 {
+		if got := counts.Load(); got != 1 {
 			t.Errorf("%d counting statements, want 1", got)
 		}
 	})
 
 	t.Run("the deadline of the request running the count passes", func(t *testing.T) {
-		g := &gatedCounts{gate: make(chan struct{})}
-		s := storage.NewStore(db.WithQueryHook(g))
+		gate := make(chan struct{})
+		var counts, versions atomic.Int64
+		s := storage.NewStore(db.WithQueryHook(gatedCounts(gate, &counts, &versions)))
 		short, cancel := context.WithTimeout(ctx, 300*time.Millisecond)
 		defer cancel()
 		first := start(short, s, "flight charlie")
-		waitFor(t, "the first request's count", func() bool { return g.counts.Load() == 1 })
+		waitFor(t, "the first request's count", func() bool { return counts.Load() == 1 })
 		second := start(ctx, s, "flight charlie")
-		waitFor(t, "the second request to read the version", func() bool { return g.versions.Load() == 2 })
+		waitFor(t, "the second request to read the version", func() bool { return versions.Load() == 2 })
 		if a := <-first; a.err == nil {
 			t.Errorf("the request past its deadline answered %d", a.total)
 		}
-		close(g.gate)
+		close(gate)
 		if a := <-second; a.err != nil || a.total != 5 {
 			t.Errorf("the request that waited: total %d, %v; want 5", a.total, a.err)
 		}
-		if got := g.counts.Load(); got != 2 {
+		if got := counts.Load(); got != 2 {
 			t.Errorf("%d counting statements, want 2 (the expired one and the retry)", got)
 		}
 	})
