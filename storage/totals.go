@@ -76,7 +76,8 @@ type totalsCache struct {
 	// maxIDs is the most ids kept with one total (keptIDsMax; the tests
 	// lower it).
 	maxIDs int64
-	// flight runs one count per (key, version) at a time.
+	// flight runs one count per (key, version, with or without ids) at a
+	// time.
 	flight singleflight.Group
 	// counted counts the totals counted (no entry, or a stale one);
 	// reused the totals answered from an entry or from a count another
