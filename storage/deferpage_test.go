@@ -411,3 +411,92 @@ func TestListRequestBounds(t *testing.T) {
 		}
 	}
 }
+
+// TestKeptIDsPageOneStatement: once its ids are kept, a page read by key
+// that is not the last is one statement (the page, checking the version
+// itself), with no version read before it and no walk after it; and a
+// transaction that both adds a row to the list and changes a row of the
+// page, committed before that statement, is seen whole: the page is that
+// of a Store that keeps nothing, read after it.
+func TestKeptIDsPageOneStatement(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	f := newListFixture(t)
+	addServicesOf(t, f, "acme", 300)
+	owners := f.accountIDs(t, "tailspin", "contoso")
+	for _, owner := range owners {
+		if _, err := f.db.ExecContext(ctx, `INSERT INTO services (account_id, imei, name)
+			SELECT ?, (SELECT imei FROM objects WHERE account_id = ? ORDER BY imei LIMIT 1), 'Snap ' || g
+			FROM generate_series(1, 6) AS g`, owner, owner); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var statements atomic.Int64
+	var armed atomic.Bool
+	var write func()
+	s := storage.NewStore(f.db.WithQueryHook(beforeQuery(func(_ context.Context, query string) {
+		statements.Add(1)
+		if strings.Contains(query, `= ANY(`) && armed.CompareAndSwap(true, false) {
+			write()
+		}
+	})))
+	for _, who := range []string{"admin", "northwind"} {
+		for _, desc := range []bool{false, true} {
+			t.Run(fmt.Sprintf("%s/desc=%v", who, desc), func(t *testing.T) {
+				scope := f.scope(t, who, "services")
+				req := storage.ListRequest{Page: 2, PerPage: 3, Search: "Snap", Desc: desc}
+				if _, err := storage.List(ctx, s, scope, storage.Services, req); err != nil {
+					t.Fatal(err)
+				}
+				before := statements.Load()
+				got, err := storage.List(ctx, s, scope, storage.Services, req)
+				if err != nil || len(got.Items) != 3 || got.Next == nil {
+					t.Fatalf("page 2: %v of %d (%v): want 3 of more", idsOf(got.Items), got.Total, err)
+				}
+				if n := statements.Load() - before; n != 1 {
+					t.Errorf("a page read by key from kept ids ran %d statements, want 1", n)
+				}
+				// One transaction: a row joins the list (a new id within
+				// the page's range is not possible: ids only grow, so it
+				// joins by a rename), and a row of the page is renamed
+				// (it still matches).
+				page := got.Items
+				write = func() {
+					tx, err := f.db.BeginTx(ctx, nil)
+					if err != nil {
+						t.Error(err)
+						return
+					}
+					defer tx.Rollback() //nolint:errcheck // committed below
+					if _, err := tx.ExecContext(ctx, `UPDATE services SET name = 'Snap joined ' || service_id
+						WHERE service_id = (SELECT min(service_id) FROM services WHERE account_id = ? AND name NOT LIKE 'Snap%')`, owners[0]); err != nil {
+						t.Error(err)
+					}
+					if _, err := tx.ExecContext(ctx, `UPDATE services SET name = name || ' renamed' WHERE service_id = ?`, page[1].ServiceID); err != nil {
+						t.Error(err)
+					}
+					if err := tx.Commit(); err != nil {
+						t.Error(err)
+					}
+				}
+				armed.Store(true)
+				got, err = storage.List(ctx, s, scope, storage.Services, req)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if armed.Load() {
+					t.Fatal("no page statement read by key ran: the write never happened")
+				}
+				want := freshPage(t, ctx, f.db, scope, req)
+				if !slices.Equal(idsOf(got.Items), idsOf(want.Items)) || got.Total != want.Total || (got.Next == nil) != (want.Next == nil) {
+					t.Errorf("after the transaction: %v of %d, want %v of %d", idsOf(got.Items), got.Total, idsOf(want.Items), want.Total)
+				}
+				for i := range min(len(got.Items), len(want.Items)) {
+					if got.Items[i].Name != want.Items[i].Name {
+						t.Errorf("item %d: %q, want %q", i, got.Items[i].Name, want.Items[i].Name)
+					}
+				}
+			})
+		}
+	}
+}

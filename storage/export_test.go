@@ -53,7 +53,7 @@ func PageShape(ctx context.Context, s *Store, scope policy.Scope, req ListReques
 	if err != nil {
 		return "", err
 	}
-	sh, err := pageShape(ctx, d, req, s.listSource(d, c))
+	sh, err := pageShape(ctx, d, req, s.listSource(d, c), false)
 	return sh.name(), err
 }
 
@@ -95,7 +95,7 @@ func ServicePageIDs(ctx context.Context, s *Store, scope policy.Scope, req ListR
 		if !ok || kept.ids == nil {
 			return nil, false, fmt.Errorf("no ids kept for %+v", req)
 		}
-		sh.ids = kept.ids
+		sh.ids, sh.current = kept.ids, s.sameVersion(c, kept.version)
 	}
 	items, next, err := pageRows[Service](ctx, d, req, src.start, sh)
 	if err != nil {

@@ -185,9 +185,15 @@ func (p *spreadSource) table(ctx context.Context) (int64, error) {
 }
 
 // keptIDs returns the total of count kept with its ids at the version
-// now, without counting (Store.keptIDs).
-func (p *spreadSource) keptIDs(count *bun.SelectQuery, now countVersion) (keptTotal, bool) {
+// *now, or at any version for nil, without counting (Store.keptIDs).
+func (p *spreadSource) keptIDs(count *bun.SelectQuery, now *countVersion) (keptTotal, bool) {
 	return p.s.keptIDs(p.c, p.d, count, now)
+}
+
+// byKey returns the shape that reads a page by key from the ids kept with
+// k, at k's version (Store.sameVersion).
+func (p *spreadSource) byKey(k keptTotal) shape {
+	return shape{total: k.total, ids: k.ids, current: p.s.sameVersion(p.c, k.version)}
 }
 
 // keepsIDs reports whether the ids of a list of rows rows would be kept
@@ -234,8 +240,10 @@ type shape struct {
 	deferred bool
 	// ids, when not nil, are the ids of all the list's rows in ascending
 	// order, kept with its total (Store.keptTotal): the page's rows are
-	// read by key.
-	ids []int64
+	// read by key, in the statement's snapshot only while current selects
+	// a row (the version the ids were kept at: Store.sameVersion).
+	ids     []int64
+	current *bun.SelectQuery
 }
 
 // pageIDs returns the ids of the page req selects among sh.ids: per_page
@@ -253,7 +261,10 @@ func (sh shape) pageIDs(req ListRequest) []int64 {
 
 // pageShape chooses how listPage reads the page req selects among the
 // rows of src. For a request in id order without a cursor over rows whose
-// page walks the table's key (src.spread), it reads the total first, with
+// page walks the table's key (src.spread): with peek, when the rows' ids
+// are kept (at any version) and the page is within them, it reads them by
+// key without a statement before the page, whose statement checks the
+// version itself (shape.current). Otherwise it reads the total first, with
 // the version of the scope's rows — from the row counters without filters
 // and search, else the kept total of the filters and search
 // (Store.keptTotal) — and returns it with the rows' ids when they are kept
@@ -263,7 +274,7 @@ func (sh shape) pageIDs(req ListRequest) []int64 {
 // reads and keeps them instead when there are at most keptIDsMax, and the
 // page is read by key. Otherwise, or when no total is kept, the total is
 // unknown (-1) and the page is walked.
-func pageShape(ctx context.Context, d *Descriptor, req ListRequest, src listSource) (shape, error) {
+func pageShape(ctx context.Context, d *Descriptor, req ListRequest, src listSource, peek bool) (shape, error) {
 	walk := shape{total: -1}
 	if src.spread == nil || req.After != nil || req.Sort.Name != "" && req.Sort != d.id {
 		return walk, nil
@@ -275,6 +286,12 @@ func pageShape(ctx context.Context, d *Descriptor, req ListRequest, src listSour
 	if err := applyFilters(count, d, req); err != nil {
 		return walk, err
 	}
+	offset := int64(req.Page-1) * int64(req.PerPage)
+	if peek {
+		if kept, ok := src.spread.keptIDs(count, nil); ok && offset < kept.total {
+			return src.spread.byKey(kept), nil
+		}
+	}
 	var rows, table int64
 	var now countVersion
 	if len(req.Filters) == 0 && req.Search == "" {
@@ -283,8 +300,8 @@ func pageShape(ctx context.Context, d *Descriptor, req ListRequest, src listSour
 			return walk, err
 		}
 		rows, table, now = sp.rows, sp.table, sp.version
-		if kept, ok := src.spread.keptIDs(count, now); ok {
-			return shape{total: kept.total, ids: kept.ids}, nil
+		if kept, ok := src.spread.keptIDs(count, &now); ok {
+			return src.spread.byKey(kept), nil
 		}
 	} else {
 		kept, ok, err := src.kept(ctx, count, req.Search != "")
@@ -292,14 +309,13 @@ func pageShape(ctx context.Context, d *Descriptor, req ListRequest, src listSour
 			return walk, err
 		}
 		if kept.ids != nil {
-			return shape{total: kept.total, ids: kept.ids}, nil
+			return src.spread.byKey(kept), nil
 		}
 		if table, err = src.spread.table(ctx); err != nil {
 			return walk, err
 		}
 		rows, now = kept.total, kept.version
 	}
-	offset := int64(req.Page-1) * int64(req.PerPage)
 	if !deferPage(offset, int64(req.PerPage)+1, rows, table) {
 		return shape{total: rows}, nil
 	}
@@ -309,10 +325,35 @@ func pageShape(ctx context.Context, d *Descriptor, req ListRequest, src listSour
 			return walk, err
 		}
 		if ok && kept.ids != nil {
-			return shape{total: kept.total, ids: kept.ids}, nil
+			return src.spread.byKey(kept), nil
 		}
 	}
 	return shape{total: rows, deferred: true}, nil
+}
+
+// pageOf reads the page req selects among the rows of src in the shape
+// sh: no row past a known total. whole is false when a page read by key
+// came back with fewer rows than ids it asked for (counting the row read to
+// know whether more follow): the version moved since the ids were kept (the
+// statement then returns none), or a row left the list.
+func pageOf[T any](ctx context.Context, d *Descriptor, req ListRequest, src listSource, sh shape) (items []T, next *Cursor, whole bool, err error) {
+	offset := int64(req.Page-1) * int64(req.PerPage)
+	if sh.total >= 0 && offset >= sh.total {
+		// Past the total: no row to read (the walk would read every
+		// entry of the table to find none).
+		return []T{}, nil, true, nil
+	}
+	if items, next, err = pageRows[T](ctx, d, req, src.start, sh); err != nil {
+		return nil, nil, false, err
+	}
+	if sh.ids == nil {
+		return items, next, true, nil
+	}
+	n := len(items)
+	if next != nil {
+		n++
+	}
+	return items, next, n == len(sh.pageIDs(req)), nil
 }
 
 // listPage is List over the rows of src (listSource) that req selects,
@@ -322,30 +363,35 @@ func listPage[T any](ctx context.Context, d *Descriptor, req ListRequest, src li
 		return Page[T]{}, fmt.Errorf("%w: a cursor with page %d", ErrBadListRequest, req.Page)
 	}
 	offset := int64(req.Page-1) * int64(req.PerPage)
-	sh, err := pageShape(ctx, d, req, src)
+	sh, err := pageShape(ctx, d, req, src, true)
 	if err != nil {
 		return Page[T]{}, err
 	}
-	known := sh.total
-	var items []T
-	var next *Cursor
-	if known >= 0 && offset >= known {
-		// Past the total: no row to read (the walk would read every
-		// entry of the table to find none).
-		items = []T{}
-	} else if items, next, err = pageRows[T](ctx, d, req, src.start, sh); err != nil {
+	items, next, whole, err := pageOf[T](ctx, d, req, src, sh)
+	if err != nil {
 		return Page[T]{}, err
-	} else if sh.ids != nil && len(items) < len(sh.pageIDs(req)) {
-		// A row of the page left the list after the version was read
-		// (deleted, renamed out of the search, moved out of the scope):
-		// the kept ids and total are of an earlier snapshot, and the
-		// short page would pass for the last one. Walk the page, and read
-		// its total again, in the snapshots of this moment.
-		sh, known = shape{total: -1}, -1
-		if items, next, err = pageRows[T](ctx, d, req, src.start, sh); err != nil {
+	}
+	if !whole {
+		// The kept ids are of an earlier snapshot than the page's: the
+		// version moved, or a row left the list (deleted, renamed out of
+		// the search, moved out of the scope) between the version read
+		// and the page, and a short page would pass for the last one.
+		// Choose again from the version of this moment (the ids read
+		// again if they are kept), and walk if that page is short too.
+		if sh, err = pageShape(ctx, d, req, src, false); err != nil {
 			return Page[T]{}, err
 		}
+		if items, next, whole, err = pageOf[T](ctx, d, req, src, sh); err != nil {
+			return Page[T]{}, err
+		}
+		if !whole {
+			sh = shape{total: -1}
+			if items, next, _, err = pageOf[T](ctx, d, req, src, sh); err != nil {
+				return Page[T]{}, err
+			}
+		}
 	}
+	known := sh.total
 	// A page that is the last one tells the total without counting (not
 	// after a cursor: the rows before it are not known).
 	if n := len(items); req.After == nil && n > 0 && next == nil {
@@ -438,7 +484,8 @@ func pageRows[T any](ctx context.Context, d *Descriptor, req ListRequest, start 
 // A shape with ids, for a request in id order without a cursor, reads the
 // rows of the page's ids (per_page + 1 of them from the page's offset, from
 // the end when descending) by key, under the page shape of the scope, the
-// filters and the search. A deferred shape reads the same page as a
+// filters and the search, and only while the version of the scope's rows
+// is the ids' (EXISTS (shape.current)). A deferred shape reads the same page as a
 // deferred join: the page's ids first, from the rows in the
 // counting shape of the scope with the filters and search, ordered by
 // id + 0 (an order no index delivers, so PostgreSQL finds all the rows —
@@ -481,6 +528,9 @@ func pageQuery(d *Descriptor, req ListRequest, start func(model any, forCount bo
 	}
 	if sh.ids != nil {
 		q.Where(d.col(d.id.Name)+" = ANY(?)", pgdialect.Array(sh.pageIDs(req))).Limit(int64(req.PerPage) + 1)
+		if sh.current != nil {
+			q.Where("EXISTS (?)", sh.current)
+		}
 		return q, sort, nil
 	}
 	ids, err := start(reflect.Zero(reflect.PointerTo(d.model)).Interface(), true)

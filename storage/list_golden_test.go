@@ -83,6 +83,9 @@ func TestListPageGolden(t *testing.T) {
 			}
 			return s.selectIn(c.d, compiled.page, model), nil
 		}
+		if c.shape.ids != nil {
+			c.shape.current = s.sameVersion(compiled, countVersion{started: "2026-01-05 07:00:00+00", generation: 3, changes: 41})
+		}
 		q, _, err := pageQuery(c.d, c.req, start, modelOf(c.d), c.shape)
 		if err != nil {
 			t.Fatalf("%s: %v", c.name, err)

@@ -300,16 +300,28 @@ func (s *Store) keptAt(ctx context.Context, c *compiledScope, d *Descriptor, cou
 	return k, true, nil
 }
 
-// keptIDs returns the total of count kept with its ids at the version now,
-// without counting: false when there is none.
-func (s *Store) keptIDs(c *compiledScope, d *Descriptor, count *bun.SelectQuery, now countVersion) (keptTotal, bool) {
+// keptIDs returns the total of count kept with its ids at the version
+// *now, or at whatever version it was kept when now is nil (the page
+// statement then checks it: Store.sameVersion), without counting: false
+// when there is none.
+func (s *Store) keptIDs(c *compiledScope, d *Descriptor, count *bun.SelectQuery, now *countVersion) (keptTotal, bool) {
 	if !s.keeps(c, d) {
 		return keptTotal{}, false
 	}
 	k, ok := s.totals.get(s.totalKey(c, count))
-	if !ok || k.version != now || k.ids == nil {
+	if !ok || k.ids == nil || now != nil && k.version != *now {
 		return keptTotal{}, false
 	}
 	s.totals.reused.Add(1)
 	return k, true
+}
+
+// sameVersion returns a statement that selects one row while the version
+// of the rows of c's scope is v, and none once it has moved: a page read by
+// key from ids kept at v requires it (EXISTS), so that the page is of the
+// snapshot of its ids and total.
+func (s *Store) sameVersion(c *compiledScope, v countVersion) *bun.SelectQuery {
+	return s.db.NewSelect().TableExpr(`(?) AS "v"`, s.versionQuery(c.counter)).
+		ColumnExpr("1").
+		Where(`"v"."started" = ? AND "v"."generation" = ? AND "v"."changes" = ?`, v.started, v.generation, v.changes)
 }
