@@ -10,6 +10,7 @@ import (
 	"sync/atomic"
 	"testing"
 
+	"github.com/fleetapi/fleetapi/policy"
 	"github.com/fleetapi/fleetapi/storage"
 )
 
@@ -350,15 +351,7 @@ func TestKeptIDsRowLeavesBeforeThePage(t *testing.T) {
 							}
 						})
 					}
-					armed.Store(true)
-					got, err := storage.List(ctx, s, scope, storage.Services, req)
-					if err != nil {
-						t.Fatal(err)
-					}
-					if armed.Load() {
-						t.Fatal("no page statement read by key ran: the write never happened")
-					}
-					want := freshPage(t, ctx, f.db, scope, req)
+					got, want := listArmed(t, ctx, s, f, &armed, scope, req)
 					if !slices.Equal(idsOf(got.Items), idsOf(want.Items)) || got.Total != want.Total || (got.Next == nil) != (want.Next == nil) {
 						t.Errorf("after %d %s: %v of %d (next %v), want %v of %d (next %v)", victim.ServiceID, leave.name,
 							idsOf(got.Items), got.Total, got.Next != nil, idsOf(want.Items), want.Total, want.Next != nil)
@@ -479,15 +472,7 @@ func TestKeptIDsPageOneStatement(t *testing.T) {
 						t.Error(err)
 					}
 				}
-				armed.Store(true)
-				got, err = storage.List(ctx, s, scope, storage.Services, req)
-				if err != nil {
-					t.Fatal(err)
-				}
-				if armed.Load() {
-					t.Fatal("no page statement read by key ran: the write never happened")
-				}
-				want := freshPage(t, ctx, f.db, scope, req)
+				got, want := listArmed(t, ctx, s, f, &armed, scope, req)
 				if !slices.Equal(idsOf(got.Items), idsOf(want.Items)) || got.Total != want.Total || (got.Next == nil) != (want.Next == nil) {
 					t.Errorf("after the transaction: %v of %d, want %v of %d", idsOf(got.Items), got.Total, idsOf(want.Items), want.Total)
 				}
@@ -499,4 +484,21 @@ func TestKeptIDsPageOneStatement(t *testing.T) {
 			})
 		}
 	}
+}
+
+// listArmed arms the test's write, reads the page through s, fails when
+// no page statement read by key ran (the write never happened), and
+// returns that page with the page of a Store that keeps nothing, read
+// after the write.
+func listArmed(t *testing.T, ctx context.Context, s *storage.Store, f listFixture, armed *atomic.Bool, scope policy.Scope, req storage.ListRequest) (got, want storage.Page[storage.Service]) {
+	t.Helper()
+	armed.Store(true)
+	got, err := storage.List(ctx, s, scope, storage.Services, req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if armed.Load() {
+		t.Fatal("no page statement read by key ran: the write never happened")
+	}
+	return got, freshPage(t, ctx, f.db, scope, req)
 }
