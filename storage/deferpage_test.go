@@ -276,6 +276,81 @@ func TestKeptIDsFollowWrites(t *testing.T) {
 	}
 }
 
+// TestKeptIDsNotAggregatedOverTheBound: a search whose last count was
+// over the bound of kept ids is counted again without them (no array_agg
+// of every match to drop), and once its total falls within the bound the
+// next request counts it with its ids and reads its pages by key. Every
+// page is a fresh read's.
+func TestKeptIDsNotAggregatedOverTheBound(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	f := newListFixture(t)
+	addServicesOf(t, f, "acme", 300)
+	var aggs, counts atomic.Int64
+	s := storage.NewStore(f.db.WithQueryHook(beforeQuery(func(_ context.Context, query string) {
+		if strings.Contains(query, "array_agg(") {
+			aggs.Add(1)
+		}
+		if strings.Contains(query, "count(*)") {
+			counts.Add(1)
+		}
+	})))
+	storage.SetKeptIDsMax(s, 100)
+	admin := f.scope(t, "admin", "services")
+	req := storage.ListRequest{Page: 2, PerPage: 10, Search: "Bulk"}
+	// list reads the page, compares it with a fresh read, and returns
+	// the counts it ran, those with the ids, and how the next page would
+	// be read.
+	list := func(stage string) (counted, withIDs int64, next string) {
+		t.Helper()
+		a, c := aggs.Load(), counts.Load()
+		got, err := storage.List(ctx, s, admin, storage.Services, req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		counted, withIDs = counts.Load()-c, aggs.Load()-a
+		want := freshPage(t, ctx, f.db, admin, req)
+		if !slices.Equal(idsOf(got.Items), idsOf(want.Items)) || got.Total != want.Total || (got.Next == nil) != (want.Next == nil) {
+			t.Errorf("%s: %v of %d, want %v of %d", stage, idsOf(got.Items), got.Total, idsOf(want.Items), want.Total)
+		}
+		if next, err = storage.PageShape(ctx, s, admin, req); err != nil {
+			t.Fatal(err)
+		}
+		if n := aggs.Load() - a - withIDs; n != 0 {
+			t.Errorf("%s: choosing the next page's shape counted with the ids %d times", stage, n)
+		}
+		return counted, withIDs, next
+	}
+	acme := f.accountIDs(t, "acme")[0]
+	write := func(query string) {
+		t.Helper()
+		if _, err := f.db.ExecContext(ctx, query, acme); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// Nothing known yet: counted with the ids, over the bound.
+	if c, a, next := list("first count"); c != 1 || a != 1 || next == "ids" {
+		t.Errorf("first count: %d counts, %d with the ids, next page %q; want 1, 1, no ids", c, a, next)
+	}
+	write(`UPDATE services SET name = name || ' again' WHERE service_id = (SELECT max(service_id) FROM services WHERE account_id = ?)`)
+	if c, a, next := list("over the bound before"); c != 1 || a != 0 || next == "ids" {
+		t.Errorf("over the bound before: %d counts, %d with the ids, next page %q; want 1, 0, no ids", c, a, next)
+	}
+	write(`UPDATE services SET name = 'Gone ' || service_id WHERE account_id = ? AND name LIKE 'Bulk%' AND service_id % 10 <> 0`)
+	// Counted without the ids, the total within the bound: counted with
+	// them (in the same request where its page would be a deferred join,
+	// else in the next one), once, and then read by key.
+	var c, a int64
+	var next string
+	for i := range 3 {
+		ci, ai, n := list(fmt.Sprintf("within the bound, request %d", i+1))
+		c, a, next = c+ci, a+ai, n
+	}
+	if c != 2 || a != 1 || next != "ids" {
+		t.Errorf("within the bound: %d counts, %d with the ids, next page %q; want 2, 1, by key", c, a, next)
+	}
+}
+
 // TestKeptIDsRowLeavesBeforeThePage: a row of a page read by key leaves
 // the list between the version read and the page statement (deleted,
 // renamed out of the search, its account moved out of a manager's tree):

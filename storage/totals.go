@@ -272,7 +272,17 @@ func (s *Store) keptAt(ctx context.Context, c *compiledScope, d *Descriptor, cou
 		return keptTotal{}, false, nil
 	}
 	version := s.versionQuery(c.counter)
-	k, err := s.totals.count(ctx, s.totalKey(c, count), now, withIDs, func(ctx context.Context) (keptTotal, error) {
+	key := s.totalKey(c, count)
+	if prev, ok := s.totals.get(key); withIDs && ok && prev.total > s.totals.maxIDs {
+		// Its last count was over the bound: count it without the ids
+		// (array_agg collects and sorts every match before the CASE
+		// drops them: 200,000 matches among 1,000,000 rows counted in
+		// 259-324 ms alone, 545-569 ms with them). A total that fell within
+		// the bound does not answer for the ids (keptTotal.answers): the
+		// next request counts it with them.
+		withIDs = false
+	}
+	k, err := s.totals.count(ctx, key, now, withIDs, func(ctx context.Context) (keptTotal, error) {
 		var k keptTotal
 		q := s.db.NewSelect().
 			TableExpr(`(?) AS "v"`, version).
