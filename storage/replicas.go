@@ -358,7 +358,7 @@ func (r *Replicas) read(ctx context.Context, primary *Store, body func(context.C
 		rctx, cancel = context.WithDeadline(ctx, time.Now().Add(time.Until(deadline)/2))
 		defer cancel()
 	}
-	err := body(rctx, primary.on(r.dbs[i]))
+	err := body(rctx, primary.onReplica(r.dbs[i], i))
 	if err == nil || !errors.Is(err, ErrUnavailable) || ctx.Err() != nil {
 		return err
 	}
@@ -383,7 +383,7 @@ func (r *Replicas) fallback(ctx context.Context, primary *Store, perr error, bod
 	}
 	r.reads.Add(ctx, 1, r.attrs[1])
 	trace.SpanFromContext(ctx).SetAttributes(AttrTarget.String(TargetReplica), attrReplica.Int(i), attrRetried.Bool(true))
-	err := body(ctx, primary.on(r.dbs[i]))
+	err := body(ctx, primary.onReplica(r.dbs[i], i))
 	if err != nil && errors.Is(err, ErrUnavailable) && ctx.Err() == nil {
 		r.failed(i, err)
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"os"
+	"slices"
 	"sync"
 	"testing"
 	"time"
@@ -462,4 +463,40 @@ func TestManagementReadsWithStandbyPaused(t *testing.T) {
 		t.Errorf("management reads counted as routed reads: primary +%d, replica +%d; want +0, +0 (they never go through the chooser)", p1-p0, r1-r0)
 	}
 	r.ResumeReplay(t)
+}
+
+// TestKeptTotalsPerServer: a search's total counted on the primary and on
+// the replica is kept for each (a version holds its server's start), so
+// that reads alternating between them count it once on each instead of
+// replacing each other's total on every read.
+func TestKeptTotalsPerServer(t *testing.T) {
+	ctx := context.Background()
+	r := newReplicated(t, time.Hour)
+	r.reps.Check(ctx)
+	if !r.reps.Usable(0) {
+		t.Fatal("the caught-up standby is not usable")
+	}
+	admin := r.scope(t, "admin", storage.Services.Resource())
+	req := storage.ListRequest{Page: 1, PerPage: 2, Search: "a"}
+	counted, reused := storage.KeptTotals(r.primary)
+	var totals []int64
+	for range 3 {
+		for _, s := range []*storage.Store{r.primary, r.routed} {
+			page, err := storage.List(ctx, s, admin, storage.Services, req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			totals = append(totals, page.Total)
+		}
+	}
+	if _, replica, _ := r.reads(t); replica != 3 {
+		t.Fatalf("%d reads on the replica, want 3", replica)
+	}
+	c, u := storage.KeptTotals(r.primary)
+	if c-counted != 2 || u-reused < 4 {
+		t.Errorf("alternating servers: %d totals counted, %d reused; want 2 (one a server) and the other 4 reads reused", c-counted, u-reused)
+	}
+	if slices.Min(totals) != slices.Max(totals) || totals[0] < 2 {
+		t.Errorf("totals %v: want one total of several rows", totals)
+	}
 }

@@ -3,6 +3,7 @@ package storage
 import (
 	"context"
 	"errors"
+	"strconv"
 
 	"github.com/uptrace/bun"
 
@@ -34,6 +35,12 @@ type Store struct {
 	// estimates are the tables' estimated sizes (tableRows), shared like
 	// scopes.
 	estimates *tableEstimates
+	// server names the server db reads from for the kept totals' keys:
+	// empty for the primary, "replica N" for replica N (onReplica). A
+	// total is of one server (its version holds the server's start), so
+	// replicas read in turn keep one entry each instead of replacing each
+	// other's.
+	server string
 }
 
 // NewStore returns a Store over db: a *bun.DB, or a bun.Tx to run its
@@ -51,7 +58,15 @@ func (s *Store) WithReplicas(r *Replicas) *Store {
 // on returns a Store over db (a transaction, a replica's pool) that shares
 // s's translated scopes.
 func (s *Store) on(db bun.IDB) *Store {
-	return &Store{db: db, scopes: s.scopes, quotas: s.quotas, totals: s.totals, estimates: s.estimates}
+	return &Store{db: db, scopes: s.scopes, quotas: s.quotas, totals: s.totals, estimates: s.estimates, server: s.server}
+}
+
+// onReplica returns a Store over replica i's pool db that shares s's
+// translated scopes and kept totals, the latter under keys of its own.
+func (s *Store) onReplica(db bun.IDB, i int) *Store {
+	r := s.on(db)
+	r.server = "replica " + strconv.Itoa(i)
+	return r
 }
 
 // read runs body, a read of the client API that writes nothing, on a

@@ -66,8 +66,8 @@ const keptIDsBudget = 2_000_000
 // totalsCache keeps, per count query (the scope, the filters and the
 // search, rendered with their values), the total counted and the version
 // of the scope it was counted at. It is shared by the Stores made from one
-// (its replicas: the version holds the server). A nil *totalsCache keeps
-// nothing.
+// (its replicas under keys of their own, Store.server: a version holds its
+// server). A nil *totalsCache keeps nothing.
 type totalsCache struct {
 	mu    sync.Mutex
 	items map[string]keptTotal
@@ -255,10 +255,11 @@ func (s *Store) keeps(c *compiledScope, d *Descriptor) bool {
 	return pool
 }
 
-// totalKey is the key of count's kept total: the scope's version statement
-// and the count statement, rendered with their values.
+// totalKey is the key of count's kept total: the server (Store.server),
+// the scope's version statement and the count statement, rendered with
+// their values.
 func (s *Store) totalKey(c *compiledScope, count *bun.SelectQuery) string {
-	return s.versionQuery(c.counter).String() + "\x00" + count.Clone().ColumnExpr("count(*)").String()
+	return s.server + "\x00" + s.versionQuery(c.counter).String() + "\x00" + count.Clone().ColumnExpr("count(*)").String()
 }
 
 // keptAt is keptTotal at the version now, which the caller has just read.
