@@ -134,9 +134,7 @@ func TestKeptIDsEachKindOfWrite(t *testing.T) {
 			execOn(t, f, `UPDATE objects SET imei = ? WHERE imei = ?`, "gone"+search[2:]+"contoso", imei)
 		}},
 		{"object moved to another account (cascade)", func(search string) {
-			var imei string
-			imei = objOf(ids["tailspin"])
-			execOn(t, f, `UPDATE objects SET account_id = ? WHERE imei = ?`, ids["soylent"], imei)
+			execOn(t, f, `UPDATE objects SET account_id = ? WHERE imei = ?`, ids["soylent"], objOf(ids["tailspin"]))
 		}},
 		{"account renumbered", func(search string) {
 			// a fresh account in the tree with no rows, renumbered: nothing changes, the version moves
