@@ -103,12 +103,8 @@ func (s *Store) spreadRows(ctx context.Context, c *compiledScope, d *Descriptor)
 	if c.counter == nil {
 		return sp, fmt.Errorf("%w: scope of %s has no counter form", ErrBadListRequest, d.resource)
 	}
-	t := accountCounters
-	err := s.counterQuery(c).
-		ColumnExpr(`(SELECT "rel"."reltuples" FROM "pg_class" AS "rel" WHERE "rel"."oid" = ?::regclass)::bigint`, d.table).
-		ColumnExpr(`pg_postmaster_start_time()::text`).
-		ColumnExpr(`(SELECT g.generation FROM count_generation AS g)`).
-		ColumnExpr(`COALESCE(sum(`+t.col("changes")+`), 0)::bigint`).
+	err := withVersion(s.counterQuery(c).
+		ColumnExpr(`(SELECT "rel"."reltuples" FROM "pg_class" AS "rel" WHERE "rel"."oid" = ?::regclass)::bigint`, d.table)).
 		Scan(ctx, &sp.rows, &sp.table, &sp.version.started, &sp.version.generation, &sp.version.changes)
 	if err != nil {
 		return spreadRows{}, Translate(err)
@@ -166,12 +162,17 @@ func (s *Store) tableRows(ctx context.Context, d *Descriptor) (int64, error) {
 // counterQuery selects the sum of the counter rows of c's counter form:
 // the number of rows c admits.
 func (s *Store) counterQuery(c *compiledScope) *bun.SelectQuery {
+	return s.counterRows(c.counter).ColumnExpr(`COALESCE(sum(` + accountCounters.col("n") + `), 0)`)
+}
+
+// counterRows selects, without columns, the counter rows of c's resource
+// that the counter form c admits.
+func (s *Store) counterRows(c *counterSQL) *bun.SelectQuery {
 	t := accountCounters
-	args := append([]any{c.counter.resource}, c.counter.where.args...)
+	args := append([]any{c.resource}, c.where.args...)
 	return s.db.NewSelect().
 		TableExpr(`"`+t.table+`" AS "`+t.alias+`"`).
-		ColumnExpr(`COALESCE(sum(`+t.col("n")+`), 0)`).
-		Where(t.col("resource")+` = ? AND (`+c.counter.where.sql+`)`, args...)
+		Where(t.col("resource")+` = ? AND (`+c.where.sql+`)`, args...)
 }
 
 // SuspendRowCounting disables the counting INSERT triggers of the counted

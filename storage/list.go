@@ -63,6 +63,11 @@ func (r ListRequest) check() error {
 	return nil
 }
 
+// offset is the number of rows before the page: (page-1) × per_page.
+func (r ListRequest) offset() int64 {
+	return int64(r.Page-1) * int64(r.PerPage)
+}
+
 // Page is one page of a list and the total number of matching rows.
 type Page[T any] struct {
 	Items []T
@@ -251,7 +256,7 @@ type shape struct {
 // ascending order, fewer on the last page.
 func (sh shape) pageIDs(req ListRequest) []int64 {
 	n := int64(len(sh.ids))
-	offset := int64(req.Page-1) * int64(req.PerPage)
+	offset := req.offset()
 	from, to := min(offset, n), min(offset+int64(req.PerPage)+1, n)
 	if req.Desc {
 		return sh.ids[n-to : n-from]
@@ -286,7 +291,7 @@ func pageShape(ctx context.Context, d *Descriptor, req ListRequest, src listSour
 	if err := applyFilters(count, d, req); err != nil {
 		return walk, err
 	}
-	offset := int64(req.Page-1) * int64(req.PerPage)
+	offset := req.offset()
 	if peek {
 		if kept, ok := src.spread.keptIDs(count, nil); ok && offset < kept.total {
 			return src.spread.byKey(kept), nil
@@ -337,7 +342,7 @@ func pageShape(ctx context.Context, d *Descriptor, req ListRequest, src listSour
 // know whether more follow): the version moved since the ids were kept (the
 // statement then returns none), or a row left the list.
 func pageOf[T any](ctx context.Context, d *Descriptor, req ListRequest, src listSource, sh shape) (items []T, next *Cursor, whole bool, err error) {
-	offset := int64(req.Page-1) * int64(req.PerPage)
+	offset := req.offset()
 	if sh.total >= 0 && offset >= sh.total {
 		// Past the total: no row to read (the walk would read every
 		// entry of the table to find none).
@@ -362,7 +367,7 @@ func listPage[T any](ctx context.Context, d *Descriptor, req ListRequest, src li
 	if req.After != nil && req.Page != 1 {
 		return Page[T]{}, fmt.Errorf("%w: a cursor with page %d", ErrBadListRequest, req.Page)
 	}
-	offset := int64(req.Page-1) * int64(req.PerPage)
+	offset := req.offset()
 	sh, err := pageShape(ctx, d, req, src, true)
 	if err != nil {
 		return Page[T]{}, err
@@ -518,7 +523,7 @@ func pageQuery(d *Descriptor, req ListRequest, start func(model any, forCount bo
 	if sort.Name != d.id.Name {
 		q.OrderExpr(d.col(d.id.Name) + dir)
 	}
-	offset := int64(req.Page-1) * int64(req.PerPage)
+	offset := req.offset()
 	if !sh.deferred && sh.ids == nil {
 		q.Limit(int64(req.PerPage) + 1).Offset(offset)
 		return q, sort, nil

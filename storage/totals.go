@@ -216,14 +216,15 @@ func live(ctx context.Context) bool {
 // versionQuery selects the version of the rows of c's resource that the
 // counter form of c admits.
 func (s *Store) versionQuery(c *counterSQL) *bun.SelectQuery {
-	t := accountCounters
-	args := append([]any{c.resource}, c.where.args...)
-	return s.db.NewSelect().
-		TableExpr(`"`+t.table+`" AS "`+t.alias+`"`).
-		ColumnExpr(`pg_postmaster_start_time()::text AS started`).
+	return withVersion(s.counterRows(c))
+}
+
+// withVersion adds to q, a select over counter rows (Store.counterRows),
+// the columns of their version: started, generation and changes.
+func withVersion(q *bun.SelectQuery) *bun.SelectQuery {
+	return q.ColumnExpr(`pg_postmaster_start_time()::text AS started`).
 		ColumnExpr(`(SELECT g.generation FROM count_generation AS g) AS generation`).
-		ColumnExpr(`COALESCE(sum(`+t.col("changes")+`), 0)::bigint AS changes`).
-		Where(t.col("resource")+` = ? AND (`+c.where.sql+`)`, args...)
+		ColumnExpr(`COALESCE(sum(` + accountCounters.col("changes") + `), 0)::bigint AS changes`)
 }
 
 // keptTotal returns the number of rows count (a SELECT of d's rows in the
@@ -256,10 +257,10 @@ func (s *Store) keeps(c *compiledScope, d *Descriptor) bool {
 }
 
 // totalKey is the key of count's kept total: the server (Store.server),
-// the scope's version statement and the count statement, rendered with
-// their values.
-func (s *Store) totalKey(c *compiledScope, count *bun.SelectQuery) string {
-	return s.server + "\x00" + s.versionQuery(c.counter).String() + "\x00" + count.Clone().ColumnExpr("count(*)").String()
+// the scope's version statement (versionQuery) and the count statement,
+// rendered with their values.
+func (s *Store) totalKey(version, count *bun.SelectQuery) string {
+	return s.server + "\x00" + version.String() + "\x00" + count.Clone().ColumnExpr("count(*)").String()
 }
 
 // keptAt is keptTotal at the version now, which the caller has just read.
@@ -273,15 +274,18 @@ func (s *Store) keptAt(ctx context.Context, c *compiledScope, d *Descriptor, cou
 		return keptTotal{}, false, nil
 	}
 	version := s.versionQuery(c.counter)
-	key := s.totalKey(c, count)
-	if prev, ok := s.totals.get(key); withIDs && ok && prev.total > s.totals.maxIDs {
-		// Its last count was over the bound: count it without the ids
-		// (array_agg collects and sorts every match before the CASE
-		// drops them: 200,000 matches among 1,000,000 rows counted in
-		// 259-324 ms alone, 545-569 ms with them). A total that fell within
-		// the bound does not answer for the ids (keptTotal.answers): the
-		// next request counts it with them.
-		withIDs = false
+	key := s.totalKey(version, count)
+	if withIDs {
+		if prev, ok := s.totals.get(key); ok && prev.total > s.totals.maxIDs {
+			// Its last count was over the bound: count it without the
+			// ids (array_agg collects and sorts every match before the
+			// CASE drops them: 200,000 matches among 1,000,000 rows
+			// counted in 259-324 ms alone, 545-569 ms with them). A
+			// total that fell within the bound does not answer for the
+			// ids (keptTotal.answers): the next request counts it with
+			// them.
+			withIDs = false
+		}
 	}
 	k, err := s.totals.count(ctx, key, now, withIDs, func(ctx context.Context) (keptTotal, error) {
 		var k keptTotal
@@ -319,7 +323,7 @@ func (s *Store) keptIDs(c *compiledScope, d *Descriptor, count *bun.SelectQuery,
 	if !s.keeps(c, d) {
 		return keptTotal{}, false
 	}
-	k, ok := s.totals.get(s.totalKey(c, count))
+	k, ok := s.totals.get(s.totalKey(s.versionQuery(c.counter), count))
 	if !ok || k.ids == nil || now != nil && k.version != *now {
 		return keptTotal{}, false
 	}
