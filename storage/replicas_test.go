@@ -50,6 +50,18 @@ func newReplicated(t *testing.T, maxLag time.Duration) *replicated {
 	return &replicated{Replicated: r, reps: reps, routed: primary.WithReplicas(reps), primary: primary, reader: reader, engine: newEngine(t)}
 }
 
+// newUsableReplicated is newReplicated with an hour's lag allowed, after
+// a check that found the caught-up standby usable.
+func newUsableReplicated(t *testing.T) *replicated {
+	t.Helper()
+	r := newReplicated(t, time.Hour)
+	r.reps.Check(context.Background())
+	if !r.reps.Usable(0) {
+		t.Fatal("the caught-up standby is not usable")
+	}
+	return r
+}
+
 // reads returns fleet.db.reads by target, and fleet.db.read_retries.
 func (r *replicated) reads(t *testing.T) (primary, replica, retries int64) {
 	t.Helper()
@@ -121,11 +133,7 @@ func waitFor(t *testing.T, what string, cond func() bool) {
 // primary has, and the lists under the management scope see a new token.
 func TestReplicaRouting(t *testing.T) {
 	ctx := context.Background()
-	r := newReplicated(t, time.Hour)
-	r.reps.Check(ctx)
-	if !r.reps.Usable(0) {
-		t.Fatal("the caught-up standby is not usable")
-	}
+	r := newUsableReplicated(t)
 	acme := principalOf(t, r.primary, "acme")
 	r.PauseReplay(t)
 
@@ -272,12 +280,8 @@ func TestReplicaLagFallback(t *testing.T) {
 // replica is skipped; reads under concurrent load across the stop all
 // succeed; after a restart the checker makes it usable again.
 func TestReplicaFailure(t *testing.T) {
-	r := newReplicated(t, time.Hour)
+	r := newUsableReplicated(t)
 	ctx := context.Background()
-	r.reps.Check(ctx)
-	if !r.reps.Usable(0) {
-		t.Fatal("the standby is not usable")
-	}
 	scope := r.scope(t, "fleetco", storage.Services.Resource())
 	list := func() error {
 		_, err := storage.List(ctx, r.routed, scope, storage.Services, storage.ListRequest{Page: 1, PerPage: 20})
@@ -471,11 +475,7 @@ func TestManagementReadsWithStandbyPaused(t *testing.T) {
 // replacing each other's total on every read.
 func TestKeptTotalsPerServer(t *testing.T) {
 	ctx := context.Background()
-	r := newReplicated(t, time.Hour)
-	r.reps.Check(ctx)
-	if !r.reps.Usable(0) {
-		t.Fatal("the caught-up standby is not usable")
-	}
+	r := newUsableReplicated(t)
 	admin := r.scope(t, "admin", storage.Services.Resource())
 	req := storage.ListRequest{Page: 1, PerPage: 2, Search: "a"}
 	counted, reused := storage.KeptTotals(r.primary)
