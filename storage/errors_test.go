@@ -354,21 +354,26 @@ func TestEntryPointsWhenConnectionsDie(t *testing.T) {
 		return proxy.OnNextSend(func() { terminate() })
 	}
 	// Idle deaths happen while the connection sits in the pool: the pool's
-	// liveness check discards it, so the entry point may succeed. Deaths
-	// on send happen between the statement and its answer: the entry
-	// point must fail, with ErrUnavailable.
+	// liveness check discards it. A connection the network closed or reset
+	// is dead before the entry point runs, so the entry point must
+	// succeed on a new one (issue 34 item 7); a terminated backend closes
+	// its end a moment after pg_terminate_backend returns, so the entry
+	// point may still meet it. Deaths on send happen between the
+	// statement and its answer: the entry point must fail, with
+	// ErrUnavailable.
 	deaths := []struct {
-		name   string
-		kill   func() int
-		mustDo bool
+		name        string
+		kill        func() int
+		mustDo      bool
+		mustSucceed bool
 	}{
-		{"idle_terminated_backend", terminate, false},
-		{"idle_closed", func() int { return proxy.CutAll(storagetest.CutClose) }, false},
-		{"idle_reset", func() int { return proxy.CutAll(storagetest.CutReset) }, false},
+		{"idle_terminated_backend", terminate, false, false},
+		{"idle_closed", func() int { return proxy.CutAll(storagetest.CutClose) }, false, true},
+		{"idle_reset", func() int { return proxy.CutAll(storagetest.CutReset) }, false, true},
 		// The backend may finish the statement before the signal lands.
-		{"terminated_on_send", terminateOnSend, false},
-		{"closed_on_send", func() int { return proxy.CutOnNextSend(storagetest.CutClose) }, true},
-		{"reset_on_send", func() int { return proxy.CutOnNextSend(storagetest.CutReset) }, true},
+		{"terminated_on_send", terminateOnSend, false, false},
+		{"closed_on_send", func() int { return proxy.CutOnNextSend(storagetest.CutClose) }, true, false},
+		{"reset_on_send", func() int { return proxy.CutOnNextSend(storagetest.CutReset) }, true, false},
 	}
 	unavailable := 0
 	for _, death := range deaths {
@@ -382,6 +387,8 @@ func TestEntryPointsWhenConnectionsDie(t *testing.T) {
 			err := ep.run()
 			switch {
 			case err == nil && !death.mustDo:
+			case death.mustSucceed:
+				t.Errorf("%s/%s: %v, want success on a new connection", death.name, ep.name, err)
 			case errors.Is(err, storage.ErrUnavailable):
 				unavailable++
 			default:

@@ -95,15 +95,16 @@ func serverChanged(err error) bool {
 // discardDeadConn is the pool's check of an idle connection before it is
 // used again. A connection dialled before the pool's current epoch
 // (poolEpoch: the server behind the address changed since) is discarded.
-// A connection the server terminated (it sent FATAL and
-// closed), or the network closed or reset, while it sat idle would fail
-// the next statement with io.EOF or a reset: a 503 for a request that a
-// live connection could have served. An idle connection has nothing to
-// read, so a read that does not time out at once means it is dead (EOF,
-// reset) or the server spoke unasked (a FATAL before closing): either way
-// it is discarded with driver.ErrBadConn, and database/sql takes another
-// or dials a new one. The read is skipped on TLS, where a timed-out read
-// is not guaranteed to leave the stream intact.
+// A connection the server terminated (it sent FATAL and closed), or the
+// network or a proxy closed or reset while it sat idle (HAProxy's idle
+// timeouts: 50 s by default), would fail the next statement with io.EOF
+// or a reset: a 503 for a request that a live connection could have
+// served. An idle connection has nothing to read, so its socket is looked
+// at without reading from it or waiting (socketDead: a peek that does not
+// block): bytes waiting (a FATAL before closing, a TLS alert), the end of
+// the stream or an error mean dead, and it answers driver.ErrBadConn, on
+// which database/sql discards it and takes another or dials a new one.
+// The peek looks at the raw socket, under TLS too, and consumes nothing.
 func (p *poolEpoch) discardDeadConn(_ context.Context, cn *pgdriver.Conn) error {
 	nc := cn.Conn()
 	if nc == nil {
@@ -112,22 +113,55 @@ func (p *poolEpoch) discardDeadConn(_ context.Context, cn *pgdriver.Conn) error 
 	if p.stale(nc) {
 		return driver.ErrBadConn
 	}
-	if _, isTLS := nc.(*tls.Conn); isTLS {
-		return nil
-	}
-	if err := nc.SetReadDeadline(time.Now()); err != nil {
+	if socketDead(nc) {
 		return driver.ErrBadConn
 	}
-	var b [1]byte
-	n, err := nc.Read(b[:])
-	if n > 0 {
-		return driver.ErrBadConn
-	}
-	var netErr net.Error
-	if err != nil && !(errors.As(err, &netErr) && netErr.Timeout()) {
-		return driver.ErrBadConn
-	}
-	// pgdriver sets its own deadline before each read.
-	_ = nc.SetReadDeadline(time.Time{})
 	return nil
+}
+
+// rawSocket returns the operating system's socket under nc (through TLS
+// and the pool's epoch stamp), or nil when there is none (a connection a
+// test or a dialer wrapped otherwise).
+func rawSocket(nc net.Conn) syscall.Conn {
+	if t, ok := nc.(*tls.Conn); ok {
+		nc = t.NetConn()
+	}
+	if ec, ok := nc.(*epochConn); ok {
+		nc = ec.Conn
+	}
+	sc, _ := nc.(syscall.Conn)
+	return sc
+}
+
+// socketDead reports whether the idle connection nc is dead: its socket
+// has bytes waiting, has reached the end of its stream or holds an error
+// (peekSocket). A connection without a raw socket is taken as alive, as
+// is one whose socket cannot be looked at.
+//
+// A read with a deadline of "now", which this replaces, never looked: Go
+// refuses a read whose deadline has passed before it asks the socket, so
+// every dead connection passed for a live one.
+func socketDead(nc net.Conn) bool {
+	sc := rawSocket(nc)
+	if sc == nil {
+		return false
+	}
+	rc, err := sc.SyscallConn()
+	if err != nil {
+		return true
+	}
+	// A deadline left from the connection's last statement would make the
+	// raw read refuse before it runs the peek, as it made the old check's
+	// read; pgdriver sets its own before each read.
+	if err := nc.SetReadDeadline(time.Time{}); err != nil {
+		return true
+	}
+	var dead bool
+	if err := rc.Read(func(fd uintptr) bool {
+		dead = peekSocket(fd)
+		return true // looked once; never wait for the socket
+	}); err != nil {
+		return true
+	}
+	return dead
 }

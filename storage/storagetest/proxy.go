@@ -5,7 +5,9 @@ import (
 	"net/url"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
+	"time"
 )
 
 // Cut is a way for the network to drop a connection to the database.
@@ -40,6 +42,13 @@ type Proxy struct {
 	conns         map[net.Conn]net.Conn // client side -> server side
 	armed         map[net.Conn]func() bool
 	stalled       map[net.Conn]bool
+	// active is when each connection last carried a byte either way (Unix
+	// nanoseconds), for CloseIdle.
+	active     map[net.Conn]*atomic.Int64
+	idleClosed atomic.Int64
+	idleOnce   sync.Once
+	stop       chan struct{}
+	stopOnce   sync.Once
 }
 
 // NewProxy starts a proxy in front of the database at dbURL (a TCP host or
@@ -50,7 +59,8 @@ func NewProxy(t testing.TB, dbURL string) *Proxy {
 	if err != nil {
 		t.Fatalf("storagetest: proxy: %v", err)
 	}
-	p := &Proxy{network: "tcp", addr: u.Host, conns: map[net.Conn]net.Conn{}, armed: map[net.Conn]func() bool{}, stalled: map[net.Conn]bool{}}
+	p := &Proxy{network: "tcp", addr: u.Host, conns: map[net.Conn]net.Conn{}, armed: map[net.Conn]func() bool{}, stalled: map[net.Conn]bool{},
+		active: map[net.Conn]*atomic.Int64{}, stop: make(chan struct{})}
 	q := u.Query()
 	if h := q.Get("host"); strings.HasPrefix(h, "/") {
 		p.network, p.addr = "unix", h
@@ -66,10 +76,7 @@ func NewProxy(t testing.TB, dbURL string) *Proxy {
 	u.RawQuery = q.Encode()
 	p.URL = u.String()
 	go p.accept()
-	t.Cleanup(func() {
-		_ = p.ln.Close()
-		p.CutAll(CutClose)
-	})
+	t.Cleanup(p.Close)
 	return p
 }
 
@@ -84,23 +91,28 @@ func (p *Proxy) accept() {
 			_ = client.Close()
 			continue
 		}
+		last := &atomic.Int64{}
+		last.Store(time.Now().UnixNano())
 		p.mu.Lock()
 		p.conns[client] = server
+		p.active[client] = last
 		p.mu.Unlock()
-		go p.relay(client, server)
+		go p.relay(client, server, last)
 	}
 }
 
-// relay copies both ways until either side ends, then closes both.
-func (p *Proxy) relay(client, server net.Conn) {
+// relay copies both ways until either side ends, then closes both; last
+// records when a byte last went either way.
+func (p *Proxy) relay(client, server net.Conn, last *atomic.Int64) {
 	done := make(chan struct{}, 2)
-	go func() { p.forward(server, client); done <- struct{}{} }()
-	go func() { p.back(client, server); done <- struct{}{} }()
+	go func() { p.forward(server, client, last); done <- struct{}{} }()
+	go func() { p.back(client, server, last); done <- struct{}{} }()
 	<-done
 	p.mu.Lock()
 	delete(p.conns, client)
 	delete(p.armed, client)
 	delete(p.stalled, client)
+	delete(p.active, client)
 	p.mu.Unlock()
 	_ = client.Close()
 	_ = server.Close()
@@ -109,11 +121,12 @@ func (p *Proxy) relay(client, server net.Conn) {
 // forward copies what the client sends to the server. A connection armed
 // by CutOnNextSend runs its action when its next message arrives, and
 // forwards it only if the action says so.
-func (p *Proxy) forward(server, client net.Conn) {
+func (p *Proxy) forward(server, client net.Conn, last *atomic.Int64) {
 	buf := make([]byte, 32<<10)
 	for {
 		n, err := client.Read(buf)
 		if n > 0 {
+			last.Store(time.Now().UnixNano())
 			p.mu.Lock()
 			action := p.armed[client]
 			delete(p.armed, client)
@@ -163,10 +176,13 @@ func (p *Proxy) OnNextSend(fn func()) int {
 
 // back copies what the server sends to the client, unless the connection
 // is stalled.
-func (p *Proxy) back(client, server net.Conn) {
+func (p *Proxy) back(client, server net.Conn, last *atomic.Int64) {
 	buf := make([]byte, 32<<10)
 	for {
 		n, err := server.Read(buf)
+		if n > 0 {
+			last.Store(time.Now().UnixNano())
+		}
 		if n > 0 && !p.isStalled(client) {
 			if _, werr := client.Write(buf[:n]); werr != nil {
 				return
@@ -217,9 +233,55 @@ func (p *Proxy) CutAll(how Cut) int {
 	return n
 }
 
+// CloseIdle makes the proxy close, the given way, every connection that
+// has carried no byte either way for after, as HAProxy's timeout client
+// and timeout server do (50 s in its documented defaults): neither side is
+// told beforehand. It applies to open connections and new ones, from now
+// until the proxy stops; call it once.
+func (p *Proxy) CloseIdle(after time.Duration, how Cut) {
+	p.idleOnce.Do(func() {
+		go func() {
+			tick := time.NewTicker(max(after/8, time.Millisecond))
+			defer tick.Stop()
+			for {
+				select {
+				case <-p.stop:
+					return
+				case now := <-tick.C:
+					p.closeIdle(now.Add(-after), how)
+				}
+			}
+		}()
+	})
+}
+
+// closeIdle closes the connections idle since before.
+func (p *Proxy) closeIdle(before time.Time, how Cut) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for client, server := range p.conns {
+		if p.active[client].Load() < before.UnixNano() {
+			p.drop(client, server, how)
+			delete(p.conns, client)
+			p.idleClosed.Add(1)
+		}
+	}
+}
+
+// IdleClosed is how many connections CloseIdle has closed so far.
+func (p *Proxy) IdleClosed() int { return int(p.idleClosed.Load()) }
+
+// Open is how many connections go through the proxy now.
+func (p *Proxy) Open() int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return len(p.conns)
+}
+
 // Close stops the proxy: new connections are refused (as by a server that
 // is gone) and open ones are closed.
 func (p *Proxy) Close() {
 	_ = p.ln.Close()
+	p.stopOnce.Do(func() { close(p.stop) })
 	p.CutAll(CutClose)
 }
