@@ -277,3 +277,56 @@ func BenchmarkRefuseBundleBomb(b *testing.B) {
 		})
 	}
 }
+
+// TestBundleBoundsExact: each bound of one member and of the entries is
+// exact, as docs/policy.md states it ("at most 2 MiB for one member; at
+// most 1,000 entries"): a member of exactly MaxBundleFileSize bytes and a
+// stream of exactly MaxBundleFiles entries are read whole, one byte or
+// one entry more is refused naming the bound. The entries count every
+// kind the stream holds (directories too).
+func TestBundleBoundsExact(t *testing.T) {
+	member := func(size int) []byte {
+		return gzipTar(t, []tarEntry{{hdr: tar.Header{Name: "/d/member.json", Size: int64(size)}, data: bytes.Repeat([]byte{'x'}, size)}}, false)
+	}
+	entries := func(n int) []byte {
+		es := []tarEntry{{hdr: tar.Header{Name: "/d", Typeflag: tar.TypeDir, Mode: 0o755}}}
+		for i := 1; i < n; i++ {
+			es = append(es, tarEntry{hdr: tar.Header{Name: fmt.Sprintf("/d/%04d", i), Size: 1}, data: []byte("x")})
+		}
+		return gzipTar(t, es, false)
+	}
+	for _, c := range []struct {
+		name    string
+		body    []byte
+		members int    // read, when accepted
+		refused string // the refusal, when refused
+	}{
+		{"member of exactly 2 MiB", member(MaxBundleFileSize), 1, ""},
+		{"member of 2 MiB + 1 byte", member(MaxBundleFileSize + 1), 0, fmt.Sprintf("declares %d bytes, more than the %d", MaxBundleFileSize+1, MaxBundleFileSize)},
+		{"exactly 1,000 entries", entries(MaxBundleFiles), MaxBundleFiles - 1, ""},
+		{"1,001 entries", entries(MaxBundleFiles + 1), 0, fmt.Sprintf("more than %d entries", MaxBundleFiles)},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			members, err := readBundleArchive(bytes.NewReader(c.body), "test")
+			if c.refused != "" {
+				if err == nil || !strings.Contains(err.Error(), c.refused) {
+					t.Fatalf("%d members read, error %v; want a refusal mentioning %q", len(members), err, c.refused)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatalf("refused at the bound: %v", err)
+			}
+			if len(members) != c.members {
+				t.Fatalf("%d members, want %d", len(members), c.members)
+			}
+			if c.members == 1 && len(members[0].data) != MaxBundleFileSize {
+				t.Fatalf("member of %d bytes read as %d", MaxBundleFileSize, len(members[0].data))
+			}
+		})
+	}
+	// The documented figures are the constants.
+	if MaxBundleFileSize != 2<<20 || MaxBundleFiles != 1000 {
+		t.Errorf("bounds %d bytes a member, %d entries; docs/policy.md and docs/operations.md say 2 MiB and 1,000", MaxBundleFileSize, MaxBundleFiles)
+	}
+}
