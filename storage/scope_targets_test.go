@@ -107,11 +107,14 @@ func TestScopedEntryPointsRefuseForeignAccounts(t *testing.T) {
 					_, err := s.UpdateAccount(ctx, scope, actor, to, storage.AccountPatch{Email: &email})
 					return err
 				},
-				"EraseManagedAccount":  func() error { _, err := s.EraseManagedAccount(ctx, scope, actor, to); return err },
-				"ReplaceGrants":        func() error { _, err := s.ReplaceGrants(ctx, scope, actor, to, []string{}); return err },
-				"GrantedObjects":       func() error { _, err := s.GrantedObjects(ctx, scope, to, storage.ListRequest{Page: 1, PerPage: 10}); return err },
-				"ParentDevices":        func() error { _, err := s.ParentDevices(ctx, scope, to, nil); return err },
-				"ManagedAccount":       func() error { _, _, _, err := s.ManagedAccount(ctx, scope, to); return err },
+				"EraseManagedAccount": func() error { _, err := s.EraseManagedAccount(ctx, scope, actor, to); return err },
+				"ReplaceGrants":       func() error { _, err := s.ReplaceGrants(ctx, scope, actor, to, []string{}); return err },
+				"GrantedObjects": func() error {
+					_, err := s.GrantedObjects(ctx, scope, to, storage.ListRequest{Page: 1, PerPage: 10})
+					return err
+				},
+				"ParentDevices":  func() error { _, err := s.ParentDevices(ctx, scope, to, nil); return err },
+				"ManagedAccount": func() error { _, _, _, err := s.ManagedAccount(ctx, scope, to); return err },
 				"CreateManagedToken": func() error {
 					_, _, _, err := s.CreateManagedToken(ctx, scope, actor, storage.ManagedTokenInput{AccountID: to, Name: "foreign", Permissions: []string{"*"}}, nil)
 					return err
