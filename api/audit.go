@@ -22,7 +22,7 @@ func (s *Server) registerAuditEvents(g *fuego.Server) {
 		paramSchema(q, paramSort, func(s *openapi3.Schema) { s.Default = "at" }),
 		paramSchema(q, paramOrder, func(s *openapi3.Schema) { s.Default = "desc" }),
 		// The default order's cursor: at, newest first, from the last instant.
-		paramExample(q, paramAfter, exampleCursor(storage.AuditEvents.Descriptor, storage.Cursor{Sort: auditAt(), Desc: true,
+		paramExample(q, paramAfter, exampleCursor(storage.AuditEvents.Descriptor, "/audit-events", storage.Cursor{Sort: auditAt(), Desc: true,
 			Value: time.Date(9999, 12, 31, 23, 59, 59, 999999000, time.UTC), ID: math.MaxInt64})),
 		paramSchema(q, "action", func(s *openapi3.Schema) { s.WithEnum(anys(auditActions)...) }),
 		respondsPage(auditEventSchema(), []storage.AuditEvent{exampleAuditEvent()}),

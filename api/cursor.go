@@ -6,7 +6,9 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/fleetapi/fleetapi/storage"
@@ -21,9 +23,12 @@ const (
 	// maxCursor bounds the after parameter, in characters: well inside
 	// the 32 KiB request header block the server reads.
 	maxCursor = 24 << 10
-	// cursorVersion is the first element of every cursor.
-	cursorVersion = 1
-	// cursorCheck is the length of the checksum that ends a cursor.
+	// cursorVersion is the first element of every cursor; a cursor of
+	// another version (1: not bound to its list and query) is not one of
+	// this list.
+	cursorVersion = 2
+	// cursorCheck is the length of the checksum that ends a cursor, and of
+	// the digest of the query it was made for.
 	cursorCheck = 8
 )
 
@@ -33,28 +38,76 @@ const (
 	reasonCursorLong  = "longer than the longest cursor (24576 characters)"
 	reasonCursorPage  = "cannot be combined with page > 1: a cursor is a position of its own"
 	reasonCursorOrder = "made for sort=%s&order=%s: send it with the same sort and order, or start again without after"
+	reasonCursorQuery = "made for other filters or search: send it with the filters and search of the request that gave it, or start again without after"
 )
 
-// encodeCursor writes c, a cursor of resource, as the opaque value of
-// meta.next: base64url (no padding) of the JSON array [version, resource,
-// sort, order, value, id] followed by the first 8 bytes of its SHA-256,
-// which detects a cursor damaged or edited by hand. The checksum is not a
-// signature: a cursor only chooses a position among the rows the caller's
-// scope, filters and search admit, so a made-up one shows nothing more.
-func encodeCursor(resource string, c *storage.Cursor) (string, error) {
+// listCursor is a cursor read from the after parameter: the position, and
+// what it belongs to besides its order (applyCursor checks both).
+type listCursor struct {
+	*storage.Cursor
+	// list is the list it was made for: its path below the base path,
+	// with the path's parameters ("/objects", "/accounts/14/objects").
+	list string
+	// query is the digest of the filters and search it was made for
+	// (queryDigest).
+	query string
+}
+
+// encodeCursor writes c, the cursor after a page of list (the path of the
+// list below the base path, with its parameters: "/objects",
+// "/accounts/14/objects"), a list of resource, for the request req, as the
+// opaque value of meta.next: base64url (no padding) of the JSON array
+// [version, resource, list, query, sort, order, value, id], where query is
+// the digest of req's filters and search (queryDigest), followed by the
+// first 8 bytes of its SHA-256, which detects a cursor damaged or edited
+// by hand. The checksum is not a signature: a cursor only chooses a
+// position among the rows the caller's scope, filters and search admit,
+// so a made-up one shows nothing more. The list and the query bind the
+// cursor to the request that gave it: another list of the same resource,
+// or the same list with other filters or search, refuses it (applyCursor),
+// since there it would mean another position.
+func encodeCursor(resource, list string, req storage.ListRequest, c *storage.Cursor) (string, error) {
 	value, err := cursorValue(c)
+	if err != nil {
+		return "", err
+	}
+	query, err := queryDigest(req)
 	if err != nil {
 		return "", err
 	}
 	var b bytes.Buffer
 	enc := json.NewEncoder(&b)
 	enc.SetEscapeHTML(false)
-	if err := enc.Encode([]any{cursorVersion, resource, c.Sort.Name, order(c.Desc), value, c.ID}); err != nil {
+	if err := enc.Encode([]any{cursorVersion, resource, list, query, c.Sort.Name, order(c.Desc), value, c.ID}); err != nil {
 		return "", err
 	}
 	payload := bytes.TrimSuffix(b.Bytes(), []byte("\n"))
 	sum := sha256.Sum256(payload)
 	return base64.RawURLEncoding.EncodeToString(append(payload, sum[:cursorCheck]...)), nil
+}
+
+// queryDigest is the digest of what, besides the list and the order,
+// chooses the rows of req: its filters (by field name, each value in its
+// JSON form, so that two spellings of one value are one query) and its
+// search. base64url of the first 8 bytes of the SHA-256 of their JSON.
+func queryDigest(req storage.ListRequest) (string, error) {
+	filters := slices.Clone(req.Filters)
+	slices.SortFunc(filters, func(a, b storage.Filter) int { return strings.Compare(a.Field.Name, b.Field.Name) })
+	parts := make([]any, 0, 2*len(filters)+1)
+	for _, f := range filters {
+		v, err := fieldJSON(f.Value)
+		if err != nil {
+			return "", fmt.Errorf("cursor: filter %s: %w", f.Field.Name, err)
+		}
+		parts = append(parts, f.Field.Name, v)
+	}
+	parts = append(parts, req.Search)
+	raw, err := json.Marshal(parts)
+	if err != nil {
+		return "", err
+	}
+	sum := sha256.Sum256(raw)
+	return base64.RawURLEncoding.EncodeToString(sum[:cursorCheck]), nil
 }
 
 // order is the order parameter's value of a direction.
@@ -66,14 +119,24 @@ func order(desc bool) string {
 }
 
 // cursorValue is the JSON form of a cursor's value: null for NULL and for
-// a list sorted by its id; a number, string or boolean; a date as
+// a list sorted by its id, otherwise fieldJSON's.
+func cursorValue(c *storage.Cursor) (any, error) {
+	v, err := fieldJSON(c.Value)
+	if err != nil {
+		return nil, fmt.Errorf("cursor: %w of %s", err, c.Sort.Name)
+	}
+	return v, nil
+}
+
+// fieldJSON is the JSON form of a value of a field (a sort value, a filter
+// value): null for nil; a number, string or boolean; a date as
 // "YYYY-MM-DD"; a timestamp as RFC 3339 in UTC with microseconds; a list
 // of strings as an array; an object as itself.
-func cursorValue(c *storage.Cursor) (any, error) {
-	if c.Value == nil {
+func fieldJSON(value any) (any, error) {
+	if value == nil {
 		return nil, nil
 	}
-	switch v := c.Value.(type) {
+	switch v := value.(type) {
 	case int64:
 		return json.Number(strconv.FormatInt(v, 10)), nil
 	case string, bool, storage.StringList, storage.JSONObject:
@@ -83,16 +146,16 @@ func cursorValue(c *storage.Cursor) (any, error) {
 	case time.Time:
 		return v.UTC().Format("2006-01-02T15:04:05.999999Z07:00"), nil
 	}
-	return nil, fmt.Errorf("cursor: no JSON form for a value %T of %s", c.Value, c.Sort.Name)
+	return nil, fmt.Errorf("no JSON form for a value %T", value)
 }
 
 // decodeCursor reads the after parameter of a list of d: a cursor that
 // encodeCursor wrote for the same resource, whose value parses as the
 // sort field's (as a filter value would, so that nothing the column could
-// not hold reaches the database). The caller checks that its sort and
-// order are the request's. Anything else is INVALID_PARAMETER naming
-// after.
-func decodeCursor(v string, d *storage.Descriptor) (*storage.Cursor, *Error) {
+// not hold reaches the database). The caller checks that its list, sort,
+// order, filters and search are the request's (applyCursor). Anything
+// else is INVALID_PARAMETER naming after.
+func decodeCursor(v string, d *storage.Descriptor) (*listCursor, *Error) {
 	if len(v) > maxCursor {
 		return nil, invalidParam(paramAfter, reasonCursorLong)
 	}
@@ -106,29 +169,30 @@ func decodeCursor(v string, d *storage.Descriptor) (*storage.Cursor, *Error) {
 		return nil, bad
 	}
 	var parts []json.RawMessage
-	if err := json.Unmarshal(payload, &parts); err != nil || len(parts) != 6 {
+	if err := json.Unmarshal(payload, &parts); err != nil || len(parts) != 8 {
 		return nil, bad
 	}
 	var (
-		version             int
-		resource, sort, dir string
-		id                  int64
+		version                          int
+		resource, list, query, sort, dir string
+		id                               int64
 	)
 	if json.Unmarshal(parts[0], &version) != nil || version != cursorVersion ||
 		json.Unmarshal(parts[1], &resource) != nil || resource != string(d.Resource()) ||
-		json.Unmarshal(parts[2], &sort) != nil || json.Unmarshal(parts[3], &dir) != nil ||
-		json.Unmarshal(parts[5], &id) != nil || id < 0 {
+		json.Unmarshal(parts[2], &list) != nil || json.Unmarshal(parts[3], &query) != nil ||
+		json.Unmarshal(parts[4], &sort) != nil || json.Unmarshal(parts[5], &dir) != nil ||
+		json.Unmarshal(parts[7], &id) != nil || id < 0 {
 		return nil, bad
 	}
 	f, ok := d.Field(sort)
 	if !ok || !f.Sort || dir != "asc" && dir != "desc" {
 		return nil, bad
 	}
-	c := &storage.Cursor{Sort: f, Desc: dir == "desc", ID: id}
-	if f == d.ID() || string(parts[4]) == "null" {
+	c := &listCursor{Cursor: &storage.Cursor{Sort: f, Desc: dir == "desc", ID: id}, list: list, query: query}
+	if f == d.ID() || string(parts[6]) == "null" {
 		return c, nil
 	}
-	if c.Value, ok = parseCursorValue(f, parts[4]); !ok {
+	if c.Value, ok = parseCursorValue(f, parts[6]); !ok {
 		return nil, bad
 	}
 	return c, nil
@@ -180,17 +244,29 @@ func parseCursorValue(f storage.Field, raw json.RawMessage) (any, bool) {
 	return v, true
 }
 
-// applyCursor checks the after value of req against the rest of the
-// request (after parseListRequest has read every parameter): a cursor of
-// another sort or order, or with a page beyond the first, is
-// INVALID_PARAMETER naming after.
-func applyCursor(req *storage.ListRequest, c *storage.Cursor) *Error {
+// applyCursor checks the after value of req, a request of list (the
+// list's path below the base path, with its parameters), against the
+// rest of the request (after parseListRequest has read every parameter):
+// a cursor with a page beyond the first, of another list, of another sort
+// or order, or of other filters or search is INVALID_PARAMETER naming
+// after.
+func applyCursor(req *storage.ListRequest, c *listCursor, list string) error {
 	if req.Page != 1 {
 		return invalidParam(paramAfter, reasonCursorPage)
+	}
+	if c.list != list {
+		return invalidParam(paramAfter, reasonCursor)
 	}
 	if c.Sort != req.Sort || c.Desc != req.Desc {
 		return invalidParam(paramAfter, fmt.Sprintf(reasonCursorOrder, c.Sort.Name, order(c.Desc)))
 	}
-	req.After = c
+	query, err := queryDigest(*req)
+	if err != nil {
+		return err
+	}
+	if c.query != query {
+		return invalidParam(paramAfter, reasonCursorQuery)
+	}
+	req.After = c.Cursor
 	return nil
 }

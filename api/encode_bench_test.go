@@ -91,7 +91,7 @@ func BenchmarkParseListRequest(b *testing.B) {
 	l := storage.Services.Descriptor
 	b.ReportAllocs()
 	for b.Loop() {
-		if _, err := parseListRequest(r.URL.RawQuery, l); err != nil {
+		if _, err := parseListRequest(r.URL.RawQuery, "/services", l); err != nil {
 			b.Fatal(err)
 		}
 	}

@@ -19,7 +19,7 @@ import (
 func (s *Server) registerGrants(g *fuego.Server) {
 	d := storage.Objects.Descriptor
 	fuego.Get(g, "/accounts/{id}/objects", s.getAccountObjects, routeOptions(oneErrors(),
-		listParams(d), []fuego.RouteOption{
+		listParams(d, accountObjectsList(exampleManagedAccount().ID)), []fuego.RouteOption{
 			fuego.OptionOperationID("get_account_objects"), fuego.OptionTags("Account"),
 			fuego.OptionSummary("Paged list of the devices granted to a subaccount"),
 			fuego.OptionDescription("The devices granted to a subaccount in the caller's management scope (a subaccount may read its own); " +
@@ -93,13 +93,19 @@ func (s *Server) subaccountTarget(ctx context.Context, m manager, id int64) (*po
 	return target, nil
 }
 
+// accountObjectsList is the list GET /accounts/{id}/objects of the
+// subaccount id, to which its cursors belong: each subaccount's is a list
+// of its own.
+func accountObjectsList(id int64) string { return fmt.Sprintf("/accounts/%d/objects", id) }
+
 // getAccountObjects answers GET /accounts/{id}/objects.
 func (s *Server) getAccountObjects(c fuego.ContextNoBody) (*Envelope[[]storage.Object], error) {
 	id, err := idParam(c)
 	if err != nil {
 		return nil, err
 	}
-	req, err := parseListRequest(c.Request().URL.RawQuery, storage.Objects.Descriptor)
+	list := accountObjectsList(id)
+	req, err := parseListRequest(c.Request().URL.RawQuery, list, storage.Objects.Descriptor)
 	if err != nil {
 		return nil, err
 	}
@@ -115,7 +121,7 @@ func (s *Server) getAccountObjects(c fuego.ContextNoBody) (*Envelope[[]storage.O
 	if err != nil {
 		return nil, writeError(err, "", "")
 	}
-	meta, err := listMeta(storage.Objects.Descriptor, req, page.Total, page.Next)
+	meta, err := listMeta(storage.Objects.Descriptor, list, req, page.Total, page.Next)
 	if err != nil {
 		return nil, err
 	}

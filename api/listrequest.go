@@ -36,18 +36,21 @@ func invalidParam(name, reason string) *Error {
 }
 
 // parseListRequest builds the typed list request of a resource from the
-// raw query string: the shared parameters with their bounds and defaults,
-// and one exact-match filter per field. A query string that does not parse
-// (parseQuery), an unknown, repeated, out-of-bounds or ill-typed parameter,
-// and a filter value the database would refuse are INVALID_PARAMETER
-// naming the parameter: no such value reaches the database.
-func parseListRequest(rawQuery string, d *storage.Descriptor) (storage.ListRequest, error) {
+// raw query string of a request of list (the list's path below the base
+// path, with its parameters, to which a cursor must belong): the shared
+// parameters with their bounds and defaults, and one exact-match filter
+// per field. A query string that does not parse (parseQuery), an unknown,
+// repeated, out-of-bounds or ill-typed parameter, a filter value the
+// database would refuse and a cursor of another list or query are
+// INVALID_PARAMETER naming the parameter: no such value reaches the
+// database.
+func parseListRequest(rawQuery, list string, d *storage.Descriptor) (storage.ListRequest, error) {
 	req, after, err := parseList(rawQuery, d)
 	if err != nil {
 		return req, err
 	}
 	if after != nil {
-		if err := applyCursor(&req, after); err != nil {
+		if err := applyCursor(&req, after, list); err != nil {
 			return req, err
 		}
 	}
@@ -55,17 +58,17 @@ func parseListRequest(rawQuery string, d *storage.Descriptor) (storage.ListReque
 }
 
 // parseList is parseListRequest without the check of the cursor after
-// against the request's page, sort and order: it returns the cursor
-// apart, for a handler that completes the request first (listHandler's
-// adjust: the default order of GET /audit-events) and then applies it
-// (applyCursor).
-func parseList(rawQuery string, d *storage.Descriptor) (storage.ListRequest, *storage.Cursor, error) {
+// against the request's list, page, sort, order, filters and search: it
+// returns the cursor apart, for a handler that completes the request
+// first (listHandler's adjust: the default order of GET /audit-events)
+// and then applies it (applyCursor).
+func parseList(rawQuery string, d *storage.Descriptor) (storage.ListRequest, *listCursor, error) {
 	req := storage.ListRequest{Page: 1, PerPage: defaultPerPage, Sort: d.ID()}
 	q, perr := parseQuery(rawQuery)
 	if perr != nil {
 		return req, nil, perr
 	}
-	var after *storage.Cursor
+	var after *listCursor
 	// Sorted, so that the parameter an error names does not depend on map order.
 	for _, name := range slices.Sorted(maps.Keys(q)) {
 		values := q[name]

@@ -17,13 +17,14 @@ func paging(req storage.ListRequest, total int64) *Paging {
 	return &Paging{Page: req.Page, PerPage: req.PerPage, Total: total, Pages: (total + per - 1) / per}
 }
 
-// listMeta is the meta of a page of a list of d: its paging, and the
-// cursor after it when next is not nil.
-func listMeta(d *storage.Descriptor, req storage.ListRequest, total int64, next *storage.Cursor) (Meta, error) {
+// listMeta is the meta of a page of list (its path below the base path,
+// with its parameters), a list of d, for the request req: its paging, and
+// the cursor after it when next is not nil.
+func listMeta(d *storage.Descriptor, list string, req storage.ListRequest, total int64, next *storage.Cursor) (Meta, error) {
 	p := paging(req, total)
 	if next != nil {
 		var err error
-		if p.Next, err = encodeCursor(string(d.Resource()), next); err != nil {
+		if p.Next, err = encodeCursor(string(d.Resource()), list, req, next); err != nil {
 			return Meta{}, err
 		}
 	}
@@ -48,14 +49,16 @@ func (s *Server) scopeFor(ctx context.Context, resource policy.Resource) (policy
 // description, and respondsPage(<the wire type's schema>, <example items>).
 func listRoute[T, W any](g *fuego.Server, s *Server, m storage.Model[T], wire func([]T) []W, errs, opts []fuego.RouteOption) {
 	scope := func(ctx context.Context) (policy.Scope, error) { return s.scopeFor(ctx, m.Resource()) }
-	fuego.Get(g, "/"+string(m.Resource()), listHandler(s, m, wire, nil, scope), routeOptions(errs, listParams(m.Descriptor), opts)...)
+	path := "/" + string(m.Resource())
+	fuego.Get(g, path, listHandler(s, path, m, wire, nil, scope), routeOptions(errs, listParams(m.Descriptor, path), opts)...)
 }
 
-// listHandler is the handler of a list: it parses the query with m's
-// descriptor, lets adjust (when not nil) refine the request from the raw
+// listHandler is the handler of the list at path (below the base path,
+// without path parameters; its cursors belong to it): it parses the query
+// with m's descriptor, lets adjust (when not nil) refine the request from the raw
 // query, gets the caller's scope, runs storage.List and wraps the page,
 // turned into its wire form, in the envelope.
-func listHandler[T, W any](s *Server, m storage.Model[T], wire func([]T) []W, adjust func(raw string, req *storage.ListRequest) error,
+func listHandler[T, W any](s *Server, path string, m storage.Model[T], wire func([]T) []W, adjust func(raw string, req *storage.ListRequest) error,
 	scope func(context.Context) (policy.Scope, error)) func(fuego.ContextNoBody) (*Envelope[[]W], error) {
 	return func(c fuego.ContextNoBody) (*Envelope[[]W], error) {
 		ctx := c.Context()
@@ -72,7 +75,7 @@ func listHandler[T, W any](s *Server, m storage.Model[T], wire func([]T) []W, ad
 		if after != nil {
 			// After adjust: the cursor is checked against the order the
 			// list is really in (GET /audit-events: at, newest first).
-			if err := applyCursor(&req, after); err != nil {
+			if err := applyCursor(&req, after, path); err != nil {
 				return nil, err
 			}
 		}
@@ -84,7 +87,7 @@ func listHandler[T, W any](s *Server, m storage.Model[T], wire func([]T) []W, ad
 		if err != nil {
 			return nil, err
 		}
-		meta, err := listMeta(m.Descriptor, req, page.Total, page.Next)
+		meta, err := listMeta(m.Descriptor, path, req, page.Total, page.Next)
 		if err != nil {
 			return nil, err
 		}

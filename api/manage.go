@@ -97,7 +97,7 @@ func managedListRoute[T any](g *fuego.Server, s *Server, path string, m storage.
 		caller, err := s.managerFrom(ctx)
 		return caller.scope, err
 	}
-	fuego.Get(g, path, listHandler(s, m, same[T], adjust, scope), routeOptions(authErrors(), listParams(m.Descriptor), opts)...)
+	fuego.Get(g, path, listHandler(s, path, m, same[T], adjust, scope), routeOptions(authErrors(), listParams(m.Descriptor, path), opts)...)
 }
 
 // enumFilter refuses an exact-match filter on field whose value is not one

@@ -197,8 +197,10 @@ func respondsNoContent() fuego.RouteOption {
 
 // listParams declares the shared list parameters of docs/api.md §6 with their
 // bounds, defaults and the resource's sort enumeration, and one exact-match
-// filter per filterable field: the parameters parseListRequest reads.
-func listParams(d *storage.Descriptor) []fuego.RouteOption {
+// filter per filterable field: the parameters parseListRequest reads. list
+// is the list's path in the examples (with the example of its path
+// parameters), to which the example cursor belongs.
+func listParams(d *storage.Descriptor, list string) []fuego.RouteOption {
 	sorts := []any{}
 	for _, f := range d.SortFields() {
 		sorts = append(sorts, f)
@@ -210,10 +212,10 @@ func listParams(d *storage.Descriptor) []fuego.RouteOption {
 		fuego.OptionQueryInt(paramPerPage, "Items per page.", fuego.ParamDefault(defaultPerPage)),
 		paramSchema(q, paramPerPage, func(s *openapi3.Schema) { s.WithFormat("int32").WithMin(1).WithMax(maxPerPage) }),
 		fuego.OptionQuery(paramAfter, "Extension beyond the spec (keyset paging): the opaque cursor meta.next of the previous page. "+
-			"Returns the items strictly after it in the same order, with the same scope, filters and search; send the sort and order "+
-			"the cursor was made for, and no page beyond 1. meta.total stays the whole list's total."),
+			"Returns the items strictly after it in the same order, with the same scope, filters and search; send it to the list that gave it "+
+			"with the sort, order, filters and search it was made for (per_page may change), and no page beyond 1. meta.total stays the whole list's total."),
 		paramSchema(q, paramAfter, func(s *openapi3.Schema) { s.WithMinLength(1).WithMaxLength(maxCursor) }),
-		paramExample(q, paramAfter, exampleCursor(d, storage.Cursor{Sort: d.ID()})),
+		paramExample(q, paramAfter, exampleCursor(d, list, storage.Cursor{Sort: d.ID()})),
 	}
 	if len(d.SearchFields()) > 0 {
 		// Declared only where parseListRequest takes it: a resource without
@@ -287,11 +289,11 @@ func routeOptions(lists ...[]fuego.RouteOption) []fuego.RouteOption {
 	return out
 }
 
-// exampleCursor is the after parameter's example of a list of d: the
-// cursor c (for the default order, the position before the first id, so
-// the example lists every row).
-func exampleCursor(d *storage.Descriptor, c storage.Cursor) string {
-	v, err := encodeCursor(string(d.Resource()), &c)
+// exampleCursor is the after parameter's example of list, a list of d
+// without filters or search: the cursor c (for the default order, the
+// position before the first id, so the example lists every row).
+func exampleCursor(d *storage.Descriptor, list string, c storage.Cursor) string {
+	v, err := encodeCursor(string(d.Resource()), list, storage.ListRequest{}, &c)
 	if err != nil {
 		panic(fmt.Sprintf("api: example cursor of %s: %v", d.Resource(), err))
 	}

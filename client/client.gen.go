@@ -2377,7 +2377,7 @@ type GetAccountsParams struct {
 	// PerPage Items per page.
 	PerPage *int32 `form:"per_page,omitempty" json:"per_page,omitempty"`
 
-	// After Extension beyond the spec (keyset paging): the opaque cursor meta.next of the previous page. Returns the items strictly after it in the same order, with the same scope, filters and search; send the sort and order the cursor was made for, and no page beyond 1. meta.total stays the whole list's total.
+	// After Extension beyond the spec (keyset paging): the opaque cursor meta.next of the previous page. Returns the items strictly after it in the same order, with the same scope, filters and search; send it to the list that gave it with the sort, order, filters and search it was made for (per_page may change), and no page beyond 1. meta.total stays the whole list's total.
 	After *string `form:"after,omitempty" json:"after,omitempty"`
 
 	// Search Case-insensitive substring match over username and email; surrounding whitespace is trimmed and the rest must be 2 to 100 characters; %, _ and \ match themselves. Applied after the caller's scope and the filters.
@@ -2425,7 +2425,7 @@ type GetAccountObjectsParams struct {
 	// PerPage Items per page.
 	PerPage *int32 `form:"per_page,omitempty" json:"per_page,omitempty"`
 
-	// After Extension beyond the spec (keyset paging): the opaque cursor meta.next of the previous page. Returns the items strictly after it in the same order, with the same scope, filters and search; send the sort and order the cursor was made for, and no page beyond 1. meta.total stays the whole list's total.
+	// After Extension beyond the spec (keyset paging): the opaque cursor meta.next of the previous page. Returns the items strictly after it in the same order, with the same scope, filters and search; send it to the list that gave it with the sort, order, filters and search it was made for (per_page may change), and no page beyond 1. meta.total stays the whole list's total.
 	After *string `form:"after,omitempty" json:"after,omitempty"`
 
 	// Search Case-insensitive substring match over imei and name; surrounding whitespace is trimmed and the rest must be 2 to 100 characters; %, _ and \ match themselves. Applied after the caller's scope and the filters.
@@ -2461,7 +2461,7 @@ type GetAuditEventsParams struct {
 	// PerPage Items per page.
 	PerPage *int32 `form:"per_page,omitempty" json:"per_page,omitempty"`
 
-	// After Extension beyond the spec (keyset paging): the opaque cursor meta.next of the previous page. Returns the items strictly after it in the same order, with the same scope, filters and search; send the sort and order the cursor was made for, and no page beyond 1. meta.total stays the whole list's total.
+	// After Extension beyond the spec (keyset paging): the opaque cursor meta.next of the previous page. Returns the items strictly after it in the same order, with the same scope, filters and search; send it to the list that gave it with the sort, order, filters and search it was made for (per_page may change), and no page beyond 1. meta.total stays the whole list's total.
 	After *string `form:"after,omitempty" json:"after,omitempty"`
 
 	// Order Sort direction.
@@ -2497,7 +2497,7 @@ type GetEventsParams struct {
 	// PerPage Items per page.
 	PerPage *int32 `form:"per_page,omitempty" json:"per_page,omitempty"`
 
-	// After Extension beyond the spec (keyset paging): the opaque cursor meta.next of the previous page. Returns the items strictly after it in the same order, with the same scope, filters and search; send the sort and order the cursor was made for, and no page beyond 1. meta.total stays the whole list's total.
+	// After Extension beyond the spec (keyset paging): the opaque cursor meta.next of the previous page. Returns the items strictly after it in the same order, with the same scope, filters and search; send it to the list that gave it with the sort, order, filters and search it was made for (per_page may change), and no page beyond 1. meta.total stays the whole list's total.
 	After *string `form:"after,omitempty" json:"after,omitempty"`
 
 	// Search Case-insensitive substring match over name and type; surrounding whitespace is trimmed and the rest must be 2 to 100 characters; %, _ and \ match themselves. Applied after the caller's scope and the filters.
@@ -2593,7 +2593,7 @@ type GetObjectsParams struct {
 	// PerPage Items per page.
 	PerPage *int32 `form:"per_page,omitempty" json:"per_page,omitempty"`
 
-	// After Extension beyond the spec (keyset paging): the opaque cursor meta.next of the previous page. Returns the items strictly after it in the same order, with the same scope, filters and search; send the sort and order the cursor was made for, and no page beyond 1. meta.total stays the whole list's total.
+	// After Extension beyond the spec (keyset paging): the opaque cursor meta.next of the previous page. Returns the items strictly after it in the same order, with the same scope, filters and search; send it to the list that gave it with the sort, order, filters and search it was made for (per_page may change), and no page beyond 1. meta.total stays the whole list's total.
 	After *string `form:"after,omitempty" json:"after,omitempty"`
 
 	// Search Case-insensitive substring match over imei and name; surrounding whitespace is trimmed and the rest must be 2 to 100 characters; %, _ and \ match themselves. Applied after the caller's scope and the filters.
@@ -2641,7 +2641,7 @@ type GetReportsParams struct {
 	// PerPage Items per page.
 	PerPage *int32 `form:"per_page,omitempty" json:"per_page,omitempty"`
 
-	// After Extension beyond the spec (keyset paging): the opaque cursor meta.next of the previous page. Returns the items strictly after it in the same order, with the same scope, filters and search; send the sort and order the cursor was made for, and no page beyond 1. meta.total stays the whole list's total.
+	// After Extension beyond the spec (keyset paging): the opaque cursor meta.next of the previous page. Returns the items strictly after it in the same order, with the same scope, filters and search; send it to the list that gave it with the sort, order, filters and search it was made for (per_page may change), and no page beyond 1. meta.total stays the whole list's total.
 	After *string `form:"after,omitempty" json:"after,omitempty"`
 
 	// Search Case-insensitive substring match over name and type; surrounding whitespace is trimmed and the rest must be 2 to 100 characters; %, _ and \ match themselves. Applied after the caller's scope and the filters.
@@ -2716,7 +2716,7 @@ type GetServicesParams struct {
 	// PerPage Items per page.
 	PerPage *int32 `form:"per_page,omitempty" json:"per_page,omitempty"`
 
-	// After Extension beyond the spec (keyset paging): the opaque cursor meta.next of the previous page. Returns the items strictly after it in the same order, with the same scope, filters and search; send the sort and order the cursor was made for, and no page beyond 1. meta.total stays the whole list's total.
+	// After Extension beyond the spec (keyset paging): the opaque cursor meta.next of the previous page. Returns the items strictly after it in the same order, with the same scope, filters and search; send it to the list that gave it with the sort, order, filters and search it was made for (per_page may change), and no page beyond 1. meta.total stays the whole list's total.
 	After *string `form:"after,omitempty" json:"after,omitempty"`
 
 	// Search Case-insensitive substring match over name and imei; surrounding whitespace is trimmed and the rest must be 2 to 100 characters; %, _ and \ match themselves. Applied after the caller's scope and the filters.
@@ -2800,7 +2800,7 @@ type GetTokensParams struct {
 	// PerPage Items per page.
 	PerPage *int32 `form:"per_page,omitempty" json:"per_page,omitempty"`
 
-	// After Extension beyond the spec (keyset paging): the opaque cursor meta.next of the previous page. Returns the items strictly after it in the same order, with the same scope, filters and search; send the sort and order the cursor was made for, and no page beyond 1. meta.total stays the whole list's total.
+	// After Extension beyond the spec (keyset paging): the opaque cursor meta.next of the previous page. Returns the items strictly after it in the same order, with the same scope, filters and search; send it to the list that gave it with the sort, order, filters and search it was made for (per_page may change), and no page beyond 1. meta.total stays the whole list's total.
 	After *string `form:"after,omitempty" json:"after,omitempty"`
 
 	// Search Case-insensitive substring match over name; surrounding whitespace is trimmed and the rest must be 2 to 100 characters; %, _ and \ match themselves. Applied after the caller's scope and the filters.
