@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -52,8 +53,13 @@ type replicaOptions struct {
 	onNotification func(payload string)
 	// realTiming keeps the listener's trust and lease at their defaults;
 	// otherwise they are long, so that a loaded machine does not make the
-	// cache's trust run out in the middle of a case.
-	realTiming bool
+	// cache's trust run out in the middle of a case. trust and lease, when
+	// set, are the listener's own.
+	realTiming   bool
+	trust, lease time.Duration
+	// dial, when not nil, dials the listener's LISTEN session
+	// (AuthListenerOptions.Dial).
+	dial func(ctx context.Context, network, addr string) (net.Conn, error)
 }
 
 var replicaSeq atomic.Int64
@@ -83,9 +89,13 @@ func newCachedReplica(t *testing.T, db *storagetest.DB, opts replicaOptions) *ca
 	if opts.realTiming {
 		trust, lease = 0, 0
 	}
+	if opts.trust > 0 {
+		trust, lease = opts.trust, opts.lease
+	}
 	r.listener = storage.NewAuthListener(listenURL, r.cache, storage.AuthListenerOptions{
 		ApplicationName: r.name,
 		OnNotification:  opts.onNotification,
+		Dial:            opts.dial,
 		Trust:           trust,
 		Lease:           lease,
 		MinBackoff:      10 * time.Millisecond,
@@ -542,6 +552,38 @@ func TestAuthCacheInvalidation(t *testing.T) {
 				c.check(t, got)
 			}
 		})
+	}
+}
+
+// wantEmail checks the e-mail of a GET /me answer.
+func wantEmail(want string) func(*testing.T, answer) {
+	return func(t *testing.T, a answer) {
+		t.Helper()
+		data, _ := a.body["data"].(map[string]any)
+		if got := data["email"]; got != want {
+			t.Errorf("email %v, want %s", got, want)
+		}
+	}
+}
+
+// wantRateLimit checks the RateLimit-Limit header of an answer: the
+// tightest budget, the account's when it is the lowest.
+func wantRateLimit(want string) func(*testing.T, answer) {
+	return func(t *testing.T, a answer) {
+		t.Helper()
+		if got := a.header.Get("RateLimit-Limit"); got != want {
+			t.Errorf("RateLimit-Limit %q, want %q", got, want)
+		}
+	}
+}
+
+// wantItems checks the number of items of a list answer.
+func wantItems(want int) func(*testing.T, answer) {
+	return func(t *testing.T, a answer) {
+		t.Helper()
+		if items, _ := a.body["data"].([]any); len(items) != want {
+			t.Errorf("%d items, want %d: %v", len(items), want, a.body["data"])
+		}
 	}
 }
 

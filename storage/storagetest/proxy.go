@@ -47,8 +47,10 @@ type Proxy struct {
 	active     map[net.Conn]*atomic.Int64
 	idleClosed atomic.Int64
 	idleOnce   sync.Once
-	stop       chan struct{}
-	stopOnce   sync.Once
+	// delay holds back what the server sends (DelayBack), in nanoseconds.
+	delay    atomic.Int64
+	stop     chan struct{}
+	stopOnce sync.Once
 }
 
 // NewProxy starts a proxy in front of the database at dbURL (a TCP host or
@@ -175,24 +177,50 @@ func (p *Proxy) OnNextSend(fn func()) int {
 }
 
 // back copies what the server sends to the client, unless the connection
-// is stalled.
+// is stalled, each chunk DelayBack after it arrived: a reader goroutine
+// keeps reading from the server (which sees no back-pressure) and a
+// writer sends each chunk, in order, once it is due. What the server sent
+// before it closed is still delivered, late, before the connection ends.
 func (p *Proxy) back(client, server net.Conn, last *atomic.Int64) {
-	buf := make([]byte, 32<<10)
-	for {
-		n, err := server.Read(buf)
-		if n > 0 {
-			last.Store(time.Now().UnixNano())
-		}
-		if n > 0 && !p.isStalled(client) {
-			if _, werr := client.Write(buf[:n]); werr != nil {
+	type chunk struct {
+		due  time.Time
+		data []byte
+	}
+	queue := make(chan chunk, 4096)
+	go func() {
+		defer close(queue)
+		buf := make([]byte, 32<<10)
+		for {
+			n, err := server.Read(buf)
+			if n > 0 {
+				now := time.Now()
+				last.Store(now.UnixNano())
+				queue <- chunk{due: now.Add(time.Duration(p.delay.Load())), data: append([]byte(nil), buf[:n]...)}
+			}
+			if err != nil {
 				return
 			}
 		}
-		if err != nil {
+	}()
+	for c := range queue {
+		time.Sleep(time.Until(c.due))
+		if p.isStalled(client) {
+			continue
+		}
+		if _, err := client.Write(c.data); err != nil {
+			_ = server.Close() // ends the reader
+			for range queue {
+			}
 			return
 		}
 	}
 }
+
+// DelayBack holds every byte the server sends back for d before the
+// client gets it, in order, on open connections and new ones: a slow
+// network or an overloaded proxy on the way back (what the client sends
+// goes at once). Zero ends the delay for the bytes that arrive after.
+func (p *Proxy) DelayBack(d time.Duration) { p.delay.Store(int64(d)) }
 
 func (p *Proxy) isStalled(client net.Conn) bool {
 	p.mu.Lock()
