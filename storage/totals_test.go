@@ -131,6 +131,21 @@ func freshPage(t *testing.T, ctx context.Context, db *storagetest.DB, scope poli
 	return page
 }
 
+// freshAll returns every row req's filters and search select in scope, in
+// id order, as a Store inside a transaction reads them: page after page of
+// storage.MaxPerPage.
+func freshAll(t *testing.T, ctx context.Context, db *storagetest.DB, scope policy.Scope, req storage.ListRequest) []storage.Service {
+	t.Helper()
+	var all []storage.Service
+	for req.Page, req.PerPage = 1, storage.MaxPerPage; ; req.Page++ {
+		page := freshPage(t, ctx, db, scope, req)
+		all = append(all, page.Items...)
+		if len(page.Items) < req.PerPage {
+			return all
+		}
+	}
+}
+
 func idsOf(items []storage.Service) []int64 {
 	ids := make([]int64, len(items))
 	for i, it := range items {
