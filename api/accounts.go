@@ -45,7 +45,8 @@ func (s *Server) registerAccounts(g *fuego.Server) {
 		fuego.OptionDescription("Creation goes strictly downward: an admin creates managers and users (at the top or under a manager), " +
 			"a manager users under itself and subaccounts under its users, a user subaccounts under itself. " +
 			"Anything else is 403 MANAGEMENT_DENIED (not_below_caller); a manager_id outside the caller's scope is 404. " +
-			"Needs the token permission POST /accounts and write access."),
+			"The new account's rate_limit and quotas are never above the caller's own (exceeds_account, exceeds_own_quota); " +
+			"omitted ones are inherited (see the fields). Needs the token permission POST /accounts and write access."),
 		idempotentCreate(idempotencyKeyHeader),
 		takesBody(accountInputSchema(), exampleAccountInput()),
 		respondsOne(managedAccountSchema(), exampleManagedAccount()),
@@ -105,8 +106,35 @@ func (s *Server) withQuotas(ctx context.Context, a *storage.Account) error {
 	return nil
 }
 
-// maxQuota is the largest quota a PATCH sets.
+// maxQuota is the largest quota a PATCH or a POST /accounts sets.
 const maxQuota = 1_000_000_000
+
+// quotaRule is the validation reason of a quota value out of bounds.
+var quotaRule = fmt.Sprintf("a number of rows from 0 to %d", maxQuota)
+
+// quotaBounds declares the bounds of every quota of a quotas object
+// (QuotasInput) in the OpenAPI document: a number of rows from 0 to
+// maxQuota, as quotaValue checks.
+func quotaBounds() fieldOpt {
+	return schemaOpt(func(s *openapi3.Schema) {
+		lo, hi := 0.0, float64(maxQuota)
+		for _, p := range s.Properties {
+			if p.Value != nil {
+				p.Value.Min, p.Value.Max = &lo, &hi
+			}
+		}
+	})
+}
+
+// quotaValue checks one quota's value (nil: none given) against the
+// bounds, naming the field quotas.<name>; it reports whether it is valid.
+func (v validation) quotaValue(name storage.Quota, val *int64, reason string) bool {
+	if val != nil && (*val < 0 || *val > maxQuota) {
+		v["quotas."+string(name)] = reason
+		return false
+	}
+	return true
+}
 
 // QuotasInput is the quotas object of PATCH /accounts/{id} (docs/design.md §12):
 // each named quota is set to a number of rows, or returned to the platform
@@ -140,8 +168,7 @@ func (v validation) quotas(in *QuotasInput, raw json.RawMessage, defaults storag
 			continue
 		}
 		val := values.Get(name)
-		if val != nil && (*val < 0 || *val > maxQuota) {
-			v["quotas."+string(name)] = fmt.Sprintf("a number of rows from 0 to %d, or null for the platform default", maxQuota)
+		if !v.quotaValue(name, val, quotaRule+", or null for the platform default") {
 			continue
 		}
 		set[name] = val
@@ -176,6 +203,9 @@ type AccountInput struct {
 	Type      *string `json:"type,omitempty"`
 	ManagerID *int64  `json:"manager_id,omitempty"`
 	AccountSettings
+	// Quotas are the new account's quota limits (docs/design.md §12); an
+	// omitted or null one is inherited (newAccountLimits).
+	Quotas *QuotasInput `json:"quotas,omitempty"`
 }
 
 // validation collects VALIDATION_FAILED reasons per field.
@@ -262,14 +292,50 @@ func accountFrom(in AccountInput, faults textFaults) (storage.Account, error) {
 	if len(in.Privileges) > 0 && a.Type != tenancy.Subaccount {
 		v["privileges"] = "only a subaccount has privileges"
 	}
+	if in.Quotas != nil {
+		// the limits asked for, as overrides; newAccountLimits fills in
+		// the others
+		given := storage.Quotas{Subaccounts: in.Quotas.Subaccounts, Tokens: in.Quotas.Tokens, Devices: in.Quotas.Devices, Passengers: in.Quotas.Passengers}
+		for _, name := range storage.AllQuotas {
+			v.quotaValue(name, given.Get(name), quotaRule+", or null to inherit")
+		}
+		a.SetOverrides(given)
+	}
 	for f, reason := range faults {
 		v[f] = reason
 	}
 	return a, v.err("the account")
 }
 
-// accountChange is the management decision's change of an account.create.
-func accountChange(a storage.Account) map[string]any {
+// newAccountLimits completes the limits of a new account a created by a
+// caller whose own account has the rate limit ownRate (0: none) and the
+// quota limits own in force, the platform defaults being defaults
+// (docs/decisions.md, "Created accounts inherit their creator's limits"):
+// an omitted rate_limit is the caller's (none when it has none), as a
+// token inherits its creator's; an omitted quota is the lesser of the
+// platform default and the caller's own limit, stored as an override only
+// when the caller's is the lower (else the account follows the platform
+// default). Limits asked for are kept: the policy judges them.
+func newAccountLimits(a *storage.Account, ownRate int, own, defaults storage.Quotas) {
+	if a.RateLimit == nil && ownRate > 0 {
+		a.RateLimit = &ownRate
+	}
+	q := a.Overrides()
+	for _, name := range storage.AllQuotas {
+		if q.Get(name) != nil {
+			continue
+		}
+		if mine, def := own.Get(name), defaults.Get(name); mine != nil && (def == nil || *mine < *def) {
+			q.Set(name, mine)
+		}
+	}
+	a.SetOverrides(q)
+}
+
+// accountChange is the management decision's change of an account.create:
+// the new account's fields and the limits it will have (quotas in force:
+// its overrides, else the platform defaults).
+func accountChange(a storage.Account, defaults storage.Quotas) map[string]any {
 	var manager int64
 	if a.ManagerID != nil {
 		manager = *a.ManagerID
@@ -281,9 +347,34 @@ func accountChange(a storage.Account) map[string]any {
 	if a.RateLimit != nil {
 		rate = *a.RateLimit
 	}
+	quotas := map[string]any{}
+	for _, name := range storage.AllQuotas {
+		limit := a.Overrides().Get(name)
+		if limit == nil {
+			limit = defaults.Get(name)
+		}
+		quotas[string(name)] = nil
+		if limit != nil {
+			quotas[string(name)] = *limit
+		}
+	}
 	return map[string]any{"username": a.Username, "email": a.Email, "type": string(a.Type), "manager_id": manager,
 		"active": a.Active, "read_only": a.ReadOnly, "account_expire": a.AccountExpire, "account_expire_dt": dt,
-		"privileges": anys([]string(a.Privileges)), "rate_limit": rate}
+		"privileges": anys([]string(a.Privileges)), "rate_limit": rate, "quotas": quotas}
+}
+
+// ownQuotas returns the quota limits in force of the caller of m, as the
+// management decision reads them (input.limits.quotas).
+func (s *Server) ownQuotas(ctx context.Context, m manager) (storage.Quotas, map[string]*int64, error) {
+	q, err := s.cfg.Store.QuotasOf(ctx, m.principal.Account.ID)
+	if err != nil {
+		return storage.Quotas{}, nil, err
+	}
+	own := map[string]*int64{}
+	for _, name := range storage.AllQuotas {
+		own[string(name)] = q.Get(name)
+	}
+	return q, own, nil
 }
 
 // postAccounts answers POST /accounts: 201 with the created account.
@@ -294,12 +385,13 @@ func (s *Server) postAccounts(c fuego.ContextWithBody[AccountInput]) (*Envelope[
 	if err != nil {
 		return nil, err
 	}
-	if own := w.manager.principal.Account.RateLimit; w.value.RateLimit == nil && own > 0 {
-		// an omitted rate_limit inherits the caller's own account limit,
-		// as a token's inherits its creator's (docs/design.md §12)
-		w.value.RateLimit = &own
+	ownQuotas, limits, err := s.ownQuotas(ctx, w.manager)
+	if err != nil {
+		return nil, err
 	}
-	if err := s.decideManagement(ctx, w.manager, policy.ActionAccountCreate, w.target, accountChange(w.value)); err != nil {
+	defaults := s.cfg.Store.DefaultQuotas()
+	newAccountLimits(&w.value, w.manager.principal.Account.RateLimit, ownQuotas, defaults)
+	if err := s.decideManagementQuotas(ctx, w.manager, policy.ActionAccountCreate, w.target, accountChange(w.value, defaults), limits); err != nil {
 		return nil, err
 	}
 	a, replayed, err := s.cfg.Store.CreateAccount(ctx, w.scope, actor(ctx, w.manager), w.value, w.idem)
@@ -433,13 +525,8 @@ func (s *Server) patchAccount(c fuego.ContextWithBody[AccountPatchInput]) (*Enve
 	var own map[string]*int64
 	if _, ok := change["quotas"]; ok {
 		// The caller's own limits bound those it sets (docs/design.md §12).
-		q, err := s.cfg.Store.QuotasOf(ctx, m.principal.Account.ID)
-		if err != nil {
+		if _, own, err = s.ownQuotas(ctx, m); err != nil {
 			return nil, err
-		}
-		own = map[string]*int64{}
-		for _, name := range storage.AllQuotas {
-			own[string(name)] = q.Get(name)
 		}
 	}
 	if err := s.decideManagementQuotas(ctx, m, policy.ActionAccountUpdate, target, change, own); err != nil {
@@ -525,6 +612,10 @@ func accountInputSchema() wireType {
 			"username":   {typed(openapi3.TypeString), minLen(2), maxLen(64), pattern(usernamePattern.String()), desc("Required; " + storage.UsernameRule + " (409 when another account has it in any case).")},
 			"type":       {typed(openapi3.TypeString), enum(accountTypes...), desc("Required. Nobody creates an admin through the API.")},
 			"manager_id": {minimum(1), desc("The account it is created under: null or a manager for an admin's manager or user, the manager for its users, the parent user for a subaccount.")},
+			"quotas": {quotaBounds(), desc("The new account's quota limits (docs/design.md §12): subaccounts, tokens, devices, passengers, " +
+				"each a number of rows from 0 to 1000000000. Never above the caller's own limit in force (403 MANAGEMENT_DENIED " +
+				"exceeds_own_quota) unless the caller is an admin. An omitted or null quota (or quotas omitted or null) is the " +
+				"platform default, or the caller's own limit when that is lower: a new account never has more than its creator.")},
 		}, false, func(f accountSetting) string { return f.input })}
 }
 
@@ -534,7 +625,7 @@ func accountPatchSchema() wireType {
 	return wireType{name: "AccountPatchInput", value: AccountPatchInput{}, required: []string{}, minProperties: 1,
 		description: "The fields to change (docs/design.md §9); at least one. Any other field, type, manager_id and username included, is 400 INVALID_BODY.",
 		fields: withSettings(map[string][]fieldOpt{
-			"quotas": {notNull(), desc("Quota overrides (docs/design.md §12): subaccounts, tokens, devices, passengers, each a number of rows from 0 to " +
+			"quotas": {notNull(), quotaBounds(), desc("Quota overrides (docs/design.md §12): subaccounts, tokens, devices, passengers, each a number of rows from 0 to " +
 				"1000000000, or null to return to the platform default. Not on one's own account; never above the caller's own limit " +
 				"(403 MANAGEMENT_DENIED exceeds_own_quota) unless the caller is an admin.")},
 		}, true, func(f accountSetting) string { return f.patch })}

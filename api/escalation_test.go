@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"net/http"
+	"reflect"
 	"slices"
 	"sort"
 	"strings"
@@ -718,5 +719,125 @@ func TestEscalationQuotas(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestEscalationCreateQuotas (issue 34 item 3): a created account never
+// has limits above its creator's. POST /accounts without quotas gives
+// each quota the platform default or the creator's own limit when that is
+// lower (a manager held to 2 devices registers no more per customer than
+// 2, not the platform's 100,000), with quotas it is judged by the same
+// rule as PATCH (403 exceeds_own_quota above the creator's own, an admin
+// gives any), a bad value is a 400 with its stable code, and the created
+// account is held to what it got.
+func TestEscalationCreateQuotas(t *testing.T) {
+	a := newQuotaAPI(t, storage.Quotas{Tokens: quota(1000), Devices: quota(100000)})
+	admin, fleetco, acmeTok := demoToken(t, "admin-all"), demoToken(t, "fleetco-all"), demoToken(t, "acme-all")
+	acme, fleetcoID := a.accountID(t, "acme"), a.accountID(t, "fleetco")
+	if r := a.send(http.MethodPatch, fmt.Sprintf("/api/v2/accounts/%d", fleetcoID), admin, `{"quotas":{"devices":2,"subaccounts":50}}`); r.status != http.StatusOK {
+		t.Fatalf("admin holds fleetco to 2 devices: %d %s", r.status, r.raw)
+	}
+	n := 0
+	create := func(t *testing.T, token string, body string) response {
+		t.Helper()
+		n++
+		var fields map[string]any
+		if err := json.Unmarshal([]byte(body), &fields); err != nil {
+			t.Fatal(err)
+		}
+		fields["username"] = fmt.Sprintf("created-%d", n)
+		b, _ := json.Marshal(fields)
+		return a.send(http.MethodPost, "/api/v2/accounts", token, string(b))
+	}
+	// limits returns the quotas in force of the account created by r.
+	limits := func(t *testing.T, r response) map[string]any {
+		t.Helper()
+		if r.status != http.StatusCreated {
+			t.Fatalf("create: %d %s", r.status, r.raw)
+		}
+		id := int64(r.data(t)["id"].(float64))
+		return a.get(fmt.Sprintf("/api/v2/accounts/%d", id), admin).data(t)["quotas"].(map[string]any)
+	}
+	user := fmt.Sprintf(`{"type":"user","manager_id":%d`, fleetcoID)
+	sub := fmt.Sprintf(`{"type":"subaccount","manager_id":%d`, acme)
+	for _, c := range []struct {
+		name, token, body string
+		want              map[string]any // the created account's quotas in force
+		status            int
+		code, reason      string
+	}{
+		{"omitted: the creator's where lower, else the default", fleetco, user + `}`,
+			map[string]any{"devices": 2.0, "subaccounts": 50.0, "tokens": 1000.0, "passengers": nil}, 201, "", ""},
+		{"null: the same", fleetco, user + `,"quotas":{"devices":null}}`,
+			map[string]any{"devices": 2.0, "subaccounts": 50.0, "tokens": 1000.0, "passengers": nil}, 201, "", ""},
+		{"quotas null: the same", fleetco, user + `,"quotas":null}`,
+			map[string]any{"devices": 2.0, "subaccounts": 50.0, "tokens": 1000.0, "passengers": nil}, 201, "", ""},
+		{"up to the creator's own", fleetco, user + `,"quotas":{"devices":2,"tokens":1000,"passengers":7}}`,
+			map[string]any{"devices": 2.0, "subaccounts": 50.0, "tokens": 1000.0, "passengers": 7.0}, 201, "", ""},
+		{"lower", fleetco, user + `,"quotas":{"devices":0}}`,
+			map[string]any{"devices": 0.0, "subaccounts": 50.0, "tokens": 1000.0, "passengers": nil}, 201, "", ""},
+		{"a subaccount under its customer", fleetco, sub + `}`,
+			map[string]any{"devices": 2.0, "subaccounts": 50.0, "tokens": 1000.0, "passengers": nil}, 201, "", ""},
+		{"the platform's default, above the creator's", fleetco, user + `,"quotas":{"devices":100000}}`, nil, 403, "MANAGEMENT_DENIED", "exceeds_own_quota"},
+		{"one more than the creator's", fleetco, user + `,"quotas":{"devices":3}}`, nil, 403, "MANAGEMENT_DENIED", "exceeds_own_quota"},
+		{"above the creator's default", fleetco, user + `,"quotas":{"tokens":1001}}`, nil, 403, "MANAGEMENT_DENIED", "exceeds_own_quota"},
+		{"a subaccount above its creator", fleetco, sub + `,"quotas":{"subaccounts":51}}`, nil, 403, "MANAGEMENT_DENIED", "exceeds_own_quota"},
+		{"a user's subaccount above the user", acmeTok, sub + `,"quotas":{"devices":100001}}`, nil, 403, "MANAGEMENT_DENIED", "exceeds_own_quota"},
+		{"a user's subaccount within the user", acmeTok, sub + `,"quotas":{"tokens":3}}`,
+			map[string]any{"devices": 100000.0, "subaccounts": nil, "tokens": 3.0, "passengers": nil}, 201, "", ""},
+		{"the admin gives any", admin, `{"type":"manager","quotas":{"devices":1000000000}}`,
+			map[string]any{"devices": 1e9, "subaccounts": nil, "tokens": 1000.0, "passengers": nil}, 201, "", ""},
+		{"the admin's omitted: the defaults", admin, `{"type":"manager"}`,
+			map[string]any{"devices": 100000.0, "subaccounts": nil, "tokens": 1000.0, "passengers": nil}, 201, "", ""},
+		{"the creation order first", fleetco, fmt.Sprintf(`{"type":"manager","manager_id":%d,"quotas":{"devices":100000}}`, fleetcoID), nil, 403, "MANAGEMENT_DENIED", "not_below_caller"},
+		{"negative", fleetco, user + `,"quotas":{"devices":-1}}`, nil, 400, "VALIDATION_FAILED", ""},
+		{"above the bound", admin, `{"type":"manager","quotas":{"devices":1000000001}}`, nil, 400, "VALIDATION_FAILED", ""},
+		{"huge", fleetco, user + `,"quotas":{"devices":99999999999999999999}}`, nil, 400, "INVALID_BODY", ""},
+		{"not an integer", fleetco, user + `,"quotas":{"devices":1.5}}`, nil, 400, "INVALID_BODY", ""},
+		{"a string", fleetco, user + `,"quotas":{"devices":"5"}}`, nil, 400, "INVALID_BODY", ""},
+		{"an unknown quota", fleetco, user + `,"quotas":{"drivers":1}}`, nil, 400, "INVALID_BODY", ""},
+		{"not an object", fleetco, user + `,"quotas":[1]}`, nil, 400, "INVALID_BODY", ""},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			r := create(t, c.token, c.body)
+			if c.want != nil {
+				if got := limits(t, r); !reflect.DeepEqual(got, c.want) {
+					t.Fatalf("%s: quotas %v, want %v", c.body, got, c.want)
+				}
+				return
+			}
+			if r.status != c.status || r.errorCode(t) != c.code {
+				t.Fatalf("%s: %d %s, want %d %s %s", c.body, r.status, r.raw, c.status, c.code, c.reason)
+			}
+			if c.reason != "" {
+				if got := r.body["error"].(map[string]any)["details"].(map[string]any)["reason"]; got != c.reason {
+					t.Fatalf("%s: reason %v, want %s", c.body, got, c.reason)
+				}
+			}
+		})
+	}
+
+	// A creator whose own limit is above the platform default gives the
+	// default (stored as none, following the default), not its own.
+	if r := a.send(http.MethodPatch, fmt.Sprintf("/api/v2/accounts/%d", fleetcoID), admin, `{"quotas":{"tokens":5000}}`); r.status != http.StatusOK {
+		t.Fatalf("%d %s", r.status, r.raw)
+	}
+	r := create(t, fleetco, user+`}`)
+	if got := limits(t, r)["tokens"]; got != 1000.0 {
+		t.Fatalf("tokens of a customer of a creator allowed 5000: %v, want the default 1000", got)
+	}
+	var stored *int64
+	if err := a.db.NewRaw("SELECT quota_tokens FROM accounts WHERE id = ?", int64(r.data(t)["id"].(float64))).Scan(context.Background(), &stored); err != nil || stored != nil {
+		t.Fatalf("stored tokens override %v (%v), want none", stored, err)
+	}
+
+	// The created customer is held to what it got: its third device is refused.
+	customer := r.data(t)["username"].(string)
+	tok := a.mint(t, fleetco, map[string]any{"name": "customer", "permissions": []string{"*"}, "account_id": a.accountID(t, customer)}).secret
+	for i := range 3 {
+		r := a.send(http.MethodPost, "/api/v2/objects", tok, fmt.Sprintf(`{"imei":"35693803565%04d","name":"Van %d","account_id":%d}`, i, i, a.accountID(t, customer)))
+		if want := map[bool]int{true: 201, false: 403}[i < 2]; r.status != want {
+			t.Fatalf("device %d of a customer held to 2: %d %s", i, r.status, r.raw)
+		}
 	}
 }

@@ -3,7 +3,6 @@ package api
 import (
 	"fmt"
 	"maps"
-	"math"
 	"slices"
 	"strings"
 	"unicode/utf8"
@@ -11,13 +10,12 @@ import (
 	"github.com/fleetapi/fleetapi/storage"
 )
 
-// Bounds of the shared list parameters (docs/api.md §6).
+// Bounds of the shared list parameters (docs/api.md §6). Those of page
+// and per_page are storage's (storage.MaxPage, storage.MaxPerPage,
+// storage.DefaultPerPage), which checks every list request against them.
 const (
-	maxPage        = math.MaxInt32
-	maxPerPage     = 500
-	defaultPerPage = 50
-	minSearch      = 2
-	maxSearch      = 100
+	minSearch = 2
+	maxSearch = 100
 )
 
 // The shared list parameters (docs/api.md §6).
@@ -63,7 +61,7 @@ func parseListRequest(rawQuery, list string, d *storage.Descriptor) (storage.Lis
 // first (listHandler's adjust: the default order of GET /audit-events)
 // and then applies it (applyCursor).
 func parseList(rawQuery string, d *storage.Descriptor) (storage.ListRequest, *listCursor, error) {
-	req := storage.ListRequest{Page: 1, PerPage: defaultPerPage, Sort: d.ID()}
+	req := storage.ListRequest{Page: 1, PerPage: storage.DefaultPerPage, Sort: d.ID()}
 	q, perr := parseQuery(rawQuery)
 	if perr != nil {
 		return req, nil, perr
@@ -87,9 +85,9 @@ func parseList(rawQuery string, d *storage.Descriptor) (storage.ListRequest, *li
 		case paramAfter:
 			after, err = decodeCursor(v, d)
 		case paramPage:
-			req.Page, err = parseBoundedInt(name, v, 1, maxPage)
+			req.Page, err = parseBoundedInt(name, v, 1, storage.MaxPage)
 		case paramPerPage:
-			req.PerPage, err = parseBoundedInt(name, v, 1, maxPerPage)
+			req.PerPage, err = parseBoundedInt(name, v, 1, storage.MaxPerPage)
 		case paramSearch:
 			if len(d.SearchFields()) == 0 {
 				err = invalidParam(name, "unknown parameter")

@@ -4,9 +4,12 @@ import (
 	"fmt"
 	"net/http"
 	"net/url"
+	"slices"
 	"sort"
 	"strings"
 	"testing"
+
+	"github.com/fleetapi/fleetapi/storage"
 )
 
 // list GETs a list and returns its data items and meta.
@@ -314,5 +317,62 @@ func TestSearchIsLiteralAndScoped(t *testing.T) {
 				t.Fatalf("got %q, want %q", got, tt.want)
 			}
 		})
+	}
+}
+
+// TestPerPageBoundFromStorage (issue 34 item 11): page and per_page have
+// one bound, storage's (storage.MaxPage, storage.MaxPerPage,
+// storage.DefaultPerPage): every paged operation of the OpenAPI document —
+// the lists, GET /accounts/{id}/objects and GET /usage — declares it, and
+// each answers a page at the bound and 400 INVALID_PARAMETER one beyond,
+// before storage is asked (which would refuse it too:
+// storage.TestPageBoundsOnePlace).
+func TestPerPageBoundFromStorage(t *testing.T) {
+	doc := loadOpenAPI(t, openAPIDoc(t))
+	a := newTestAPI(t)
+	tok := demoToken(t, "admin-all")
+	var paged []string
+	for _, path := range doc.Paths.InMatchingOrder() {
+		op := doc.Paths.Value(path).Get
+		if op == nil || op.Parameters.GetByInAndName("query", "per_page") == nil {
+			continue
+		}
+		paged = append(paged, path)
+		per := op.Parameters.GetByInAndName("query", "per_page").Schema.Value
+		page := op.Parameters.GetByInAndName("query", "page").Schema.Value
+		if per.Max == nil || *per.Max != storage.MaxPerPage || per.Min == nil || *per.Min != 1 || per.Default != float64(storage.DefaultPerPage) {
+			t.Errorf("GET %s: per_page declared %v..%v default %v, want 1..%d default %d", path, per.Min, per.Max, per.Default, storage.MaxPerPage, storage.DefaultPerPage)
+		}
+		if page == nil || page.Max == nil || *page.Max != storage.MaxPage {
+			t.Errorf("GET %s: page declared without the bound %d", path, storage.MaxPage)
+		}
+		url := "/api/v2" + strings.ReplaceAll(path, "{id}", fmt.Sprint(a.accountID(t, "acme-night")))
+		for _, c := range []struct {
+			query, param string
+		}{
+			{fmt.Sprintf("per_page=%d", storage.MaxPerPage), ""},
+			{fmt.Sprintf("per_page=%d", storage.MaxPerPage+1), "per_page"},
+			{fmt.Sprintf("page=%d", storage.MaxPage), ""},
+			{fmt.Sprintf("page=%d", storage.MaxPage+1), "page"},
+		} {
+			t.Run(path+"?"+c.query, func(t *testing.T) {
+				res := a.get(url+"?"+c.query, tok)
+				if c.param == "" {
+					if res.status != http.StatusOK {
+						t.Fatalf("status %d: %s", res.status, res.raw)
+					}
+					if m := res.body["meta"].(map[string]any); c.query[:4] == "per_" && m["per_page"] != float64(storage.MaxPerPage) {
+						t.Fatalf("meta %v", m)
+					}
+					return
+				}
+				wantInvalidParam(t, res, c.param)
+			})
+		}
+	}
+	for _, want := range []string{"/services", "/accounts/{id}/objects", "/usage", "/audit-events"} {
+		if !slices.Contains(paged, want) {
+			t.Errorf("GET %s has no per_page in the document (paged operations: %v)", want, paged)
+		}
 	}
 }

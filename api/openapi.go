@@ -195,6 +195,19 @@ func respondsNoContent() fuego.RouteOption {
 	return documented(func(d *operationDoc) { d.noContent = true })
 }
 
+// pagingParams declares the page and per_page parameters of a list
+// (parseListRequest) and of GET /usage, with storage's bounds and default
+// (storage.MaxPage, storage.MaxPerPage, storage.DefaultPerPage).
+func pagingParams() fuego.RouteOption {
+	q := openapi3.ParameterInQuery
+	return fuego.GroupOptions(
+		fuego.OptionQueryInt(paramPage, "Page number. A page past the end is an empty list.", fuego.ParamDefault(1)),
+		paramSchema(q, paramPage, func(s *openapi3.Schema) { s.WithFormat("int32").WithMin(1).WithMax(storage.MaxPage) }),
+		fuego.OptionQueryInt(paramPerPage, "Items per page.", fuego.ParamDefault(storage.DefaultPerPage)),
+		paramSchema(q, paramPerPage, func(s *openapi3.Schema) { s.WithFormat("int32").WithMin(1).WithMax(storage.MaxPerPage) }),
+	)
+}
+
 // listParams declares the shared list parameters of docs/api.md §6 with their
 // bounds, defaults and the resource's sort enumeration, and one exact-match
 // filter per filterable field: the parameters parseListRequest reads. list
@@ -207,10 +220,7 @@ func listParams(d *storage.Descriptor, list string) []fuego.RouteOption {
 	}
 	q := openapi3.ParameterInQuery
 	opts := []fuego.RouteOption{
-		fuego.OptionQueryInt(paramPage, "Page number. A page past the end is an empty list.", fuego.ParamDefault(1)),
-		paramSchema(q, paramPage, func(s *openapi3.Schema) { s.WithFormat("int32").WithMin(1).WithMax(maxPage) }),
-		fuego.OptionQueryInt(paramPerPage, "Items per page.", fuego.ParamDefault(defaultPerPage)),
-		paramSchema(q, paramPerPage, func(s *openapi3.Schema) { s.WithFormat("int32").WithMin(1).WithMax(maxPerPage) }),
+		pagingParams(),
 		fuego.OptionQuery(paramAfter, "Extension beyond the spec (keyset paging): the opaque cursor meta.next of the previous page. "+
 			"Returns the items strictly after it in the same order, with the same scope, filters and search; send it to the list that gave it "+
 			"with the sort, order, filters and search it was made for (per_page may change), and no page beyond 1. meta.total stays the whole list's total."),

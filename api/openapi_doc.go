@@ -10,6 +10,8 @@ import (
 	"strings"
 
 	"github.com/getkin/kin-openapi/openapi3"
+
+	"github.com/fleetapi/fleetapi/storage"
 )
 
 // OpenAPIVersion is the OpenAPI version of the published document.
@@ -67,13 +69,13 @@ var errorResponseOf = map[int]errorResponse{
 	http.StatusServiceUnavailable:  {"ServiceUnavailable", "SERVICE_UNAVAILABLE: the database cannot be reached. Retry after Retry-After seconds.", true},
 }
 
-const apiDescription = `The fleetapi client API, version 2: the account of an API token, maintenance services, passengers, reports and event rules of a vehicle fleet tracking platform.
+var apiDescription = `The fleetapi client API, version 2: the account of an API token, maintenance services, passengers, reports and event rules of a vehicle fleet tracking platform.
 
 **Authentication.** Every operation needs an API token in the ` + "`Authorization`" + ` header, as ` + "`Bearer <API_TOKEN>`" + ` or as the bare ` + "`<API_TOKEN>`" + `. Each token has its own permissions (` + "`METHOD /route`, `GET *` or `*`" + `); every result is restricted to what the token's account may see.
 
 **Envelopes.** A success is ` + "`{\"success\": true, \"data\": ..., \"meta\": {...}}`" + `; a failure is ` + "`{\"success\": false, \"error\": {\"code\", \"message\", \"details\"}, \"meta\": {...}}`" + `. ` + "`meta.request_id`" + ` always equals the ` + "`X-Request-Id`" + ` response header (a well-formed ` + "`X-Request-Id`" + ` request header is kept).
 
-**Lists** take page, per_page (1–500, default 50), search, order, sort and one exact-match filter per field; an unknown or repeated parameter is 400 INVALID_PARAMETER.
+**Lists** take page, per_page (1–` + strconv.Itoa(storage.MaxPerPage) + `, default ` + strconv.Itoa(storage.DefaultPerPage) + `), search, order, sort and one exact-match filter per field; an unknown or repeated parameter is 400 INVALID_PARAMETER.
 
 **Outside the operations below**, an unknown path answers 404 NOT_FOUND and a known path with another method 405 METHOD_NOT_ALLOWED (with ` + "`Allow`" + `), both in the error envelope. Checks run in this order: authentication (401), rate limit (429), permission (403), parameters and body (400, 413, 415), then the operation.`
 
@@ -319,7 +321,7 @@ func addEnvelopeSchemas(schemas openapi3.Schemas, docs []*operationDoc) {
 		return openapi3.Schemas{
 			"request_id": openapi3.NewSchemaRef("", requestID),
 			"page":       described(openapi3.NewIntegerSchema().WithMin(1), "The page returned."),
-			"per_page":   described(openapi3.NewIntegerSchema().WithMin(1).WithMax(maxPerPage), "Items per page."),
+			"per_page":   described(openapi3.NewIntegerSchema().WithMin(1).WithMax(storage.MaxPerPage), "Items per page."),
 			"total":      described(openapi3.NewInt64Schema().WithMin(0), "Items in all pages."),
 			"pages":      described(openapi3.NewInt64Schema().WithMin(0), "Number of pages: ceil(total / per_page)."),
 			"next": described(openapi3.NewStringSchema().WithMinLength(1).WithMaxLength(maxCursor),
@@ -381,7 +383,7 @@ const exampleRequestID = "5f0c3a8e9b1d4c7fa2e6b8d0c4f1a3e7"
 func exampleMeta() Meta { return Meta{RequestID: exampleRequestID} }
 
 func exampleListMeta(total int64) Meta {
-	return Meta{RequestID: exampleRequestID, Paging: &Paging{Page: 1, PerPage: defaultPerPage, Total: total, Pages: (total + defaultPerPage - 1) / defaultPerPage}}
+	return Meta{RequestID: exampleRequestID, Paging: &Paging{Page: 1, PerPage: storage.DefaultPerPage, Total: total, Pages: (total + storage.DefaultPerPage - 1) / storage.DefaultPerPage}}
 }
 
 func ptr[T any](v T) *T { return &v }
@@ -391,7 +393,7 @@ func errorExample(status int) ErrorEnvelope {
 	var e *Error
 	switch status {
 	case http.StatusBadRequest:
-		e = invalidParam(paramPerPage, "must be between 1 and 500")
+		e = invalidParam(paramPerPage, fmt.Sprintf("must be between 1 and %d", storage.MaxPerPage))
 	case http.StatusUnauthorized:
 		e = newError(CodeInvalidToken, "the token is malformed, unknown or revoked", nil)
 	case http.StatusForbidden:

@@ -109,24 +109,26 @@ func (s *Server) recordAuthFailure(ctx context.Context, ip string) {
 }
 
 // budgets are the rate-limit budgets a request of principal p counts
-// against, all at once (docs/decisions.md, issue 19 item 7 and issue 21
-// item 1): its token's and every minting ancestor's (p.Minters), each with
-// its own limit or the server default, so that minting children cannot
-// multiply what a token is served; then the account budgets (docs/design.md §12):
+// against, all at once (docs/decisions.md, "A limit never lets one
+// tenant's traffic spend another tenant's budget"): its token's and those
+// of its minters within its tenant (p.ChargedMinters), each with its own
+// limit or the server default, so that minting children cannot multiply
+// what a token is served; then the account budgets (docs/design.md §12):
 // the token's account's own rate_limit and, for a subaccount, its parent
 // user's, each one budget for every token of that account and of its
 // subaccounts. An account without a rate_limit adds no budget. The first
-// tokenBudgets(p) entries are token budgets, the rest account budgets.
-func (s *Server) budgets(p tenancy.Principal) []ratelimit.Budget {
+// tokenBudgets(minters) entries are token budgets, the rest account
+// budgets.
+func (s *Server) budgets(p tenancy.Principal, minters []tenancy.Minter) []ratelimit.Budget {
 	limit := func(own int) int {
 		if own > 0 {
 			return own
 		}
 		return s.cfg.RateLimit
 	}
-	out := make([]ratelimit.Budget, 0, 3+len(p.Minters))
+	out := make([]ratelimit.Budget, 0, 3+len(minters))
 	out = append(out, ratelimit.Budget{Key: "token:" + strconv.FormatInt(p.Token.ID, 10), Limit: limit(p.Token.RateLimit)})
-	for _, m := range p.Minters {
+	for _, m := range minters {
 		out = append(out, ratelimit.Budget{Key: "token:" + strconv.FormatInt(m.ID, 10), Limit: limit(m.RateLimit)})
 	}
 	if p.Account.RateLimit > 0 {
@@ -138,9 +140,9 @@ func (s *Server) budgets(p tenancy.Principal) []ratelimit.Budget {
 	return out
 }
 
-// tokenBudgets is how many of budgets(p) are token budgets (the token's
-// and its minters'); the others are account budgets.
-func tokenBudgets(p tenancy.Principal) int { return 1 + len(p.Minters) }
+// tokenBudgets is how many of budgets(p, minters) are token budgets (the
+// token's and its charged minters'); the others are account budgets.
+func tokenBudgets(minters []tenancy.Minter) int { return 1 + len(minters) }
 
 // accountBudgetKey is the rate-limit key of account id's budget.
 func accountBudgetKey(id int64) string { return "account:" + strconv.FormatInt(id, 10) }
@@ -165,7 +167,8 @@ const (
 func (s *Server) checkToken(ctx context.Context, w http.ResponseWriter, p tenancy.Principal) error {
 	ctx, span := s.tracer.Start(ctx, "ratelimit")
 	defer span.End()
-	budgets := s.budgets(p)
+	minters := p.ChargedMinters()
+	budgets := s.budgets(p, minters)
 	res, err := s.limiter.AllowAll(ctx, budgets, 1)
 	if err != nil {
 		return err
@@ -186,7 +189,7 @@ func (s *Server) checkToken(ctx context.Context, w http.ResponseWriter, p tenanc
 	)
 	if !res.Allowed {
 		scope := scopeToken
-		if res.Budget >= tokenBudgets(p) {
+		if res.Budget >= tokenBudgets(minters) {
 			scope = scopeAccount
 		}
 		s.metrics.rateLimited(ctx, rejectToken)

@@ -101,10 +101,7 @@ func (s *Server) registerUsage(g *fuego.Server) {
 		paramSchema(q, paramAccountID, func(s *openapi3.Schema) { s.WithFormat("int64").WithMin(1) }),
 		fuego.OptionQuery(paramGroup, "Period of each item: a UTC day or a calendar month.", fuego.ParamDefault("day")),
 		paramSchema(q, paramGroup, func(s *openapi3.Schema) { s.WithEnum("day", "month") }),
-		fuego.OptionQueryInt(paramPage, "Page number. A page past the end is an empty list.", fuego.ParamDefault(1)),
-		paramSchema(q, paramPage, func(s *openapi3.Schema) { s.WithFormat("int32").WithMin(1).WithMax(maxPage) }),
-		fuego.OptionQueryInt(paramPerPage, "Items per page.", fuego.ParamDefault(defaultPerPage)),
-		paramSchema(q, paramPerPage, func(s *openapi3.Schema) { s.WithFormat("int32").WithMin(1).WithMax(maxPerPage) }),
+		pagingParams(),
 		respondsPage(usageSchema(), []storage.UsageTotal{exampleUsage()}),
 	})...)
 }
@@ -148,7 +145,7 @@ func (s *Server) getUsage(c fuego.ContextNoBody) (*Envelope[[]storage.UsageTotal
 // repeated or malformed parameter, from after to, or a range of more than
 // maxUsageDays days is INVALID_PARAMETER naming the parameter.
 func parseUsageRequest(raw string, now time.Time) (storage.UsageRequest, error) {
-	req := storage.UsageRequest{Page: 1, PerPage: defaultPerPage}
+	req := storage.UsageRequest{Page: 1, PerPage: storage.DefaultPerPage}
 	q, perr := parseQuery(raw)
 	if perr != nil {
 		return req, perr
@@ -178,9 +175,9 @@ func parseUsageRequest(raw string, now time.Time) (storage.UsageRequest, error) 
 		case paramGroup:
 			req.Monthly, err = parseChoice(name, v, "day", "month")
 		case paramPage:
-			req.Page, err = parseBoundedInt(name, v, 1, maxPage)
+			req.Page, err = parseBoundedInt(name, v, 1, storage.MaxPage)
 		case paramPerPage:
-			req.PerPage, err = parseBoundedInt(name, v, 1, maxPerPage)
+			req.PerPage, err = parseBoundedInt(name, v, 1, storage.MaxPerPage)
 		default:
 			err = invalidParam(name, "unknown parameter")
 		}

@@ -1347,6 +1347,14 @@ type AccountInput struct {
 	// Privileges Subaccounts only (400 otherwise); each held by the caller.
 	Privileges *[]AccountInputPrivileges `json:"privileges,omitempty"`
 
+	// Quotas The new account's quota limits (docs/design.md §12): subaccounts, tokens, devices, passengers, each a number of rows from 0 to 1000000000. Never above the caller's own limit in force (403 MANAGEMENT_DENIED exceeds_own_quota) unless the caller is an admin. An omitted or null quota (or quotas omitted or null) is the platform default, or the caller's own limit when that is lower: a new account never has more than its creator.
+	Quotas nullable.Nullable[struct {
+		Devices     nullable.Nullable[int64] `json:"devices,omitempty"`
+		Passengers  nullable.Nullable[int64] `json:"passengers,omitempty"`
+		Subaccounts nullable.Nullable[int64] `json:"subaccounts,omitempty"`
+		Tokens      nullable.Nullable[int64] `json:"tokens,omitempty"`
+	}] `json:"quotas,omitempty"`
+
 	// RateLimit Requests per minute for every token of the account and of its subaccounts; not above the caller's own account limit (403 MANAGEMENT_DENIED exceeds_account). Omitted or null: the caller's own account limit, or none when it has none.
 	RateLimit nullable.Nullable[int] `json:"rate_limit,omitempty"`
 
@@ -3668,7 +3676,7 @@ type ClientInterface interface {
 
 	// CreateAccountWithBody Create an account below the caller
 	//
-	// Creation goes strictly downward: an admin creates managers and users (at the top or under a manager), a manager users under itself and subaccounts under its users, a user subaccounts under itself. Anything else is 403 MANAGEMENT_DENIED (not_below_caller); a manager_id outside the caller's scope is 404. Needs the token permission POST /accounts and write access.
+	// Creation goes strictly downward: an admin creates managers and users (at the top or under a manager), a manager users under itself and subaccounts under its users, a user subaccounts under itself. Anything else is 403 MANAGEMENT_DENIED (not_below_caller); a manager_id outside the caller's scope is 404. The new account's rate_limit and quotas are never above the caller's own (exceeds_account, exceeds_own_quota); omitted ones are inherited (see the fields). Needs the token permission POST /accounts and write access.
 	//
 	// Takes any type of body and a specified content type.
 	//
@@ -3677,7 +3685,7 @@ type ClientInterface interface {
 
 	// CreateAccount Create an account below the caller
 	//
-	// Creation goes strictly downward: an admin creates managers and users (at the top or under a manager), a manager users under itself and subaccounts under its users, a user subaccounts under itself. Anything else is 403 MANAGEMENT_DENIED (not_below_caller); a manager_id outside the caller's scope is 404. Needs the token permission POST /accounts and write access.
+	// Creation goes strictly downward: an admin creates managers and users (at the top or under a manager), a manager users under itself and subaccounts under its users, a user subaccounts under itself. Anything else is 403 MANAGEMENT_DENIED (not_below_caller); a manager_id outside the caller's scope is 404. The new account's rate_limit and quotas are never above the caller's own (exceeds_account, exceeds_own_quota); omitted ones are inherited (see the fields). Needs the token permission POST /accounts and write access.
 	//
 	// Takes a body of the `application/json` content type.
 	//
@@ -3910,7 +3918,7 @@ func (c *Client) GetAccounts(ctx context.Context, params *GetAccountsParams, req
 
 // CreateAccountWithBody Create an account below the caller
 //
-// Creation goes strictly downward: an admin creates managers and users (at the top or under a manager), a manager users under itself and subaccounts under its users, a user subaccounts under itself. Anything else is 403 MANAGEMENT_DENIED (not_below_caller); a manager_id outside the caller's scope is 404. Needs the token permission POST /accounts and write access.
+// Creation goes strictly downward: an admin creates managers and users (at the top or under a manager), a manager users under itself and subaccounts under its users, a user subaccounts under itself. Anything else is 403 MANAGEMENT_DENIED (not_below_caller); a manager_id outside the caller's scope is 404. The new account's rate_limit and quotas are never above the caller's own (exceeds_account, exceeds_own_quota); omitted ones are inherited (see the fields). Needs the token permission POST /accounts and write access.
 //
 // Takes any type of body and a specified content type.
 //
@@ -3929,7 +3937,7 @@ func (c *Client) CreateAccountWithBody(ctx context.Context, params *CreateAccoun
 
 // CreateAccount Create an account below the caller
 //
-// Creation goes strictly downward: an admin creates managers and users (at the top or under a manager), a manager users under itself and subaccounts under its users, a user subaccounts under itself. Anything else is 403 MANAGEMENT_DENIED (not_below_caller); a manager_id outside the caller's scope is 404. Needs the token permission POST /accounts and write access.
+// Creation goes strictly downward: an admin creates managers and users (at the top or under a manager), a manager users under itself and subaccounts under its users, a user subaccounts under itself. Anything else is 403 MANAGEMENT_DENIED (not_below_caller); a manager_id outside the caller's scope is 404. The new account's rate_limit and quotas are never above the caller's own (exceeds_account, exceeds_own_quota); omitted ones are inherited (see the fields). Needs the token permission POST /accounts and write access.
 //
 // Takes a body of the `application/json` content type.
 //
@@ -6927,7 +6935,7 @@ type ClientWithResponsesInterface interface {
 
 	// CreateAccountWithBodyWithResponse Create an account below the caller
 	//
-	// Creation goes strictly downward: an admin creates managers and users (at the top or under a manager), a manager users under itself and subaccounts under its users, a user subaccounts under itself. Anything else is 403 MANAGEMENT_DENIED (not_below_caller); a manager_id outside the caller's scope is 404. Needs the token permission POST /accounts and write access.
+	// Creation goes strictly downward: an admin creates managers and users (at the top or under a manager), a manager users under itself and subaccounts under its users, a user subaccounts under itself. Anything else is 403 MANAGEMENT_DENIED (not_below_caller); a manager_id outside the caller's scope is 404. The new account's rate_limit and quotas are never above the caller's own (exceeds_account, exceeds_own_quota); omitted ones are inherited (see the fields). Needs the token permission POST /accounts and write access.
 	//
 	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 	//
@@ -6936,7 +6944,7 @@ type ClientWithResponsesInterface interface {
 
 	// CreateAccountWithResponse Create an account below the caller
 	//
-	// Creation goes strictly downward: an admin creates managers and users (at the top or under a manager), a manager users under itself and subaccounts under its users, a user subaccounts under itself. Anything else is 403 MANAGEMENT_DENIED (not_below_caller); a manager_id outside the caller's scope is 404. Needs the token permission POST /accounts and write access.
+	// Creation goes strictly downward: an admin creates managers and users (at the top or under a manager), a manager users under itself and subaccounts under its users, a user subaccounts under itself. Anything else is 403 MANAGEMENT_DENIED (not_below_caller); a manager_id outside the caller's scope is 404. The new account's rate_limit and quotas are never above the caller's own (exceeds_account, exceeds_own_quota); omitted ones are inherited (see the fields). Needs the token permission POST /accounts and write access.
 	//
 	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 	//
@@ -10907,7 +10915,7 @@ func (c *ClientWithResponses) GetAccountsWithResponse(ctx context.Context, param
 
 // CreateAccountWithBodyWithResponse Create an account below the caller
 //
-// Creation goes strictly downward: an admin creates managers and users (at the top or under a manager), a manager users under itself and subaccounts under its users, a user subaccounts under itself. Anything else is 403 MANAGEMENT_DENIED (not_below_caller); a manager_id outside the caller's scope is 404. Needs the token permission POST /accounts and write access.
+// Creation goes strictly downward: an admin creates managers and users (at the top or under a manager), a manager users under itself and subaccounts under its users, a user subaccounts under itself. Anything else is 403 MANAGEMENT_DENIED (not_below_caller); a manager_id outside the caller's scope is 404. The new account's rate_limit and quotas are never above the caller's own (exceeds_account, exceeds_own_quota); omitted ones are inherited (see the fields). Needs the token permission POST /accounts and write access.
 //
 // Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 //
@@ -10922,7 +10930,7 @@ func (c *ClientWithResponses) CreateAccountWithBodyWithResponse(ctx context.Cont
 
 // CreateAccountWithResponse Create an account below the caller
 //
-// Creation goes strictly downward: an admin creates managers and users (at the top or under a manager), a manager users under itself and subaccounts under its users, a user subaccounts under itself. Anything else is 403 MANAGEMENT_DENIED (not_below_caller); a manager_id outside the caller's scope is 404. Needs the token permission POST /accounts and write access.
+// Creation goes strictly downward: an admin creates managers and users (at the top or under a manager), a manager users under itself and subaccounts under its users, a user subaccounts under itself. Anything else is 403 MANAGEMENT_DENIED (not_below_caller); a manager_id outside the caller's scope is 404. The new account's rate_limit and quotas are never above the caller's own (exceeds_account, exceeds_own_quota); omitted ones are inherited (see the fields). Needs the token permission POST /accounts and write access.
 //
 // Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 //

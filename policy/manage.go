@@ -92,7 +92,8 @@ type AccountLimits struct {
 	RateLimit *int `json:"rate_limit"`
 	// Quotas, when not nil, are the caller's own quota limits in force
 	// (docs/design.md §12): quota name → limit, nil for unlimited. The Go side
-	// sets them for an account.update that asks for quotas.
+	// sets them for an account.update that asks for quotas and for every
+	// account.create.
 	Quotas map[string]*int64 `json:"quotas,omitempty"`
 }
 

@@ -331,8 +331,9 @@ func oDecide(t *oTree, c oCase) string {
 		}
 	}
 	// §12: quotas are set "never above the setter's own" (an admin sets
-	// any; unlimited is above every number).
-	if q, ok := c.change["quotas"].(map[string]any); ok && c.action == ActionAccountUpdate && c.caller.typ != "admin" {
+	// any; unlimited is above every number), and a created account's are
+	// "at most its creator's" (issue 34 item 3).
+	if q, ok := c.change["quotas"].(map[string]any); ok && (c.action == ActionAccountCreate || c.action == ActionAccountUpdate) && c.caller.typ != "admin" {
 		for _, name := range slices.Sorted(maps.Keys(q)) {
 			own := oCallerQuotas(c)[name]
 			if own == nil {
@@ -416,6 +417,15 @@ var (
 		{"quotas": map[string]any{"tokens": nil}}, {"quotas": map[string]any{"subaccounts": int64(1000), "tokens": int64(0)}},
 	}
 	oracleExpiry = time.Date(2026, 6, 1, 0, 0, 0, 0, time.UTC)
+	// oracleCreateQuotas are the quotas of account.create cases: within
+	// the creator's own limits, and above them in two ways.
+	oracleCreateQuotas = []map[string]any{
+		{"subaccounts": nil, "tokens": int64(10), "devices": int64(5), "passengers": nil},
+		{"subaccounts": int64(3), "tokens": int64(10), "devices": int64(6), "passengers": nil},
+		{"subaccounts": int64(0), "tokens": int64(0), "devices": int64(0), "passengers": int64(0)},
+		{"subaccounts": nil, "tokens": nil, "devices": int64(5), "passengers": int64(9)},
+		{"subaccounts": int64(1000), "tokens": int64(1), "devices": int64(1), "passengers": int64(1000)},
+	}
 )
 
 // oracleCases generates the cases of one tree: for every caller type,
@@ -546,6 +556,10 @@ func (c *oCase) fill(t *oTree, r *rand.Rand) {
 	c.change = change
 	switch c.action {
 	case ActionAccountCreate:
+		// the new account's limits, all four as the Go side fills them
+		// in (oCallerQuotas: tokens 10, devices 5), varying with the
+		// caller, not from r (the stream of the other fields stays)
+		change["quotas"] = oracleCreateQuotas[c.caller.id%int64(len(oracleCreateQuotas))]
 		change["manager_id"] = int64(0)
 		if c.target != nil {
 			change["manager_id"] = c.target.id
@@ -599,7 +613,7 @@ func (c oCase) input(t *oTree) ManagementInput {
 	if in.Account.Privileges == nil {
 		in.Account.Privileges = []string{}
 	}
-	if _, ok := c.change["quotas"]; ok && c.action == ActionAccountUpdate {
+	if _, ok := c.change["quotas"]; ok && (c.action == ActionAccountCreate || c.action == ActionAccountUpdate) {
 		in.Limits.Quotas = oCallerQuotas(c)
 	}
 	if c.target != nil {
@@ -650,6 +664,8 @@ func TestManagementOracleCatchesMutations(t *testing.T) {
 		"GET * covers POST routes":                       {`sprintf("%s *", [method]) in input.token.permissions`, `"GET *" in input.token.permissions`},
 		"own quotas changeable":                          {`own_limits := {"active", "read_only", "account_expire", "account_expire_dt", "privileges", "rate_limit", "quotas"}`, `own_limits := {"active", "read_only", "account_expire", "account_expire_dt", "privileges", "rate_limit"}`},
 		"quota above one's own":                          {"v <= input.limits.quotas[q]", "v >= 0"},
+		"a created account's quotas unchecked": {"input.action in {\"account.create\", \"account.update\"}\n\tsome q, v in",
+			"input.action == \"account.update\"\n\tsome q, v in"},
 		"admin creates a manager under a manager": {"input.change.type == \"user\"\n\tunder_target\n\tinput.target.type == \"manager\"",
 			"input.change.type in {\"manager\", \"user\"}\n\tunder_target\n\tinput.target.type == \"manager\""},
 		"a manager mints for a sub-manager": {`input.target.type in {"user", "subaccount"}`, `input.target.type in {"user", "subaccount", "manager"}`},

@@ -42,7 +42,8 @@ func (s *Store) ManagedAccount(ctx context.Context, scope policy.Scope, id int64
 }
 
 // accountAudit is the audited form of an account's fields: what
-// account.create and account.update record.
+// account.create and account.update record, its quota overrides included
+// (nil: the platform default).
 func accountAudit(a Account) map[string]any {
 	var manager, dt, rate any
 	if a.ManagerID != nil {
@@ -58,6 +59,7 @@ func accountAudit(a Account) map[string]any {
 		"username": a.Username, "email": a.Email, "type": string(a.Type), "manager_id": manager,
 		"active": a.Active, "read_only": a.ReadOnly, "account_expire": a.AccountExpire,
 		"account_expire_dt": dt, "privileges": []string(a.Privileges.orEmpty()), "rate_limit": rate,
+		"quotas": a.overrides().Map(),
 	}
 }
 
@@ -125,7 +127,6 @@ func (s *Store) UpdateAccount(ctx context.Context, scope policy.Scope, actor Act
 				return AuditEvent{}, err
 			}
 			before := accountAudit(a)
-			before["quotas"] = a.overrides().Map()
 			if patch.Email != nil {
 				a.Email = *patch.Email
 			}
@@ -151,9 +152,8 @@ func (s *Store) UpdateAccount(ctx context.Context, scope policy.Scope, actor Act
 			for name, v := range patch.Quotas {
 				q.Set(name, v)
 			}
-			a.setOverrides(q)
+			a.SetOverrides(q)
 			after := accountAudit(a)
-			after["quotas"] = a.overrides().Map()
 			changes, err := Diff(before, after)
 			if err != nil {
 				return AuditEvent{}, err

@@ -158,13 +158,7 @@ func TestPageShape(t *testing.T) {
 				}
 				want := "walk"
 				if tc.eligible {
-					all := tc.req
-					all.Page, all.PerPage = 1, 5000
-					ids, _, err := storage.ServicePageIDs(ctx, s, scope, all, "walk")
-					if err != nil {
-						t.Fatal(err)
-					}
-					rows := int64(len(ids))
+					rows := freshPage(t, ctx, f.db, scope, tc.req).Total
 					switch {
 					case tc.req.Search != "" && rows <= maxIDs:
 						want = "ids"
@@ -453,7 +447,8 @@ func TestListRequestBounds(t *testing.T) {
 		{Page: 1, PerPage: math.MaxInt},
 		{Page: 1, PerPage: 1 << 50},
 		{Page: math.MaxInt, PerPage: math.MaxInt},
-		{Page: 1, PerPage: 10_001},
+		{Page: 1, PerPage: storage.MaxPerPage + 1},
+		{Page: storage.MaxPage + 1, PerPage: 1},
 		{Page: 0, PerPage: 1},
 		{Page: 1, PerPage: 0},
 		{Page: math.MinInt, PerPage: 1},
@@ -474,7 +469,7 @@ func TestListRequestBounds(t *testing.T) {
 	}
 	// The largest the api sends is a page.
 	for _, who := range []string{"admin", "northwind", "acme"} {
-		if p, err := storage.List(ctx, f.s, f.scope(t, who, "services"), storage.Services, storage.ListRequest{Page: math.MaxInt32, PerPage: 500, Search: "Bulk"}); err != nil || len(p.Items) != 0 {
+		if p, err := storage.List(ctx, f.s, f.scope(t, who, "services"), storage.Services, storage.ListRequest{Page: storage.MaxPage, PerPage: storage.MaxPerPage, Search: "Bulk"}); err != nil || len(p.Items) != 0 {
 			t.Errorf("%s, page 2^31-1 of 500: %d items, %v; want an empty page", who, len(p.Items), err)
 		}
 	}

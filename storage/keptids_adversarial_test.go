@@ -205,14 +205,13 @@ func TestListsStayInScopeAcrossSharedTotals(t *testing.T) {
 	for round := range 2 {
 		for _, who := range whos {
 			scope := f.scope(t, who, "services")
-			all := freshPage(t, ctx, f.db, scope, storage.ListRequest{Page: 1, PerPage: 10000})
 			allowed := map[int64]bool{}
-			for _, it := range all.Items {
+			for _, it := range freshAll(t, ctx, f.db, scope, storage.ListRequest{}) {
 				allowed[it.ServiceID] = true
 			}
 			for _, base := range reqs {
 				for _, desc := range []bool{false, true} {
-					for _, per := range []int{1, 4, 10000} {
+					for _, per := range []int{1, 4, storage.MaxPerPage} {
 						for page := 1; page <= 4; page++ {
 							req := base
 							req.Page, req.PerPage, req.Desc = page, per, desc
@@ -254,7 +253,7 @@ func TestListOddSearchesAndPages(t *testing.T) {
 	for _, who := range []string{"admin", "northwind", "acme"} {
 		scope := f.scope(t, who, "services")
 		for _, search := range searches {
-			for _, per := range []int{1, 2, 500, 10000} {
+			for _, per := range []int{1, 2, 499, storage.MaxPerPage} {
 				for _, page := range []int{1, 2, 3, math.MaxInt32} {
 					for _, desc := range []bool{false, true} {
 						req := storage.ListRequest{Page: page, PerPage: per, Search: search, Desc: desc}
@@ -289,7 +288,7 @@ func TestKeptIDsAtTheBound(t *testing.T) {
 			all := freshPage(t, ctx, f.db, scope, storage.ListRequest{Page: 1, PerPage: 1, Search: "Edge"})
 			n := int(all.Total)
 			reqs := []storage.ListRequest{{Page: 1, PerPage: 50}, {Page: 1, PerPage: 50, Desc: true}}
-			for _, per := range []int{1, 7, 500, 10000} {
+			for _, per := range []int{1, 7, 499, storage.MaxPerPage} {
 				last := (n + per - 1) / per
 				for _, p := range []int{last - 1, last, last + 1, last + 2} {
 					if p >= 1 {

@@ -47,21 +47,35 @@ type ListRequest struct {
 	After *Cursor
 }
 
-// maxPerPage bounds ListRequest.PerPage in storage (the api's bound is
-// the spec's 500): a page is allocated per_page + 1 rows up front.
-const maxPerPage = 10_000
+// The bounds of a page (docs/api.md §6), in one place: ListRequest and
+// UsageRequest are checked against them (checkPage), and the api parses
+// page and per_page within them and declares them in the OpenAPI
+// document, so that a request the API takes is one storage takes, and
+// nothing else does.
+const (
+	// MaxPerPage is the most rows a page holds; a page is allocated
+	// per_page + 1 rows up front.
+	MaxPerPage = 500
+	// DefaultPerPage is a page's size when the request names none.
+	DefaultPerPage = 50
+	// MaxPage is the highest page number. With MaxPerPage, a page's
+	// offset ((page-1) × per_page, plus the page and the row read to know
+	// whether more follow) stays far within an int64.
+	MaxPage = math.MaxInt32
+)
 
-// check returns ErrBadListRequest for a page below 1, a per_page outside
-// 1..maxPerPage, or a page whose offset ((page-1) × per_page, plus the
-// page and the row read to know whether more follow) does not fit in an
-// int64.
-func (r ListRequest) check() error {
-	if r.Page < 1 || r.PerPage < 1 || r.PerPage > maxPerPage ||
-		int64(r.Page-1) > (math.MaxInt64-int64(r.PerPage)-1)/int64(r.PerPage) {
-		return fmt.Errorf("%w: page %d, per page %d", ErrBadListRequest, r.Page, r.PerPage)
+// checkPage returns ErrBadListRequest for a page outside 1..MaxPage or a
+// per_page outside 1..MaxPerPage.
+func checkPage(page, perPage int) error {
+	if page < 1 || page > MaxPage || perPage < 1 || perPage > MaxPerPage {
+		return fmt.Errorf("%w: page %d, per page %d", ErrBadListRequest, page, perPage)
 	}
 	return nil
 }
+
+// check returns ErrBadListRequest for a page or per_page out of bounds
+// (checkPage).
+func (r ListRequest) check() error { return checkPage(r.Page, r.PerPage) }
 
 // offset is the number of rows before the page: (page-1) × per_page.
 func (r ListRequest) offset() int64 {

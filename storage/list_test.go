@@ -452,3 +452,48 @@ func TestEventByID(t *testing.T) {
 		}
 	})
 }
+
+// TestPageBoundsOnePlace (issue 34 item 11): every paged read of storage
+// — a list, a subaccount's granted devices, usage — takes page and
+// per_page within the one bound it owns (storage.MaxPage,
+// storage.MaxPerPage; the api parses them within it and the OpenAPI
+// document declares it) and refuses anything beyond with
+// ErrBadListRequest, so that no read takes a page the API would refuse.
+func TestPageBoundsOnePlace(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	f := newListFixture(t)
+	acme := principalOf(t, f.s, "acme")
+	manage, err := f.e.ManagementScope(ctx, policy.NewInput(acme, "", "", demoToday))
+	if err != nil {
+		t.Fatal(err)
+	}
+	night := principalOf(t, f.s, "acme-night").Account.ID
+	services := f.scope(t, "acme", "services")
+	reads := map[string]func(page, perPage int) error{
+		"List": func(page, perPage int) error {
+			_, err := storage.List(ctx, f.s, services, storage.Services, storage.ListRequest{Page: page, PerPage: perPage})
+			return err
+		},
+		"GrantedObjects": func(page, perPage int) error {
+			_, err := f.s.GrantedObjects(ctx, manage, night, storage.ListRequest{Page: page, PerPage: perPage})
+			return err
+		},
+		"UsageTotals": func(page, perPage int) error {
+			_, err := f.s.UsageTotals(ctx, manage, storage.UsageRequest{From: storage.NewDate(demoToday), To: storage.NewDate(demoToday), Page: page, PerPage: perPage})
+			return err
+		},
+	}
+	for name, read := range reads {
+		for _, c := range []struct{ page, perPage int }{{1, 1}, {1, storage.MaxPerPage}, {storage.MaxPage, storage.MaxPerPage}, {1, storage.DefaultPerPage}} {
+			if err := read(c.page, c.perPage); err != nil {
+				t.Errorf("%s page %d per_page %d: %v, want a page", name, c.page, c.perPage, err)
+			}
+		}
+		for _, c := range []struct{ page, perPage int }{{1, storage.MaxPerPage + 1}, {1, 0}, {1, -1}, {0, 1}, {storage.MaxPage + 1, 1}, {1, 10_000}} {
+			if err := read(c.page, c.perPage); !errors.Is(err, storage.ErrBadListRequest) {
+				t.Errorf("%s page %d per_page %d: %v, want ErrBadListRequest", name, c.page, c.perPage, err)
+			}
+		}
+	}
+}

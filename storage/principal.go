@@ -46,14 +46,14 @@ var ancestorsColumn = fmt.Sprintf(`(
 // tokens or at a token it has already visited (wholeMinters judges it).
 var mintersColumn = fmt.Sprintf(`(
 	WITH RECURSIVE up AS (
-		SELECT p.id, p.rate_limit, p.parent_token_id, 1 AS depth, ARRAY["t"."id", p.id] AS path
+		SELECT p.id, p.account_id, p.rate_limit, p.parent_token_id, 1 AS depth, ARRAY["t"."id", p.id] AS path
 		FROM tokens AS p WHERE p.id = "t"."parent_token_id"
 		UNION ALL
-		SELECT p.id, p.rate_limit, p.parent_token_id, up.depth + 1, up.path || p.id
+		SELECT p.id, p.account_id, p.rate_limit, p.parent_token_id, up.depth + 1, up.path || p.id
 		FROM up JOIN tokens AS p ON p.id = up.parent_token_id
 		WHERE up.depth <= %d AND p.id <> ALL (up.path)
 	)
-	SELECT COALESCE(json_agg(json_build_object('id', id, 'rate_limit', rate_limit, 'parent_token_id', parent_token_id)
+	SELECT COALESCE(json_agg(json_build_object('id', id, 'account_id', account_id, 'rate_limit', rate_limit, 'parent_token_id', parent_token_id)
 		ORDER BY depth), '[]') FROM up
 ) AS "minters"`, tenancy.MaxTokenGeneration)
 
@@ -75,6 +75,7 @@ func (s *Store) principalQuery(row *principalRow) *bun.SelectQuery {
 // minter is one token of mintersColumn.
 type minter struct {
 	ID            int64  `json:"id"`
+	AccountID     int64  `json:"account_id"`
 	RateLimit     *int   `json:"rate_limit"`
 	ParentTokenID *int64 `json:"parent_token_id"`
 }
@@ -103,7 +104,7 @@ func (r principalRow) principal() tenancy.Principal {
 		AncestorsIncomplete: !wholeChain(r.Account.ManagerID, r.Ancestors),
 		MintersIncomplete:   !wholeMinters(r.Token.ParentTokenID, r.Minters)}
 	for _, m := range r.Minters {
-		p.Minters = append(p.Minters, tenancy.Minter{ID: m.ID, RateLimit: orZero(m.RateLimit)})
+		p.Minters = append(p.Minters, tenancy.Minter{ID: m.ID, AccountID: m.AccountID, RateLimit: orZero(m.RateLimit)})
 	}
 	if len(r.Ancestors) > 0 {
 		p.Ancestors = make([]tenancy.Account, len(r.Ancestors))

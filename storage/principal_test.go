@@ -221,7 +221,8 @@ func TestPrincipalAncestorsBounded(t *testing.T) {
 }
 
 // TestPrincipalMinters: a token's minting ancestors are loaded with it,
-// nearest first, with their rate limits, in the same statement; a lineage
+// nearest first, with their accounts and rate limits, in the same
+// statement (the root here a token of the customer's reseller); a lineage
 // that loops or runs deeper than tenancy.MaxTokenGeneration (only possible
 // behind the API's back) is marked incomplete, and authentication refuses
 // such a token.
@@ -230,9 +231,10 @@ func TestPrincipalMinters(t *testing.T) {
 	ctx := context.Background()
 	s, db := newStore(t)
 	importJSON(t, db, []byte(treeAccounts))
-	mk := func(name string, parent int64, rate int) (string, int64) {
+	accountOf := map[int64]int64{}
+	mkIn := func(username, name string, parent int64, rate int) (string, int64) {
 		t.Helper()
-		secret, tok, err := s.CreateToken(ctx, storage.NewToken{Username: "customer", Name: name, Permissions: []string{"*"}, RateLimit: rate})
+		secret, tok, err := s.CreateToken(ctx, storage.NewToken{Username: username, Name: name, Permissions: []string{"*"}, RateLimit: rate})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -241,7 +243,12 @@ func TestPrincipalMinters(t *testing.T) {
 				t.Fatal(err)
 			}
 		}
+		accountOf[tok.ID] = tok.AccountID
 		return secret, tok.ID
+	}
+	mk := func(name string, parent int64, rate int) (string, int64) {
+		t.Helper()
+		return mkIn("customer", name, parent, rate)
 	}
 	lookup := func(secret string) tenancy.Principal {
 		t.Helper()
@@ -252,11 +259,12 @@ func TestPrincipalMinters(t *testing.T) {
 		}
 		return p
 	}
-	_, root := mk("root", 0, 50)
+	_, root := mkIn("reseller", "root", 0, 50)
 	_, mid := mk("mid", root, 0)
 	leafSecret, leaf := mk("leaf", mid, 5)
 	p := lookup(leafSecret)
-	if p.MintersIncomplete || !reflect.DeepEqual(p.Minters, []tenancy.Minter{{ID: mid}, {ID: root, RateLimit: 50}}) || p.Token.ParentID != mid {
+	if p.MintersIncomplete || !reflect.DeepEqual(p.Minters, []tenancy.Minter{{ID: mid, AccountID: accountOf[mid]}, {ID: root, AccountID: accountOf[root], RateLimit: 50}}) ||
+		accountOf[root] == accountOf[mid] || p.Token.ParentID != mid {
 		t.Fatalf("minters of the leaf: %+v (incomplete %t), parent %d", p.Minters, p.MintersIncomplete, p.Token.ParentID)
 	}
 	auth := &tenancy.Authenticator{Store: s}

@@ -144,8 +144,9 @@ func (a Account) overrides() Quotas {
 	return Quotas{Subaccounts: a.QuotaSubaccounts, Tokens: a.QuotaTokens, Devices: a.QuotaDevices, Passengers: a.QuotaPassengers}
 }
 
-// setOverrides sets the account's quota overrides.
-func (a *Account) setOverrides(q Quotas) {
+// SetOverrides sets the account's quota overrides (nil: the platform
+// default).
+func (a *Account) SetOverrides(q Quotas) {
 	a.QuotaSubaccounts, a.QuotaTokens, a.QuotaDevices, a.QuotaPassengers = q.Subaccounts, q.Tokens, q.Devices, q.Passengers
 }
 

@@ -2,14 +2,12 @@ package storage
 
 import (
 	"context"
+	"crypto/sha256"
 	"strconv"
-	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/uptrace/bun"
 	"github.com/uptrace/bun/dialect/pgdialect"
-	"golang.org/x/sync/singleflight"
 )
 
 // Kept totals (docs/decisions.md, "Search totals"; migration
@@ -43,12 +41,9 @@ import (
 // never from inside a transaction, whose own uncommitted writes would show
 // in both the count and the version and may roll back. Scopes without a
 // counter form (device grants) count rows, as before.
-
-// totalsCacheSize bounds how many totals a Store keeps: one per (scope,
-// filters, search) recently listed past its first page. An entry is its
-// SQL (a few hundred bytes) and four numbers, and may hold the ids of the
-// rows (keptIDsMax, keptIDsBudget).
-const totalsCacheSize = 4096
+//
+// The totals are kept under a hash of their statements, within a budget
+// of bytes shared fairly between tenants (totalscache.go).
 
 // keptIDsMax is the most ids kept with one total (totalsCache.maxIDs): a
 // search of a scope whose pages walk the table (compiledScope.spread), or
@@ -58,32 +53,6 @@ const totalsCacheSize = 4096
 // ids"). A list with more rows is dense enough for the walk to find a page
 // quickly, or is read as a deferred join.
 const keptIDsMax = 50_000
-
-// keptIDsBudget bounds the ids all kept totals hold together (8 bytes
-// each: 16 MB); entries make room for a new one as for the count bound.
-const keptIDsBudget = 2_000_000
-
-// totalsCache keeps, per count query (the scope, the filters and the
-// search, rendered with their values), the total counted and the version
-// of the scope it was counted at. It is shared by the Stores made from one
-// (its replicas under keys of their own, Store.server: a version holds its
-// server). A nil *totalsCache keeps nothing.
-type totalsCache struct {
-	mu    sync.Mutex
-	items map[string]keptTotal
-	// ids is the number of ids the entries hold.
-	ids int
-	// maxIDs is the most ids kept with one total (keptIDsMax; the tests
-	// lower it).
-	maxIDs int64
-	// flight runs one count per (key, version, with or without ids) at a
-	// time.
-	flight singleflight.Group
-	// counted counts the totals counted (no entry, or a stale one);
-	// reused the totals answered from an entry or from a count another
-	// request was running.
-	counted, reused atomic.Int64
-}
 
 // keptTotal is a total and the version it was counted at, and, for a
 // count asked with its ids (Store.keptTotal), the ids of the rows in
@@ -108,38 +77,6 @@ type countVersion struct {
 	changes    int64
 }
 
-func newTotalsCache() *totalsCache {
-	return &totalsCache{items: make(map[string]keptTotal), maxIDs: keptIDsMax}
-}
-
-func (c *totalsCache) get(key string) (keptTotal, bool) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	k, ok := c.items[key]
-	return k, ok
-}
-
-// put keeps k under key. When the cache is full, or its ids would pass
-// keptIDsBudget, arbitrary entries make room: a miss costs one count, as
-// without the cache.
-func (c *totalsCache) put(key string, k keptTotal) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if old, ok := c.items[key]; ok {
-		c.ids -= len(old.ids)
-		delete(c.items, key)
-	}
-	for old, e := range c.items {
-		if len(c.items) < totalsCacheSize && c.ids+len(k.ids) <= keptIDsBudget {
-			break
-		}
-		c.ids -= len(e.ids)
-		delete(c.items, old)
-	}
-	c.items[key] = k
-	c.ids += len(k.ids)
-}
-
 // countResult is what a shared count returns: the total with its version
 // and whether it was counted (not found kept), or the error and whether the
 // context the count ran under had ended.
@@ -160,15 +97,15 @@ type countResult struct {
 // its cancellation (a client that goes away does not fail the others) but
 // with its deadline; a caller whose own context is still live when a count
 // fails because the starter's deadline passed asks again.
-func (c *totalsCache) count(ctx context.Context, key string, now countVersion, withIDs bool, run func(context.Context) (keptTotal, error)) (keptTotal, error) {
-	if k, ok := c.get(key); ok && k.version == now && k.answers(withIDs, c.maxIDs) {
+func (c *totalsCache) count(ctx context.Context, key totalKey, now countVersion, withIDs bool, run func(context.Context) (keptTotal, error)) (keptTotal, error) {
+	if k, ok := c.get(key.id); ok && k.version == now && k.answers(withIDs, c.maxIDs) {
 		c.reused.Add(1)
 		return k, nil
 	}
-	flight := key + "\x00" + now.started + "\x00" + strconv.FormatInt(now.generation, 10) + "\x00" + strconv.FormatInt(now.changes, 10) + "\x00" + strconv.FormatBool(withIDs)
+	flight := string(key.id[:]) + "\x00" + now.started + "\x00" + strconv.FormatInt(now.generation, 10) + "\x00" + strconv.FormatInt(now.changes, 10) + "\x00" + strconv.FormatBool(withIDs)
 	for {
 		ch := c.flight.DoChan(flight, func() (any, error) {
-			if k, ok := c.get(key); ok && k.version == now && k.answers(withIDs, c.maxIDs) {
+			if k, ok := c.get(key.id); ok && k.version == now && k.answers(withIDs, c.maxIDs) {
 				return countResult{kept: k}, nil
 			}
 			fctx := context.WithoutCancel(ctx)
@@ -256,11 +193,33 @@ func (s *Store) keeps(c *compiledScope, d *Descriptor) bool {
 	return pool
 }
 
-// totalKey is the key of count's kept total: the server (Store.server),
-// the scope's version statement (versionQuery) and the count statement,
-// rendered with their values.
-func (s *Store) totalKey(version, count *bun.SelectQuery) string {
-	return s.server + "\x00" + version.String() + "\x00" + count.Clone().ColumnExpr("count(*)").String()
+// totalKey is where count's kept total is kept (totalsCache): the
+// SHA-256 of the server (Store.server), the scope's version statement
+// (versionQuery) and the count statement, rendered with their values; and
+// the tenant it is kept for, the SHA-256 of the version statement alone
+// (the scope's counter rows: whose rows it counts). Rendered into a
+// reused buffer and hashed, so that neither statement is kept: a scope's
+// statements run to tens of KiB, and a filter value of one request would
+// otherwise hold them for as long as its total is kept.
+func (s *Store) totalKey(version, count *bun.SelectQuery) (totalKey, error) {
+	buf := s.totals.buffer()
+	defer s.totals.release(buf)
+	var err error
+	b := (*buf)[:0]
+	if b, err = version.AppendQuery(version.DB().QueryGen(), b); err != nil {
+		return totalKey{}, err
+	}
+	k := totalKey{tenant: sha256.Sum256(b)}
+	b = append(b, 0)
+	b = append(b, s.server...)
+	b = append(b, 0)
+	c := count.Clone().ColumnExpr("count(*)")
+	if b, err = c.AppendQuery(c.DB().QueryGen(), b); err != nil {
+		return totalKey{}, err
+	}
+	k.id = sha256.Sum256(b)
+	*buf = b
+	return k, nil
 }
 
 // keptAt is keptTotal at the version now, which the caller has just read.
@@ -274,9 +233,12 @@ func (s *Store) keptAt(ctx context.Context, c *compiledScope, d *Descriptor, cou
 		return keptTotal{}, false, nil
 	}
 	version := s.versionQuery(c.counter)
-	key := s.totalKey(version, count)
+	key, err := s.totalKey(version, count)
+	if err != nil {
+		return keptTotal{}, false, err
+	}
 	if withIDs {
-		if prev, ok := s.totals.get(key); ok && prev.total > s.totals.maxIDs {
+		if prev, ok := s.totals.get(key.id); ok && prev.total > s.totals.maxIDs {
 			// Its last count was over the bound: count it without the
 			// ids (array_agg collects and sorts every match before the
 			// CASE drops them: 200,000 matches among 1,000,000 rows
@@ -323,7 +285,11 @@ func (s *Store) keptIDs(c *compiledScope, d *Descriptor, count *bun.SelectQuery,
 	if !s.keeps(c, d) {
 		return keptTotal{}, false
 	}
-	k, ok := s.totals.get(s.totalKey(s.versionQuery(c.counter), count))
+	key, err := s.totalKey(s.versionQuery(c.counter), count)
+	if err != nil {
+		return keptTotal{}, false
+	}
+	k, ok := s.totals.get(key.id)
 	if !ok || k.ids == nil || now != nil && k.version != *now {
 		return keptTotal{}, false
 	}

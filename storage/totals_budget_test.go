@@ -1,47 +1,192 @@
 package storage
 
-import "testing"
+import (
+	"crypto/sha256"
+	"fmt"
+	"runtime"
+	"testing"
+)
 
-// TestKeptIDsBudget checks that the kept totals never hold more than
-// keptIDsBudget ids together: a new entry makes room by dropping others,
-// an entry kept again under its key replaces its ids, and the count of ids
-// held stays the sum of the entries' ids.
-func TestKeptIDsBudget(t *testing.T) {
+// testKey is the key of entry n of tenant: distinct hashes, as
+// Store.totalKey makes them.
+func testKey(tenant string, n int) totalKey {
+	return totalKey{id: sha256.Sum256(fmt.Appendf(nil, "%s/%d", tenant, n)), tenant: sha256.Sum256([]byte(tenant))}
+}
+
+// started is a version's server start time as PostgreSQL writes it.
+const testStarted = "2027-02-03 10:11:12.345678+00"
+
+// checkHeld fails unless c's accounted bytes are the sum of its entries'
+// and tenants', within the budget, and every tenant's bytes are its
+// entries'.
+func checkHeld(t *testing.T, c *totalsCache, when string) {
+	t.Helper()
+	sum := 0
+	for _, tn := range c.tenants {
+		own := 0
+		for el := tn.entries.Front(); el != nil; el = el.Next() {
+			own += el.Value.(*keptEntry).bytes
+		}
+		if own != tn.bytes || tn.entries.Len() == 0 {
+			t.Fatalf("%s: a tenant accounts %d bytes for %d entries holding %d", when, tn.bytes, tn.entries.Len(), own)
+		}
+		sum += own + tenantOverhead
+	}
+	if sum != c.bytes || c.bytes > c.maxBytes || len(c.byBytes) != len(c.tenants) {
+		t.Fatalf("%s: %d bytes accounted, %d held, budget %d; %d tenants, %d in the heap", when, c.bytes, sum, c.maxBytes, len(c.tenants), len(c.byBytes))
+	}
+}
+
+// entriesOf counts the entries tenant holds in c.
+func entriesOf(c *totalsCache, tenant string) int {
+	if tn, ok := c.tenants[sha256.Sum256([]byte(tenant))]; ok {
+		return tn.entries.Len()
+	}
+	return 0
+}
+
+// TestTotalsCacheBytes (issue 34 item 8): the kept totals hold at most
+// their budget of bytes, ids included, and every byte is accounted to an
+// entry and its tenant; an entry kept again under its key replaces it; the
+// least recently used entry of a tenant goes first.
+func TestTotalsCacheBytes(t *testing.T) {
 	c := newTotalsCache()
+	c.maxBytes = 64 << 10
 	ids := func(n int) []int64 { return make([]int64, n) }
-	held := func() int {
-		sum := 0
-		for _, e := range c.items {
-			sum += len(e.ids)
-		}
-		return sum
-	}
-	third := keptIDsBudget/3 + 1
-	for i, key := range []string{"a", "b", "c", "d", "e"} {
-		c.put(key, keptTotal{total: int64(third), ids: ids(third)})
-		if c.ids != held() || c.ids > keptIDsBudget {
-			t.Fatalf("after %d puts: %d ids counted, %d held, budget %d", i+1, c.ids, held(), keptIDsBudget)
-		}
-		if _, ok := c.items[key]; !ok {
-			t.Fatalf("the entry just kept (%s) was dropped", key)
+	third := c.maxBytes / 3 / 8 // two entries of these ids fit, three do not
+	for i := range 5 {
+		c.put(testKey("a", i), keptTotal{version: countVersion{started: testStarted}, total: int64(third), ids: ids(third)})
+		checkHeld(t, c, fmt.Sprintf("after %d entries of %d ids", i+1, third))
+		if _, ok := c.get(testKey("a", i).id); !ok {
+			t.Fatalf("the entry just kept (%d) was dropped", i)
 		}
 	}
-	if len(c.items) != 2 {
-		t.Errorf("%d entries of %d ids each within a budget of %d, want 2", len(c.items), third, keptIDsBudget)
+	if n := entriesOf(c, "a"); n != 2 {
+		t.Errorf("%d entries of %d ids each within %d bytes, want 2", n, third, c.maxBytes)
 	}
 	// The same key again: its old ids go first, nothing else needs to.
-	for key := range c.items {
-		c.put(key, keptTotal{total: 3, ids: ids(3)})
-		break
+	c.put(testKey("a", 4), keptTotal{total: 3, ids: ids(3)})
+	checkHeld(t, c, "after replacing an entry")
+	if n := entriesOf(c, "a"); n != 2 {
+		t.Errorf("after replacing an entry: %d entries, want 2", n)
 	}
-	if len(c.items) != 2 || c.ids != held() || c.ids != third+3 {
-		t.Errorf("after replacing an entry: %d entries, %d ids counted, %d held; want 2 entries, %d ids", len(c.items), c.ids, held(), third+3)
+	// An entry larger than the budget is not kept, and drops nothing.
+	c.put(testKey("a", 99), keptTotal{total: 1, ids: ids(c.maxBytes / 8)})
+	if _, ok := c.get(testKey("a", 99).id); ok || entriesOf(c, "a") != 2 {
+		t.Errorf("an entry over the budget: kept %t, %d entries", ok, entriesOf(c, "a"))
 	}
-	// Totals without ids fill the cache up to its count bound.
-	for i := range totalsCacheSize + 10 {
-		c.put(string(rune('A'+i%26))+string(rune(i)), keptTotal{total: 1})
+	// Least recently used first: of two full entries, the one read last
+	// survives the next put, the other goes.
+	c = newTotalsCache()
+	c.maxBytes = 64 << 10
+	for i := range 2 {
+		c.put(testKey("a", i), keptTotal{total: int64(third), ids: ids(third)})
 	}
-	if len(c.items) > totalsCacheSize || c.ids != held() {
-		t.Errorf("%d entries (bound %d), %d ids counted, %d held", len(c.items), totalsCacheSize, c.ids, held())
+	c.get(testKey("a", 0).id)
+	c.put(testKey("a", 2), keptTotal{total: int64(third), ids: ids(third)})
+	checkHeld(t, c, "after a read")
+	if _, ok := c.get(testKey("a", 0).id); !ok {
+		t.Error("the most recently read entry was dropped")
+	}
+	if _, ok := c.get(testKey("a", 1).id); ok {
+		t.Error("the least recently used entry was kept over the most recently read one")
+	}
+}
+
+// TestTotalsCachePerTenant (issue 34 item 8): one tenant listing 10,000
+// distinct filters evicts only its own entries once the cache is full: the
+// entries of eight other tenants, each holding less than it, are all still
+// there, and it holds what the budget leaves it. A tenant that then grows
+// past the others gives way in turn.
+func TestTotalsCachePerTenant(t *testing.T) {
+	c := newTotalsCache()
+	c.maxBytes = 64 << 10
+	small := keptTotal{version: countVersion{started: testStarted}, total: 7}
+	others := []string{"b", "c", "d", "e", "f", "g", "h", "i"}
+	for _, o := range others {
+		for i := range 4 {
+			c.put(testKey(o, i), small)
+		}
+	}
+	for i := range 10_000 {
+		c.put(testKey("flood", i), small)
+	}
+	checkHeld(t, c, "after the flood")
+	for _, o := range others {
+		if n := entriesOf(c, o); n != 4 {
+			t.Errorf("tenant %s holds %d of its 4 entries after another's flood", o, n)
+		}
+	}
+	held := len(others)*(4*entryBytes(small)+tenantOverhead) + tenantOverhead
+	room := (c.maxBytes - held) / entryBytes(small)
+	if n := entriesOf(c, "flood"); n != room {
+		t.Errorf("the flooding tenant holds %d entries, want the %d the budget leaves", n, room)
+	}
+	if _, ok := c.get(testKey("flood", 9_999).id); !ok {
+		t.Error("the flooding tenant's last entry was dropped")
+	}
+	if _, ok := c.get(testKey("flood", 0).id); ok {
+		t.Error("the flooding tenant's first entry was kept over its last")
+	}
+	// A tenant with more bytes than the flooder gives way to the flooder's
+	// next entries, and only it does.
+	big := keptTotal{version: countVersion{started: testStarted}, total: 100, ids: make([]int64, 100)}
+	bytesOf := func(tenant string) int {
+		if tn, ok := c.tenants[sha256.Sum256([]byte(tenant))]; ok {
+			return tn.bytes
+		}
+		return 0
+	}
+	for i := 0; bytesOf("b") <= bytesOf("flood"); i++ {
+		if i == 1000 {
+			t.Fatalf("b holds %d bytes after %d entries of %d, the flooder %d", bytesOf("b"), i, entryBytes(big), bytesOf("flood"))
+		}
+		c.put(testKey("b", 100+i), big)
+	}
+	before := map[string]int{}
+	for _, o := range others {
+		before[o] = entriesOf(c, o)
+	}
+	c.put(testKey("flood", 10_000), small)
+	checkHeld(t, c, "after b grew")
+	if entriesOf(c, "b") >= before["b"] {
+		t.Errorf("the largest tenant (b) kept all %d entries", before["b"])
+	}
+	for _, o := range others[1:] {
+		if entriesOf(c, o) != before[o] {
+			t.Errorf("tenant %s lost an entry while b held more than it", o)
+		}
+	}
+}
+
+// TestTotalsCacheHeldBytes: what an entry accounts for (entryBytes,
+// tenantOverhead) is at least the heap it holds, measured with
+// runtime.MemStats over 20,000 entries of 200 tenants, so that the byte
+// budget bounds the memory. It logs the heap per entry (docs/performance.md,
+// "Kept totals' memory").
+func TestTotalsCacheHeldBytes(t *testing.T) {
+	const entries, tenants = 20_000, 200
+	keys := make([]totalKey, entries)
+	for i := range keys {
+		keys[i] = testKey(fmt.Sprintf("tenant-%d", i%tenants), i)
+	}
+	var before, after runtime.MemStats
+	runtime.GC()
+	runtime.ReadMemStats(&before)
+	c := newTotalsCache()
+	for i, k := range keys {
+		// the started text is read from the database, one string each
+		c.put(k, keptTotal{version: countVersion{started: string([]byte(testStarted)), generation: 1, changes: int64(i)}, total: int64(i)})
+	}
+	runtime.GC()
+	runtime.ReadMemStats(&after)
+	runtime.KeepAlive(c)
+	held := int(after.HeapAlloc) - int(before.HeapAlloc)
+	t.Logf("%d entries of %d tenants: %d bytes of heap, %d a entry; accounted %d, %d a entry", entries, tenants, held, held/entries, c.bytes, c.bytes/entries)
+	if len(c.items) != entries {
+		t.Fatalf("%d entries kept, want %d", len(c.items), entries)
+	}
+	if held > c.bytes {
+		t.Errorf("the entries hold %d bytes of heap, more than the %d accounted", held, c.bytes)
 	}
 }

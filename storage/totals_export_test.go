@@ -1,6 +1,9 @@
 package storage
 
-import "slices"
+import (
+	"fmt"
+	"slices"
+)
 
 // KeptTotals returns how many list totals s (and the Stores made from it)
 // counted with their version, and how many it answered from a kept one
@@ -34,3 +37,24 @@ func VersionedColumns(table string) []string {
 // with one total (keptIDsMax), so that a test can reach the deferred join
 // with few rows.
 func SetKeptIDsMax(s *Store, n int64) { s.totals.maxIDs = n }
+
+// SetKeptTotalsBytes sets the bytes the kept totals of s (and of the
+// Stores made from it) may hold (totalsCacheBytes), so that a test fills
+// them with few lists.
+func SetKeptTotalsBytes(s *Store, n int) {
+	s.totals.mu.Lock()
+	defer s.totals.mu.Unlock()
+	s.totals.maxBytes = n
+}
+
+// KeptTotalsHeld returns the bytes the kept totals of s account for, and
+// how many entries each tenant holds, by the tenant's hash.
+func KeptTotalsHeld(s *Store) (bytes int, entries map[string]int) {
+	s.totals.mu.Lock()
+	defer s.totals.mu.Unlock()
+	entries = map[string]int{}
+	for id, t := range s.totals.tenants {
+		entries[fmt.Sprintf("%x", id[:4])] = t.entries.Len()
+	}
+	return s.totals.bytes, entries
+}

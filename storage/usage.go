@@ -148,9 +148,13 @@ type UsagePage struct {
 // UsageTotals returns the usage of the accounts in the management scope
 // (policy.Engine.ManagementScope) for req, ordered by period, then
 // account. A scope of another resource, or one storage cannot translate,
-// is policy.ErrScope; it returns ErrUnavailable when the database cannot
+// is policy.ErrScope; a page or per_page out of bounds (checkPage) is
+// ErrBadListRequest; it returns ErrUnavailable when the database cannot
 // be reached.
 func (s *Store) UsageTotals(ctx context.Context, scope policy.Scope, req UsageRequest) (UsagePage, error) {
+	if err := checkPage(req.Page, req.PerPage); err != nil {
+		return UsagePage{}, err
+	}
 	inner, err := s.scopedSelect(scope, usageScope, (*UsageDaily)(nil))
 	if err != nil {
 		return UsagePage{}, err

@@ -83,14 +83,17 @@ type Token struct {
 // token made by an operator (the command line or the import). A token of
 // that generation mints no more (docs/design.md §9's attenuation: the policy's
 // exceeds_token, field generation), so that the rate limit, which counts
-// a request against every minting ancestor (issue 19 item 7), touches a
-// bounded number of budgets.
+// a request against its minting ancestors within the tenant
+// (Principal.ChargedMinters), touches a bounded number of budgets.
 const MaxTokenGeneration = 8
 
 // Minter is a minting ancestor of a token, with what the rate limiter
 // needs of it.
 type Minter struct {
 	ID int64
+	// AccountID is the account the minter belongs to: the tenant whose
+	// budget it is (Principal.ChargedMinters).
+	AccountID int64
 	// RateLimit is its own limit in requests per minute; 0: the server
 	// default.
 	RateLimit int
@@ -114,7 +117,8 @@ type Principal struct {
 	AncestorsIncomplete bool
 	// Minters are the tokens that minted Token, nearest first: its parent,
 	// the parent's parent, and so on to a token made by an operator. A
-	// request counts against Token's rate limit and every minter's.
+	// request counts against Token's rate limit and those of the minters
+	// within its tenant (ChargedMinters).
 	Minters []Minter
 	// MintersIncomplete is true when Minters could not be loaded whole (a
 	// loop of parent links, or more than MaxTokenGeneration, both only
@@ -127,4 +131,37 @@ type Principal struct {
 	// it is as fresh as the replica (within the replica lag bound) and is
 	// neither cached nor has its last use recorded (that is a write).
 	FromStandby bool
+}
+
+// TenantIDs are the accounts of p's tenant, whose budgets p's requests may
+// spend (docs/decisions.md, "A limit never lets one tenant's traffic spend
+// another tenant's budget"): p's own account and, for a subaccount, its
+// parent user (the customer it belongs to, as for the account budget of
+// docs/design.md §12). A subaccount whose parent is not loaded (an
+// incomplete chain, which the policy denies anyway) has only its own.
+func (p Principal) TenantIDs() []int64 {
+	if p.Account.Type == Subaccount && len(p.Ancestors) > 0 && p.Ancestors[0].ID == p.Account.ManagerID {
+		return []int64{p.Account.ID, p.Ancestors[0].ID}
+	}
+	return []int64{p.Account.ID}
+}
+
+// ChargedMinters are the minters whose rate-limit budgets a request of p
+// spends besides its token's own: the nearest minters up to the first one
+// that belongs to an account outside p's tenant (TenantIDs). So minting
+// children never multiplies what one tenant is served (every child within
+// the tenant shares its minters' budgets), and a token minted for another
+// tenant (a reseller's token minting a customer's first token, an
+// operator's a reseller's) never ties that tenant's traffic to the
+// minter's budget: the lineage is charged only while it stays inside one
+// tenant. A token minted across the boundary starts a tenant's own
+// lineage; above it the chain belongs to someone else.
+func (p Principal) ChargedMinters() []Minter {
+	tenant := p.TenantIDs()
+	for i, m := range p.Minters {
+		if m.AccountID != tenant[0] && (len(tenant) < 2 || m.AccountID != tenant[1]) {
+			return p.Minters[:i]
+		}
+	}
+	return p.Minters
 }

@@ -46,11 +46,13 @@
 #   at the top; for tokens and objects it is the owning account (for
 #   object.move the new owner: the Go side has checked the current owner
 #   against the management scope too, 404 outside).
-#   input.limits {rate_limit} are the caller's own account limits (null:
+#   input.limits {rate_limit, quotas} are the caller's own account limits (null:
 #   none), which what it sets on other accounts stays within (docs/design.md §12).
 #   input.change holds the fields asked for: account.create {username,
 #   email, type, manager_id (0: none), active, read_only, account_expire,
-#   account_expire_dt, privileges, rate_limit (null: none)}; account.update exactly the fields of
+#   account_expire_dt, privileges, rate_limit (null: none), quotas (the
+#   new account's limits: each a number of rows, or null for unlimited; an
+#   omitted one filled in by the Go side)}; account.update exactly the fields of
 #   the request body; grants.replace {imei: [...]}; object.create {imei,
 #   name, account_id, ...}; object.move {imei, from_account_id,
 #   account_id}; token.create {account_id, name, permissions,
@@ -60,10 +62,10 @@
 #   {} (the token id in change.token_id is informative); usage.read
 #   {account_id, from, to} (informative); account.erase {}
 #   (the target is the account whose subtree is erased, docs/design.md §12). An account.update
-#   with quotas has change.quotas {quota: the limit the account will have,
-#   null for unlimited} and input.limits.quotas, the caller's own limits in force
-#   ({subaccounts, tokens, devices, passengers}, each a number or null for
-#   unlimited).
+#   with quotas, and every account.create, has change.quotas {quota: the
+#   limit the account will have, null for unlimited} and
+#   input.limits.quotas, the caller's own limits in force ({subaccounts,
+#   tokens, devices, passengers}, each a number or null for unlimited).
 #
 #   decision is always defined: {"allow": true} or {"allow": false, "code":
 #   "MANAGEMENT_DENIED", "message", "details": {"reason", ...}}. When
@@ -91,9 +93,9 @@
 #   quotas; grants.replace and account.erase on the caller's own account) > exceeds_account
 #   (account.create or account.update: a rate_limit higher than the
 #   caller's own account limit input.limits.rate_limit, or none when the
-#   caller has one) > exceeds_own_quota (account.update of a quota above
-#   the caller's own limit in force, input.limits.quotas, docs/design.md §12; an admin
-#   sets any) > privilege_not_held (a privilege outside
+#   caller has one) > exceeds_own_quota (account.create or account.update
+#   of a quota above the caller's own limit in force, input.limits.quotas,
+#   docs/design.md §12; an admin sets any) > privilege_not_held (a privilege outside
 #   reports, event_notifications, or not held by the caller, which holds
 #   both unless it is a subaccount) > device_not_owned (grants.replace: a
 #   device the target's parent does not own) > exceeds_token (token.create:
@@ -473,16 +475,18 @@ own_change if {
 
 own_target if input.target.id == input.account.id
 
-# above_own_quota are the quotas an account.update asks to set higher than
-# the caller's own limit in force (input.limits.quotas; null: unlimited), sorted;
-# ["quotas"] when change.quotas is not an object. An admin sets any quota;
-# unlimited (null) is above every number; a quota the caller's limits do
-# not name counts against it.
+# above_own_quota are the quotas an account.create or account.update asks
+# to set higher than the caller's own limit in force (input.limits.quotas;
+# null: unlimited), sorted; ["quotas"] when change.quotas is not an object.
+# One rule for both: a new account's limits (its omitted quotas filled in
+# by the Go side) are judged as a change of an existing one's (issue 34
+# item 3). An admin sets any quota; unlimited (null) is above every number;
+# a quota the caller's limits do not name counts against it.
 above_own_quota := ["quotas"] if {
-	input.action == "account.update"
+	input.action in {"account.create", "account.update"}
 	not is_object(object.get(input.change, "quotas", {}))
 } else := sort([q |
-	input.action == "account.update"
+	input.action in {"account.create", "account.update"}
 	some q, v in object.get(input.change, "quotas", {})
 	not quota_within(q, v)
 ])

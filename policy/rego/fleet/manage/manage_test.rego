@@ -517,6 +517,40 @@ test_quota_never_own if {
 	}
 }
 
+# create_quotas is the decision for caller c creating an account of type
+# under account under with quotas (the new account's limits), the
+# caller's own limits in force being own.
+create_quotas(c, type, under, quotas, own) := d if {
+	d := manage.decision with input as {
+		"account": caller(c), "token": token, "action": "account.create", "target": target(under),
+		"change": object.union(create_change(type, under, null), {"quotas": quotas}),
+		"limits": {"rate_limit": null, "quotas": own},
+	}
+}
+
+test_quota_on_create if {
+	# a new account's limits are judged by the same rule as a change's
+	# (issue 34 item 3): up to the creator's own, unlimited where it is
+	create_quotas(2, "user", 2, {"subaccounts": 10, "tokens": 20, "devices": 30, "passengers": null}, own_quotas).allow
+	create_quotas(3, "subaccount", 3, {"devices": 0, "passengers": 1000000}, own_quotas).allow
+	d := create_quotas(2, "user", 2, {"subaccounts": 10, "tokens": 20, "devices": 100000, "passengers": null}, own_quotas)
+	denied(d, "exceeds_own_quota")
+	d.details == {"reason": "exceeds_own_quota", "quota": "devices", "limit": 30}
+	e := create_quotas(3, "subaccount", 3, {"tokens": null}, own_quotas)
+	denied(e, "exceeds_own_quota")
+	e.details.quota == "tokens"
+
+	# an admin gives any; quotas that are not an object are never within
+	create_quotas(1, "manager", 1, {"devices": 1000000000, "tokens": null}, own_quotas).allow
+	f := create_quotas(2, "user", 2, [5], own_quotas)
+	denied(f, "exceeds_own_quota")
+	f.details.quota == "quotas"
+
+	# the creation order comes first: a manager under a manager is not
+	# below the caller, whatever its quotas
+	denied(create_quotas(2, "manager", 2, {"devices": 100000}, own_quotas), "not_below_caller")
+}
+
 test_quota_only_account_update if {
 	# other actions never read change.quotas
 	decide(caller(3), "token.create", 3, {"account_id": 3, "name": "n", "permissions": ["GET *"], "expires_at": "2026-05-01T00:00:00Z", "rate_limit": 10, "quotas": {"x": 1}}).allow
