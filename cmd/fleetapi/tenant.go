@@ -43,7 +43,12 @@ tenant first (fleetapi tenant export) if its data may be needed again.`)
 			fmt.Fprintf(con.out, "  %-17s %d rows\n", table, n)
 		}
 	}
-	fmt.Fprintf(con.out, "  %-17s %d earlier events without the username and e-mail\n", "audit_events", erased.Rows["audit_events"])
+	fmt.Fprintf(con.out, "  %-17s %d earlier events without the values naming it\n", "audit_events", erased.Scrubbed["audit_events"])
+	for _, table := range []string{"reports", "events"} {
+		if n := erased.Scrubbed[table]; n > 0 {
+			fmt.Fprintf(con.out, "  %-17s %d rows of other accounts without its devices\n", table, n)
+		}
+	}
 	if !*confirm {
 		return usagef(cmd.name, "tenant erase: nothing was changed; run it again with --confirm to erase the above")
 	}
