@@ -65,7 +65,8 @@ Token secrets are not stored and cannot be exported: each token is written
 with the SHA-256 hash of its secret (secret_hash), so that imported tokens
 keep working. The file holds personal data and those hashes: keep it as
 you keep the database. The root names its manager, which the file does not
-hold (remove the root's "manager" to import it at the top elsewhere).`)
+hold: import it elsewhere with fleetapi import --under USERNAME (an account
+of that installation that may manage it) or --top.`)
 	cfg := databaseCommand(cmd, getenv)
 	var out string
 	cmd.fs.StringVar(&out, "out", "", "write the file here (mode 0600, replaced only once the export is whole) instead of stdout")
