@@ -4,7 +4,6 @@
 DROP INDEX tokens_dead_at_idx;
 DROP INDEX audit_events_imeis_idx;
 DROP FUNCTION fleet_audit_imeis(jsonb);
-DROP INDEX usage_daily_billed_account_id_idx;
 DELETE FROM usage_daily u WHERE NOT EXISTS (SELECT 1 FROM accounts a WHERE a.id = u.account_id);
 ALTER TABLE usage_daily DROP COLUMN billed_account_id, DROP COLUMN ancestors,
     ADD CONSTRAINT usage_daily_account_id_fkey FOREIGN KEY (account_id) REFERENCES accounts (id) ON DELETE CASCADE;

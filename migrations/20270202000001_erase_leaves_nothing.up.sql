@@ -26,7 +26,8 @@ CREATE INDEX idempotency_keys_created_at_idx ON idempotency_keys (created_at);
 -- nearest first: the ids only, no personal data), by which GET /usage
 -- shows an erased account's rows to the accounts that were above it, and
 -- the account billed for it (billed_account_id: the top of its tree below
--- the operator's admins).
+-- the operator's admins; NULL, for a row a server of an earlier version
+-- added during an upgrade, means the account itself).
 ALTER TABLE usage_daily DROP CONSTRAINT usage_daily_account_id_fkey,
     ADD COLUMN ancestors bigint[] NOT NULL DEFAULT '{}',
     ADD COLUMN billed_account_id bigint;
@@ -41,9 +42,6 @@ WITH RECURSIVE up AS (
 )
 UPDATE usage_daily u SET ancestors = up.ancestors, billed_account_id = up.billed
 FROM up WHERE up.account_id = u.account_id AND up.above IS NULL;
-UPDATE usage_daily SET billed_account_id = account_id WHERE billed_account_id IS NULL;
-ALTER TABLE usage_daily ALTER COLUMN billed_account_id SET NOT NULL;
-CREATE INDEX usage_daily_billed_account_id_idx ON usage_daily (billed_account_id, day);
 
 --bun:split
 

@@ -48,7 +48,7 @@ type UsageDaily struct {
 	// nearest first; BilledAccountID the account billed for it
 	// (UsageCount).
 	Ancestors       []int64 `bun:"ancestors,array"`
-	BilledAccountID int64   `bun:"billed_account_id"`
+	BilledAccountID int64   `bun:"billed_account_id,nullzero"`
 }
 
 // usageScope restricts usage_daily to the accounts of the management
@@ -251,8 +251,8 @@ type UsageRow struct {
 // cannot be reached.
 func (s *Store) ExportUsage(ctx context.Context, from, to Date, each func(UsageRow) error) error {
 	rows, err := s.db.QueryContext(ctx, `SELECT to_char(u.day, 'YYYY-MM-DD'), u.account_id, COALESCE(a.username, ?), u.route,
-    u.requests, u.rows_returned, u.writes, u.errors_4xx, u.errors_5xx, u.bytes_out, u.billed_account_id, COALESCE(b.username, ?)
-FROM usage_daily u LEFT JOIN accounts a ON a.id = u.account_id LEFT JOIN accounts b ON b.id = u.billed_account_id
+    u.requests, u.rows_returned, u.writes, u.errors_4xx, u.errors_5xx, u.bytes_out, COALESCE(u.billed_account_id, u.account_id), COALESCE(b.username, ?)
+FROM usage_daily u LEFT JOIN accounts a ON a.id = u.account_id LEFT JOIN accounts b ON b.id = COALESCE(u.billed_account_id, u.account_id)
 WHERE u.day BETWEEN ?::date AND ?::date
 ORDER BY u.day, u.account_id, u.route`, ErasedMark, ErasedMark, from.String(), to.String())
 	if err != nil {
