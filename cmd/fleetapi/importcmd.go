@@ -11,7 +11,7 @@ import (
 )
 
 func runImport(ctx context.Context, args []string, getenv func(string) string, con console) error {
-	cmd := newCommand("import", "[--under USERNAME | --top] [flags] FILE", `Load a tenant data file (docs/design.md §8) in one transaction, migrating the database
+	cmd := newCommand("import", "[flags] FILE", `Load a tenant data file (docs/design.md §8) in one transaction, migrating the database
 first: a file with any invalid record changes nothing, and the error names the
 record. Records that exist (matched on their natural keys) are skipped, so
 importing the same file twice adds nothing. A file from fleetapi tenant export
