@@ -25,12 +25,11 @@ type erasedWorld struct {
 	createBody string
 }
 
-// Every value that names the erased subtree, for the scan.
-var (
-	erasedNeedles = []string{"zq-erin", "990000000000011", "990000000000029", "990000000000037", "+351 990 000"}
-	// the IMEIs: erin's own two, and one moved to erin from globex
-	erasedIMEIs = []string{"990000000000011", "990000000000029", "990000000000037"}
-)
+// erasedNeedles find every value that names the erased subtree: its
+// names, e-mails, device and token names and passengers' names all hold
+// "zq-erin"; the IMEIs are erin's own two and one moved to erin from
+// globex; then the passengers' phones.
+var erasedNeedles = []string{"zq-erin", "990000000000011", "990000000000029", "990000000000037", "+351 990 000"}
 
 // plantErased builds the erased subtree through the API, each kind of
 // stored response and audit event at least once: made by the erased

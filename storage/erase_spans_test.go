@@ -33,7 +33,7 @@ func TestEraseSpanNames(t *testing.T) {
 	for _, s := range rec.Ended() {
 		attrs := map[string]string{}
 		for _, kv := range s.Attributes() {
-			attrs[string(kv.Key)] = kv.Value.Emit()
+			attrs[string(kv.Key)] = kv.Value.AsString()
 		}
 		stmt, ok := attrs["db.statement"]
 		if !ok {
@@ -116,10 +116,10 @@ func TestRawStatementSpans(t *testing.T) {
 	var got []string
 	for _, s := range rec.Ended() {
 		for _, kv := range s.Attributes() {
-			if kv.Key == "db.operation" && kv.Value.Emit() != s.Name() {
-				t.Errorf("span %q with db.operation %q", s.Name(), kv.Value.Emit())
+			if kv.Key == "db.operation" && kv.Value.AsString() != s.Name() {
+				t.Errorf("span %q with db.operation %q", s.Name(), kv.Value.AsString())
 			}
-			if kv.Key == "db.statement" && kv.Value.Emit() == "" {
+			if kv.Key == "db.statement" && kv.Value.AsString() == "" {
 				t.Errorf("span %q without its statement", s.Name())
 			}
 		}
