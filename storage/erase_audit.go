@@ -24,6 +24,14 @@ import (
 // keep their shape (a null before stays null). It returns the number of
 // events changed (dry: that would change), and changes nothing when dry.
 func scrubAudit(ctx context.Context, db bun.IDB, subtree any, dry bool) (int64, error) {
+	// The planner prices the per-event rewrite (a subquery over the
+	// changes' keys for each candidate) high enough to compile it with JIT,
+	// which cost half a second per erase for a statement that reads a few
+	// rows through its indexes (1,000,000 events: 555 ms with JIT, 4.5 ms
+	// without). The erase runs in a transaction: LOCAL ends with it.
+	if _, err := db.ExecContext(ctx, "SET LOCAL jit = off"); err != nil {
+		return 0, err
+	}
 	sel := auditScrubSelect()
 	if dry {
 		var n int64
