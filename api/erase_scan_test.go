@@ -69,11 +69,14 @@ func plantErased(t *testing.T, a *testAPI) erasedWorld {
 		fmt.Sprintf(`{"account_id":%d,"name":"zq-erin-int-token","permissions":["*"]}`, w.erinInt), "Idempotency-Key", "sub-token"))["secret"].(string)
 	spare := created(a.send("POST", "/api/v2/tokens", w.erinTok, `{"name":"zq-erin-spare","permissions":["GET /me"]}`, "X-Request-Id", "zq-erin-req-2"))
 	ok(a.send("DELETE", fmt.Sprint("/api/v2/tokens/", id(spare)), w.erinTok, ""))
-	// devices: one by fleetco (keyed), one by an admin (not keyed), one
-	// that globex held and granted first, moved to erin.
+	// devices: one by fleetco (keyed), one by an admin (not keyed; its
+	// token for erin keyed), one that globex held and granted first, moved
+	// to erin.
 	created(a.send("POST", "/api/v2/objects", mgr, fmt.Sprintf(`{"imei":"990000000000011","name":"zq-erin Truck","account_id":%d}`, w.erin),
 		"Idempotency-Key", "truck"))
 	created(a.send("POST", "/api/v2/objects", admin, fmt.Sprintf(`{"imei":"990000000000029","name":"zq-erin Van","account_id":%d}`, w.erin)))
+	created(a.send("POST", "/api/v2/tokens", admin, fmt.Sprintf(`{"account_id":%d,"name":"zq-erin-support","permissions":["GET /me"]}`, w.erin),
+		"Idempotency-Key", "support"))
 	moved := id(created(a.send("POST", "/api/v2/objects", mgr, fmt.Sprintf(`{"imei":"990000000000037","name":"zq-erin Reefer","account_id":%d}`, globex),
 		"Idempotency-Key", "reefer")))
 	ok(a.send("PUT", fmt.Sprintf("/api/v2/accounts/%d/objects", globexDay), mgr, `{"imei":["861073032104551","990000000000037"]}`))
