@@ -18,7 +18,9 @@ func (s *Server) registerErase(g *fuego.Server) {
 			"grants, tokens, service records, reports, event rules and passengers), and answers 204 once their tokens are refused " +
 			"on every server. An admin erases any account but an admin, a manager its users and their subaccounts, a user its " +
 			"subaccounts; never one's own account (403 MANAGEMENT_DENIED own_account) nor an admin (wrong_target_type). One " +
-			"account.erase audit event records the counts; earlier events keep no username or e-mail of the erased accounts. " +
+			"account.erase audit event records the counts; earlier events keep their ids and no value naming what was erased " +
+			"(usernames, e-mails, device names and IMEIs, token names), stored responses of keyed creates that name it are " +
+			"deleted whoever sent them, and the usage it was served stays (billing data, GET /usage and the export). " +
 			"Any other id, and an erased one, is 404. Needs the token permission DELETE /accounts/{id} and write access."),
 	}, pathID("id", "Account id.", exampleManagedAccount().ID))
 }

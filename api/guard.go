@@ -79,7 +79,7 @@ func (s *Server) guard(next http.Handler) http.Handler {
 		// metering): a refusal (429, 403, 400) counts, a 401 above does
 		// not. A panic below leaves usage.done false: the recovery's 500.
 		usage := &usageWriter{statusRecorder: statusRecorder{ResponseWriter: w}}
-		defer s.meter(usage, r, p.Account.ID)
+		defer s.meter(usage, r, p)
 		s.serveAuthenticated(ctx, usage, r, p, usage, next)
 		usage.done = true
 	})

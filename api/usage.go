@@ -40,10 +40,12 @@ func (u *usageWriter) Write(b []byte) (int, error) {
 	return n, err
 }
 
-// meter records the answer u of r to the account. A 401 (the account
-// cannot use the API) is attributed to nobody, like every failed
+// meter records the answer u of r to the principal's account, with the
+// accounts above it and the account billed for it (the top of its tree
+// below the admins: itself at the top or for an admin). A 401 (the
+// account cannot use the API) is attributed to nobody, like every failed
 // authentication.
-func (s *Server) meter(u *usageWriter, r *http.Request, account int64) {
+func (s *Server) meter(u *usageWriter, r *http.Request, p tenancy.Principal) {
 	status := u.status
 	switch {
 	case !u.done:
@@ -58,8 +60,17 @@ func (s *Server) meter(u *usageWriter, r *http.Request, account int64) {
 	if !ok {
 		route = r.Pattern
 	}
-	s.cfg.Usage.Record(metering.Request{AccountID: account, Method: r.Method, At: s.cfg.Now(), Route: route,
-		Status: status, Rows: u.rows, BytesOut: u.bytes})
+	ancestors := make([]int64, len(p.Ancestors))
+	billed := p.Account.ID
+	below := p.Account.Type != tenancy.Admin
+	for i, a := range p.Ancestors {
+		ancestors[i] = a.ID
+		if below = below && a.Type != tenancy.Admin; below {
+			billed = a.ID
+		}
+	}
+	s.cfg.Usage.Record(metering.Request{AccountID: p.Account.ID, Ancestors: ancestors, BilledAccountID: billed,
+		Method: r.Method, At: s.cfg.Now(), Route: route, Status: status, Rows: u.rows, BytesOut: u.bytes})
 }
 
 // routeNames maps each route's mux pattern to its permission form.

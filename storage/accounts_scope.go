@@ -120,5 +120,23 @@ func (d *Descriptor) scopedWhere(f sqlFragment) (string, []any) {
 		return f.sql, f.args
 	}
 	a := accountsScope
-	return d.col(d.scopedBy) + ` IN (SELECT ` + a.col("id") + ` FROM "` + a.table + `" AS "` + a.alias + `" WHERE ` + f.sql + `)`, f.args
+	in := d.col(d.scopedBy) + ` IN (SELECT ` + a.col("id") + ` FROM "` + a.table + `" AS "` + a.alias + `" WHERE ` + f.sql + `)`
+	if d.goneVia == "" {
+		return in, f.args
+	}
+	return `(` + in + ` OR (NOT EXISTS (SELECT 1 FROM "` + a.table + `" AS "gone" WHERE "gone"."id" = ` + d.col(d.scopedBy) + `)` +
+			` AND EXISTS (SELECT 1 FROM "` + a.table + `" AS "` + a.alias + `" WHERE ` + a.col("id") + ` = ANY(` + d.col(d.goneVia) + `) AND ` + f.sql + `)))`,
+		append(append([]any{}, f.args...), f.args...)
+}
+
+// outlivingAccounts makes d's rows outlive their account (usage, billing
+// data): a row whose account no longer exists (erased) is visible when one
+// of the accounts in its column col (the ancestors recorded with it) is in
+// the management scope. It returns d.
+func (d *Descriptor) outlivingAccounts(col string) *Descriptor {
+	if !d.tableField(col) {
+		panic(fmt.Sprintf("storage: %s has no column %s", d.table, col))
+	}
+	d.goneVia = col
+	return d
 }

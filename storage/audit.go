@@ -268,16 +268,35 @@ func storedSecrets(ctx context.Context, db bun.IDB, candidates map[string][][]by
 	return fields, nil
 }
 
+// auditTarget is what the events of one action are about: the table
+// whose row target_id names, and the fields of changes that hold that
+// row's personal data (replaced by ErasedMark when the row is erased).
+type auditTarget struct {
+	table    string
+	personal []string
+}
+
+// auditTargets declares every audited action (writeAuditEvent refuses
+// any other). The IMEIs under "imei" in any event's changes are handled
+// apart: an erase replaces those of erased devices whatever the event is
+// about (scrubAudit).
+var auditTargets = map[string]auditTarget{
+	policy.ActionAccountCreate: {"accounts", []string{"username", "email"}},
+	policy.ActionAccountUpdate: {"accounts", []string{"username", "email"}},
+	policy.ActionAccountErase:  {"accounts", nil},
+	policy.ActionGrantsReplace: {"accounts", nil},
+	policy.ActionObjectCreate:  {"objects", []string{"name", "imei"}},
+	policy.ActionObjectMove:    {"objects", []string{"imei"}},
+	policy.ActionTokenCreate:   {"tokens", []string{"name"}},
+	policy.ActionTokenRevoke:   {"tokens", nil},
+}
+
 // writeAuditEvent stores ev inside the caller's transaction db: the one
 // place an audit row is written. It refuses an event without an actor, a
 // target or a known action, and changes that hold a secret or a hash
 // (ErrSecretInAudit), so that nothing of the kind is ever stored.
 func writeAuditEvent(ctx context.Context, db bun.IDB, ev *AuditEvent) error {
-	switch ev.Action {
-	case policy.ActionAccountCreate, policy.ActionAccountUpdate, policy.ActionGrantsReplace,
-		policy.ActionObjectCreate, policy.ActionObjectMove, policy.ActionTokenCreate, policy.ActionTokenRevoke,
-		policy.ActionAccountErase:
-	default:
+	if _, ok := auditTargets[ev.Action]; !ok {
 		return fmt.Errorf("audit: unknown action %q", ev.Action)
 	}
 	// The operator's erase through the command line has no account or

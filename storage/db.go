@@ -110,7 +110,7 @@ func Open(dsn string, opts Options) *bun.DB {
 		otelsql.ReportDBStatsMetrics(sqldb, otelsql.WithMeterProvider(opts.MeterProvider),
 			otelsql.WithAttributes(poolAttrs...))
 	}
-	return db.WithQueryHook(epoch).WithQueryHook(bunotel.NewQueryHook(hookOpts...))
+	return db.WithQueryHook(epoch).WithQueryHook(operationHook{bunotel.NewQueryHook(hookOpts...)})
 }
 
 // EnsureDatabase creates the database named in dsn when it does not exist,

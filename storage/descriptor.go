@@ -78,6 +78,10 @@ type Descriptor struct {
 	// management scope (accountsScope) restricts the table's rows
 	// (scopedByAccounts): the table has no scope of its own.
 	scopedBy string
+	// goneVia, when set (outlivingAccounts), is the column of account ids
+	// through which a row whose scopedBy account no longer exists stays
+	// in the scope of the accounts that were above it.
+	goneVia string
 	// counted: the table's rows are counted per account (declared with
 	// the option counted; counters.go).
 	counted bool

@@ -39,6 +39,7 @@ var unscopedStore = map[string]string{
 	"AddUsage":             "usage_daily: the servers' own counts of what they answered (metering), not a tenant table",
 	"ExportUsage":          "usage_daily and accounts: the operator's billing export (a trusted CLI job)",
 	"FoldCounters":         "account_row_counts only: moves counts between an account's own stripes, reads and returns no row",
+	"Purge":                "idempotency_keys and tokens past their lifetime, every account's: serve's periodic purge, returns counts only",
 }
 
 // unscopedFuncs are the exported functions of package storage that take a

@@ -2,9 +2,9 @@ package storage
 
 import (
 	"context"
+	"database/sql"
 	"errors"
 	"fmt"
-	"strings"
 
 	"github.com/uptrace/bun"
 	"github.com/uptrace/bun/dialect/pgdialect"
@@ -19,34 +19,89 @@ import (
 // answer (the delete triggers announce each token and account to the
 // authentication caches, and the write waits for their acknowledgements,
 // AwaitAuthAcks), and one account.erase audit event records the counts.
-// Earlier audit events about the erased accounts stay (the operator's
-// record) without their personal data: the username and e-mail in their
-// changes read "[erased]".
+//
+// Nothing that names the subtree is left in any table, whoever wrote it:
+// the stored responses of keyed creates (idempotency_keys) that name an
+// erased row are deleted, whichever account made the request; earlier
+// audit events stay (the operator's record) with every value that names
+// an erased row replaced by "[erased]" (a username, an e-mail, a device's
+// name and IMEI, a token's name, the request ids the erased accounts
+// chose); other accounts' report definitions and event rules lose the
+// erased devices (one that named only erased devices goes). What stays
+// on purpose: the usage the subtree was served (usage_daily, billing
+// data: ids and routes only) and the audit trail's ids.
 
-// eraseStep is one table an erase empties of the subtree's rows: where
-// selects them, each ? the subtree's account ids. The steps run in this
-// order (rows before what they reference).
+// eraseStep is one table an erase deletes the subtree's rows from: where
+// selects them, ?0 the subtree's account ids. The steps run in this
+// order (rows before what they reference), after eraseScrubs. key, when
+// set, is the table's one-column key: a stored response can name one of
+// its rows (idempotency_keys.subject), and the erase deletes it.
 type eraseStep struct {
-	table, where string
+	table, where, key string
 }
+
+// erasedIMEIs are the IMEIs of the subtree's devices, as SQL (while the
+// devices exist).
+const erasedIMEIs = "ARRAY(SELECT eo.imei FROM objects AS eo WHERE eo.account_id = ANY(?0))"
+
+// namesOnlyErasedDevices selects the report definitions and event rules
+// (of any account) whose devices are all erased: they go with them (an
+// empty list would mean "every device" to an event rule).
+const namesOnlyErasedDevices = "(account_id = ANY(?0) OR (cardinality(imei) > 0 AND imei <@ " + erasedIMEIs + "))"
 
 // eraseSteps lists the tables an erase deletes the subtree's rows from, in
 // order; TestEraseLeavesNoRow fails when a table holding account data is
-// neither here nor kept on purpose (the audit trail).
+// neither here nor kept on purpose (the audit trail, the usage), and
+// TestEraseLeavesNothing when any text or JSON value of any table still
+// names the subtree.
 var eraseSteps = []eraseStep{
-	{"idempotency_keys", "account_id = ANY(?)"},
-	{"object_grants", "subaccount_id = ANY(?) OR imei IN (SELECT imei FROM objects WHERE account_id = ANY(?))"},
-	{"services", "account_id = ANY(?)"},
-	{"reports", "account_id = ANY(?)"},
-	{"events", "account_id = ANY(?)"},
-	{"passengers", "account_id = ANY(?)"},
-	{"tokens", "account_id = ANY(?)"},
-	{"objects", "account_id = ANY(?)"},
-	// the usage the metering flushed (its FK cascades too; deleted here to be counted)
-	{"usage_daily", "account_id = ANY(?)"},
-	{"accounts", "id = ANY(?)"},
+	// the stored responses of the subtree's requests, and of anyone's
+	// request that created a row erased below (eraseKeysWhere)
+	{table: "idempotency_keys", where: "account_id = ANY(?0)"},
+	{table: "object_grants", where: "subaccount_id = ANY(?0) OR imei IN (SELECT imei FROM objects WHERE account_id = ANY(?0))"},
+	{table: "services", where: "account_id = ANY(?0)", key: "service_id"},
+	{table: "reports", where: namesOnlyErasedDevices, key: "report_id"},
+	{table: "events", where: namesOnlyErasedDevices, key: "event_id"},
+	{table: "passengers", where: "account_id = ANY(?0)", key: "passenger_id"},
+	{table: "tokens", where: "account_id = ANY(?0)", key: "id"},
+	{table: "objects", where: "account_id = ANY(?0)", key: "id"},
+	{table: "accounts", where: "id = ANY(?0)", key: "id"},
 	// the row counters the deletes above left at zero, per stripe
-	{"account_row_counts", "account_id = ANY(?)"},
+	{table: "account_row_counts", where: "account_id = ANY(?0)"},
+}
+
+// whereOf is the condition of step s: for the stored responses, also
+// those naming a row that a later step deletes.
+func (s eraseStep) whereOf() string {
+	if s.table != "idempotency_keys" {
+		return s.where
+	}
+	w := s.where
+	for _, t := range eraseSteps {
+		if t.key != "" {
+			w += fmt.Sprintf(" OR (subject = '%s' AND subject_id IN (SELECT %s FROM %s WHERE %s))", t.table, t.key, t.table, t.where)
+		}
+	}
+	return w
+}
+
+// eraseScrub is a table whose rows an erase keeps but rewrites: set
+// replaces what names the subtree in the rows where selects (?0 the
+// subtree's account ids). The scrubs run before the deletes, while the
+// rows they name exist.
+type eraseScrub struct {
+	table, set, where string
+}
+
+// eraseScrubs are the other accounts' rows that name erased devices: their
+// report definitions and event rules keep their other devices (those
+// that name only erased devices are deleted by eraseSteps). The audit
+// trail is scrubbed by scrubAudit.
+var eraseScrubs = []eraseScrub{
+	{table: "reports", set: "imei = ARRAY(SELECT x FROM unnest(imei) AS x WHERE x <> ALL(" + erasedIMEIs + "))",
+		where: "account_id <> ALL(?0) AND imei && " + erasedIMEIs + " AND NOT imei <@ " + erasedIMEIs},
+	{table: "events", set: "imei = ARRAY(SELECT x FROM unnest(imei) AS x WHERE x <> ALL(" + erasedIMEIs + "))",
+		where: "account_id <> ALL(?0) AND imei && " + erasedIMEIs + " AND NOT imei <@ " + erasedIMEIs},
 }
 
 // EraseTables returns the tables an erase deletes the subtree's rows from,
@@ -74,10 +129,13 @@ type Erased struct {
 	Account Account `json:"account"`
 	// Accounts are the ids of the subtree, the root first.
 	Accounts []int64 `json:"accounts"`
-	// Rows counts the rows of each table of EraseTables but the row
-	// counters, and "audit_events": the earlier events whose personal
-	// data was removed.
+	// Rows counts the rows deleted from each table of EraseTables but the
+	// row counters.
 	Rows map[string]int64 `json:"rows"`
+	// Scrubbed counts the rows kept whose values naming the subtree were
+	// replaced or removed: "audit_events" (earlier events), "reports" and
+	// "events" (other accounts' definitions that named erased devices).
+	Scrubbed map[string]int64 `json:"scrubbed"`
 }
 
 // subtree returns root and the accounts below it, level by level, each
@@ -108,63 +166,56 @@ func subtree(ctx context.Context, db bun.IDB, root int64, lock bool) ([]int64, e
 	return ids, nil
 }
 
-// args repeats the subtree's ids for each ? of a step's where.
-func (e eraseStep) args(ids []int64) []any {
-	out := make([]any, strings.Count(e.where, "?"))
-	for i := range out {
-		out[i] = pgdialect.Array(ids)
+// eraseRows deletes the subtree's rows and rewrites what names them in
+// the rows kept (dry: counts both), one statement per table.
+func eraseRows(ctx context.Context, db bun.IDB, ids []int64, dry bool) (rows, scrubbed map[string]int64, err error) {
+	subtree := pgdialect.Array(ids)
+	scrubbed = map[string]int64{}
+	if scrubbed["audit_events"], err = scrubAudit(ctx, db, subtree, dry); err != nil {
+		return nil, nil, fmt.Errorf("erase: audit trail: %w", err)
 	}
-	return out
-}
-
-// eraseRows deletes the subtree's rows (dry: counts them) and scrubs the
-// earlier audit events of the subtree.
-func eraseRows(ctx context.Context, db bun.IDB, ids []int64, dry bool) (map[string]int64, error) {
-	rows := map[string]int64{}
+	for _, s := range eraseScrubs {
+		var n int64
+		if dry {
+			n, err = countWhere(ctx, db, s.table, s.where, subtree)
+		} else {
+			n, err = affected(db.NewUpdate().TableExpr(s.table).Set(s.set, subtree).Where(s.where, subtree).Exec(ctx))
+		}
+		if err != nil {
+			return nil, nil, fmt.Errorf("erase: %s: %w", s.table, err)
+		}
+		scrubbed[s.table] = n
+	}
+	rows = map[string]int64{}
 	for _, s := range eraseSteps {
 		var n int64
 		if dry {
-			if err := db.NewRaw("SELECT count(*) FROM "+s.table+" WHERE "+s.where, s.args(ids)...).Scan(ctx, &n); err != nil {
-				return nil, err
-			}
+			n, err = countWhere(ctx, db, s.table, s.whereOf(), subtree)
 		} else {
-			res, err := db.NewRaw("DELETE FROM "+s.table+" WHERE "+s.where, s.args(ids)...).Exec(ctx)
-			if err != nil {
-				return nil, fmt.Errorf("erase %s: %w", s.table, err)
-			}
-			if n, err = res.RowsAffected(); err != nil {
-				return nil, err
-			}
+			n, err = affected(db.NewDelete().TableExpr(s.table).Where(s.whereOf(), subtree).Exec(ctx))
+		}
+		if err != nil {
+			return nil, nil, fmt.Errorf("erase %s: %w", s.table, err)
 		}
 		if s.table != "account_row_counts" {
 			rows[s.table] = n
 		}
 	}
-	const personal = `target_account_id = ANY(?) AND (changes ? 'username' OR changes ? 'email')`
-	var n int64
-	if dry {
-		if err := db.NewRaw("SELECT count(*) FROM audit_events WHERE "+personal, pgdialect.Array(ids)).Scan(ctx, &n); err != nil {
-			return nil, err
-		}
-	} else {
-		// Each username or e-mail change keeps its shape (before null on
-		// a create) with the values replaced.
-		res, err := db.NewRaw(`UPDATE audit_events SET changes = (
-			SELECT jsonb_object_agg(k, CASE WHEN k IN ('username', 'email') THEN jsonb_build_object(
-				'before', CASE WHEN v->'before' IS NULL OR v->'before' = 'null'::jsonb THEN 'null'::jsonb ELSE to_jsonb(?::text) END,
-				'after', CASE WHEN v->'after' IS NULL OR v->'after' = 'null'::jsonb THEN 'null'::jsonb ELSE to_jsonb(?::text) END)
-				ELSE v END)
-			FROM jsonb_each(changes) AS e(k, v))
-			WHERE `+personal, ErasedMark, ErasedMark, pgdialect.Array(ids)).Exec(ctx)
-		if err != nil {
-			return nil, fmt.Errorf("erase: audit trail: %w", err)
-		}
-		if n, err = res.RowsAffected(); err != nil {
-			return nil, err
-		}
+	return rows, scrubbed, nil
+}
+
+// countWhere counts the rows of table that where selects.
+func countWhere(ctx context.Context, db bun.IDB, table, where string, args ...any) (int64, error) {
+	n, err := db.NewSelect().TableExpr(table).Where(where, args...).Count(ctx)
+	return int64(n), err
+}
+
+// affected is the number of rows a statement changed.
+func affected(res sql.Result, err error) (int64, error) {
+	if err != nil {
+		return 0, err
 	}
-	rows["audit_events"] = n
-	return rows, nil
+	return res.RowsAffected()
 }
 
 // eraseEvent is the account.erase audit event of e: the target account is
@@ -178,9 +229,7 @@ func eraseEvent(e Erased) AuditEvent {
 		ev.TargetAccountID = *e.Account.ManagerID
 	}
 	for table, n := range e.Rows {
-		if table != "audit_events" {
-			ev.Changes[table] = Change{Before: n, After: 0}
-		}
+		ev.Changes[table] = Change{Before: n, After: 0}
 	}
 	return ev
 }
@@ -195,11 +244,11 @@ func eraseIn(ctx context.Context, db bun.IDB, root Account, dry bool) (Erased, e
 	if err != nil {
 		return Erased{}, err
 	}
-	rows, err := eraseRows(ctx, db, ids, dry)
+	rows, scrubbed, err := eraseRows(ctx, db, ids, dry)
 	if err != nil {
 		return Erased{}, err
 	}
-	return Erased{Account: root, Accounts: ids, Rows: rows}, nil
+	return Erased{Account: root, Accounts: ids, Rows: rows, Scrubbed: scrubbed}, nil
 }
 
 // EraseManagedAccount erases the subtree of the account id, in the

@@ -110,3 +110,6 @@ func ServicePageIDs(ctx context.Context, s *Store, scope policy.Scope, req ListR
 
 // DeferPage exposes deferPage.
 var DeferPage = deferPage
+
+// StatementOperation is statementOperation, for the span names' test.
+var StatementOperation = statementOperation

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"net/mail"
+	"reflect"
 	"sort"
 	"strings"
 	"time"
@@ -207,35 +208,66 @@ func claimIdempotencyKey(ctx context.Context, tx bun.Tx, idem IdempotentRequest)
 // concurrent insert of the same key waits for the other transaction). It
 // returns claimed true when this transaction owns the new row, else the
 // stored response of the first create (same hash) or
-// ErrIdempotencyKeyReused (other hash).
+// ErrIdempotencyKeyReused (other hash). A row older than
+// IdempotencyKeyTTL is as good as absent: this transaction takes it over
+// as a new claim, whatever its hash (the update waits for a concurrent
+// take-over and then finds the row fresh, which is then replayed).
 func claimKey(ctx context.Context, tx bun.Tx, idem IdempotentRequest) (json.RawMessage, bool, error) {
-	row := &IdempotencyKey{AccountID: idem.AccountID, Key: idem.Key, RequestHash: idem.RequestHash, Response: json.RawMessage("{}")}
-	res, err := tx.NewInsert().Model(row).On("CONFLICT DO NOTHING").Exec(ctx)
-	if err != nil {
-		return nil, false, err
+	// Three rounds suffice: a round finds no live row only when the row
+	// expired, and the take-over fails only when another transaction took
+	// it over (the next round finds it live) or the purge deleted it (the
+	// next round inserts).
+	for range 3 {
+		row := &IdempotencyKey{AccountID: idem.AccountID, Key: idem.Key, RequestHash: idem.RequestHash, Response: json.RawMessage("{}")}
+		res, err := tx.NewInsert().Model(row).On("CONFLICT DO NOTHING").Exec(ctx)
+		if err != nil {
+			return nil, false, err
+		}
+		if n, err := res.RowsAffected(); err != nil {
+			return nil, false, err
+		} else if n == 1 {
+			return nil, true, nil
+		}
+		var live []IdempotencyKey
+		if err := tx.NewSelect().Model(&live).
+			Where(`"ik"."account_id" = ? AND "ik"."key" = ?`, idem.AccountID, idem.Key).
+			Where(`"ik"."created_at" > now() - ? * interval '1 microsecond'`, IdempotencyKeyTTL.Microseconds()).Scan(ctx); err != nil {
+			return nil, false, err
+		}
+		if len(live) == 0 {
+			res, err := tx.NewUpdate().Model((*IdempotencyKey)(nil)).
+				Set("request_hash = ?, status = 0, response = '{}', subject = NULL, subject_id = NULL, created_at = now()", idem.RequestHash).
+				Where(`"ik"."account_id" = ? AND "ik"."key" = ?`, idem.AccountID, idem.Key).
+				Where(`"ik"."created_at" <= now() - ? * interval '1 microsecond'`, IdempotencyKeyTTL.Microseconds()).Exec(ctx)
+			if err != nil {
+				return nil, false, err
+			}
+			if n, err := res.RowsAffected(); err != nil {
+				return nil, false, err
+			} else if n == 1 {
+				return nil, true, nil
+			}
+			continue
+		}
+		existing := live[0]
+		if !bytes.Equal(existing.RequestHash, idem.RequestHash) {
+			return nil, false, ErrIdempotencyKeyReused
+		}
+		if existing.Status != statusCreated {
+			return nil, false, fmt.Errorf("idempotency key %q holds status %d, not a created row", idem.Key, existing.Status)
+		}
+		return existing.Response, false, nil
 	}
-	if n, err := res.RowsAffected(); err != nil {
-		return nil, false, err
-	} else if n == 1 {
-		return nil, true, nil
-	}
-	existing := new(IdempotencyKey)
-	if err := tx.NewSelect().Model(existing).
-		Where(`"ik"."account_id" = ? AND "ik"."key" = ?`, idem.AccountID, idem.Key).Scan(ctx); err != nil {
-		return nil, false, err
-	}
-	if !bytes.Equal(existing.RequestHash, idem.RequestHash) {
-		return nil, false, ErrIdempotencyKeyReused
-	}
-	if existing.Status != statusCreated {
-		return nil, false, fmt.Errorf("idempotency key %q holds status %d, not a created row", idem.Key, existing.Status)
-	}
-	return existing.Response, false, nil
+	return nil, false, fmt.Errorf("%w: idempotency key %q changed three times during the request", ErrUnavailable, idem.Key)
 }
 
 // storeIdempotentResponse records the created row (its JSON form) as the
-// key's response.
+// key's response, with the row it names (responseSubject).
 func storeIdempotentResponse(ctx context.Context, tx bun.Tx, idem IdempotentRequest, created any) error {
+	subject, id, err := responseSubject(tx, created)
+	if err != nil {
+		return err
+	}
 	body, err := json.Marshal(created)
 	if err != nil {
 		return err
@@ -243,9 +275,27 @@ func storeIdempotentResponse(ctx context.Context, tx bun.Tx, idem IdempotentRequ
 	_, err = tx.NewUpdate().Model((*IdempotencyKey)(nil)).
 		Set("status = ?", statusCreated).
 		Set("response = ?::jsonb", string(body)).
+		Set("subject = ?, subject_id = ?", subject, id).
 		Where(`"ik"."account_id" = ? AND "ik"."key" = ?`, idem.AccountID, idem.Key).
 		Exec(ctx)
 	return err
+}
+
+// responseSubject names the row a stored response holds: the table of
+// created's bun model and the value of its one-column primary key (an
+// account, a device, a token, a passenger). A response of another kind is
+// refused, so that a new keyed create cannot store a response the erase
+// would not find.
+func responseSubject(db bun.IDB, created any) (string, int64, error) {
+	v := reflect.Indirect(reflect.ValueOf(created))
+	if v.Kind() != reflect.Struct {
+		return "", 0, fmt.Errorf("idempotency: a response of type %T names no row", created)
+	}
+	t := db.Dialect().Tables().Get(v.Type())
+	if t == nil || len(t.PKs) != 1 || t.PKs[0].IndirectType.Kind() != reflect.Int64 {
+		return "", 0, fmt.Errorf("idempotency: a response of type %T names no row by a bigint key", created)
+	}
+	return t.Name, t.PKs[0].Value(v).Int(), nil
 }
 
 // describeFields renders validation failures as "field: reason" in field

@@ -51,6 +51,7 @@ var primaryOnly = map[string]string{
 	"DefaultQuotas":       "configuration",
 	"WithQuotas":          "configuration",
 	"FoldCounters":        "a write (serve's periodic fold of the counters' stripes)",
+	"Purge":               "a write (serve's periodic purge of expired keys and dead tokens)",
 	"ActivePrincipals":    "policy diff (the CLI): the tokens as they are now",
 	"AccountPrincipals":   "policy diff (the CLI): the accounts as they are now",
 	"DiffScopes":          "policy diff (the CLI): compares two scopes over the primary's rows",

@@ -5,6 +5,7 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -18,7 +19,10 @@ import (
 // day and route template, in usage_daily. The servers count in memory
 // (api/metering) and add their counts with AddUsage; GET /usage reads them
 // under the management scope (UsageTotals), the operator's billing export
-// reads every account (ExportUsage).
+// reads every account (ExportUsage). Usage is billing data: it outlives
+// the accounts it was counted for (an erase keeps it), with the ids of
+// the accounts above each account and of the account billed for it,
+// recorded when counted.
 
 // UsageDaily is a row of usage_daily: one account's use of one route on
 // one UTC day.
@@ -40,19 +44,33 @@ type UsageDaily struct {
 	Errors4xx    int64  `bun:"errors_4xx"`
 	Errors5xx    int64  `bun:"errors_5xx"`
 	BytesOut     int64  `bun:"bytes_out"`
+	// Ancestors are the accounts above AccountID when it was counted,
+	// nearest first; BilledAccountID the account billed for it
+	// (UsageCount).
+	Ancestors       []int64 `bun:"ancestors,array"`
+	BilledAccountID int64   `bun:"billed_account_id,nullzero"`
 }
 
 // usageScope restricts usage_daily to the accounts of the management
-// scope.
-var usageScope = scopedByAccounts[UsageDaily]("account_id")
+// scope; the rows of an erased account stay in the scope of the accounts
+// that were above it.
+var usageScope = scopedByAccounts[UsageDaily]("account_id").outlivingAccounts("ancestors")
 
 // UsageCount is what the API served one account on one UTC day on one
 // route: one row of AddUsage's batch. Day is any time on that day (its UTC
 // date counts).
 type UsageCount struct {
 	AccountID int64
-	Day       time.Time
-	Route     string
+	// Ancestors are the accounts above AccountID, nearest first (its
+	// manager, that account's manager, ...): GET /usage shows the usage
+	// of an erased account to them.
+	Ancestors []int64
+	// BilledAccountID is the account billed for the usage: the top of
+	// AccountID's tree below the operator's admins (itself at the top, or
+	// for an admin); 0 means AccountID.
+	BilledAccountID int64
+	Day             time.Time
+	Route           string
 	// Requests answered; RowsReturned, the items of the lists among them;
 	// Writes, the write requests (POST, PUT, PATCH, DELETE) answered 2xx;
 	// Errors4xx and Errors5xx, the answers of those classes; BytesOut, the
@@ -65,7 +83,8 @@ type UsageCount struct {
 // x + EXCLUDED.x), so that every replica's counts add up whatever their
 // order. Rows are written in key order, so that two replicas adding the
 // same keys lock them in the same order (no deadlock). A count for an
-// account that no longer exists (erased) is skipped. The statement is all
+// account that no longer exists (erased since) is added too: usage
+// outlives its account. The statement is all
 // or nothing: after an error nothing was added and the same batch can be
 // added again. It returns ErrUnavailable when the database cannot be
 // reached.
@@ -85,19 +104,24 @@ func (s *Store) AddUsage(ctx context.Context, counts []UsageCount) error {
 		return cmp.Or(cmp.Compare(a.c.AccountID, b.c.AccountID), strings.Compare(a.day, b.day), strings.Compare(a.c.Route, b.c.Route))
 	})
 	n := len(rows)
-	acc, req, ret, wr, e4, e5, out := make([]int64, n), make([]int64, n), make([]int64, n), make([]int64, n), make([]int64, n), make([]int64, n), make([]int64, n)
-	days, routes := make([]string, n), make([]string, n)
+	acc, billed, req, ret, wr, e4, e5, out := make([]int64, n), make([]int64, n), make([]int64, n), make([]int64, n), make([]int64, n), make([]int64, n), make([]int64, n), make([]int64, n)
+	days, routes, ancestors := make([]string, n), make([]string, n), make([]string, n)
 	for i, r := range rows {
 		c := r.c
 		acc[i], days[i], routes[i] = c.AccountID, r.day, c.Route
+		// one array per row: unnest would flatten a two-dimensional one
+		ancestors[i] = int64sLiteral(c.Ancestors)
+		if billed[i] = c.BilledAccountID; billed[i] == 0 {
+			billed[i] = c.AccountID
+		}
 		req[i], ret[i], wr[i], e4[i], e5[i], out[i] = c.Requests, c.RowsReturned, c.Writes, c.Errors4xx, c.Errors5xx, c.BytesOut
 	}
 	_, err := s.db.ExecContext(ctx, `INSERT INTO usage_daily AS u
-    (account_id, day, route, requests, rows_returned, writes, errors_4xx, errors_5xx, bytes_out)
-SELECT v.account_id, v.day::date, v.route, v.requests, v.rows_returned, v.writes, v.errors_4xx, v.errors_5xx, v.bytes_out
-FROM unnest(?::bigint[], ?::text[], ?::text[], ?::bigint[], ?::bigint[], ?::bigint[], ?::bigint[], ?::bigint[], ?::bigint[])
-    WITH ORDINALITY AS v(account_id, day, route, requests, rows_returned, writes, errors_4xx, errors_5xx, bytes_out, n)
-WHERE EXISTS (SELECT 1 FROM accounts a WHERE a.id = v.account_id)
+    (account_id, day, route, requests, rows_returned, writes, errors_4xx, errors_5xx, bytes_out, ancestors, billed_account_id)
+SELECT v.account_id, v.day::date, v.route, v.requests, v.rows_returned, v.writes, v.errors_4xx, v.errors_5xx, v.bytes_out,
+    v.ancestors::bigint[], v.billed_account_id
+FROM unnest(?::bigint[], ?::text[], ?::text[], ?::bigint[], ?::bigint[], ?::bigint[], ?::bigint[], ?::bigint[], ?::bigint[], ?::text[], ?::bigint[])
+    WITH ORDINALITY AS v(account_id, day, route, requests, rows_returned, writes, errors_4xx, errors_5xx, bytes_out, ancestors, billed_account_id, n)
 ORDER BY v.n
 ON CONFLICT (account_id, day, route) DO UPDATE SET
     requests = u.requests + EXCLUDED.requests,
@@ -107,7 +131,7 @@ ON CONFLICT (account_id, day, route) DO UPDATE SET
     errors_5xx = u.errors_5xx + EXCLUDED.errors_5xx,
     bytes_out = u.bytes_out + EXCLUDED.bytes_out`,
 		pgdialect.Array(acc), pgdialect.Array(days), pgdialect.Array(routes), pgdialect.Array(req), pgdialect.Array(ret),
-		pgdialect.Array(wr), pgdialect.Array(e4), pgdialect.Array(e5), pgdialect.Array(out))
+		pgdialect.Array(wr), pgdialect.Array(e4), pgdialect.Array(e5), pgdialect.Array(out), pgdialect.Array(ancestors), pgdialect.Array(billed))
 	return translateOwn(err)
 }
 
@@ -200,10 +224,12 @@ func (s *Store) UsageTotals(ctx context.Context, scope policy.Scope, req UsageRe
 }
 
 // UsageRow is one row of the operator's billing export: an account's use
-// of one route on one UTC day.
+// of one route on one UTC day, and the account billed for it.
 type UsageRow struct {
-	Day          string `json:"day"`
-	AccountID    int64  `json:"account_id"`
+	Day       string `json:"day"`
+	AccountID int64  `json:"account_id"`
+	// Username is the account's, ErasedMark once it is erased (its id
+	// stays: the export attributes the usage without personal data).
 	Username     string `json:"username"`
 	Route        string `json:"route"`
 	Requests     int64  `json:"requests"`
@@ -212,20 +238,27 @@ type UsageRow struct {
 	Errors4xx    int64  `json:"errors_4xx"`
 	Errors5xx    int64  `json:"errors_5xx"`
 	BytesOut     int64  `json:"bytes_out"`
+	// BilledAccountID is the account billed for the usage (the top of the
+	// account's tree below the admins, when counted) and BilledUsername
+	// its username (ErasedMark once it is erased): a subaccount's and a
+	// user's usage roll up to it.
+	BilledAccountID int64  `json:"billed_account_id"`
+	BilledUsername  string `json:"billed_username"`
 }
 
 // ExportUsage calls each with every row of usage_daily from the UTC day
-// from to to (inclusive), every account's, ordered by day, account and
-// route, streaming (the rows are not held in memory): the operator's
-// billing export (`fleetapi usage export`), a trusted CLI job outside any
-// scope. It stops at the first error each returns and returns it; it
-// returns ErrUnavailable when the database cannot be reached.
+// from to to (inclusive), every account's (erased ones included),
+// ordered by day, account and route, streaming (the rows are not held in
+// memory): the operator's billing export (`fleetapi usage export`), a
+// trusted CLI job outside any scope. It stops at the first error each
+// returns and returns it; it returns ErrUnavailable when the database
+// cannot be reached.
 func (s *Store) ExportUsage(ctx context.Context, from, to Date, each func(UsageRow) error) error {
-	rows, err := s.db.QueryContext(ctx, `SELECT to_char(u.day, 'YYYY-MM-DD'), u.account_id, a.username, u.route,
-    u.requests, u.rows_returned, u.writes, u.errors_4xx, u.errors_5xx, u.bytes_out
-FROM usage_daily u JOIN accounts a ON a.id = u.account_id
+	rows, err := s.db.QueryContext(ctx, `SELECT to_char(u.day, 'YYYY-MM-DD'), u.account_id, COALESCE(a.username, ?), u.route,
+    u.requests, u.rows_returned, u.writes, u.errors_4xx, u.errors_5xx, u.bytes_out, COALESCE(u.billed_account_id, u.account_id), COALESCE(b.username, ?)
+FROM usage_daily u LEFT JOIN accounts a ON a.id = u.account_id LEFT JOIN accounts b ON b.id = COALESCE(u.billed_account_id, u.account_id)
 WHERE u.day BETWEEN ?::date AND ?::date
-ORDER BY u.day, u.account_id, u.route`, from.String(), to.String())
+ORDER BY u.day, u.account_id, u.route`, ErasedMark, ErasedMark, from.String(), to.String())
 	if err != nil {
 		return translateOwn(err)
 	}
@@ -233,7 +266,7 @@ ORDER BY u.day, u.account_id, u.route`, from.String(), to.String())
 	for rows.Next() {
 		var r UsageRow
 		if err := rows.Scan(&r.Day, &r.AccountID, &r.Username, &r.Route, &r.Requests, &r.RowsReturned, &r.Writes,
-			&r.Errors4xx, &r.Errors5xx, &r.BytesOut); err != nil {
+			&r.Errors4xx, &r.Errors5xx, &r.BytesOut, &r.BilledAccountID, &r.BilledUsername); err != nil {
 			return translateOwn(err)
 		}
 		if err := each(r); err != nil {
@@ -244,4 +277,16 @@ ORDER BY u.day, u.account_id, u.route`, from.String(), to.String())
 		return fmt.Errorf("usage export: %w", translateOwn(err))
 	}
 	return nil
+}
+
+// int64sLiteral is ids as a PostgreSQL array literal ("{3,1}").
+func int64sLiteral(ids []int64) string {
+	b := []byte{'{'}
+	for i, id := range ids {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = strconv.AppendInt(b, id, 10)
+	}
+	return string(append(b, '}'))
 }

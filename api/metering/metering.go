@@ -64,6 +64,12 @@ type Options struct {
 // Request is one answered request of an authenticated account.
 type Request struct {
 	AccountID int64
+	// Ancestors are the accounts above AccountID, nearest first, and
+	// BilledAccountID the account billed for its usage
+	// (storage.UsageCount): recorded with the counts, so that the usage
+	// outlives an erase of the account.
+	Ancestors       []int64
+	BilledAccountID int64
 	// Method is the request's method.
 	Method string
 	// At is when it was answered; its UTC day counts.
@@ -85,6 +91,10 @@ type key struct {
 
 type counts struct {
 	requests, rows, writes, e4xx, e5xx, bytes int64
+	// ancestors and billed are the account's (accounts do not move: the
+	// first request's stand for the key's).
+	ancestors []int64
+	billed    int64
 }
 
 // Meter counts requests in memory and flushes them to its Sink. It is safe
@@ -165,7 +175,7 @@ func (m *Meter) Interval() time.Duration { return m.interval }
 // Record counts one answered request. A write is a request of another
 // method than GET or HEAD answered 2xx.
 func (m *Meter) Record(r Request) {
-	c := counts{requests: 1, rows: int64(r.Rows), bytes: r.BytesOut}
+	c := counts{requests: 1, rows: int64(r.Rows), bytes: r.BytesOut, ancestors: r.Ancestors, billed: r.BilledAccountID}
 	switch {
 	case r.Status >= 500:
 		c.e5xx = 1
@@ -269,7 +279,8 @@ func (m *Meter) Flush(ctx context.Context) error {
 	defer span.End()
 	rows := make([]storage.UsageCount, 0, len(batch))
 	for k, c := range batch {
-		rows = append(rows, storage.UsageCount{AccountID: k.account, Day: time.Unix(k.day*86400, 0).UTC(), Route: k.route,
+		rows = append(rows, storage.UsageCount{AccountID: k.account, Ancestors: c.ancestors, BilledAccountID: c.billed,
+			Day: time.Unix(k.day*86400, 0).UTC(), Route: k.route,
 			Requests: c.requests, RowsReturned: c.rows, Writes: c.writes, Errors4xx: c.e4xx, Errors5xx: c.e5xx, BytesOut: c.bytes})
 	}
 	span.SetAttributes(attribute.Int("fleet.usage.rows", len(rows)))

@@ -148,7 +148,7 @@ func TestMeterDays(t *testing.T) {
 	m.Record(req(acme, "GET /me", time.Date(2026, 5, 1, 23, 59, 59, 0, time.UTC))) // same day
 	m.Record(req(acme, "GET /me", time.Date(2026, 5, 2, 0, 0, 0, 0, time.UTC)))    // next day
 	m.Record(req(acme, "GET /me", time.Date(1969, 12, 31, 23, 0, 0, 0, time.UTC))) // before the epoch
-	m.Record(req(987654321, "GET /me", noon))                                      // no such account
+	m.Record(req(987654321, "GET /me", noon))                                      // an account erased since: kept
 	if err := m.Flush(context.Background()); err != nil {
 		t.Fatal(err)
 	}
@@ -156,10 +156,10 @@ func TestMeterDays(t *testing.T) {
 		Day      string `bun:"day"`
 		Requests int64  `bun:"requests"`
 	}
-	if err := db.NewRaw("SELECT to_char(day, 'YYYY-MM-DD') AS day, requests FROM usage_daily ORDER BY day").Scan(context.Background(), &rows); err != nil {
+	if err := db.NewRaw("SELECT to_char(day, 'YYYY-MM-DD') AS day, requests FROM usage_daily ORDER BY day, account_id").Scan(context.Background(), &rows); err != nil {
 		t.Fatal(err)
 	}
-	if got := fmt.Sprint(rows); got != "[{1969-12-31 1} {2026-05-01 2} {2026-05-02 1}]" {
+	if got := fmt.Sprint(rows); got != "[{1969-12-31 1} {2026-05-01 2} {2026-05-01 1} {2026-05-02 1}]" {
 		t.Errorf("days %s", got)
 	}
 }

@@ -75,6 +75,11 @@ type config struct {
 	// CounterFoldInterval is how often the row counters' stripes are
 	// folded into one row per account (storage.FoldCounters); 0 never.
 	CounterFoldInterval time.Duration
+	// PurgeInterval is how often expired idempotency keys and dead tokens
+	// are purged (storage.Store.Purge); 0 never. TokenRetention is how long
+	// a revoked or expired token is kept (0: forever).
+	PurgeInterval  time.Duration
+	TokenRetention time.Duration
 	// LogFlushInterval is how long the server's log lines may wait in
 	// memory before they are written to stdout; 0 writes each at once.
 	LogFlushInterval time.Duration
@@ -127,6 +132,8 @@ func defaultConfig(getenv func(string) string) (config, error) {
 		errs = append(errs, errors.New("FLEET_USAGE_FLUSH_INTERVAL and FLEET_USAGE_MAX_ENTRIES must be above zero"))
 	}
 	c.CounterFoldInterval = envDuration(getenv, "FLEET_COUNTER_FOLD_INTERVAL", storage.DefaultCounterFoldInterval, &errs)
+	c.PurgeInterval = envDuration(getenv, "FLEET_PURGE_INTERVAL", storage.DefaultPurgeInterval, &errs)
+	c.TokenRetention = envDuration(getenv, "FLEET_TOKEN_RETENTION", storage.DefaultTokenRetention, &errs)
 	c.LogFlushInterval = envDuration(getenv, "FLEET_LOG_FLUSH_INTERVAL", telemetry.DefaultLogFlushInterval, &errs)
 	c.DrainDelay = envDuration(getenv, "FLEET_DRAIN_DELAY", 0, &errs)
 	c.ShutdownTimeout = envDuration(getenv, "FLEET_SHUTDOWN_TIMEOUT", 15*time.Second, &errs)
@@ -304,6 +311,8 @@ func (c *config) flags(fs *flag.FlagSet) {
 	fs.IntVar(&c.UsageMaxEntries, "usage-max-entries", c.UsageMaxEntries, "most (account, day, route) usage keys counted in memory between two flushes (FLEET_USAGE_MAX_ENTRIES)")
 	fs.DurationVar(&c.LogFlushInterval, "log-flush-interval", c.LogFlushInterval, "how long log lines may wait in memory before they are written; 0 writes each at once (FLEET_LOG_FLUSH_INTERVAL)")
 	fs.DurationVar(&c.CounterFoldInterval, "counter-fold-interval", c.CounterFoldInterval, "fold the row counters' stripes into one row per account this often; 0 never (FLEET_COUNTER_FOLD_INTERVAL)")
+	fs.DurationVar(&c.PurgeInterval, "purge-interval", c.PurgeInterval, "purge expired idempotency keys and dead tokens this often; 0 never (FLEET_PURGE_INTERVAL)")
+	fs.DurationVar(&c.TokenRetention, "token-retention", c.TokenRetention, "keep a revoked or expired token this long, then purge it; 0 keeps it forever (FLEET_TOKEN_RETENTION)")
 	fs.DurationVar(&c.DrainDelay, "drain-delay", c.DrainDelay, "on shutdown, how long /readyz answers 503 before the listener closes (FLEET_DRAIN_DELAY)")
 	fs.DurationVar(&c.ShutdownTimeout, "shutdown-timeout", c.ShutdownTimeout, "how long in-flight requests may take to finish on shutdown (FLEET_SHUTDOWN_TIMEOUT)")
 	fs.Func("database-read-urls", "comma-separated PostgreSQL URLs of streaming replicas for the client API's reads (FLEET_DATABASE_READ_URLS)", func(v string) error {

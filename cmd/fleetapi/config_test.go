@@ -105,3 +105,23 @@ func TestQuotaConfig(t *testing.T) {
 		}
 	}
 }
+
+// TestPurgeConfig: FLEET_PURGE_INTERVAL and FLEET_TOKEN_RETENTION, their
+// defaults (10 minutes, 30 days), 0 (never, forever), and the values the
+// server refuses before it starts.
+func TestPurgeConfig(t *testing.T) {
+	env := func(vars map[string]string) func(string) string { return func(k string) string { return vars[k] } }
+	c, err := defaultConfig(env(nil))
+	if err != nil || c.PurgeInterval != 10*time.Minute || c.TokenRetention != 30*24*time.Hour {
+		t.Fatalf("defaults: %v %s %s", err, c.PurgeInterval, c.TokenRetention)
+	}
+	c, err = defaultConfig(env(map[string]string{"FLEET_PURGE_INTERVAL": "0", "FLEET_TOKEN_RETENTION": "0"}))
+	if err != nil || c.PurgeInterval != 0 || c.TokenRetention != 0 {
+		t.Fatalf("zero: %v %s %s", err, c.PurgeInterval, c.TokenRetention)
+	}
+	for _, vars := range []map[string]string{{"FLEET_PURGE_INTERVAL": "-1m"}, {"FLEET_TOKEN_RETENTION": "30d"}, {"FLEET_TOKEN_RETENTION": "-1h"}} {
+		if _, err := defaultConfig(env(vars)); err == nil {
+			t.Errorf("%v accepted", vars)
+		}
+	}
+}

@@ -289,6 +289,7 @@ func serve(ctx context.Context, cfg config, getenv func(string) string, con cons
 	// answered and counted) on every way out of serve.
 	defer stopMeter()
 	defer startCounterFold(ctx, cfg.CounterFoldInterval, store, log)()
+	defer startPurge(ctx, cfg.PurgeInterval, cfg.TokenRetention, store, log)()
 	srv, err := api.New(api.Config{
 		Auth:             auth,
 		AuthSync:         authSync,
@@ -381,6 +382,43 @@ func startCounterFold(ctx context.Context, interval time.Duration, store *storag
 				log.Warn("counters: fold failed; next at the next interval", slog.Any("error", err))
 			case n > 0:
 				log.Info("counters: stripes folded", slog.Int64("rows", n))
+			}
+		}
+	}()
+	return func() {
+		cancel()
+		<-done
+	}
+}
+
+// startPurge purges expired idempotency keys and the tokens dead for
+// longer than retention (storage.Store.Purge) every interval until the
+// returned function is called (which waits for a purge in progress to
+// stop); an interval of 0 starts nothing. Replicas purge at the same time
+// without harm: each skips the rows another holds. A failed purge is
+// logged and tried again at the next tick.
+func startPurge(ctx context.Context, interval, retention time.Duration, store *storage.Store, log *slog.Logger) func() {
+	if interval == 0 {
+		return func() {}
+	}
+	pctx, cancel := context.WithCancel(ctx)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		tick := time.NewTicker(interval)
+		defer tick.Stop()
+		for {
+			select {
+			case <-pctx.Done():
+				return
+			case <-tick.C:
+			}
+			n, err := store.Purge(pctx, retention)
+			switch {
+			case err != nil && pctx.Err() == nil:
+				log.Warn("purge failed; next at the next interval", slog.Any("error", err))
+			case n.IdempotencyKeys > 0 || n.Tokens > 0:
+				log.Info("purged", slog.Int64("idempotency_keys", n.IdempotencyKeys), slog.Int64("tokens", n.Tokens))
 			}
 		}
 	}()

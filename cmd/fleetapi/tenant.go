@@ -43,7 +43,12 @@ tenant first (fleetapi tenant export) if its data may be needed again.`)
 			fmt.Fprintf(con.out, "  %-17s %d rows\n", table, n)
 		}
 	}
-	fmt.Fprintf(con.out, "  %-17s %d earlier events without the username and e-mail\n", "audit_events", erased.Rows["audit_events"])
+	fmt.Fprintf(con.out, "  %-17s %d earlier events without the values naming it\n", "audit_events", erased.Scrubbed["audit_events"])
+	for _, table := range []string{"reports", "events"} {
+		if n := erased.Scrubbed[table]; n > 0 {
+			fmt.Fprintf(con.out, "  %-17s %d rows of other accounts without its devices\n", table, n)
+		}
+	}
 	if !*confirm {
 		return usagef(cmd.name, "tenant erase: nothing was changed; run it again with --confirm to erase the above")
 	}
@@ -60,7 +65,8 @@ Token secrets are not stored and cannot be exported: each token is written
 with the SHA-256 hash of its secret (secret_hash), so that imported tokens
 keep working. The file holds personal data and those hashes: keep it as
 you keep the database. The root names its manager, which the file does not
-hold (remove the root's "manager" to import it at the top elsewhere).`)
+hold: import it elsewhere with fleetapi import --under USERNAME (an account
+of that installation that may manage it) or --top.`)
 	cfg := databaseCommand(cmd, getenv)
 	var out string
 	cmd.fs.StringVar(&out, "out", "", "write the file here (mode 0600, replaced only once the export is whole) instead of stdout")

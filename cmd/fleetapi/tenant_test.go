@@ -46,6 +46,33 @@ func TestTenantExport(t *testing.T) {
 		}
 	}
 
+	// acme is a customer under fleetco: a fresh installation has no
+	// fleetco, so the file goes under one of its managers (--under) or at
+	// the top (--top); without either it is refused, naming the manager.
+	acme := filepath.Join(t.TempDir(), "acme.json")
+	runOK(t, env, "tenant", "export", "--out", acme, "acme")
+	fresh := map[string]string{"FLEET_DATABASE_URL": storagetest.New(t).URL}
+	if r := runMain(t, fresh, "import", acme); r.code != exitFailure || !strings.Contains(r.stderr, `unknown manager "fleetco"`) {
+		t.Errorf("import without a place: exit %d, %s", r.code, r.stderr)
+	}
+	if r := runMain(t, fresh, "import", "--under", "x", "--top", acme); r.code != exitUsage {
+		t.Errorf("--under and --top: exit %d, %s", r.code, r.stderr)
+	}
+	if out := runOK(t, fresh, "import", "--top", acme); !strings.Contains(out, "accounts: 2 inserted") {
+		t.Errorf("--top: %s", out)
+	}
+	under := storagetest.New(t)
+	if _, err := under.ExecContext(t.Context(), `INSERT INTO accounts (username, email, type) VALUES ('reseller', '', 'manager')`); err != nil {
+		t.Fatal(err)
+	}
+	if out := runOK(t, map[string]string{"FLEET_DATABASE_URL": under.URL}, "import", "--under", "reseller", acme); !strings.Contains(out, "accounts: 2 inserted") {
+		t.Errorf("--under reseller: %s", out)
+	}
+	var manager string
+	if err := under.NewRaw(`SELECT m.username FROM accounts a JOIN accounts m ON m.id = a.manager_id WHERE a.username = 'acme'`).Scan(t.Context(), &manager); err != nil || manager != "reseller" {
+		t.Errorf("acme's manager after --under reseller: %q (%v)", manager, err)
+	}
+
 	if r := runMain(t, env, "tenant", "export", "nobody"); r.code != exitFailure || !strings.Contains(r.stderr, `account "nobody" not found`) {
 		t.Errorf("unknown account: exit %d, %s", r.code, r.stderr)
 	}

@@ -161,7 +161,7 @@ func checkTenantWalkthrough(t *testing.T, got, dir string, db *storagetest.DB) {
 		"Ratelimit-Limit: 2\r\nRatelimit-Remaining: 1\r\n",
 		// GET /usage and the export: the customer's three requests
 		`"requests":3,"rows_returned":1,"writes":0,"errors_4xx":1,"errors_5xx":0,`, `"routes":{"GET /me":2,"GET /objects":1}`,
-		"day,account_id,username,route,requests,rows_returned,writes,errors_4xx,errors_5xx,bytes_out\n",
+		"day,account_id,username,route,requests,rows_returned,writes,errors_4xx,errors_5xx,bytes_out,billed_account_id,billed_username\n",
 		"," + cust + ",vandelay,GET /me,2,0,0,1,0,", "," + cust + ",vandelay,GET /objects,1,1,0,0,0,",
 		"exported vandelay: 1 accounts, 1 objects, 0 grants, 2 tokens,",
 		"would erase vandelay (account " + cust + ")", "\nexit status 2\n", "\nerased vandelay (account " + cust + ")",
@@ -187,8 +187,9 @@ func checkTenantWalkthrough(t *testing.T, got, dir string, db *storagetest.DB) {
 		}
 	}
 
-	// No row of the customer is left in any table naming an account, and
-	// the erase is in the audit trail.
+	// No row of the customer is left in any table naming an account but
+	// its usage (billing data: its three requests stay), and the erase is
+	// in the audit trail.
 	ctx := context.Background()
 	var tables []string
 	if err := db.NewRaw(`SELECT table_name FROM information_schema.columns
@@ -198,7 +199,14 @@ func checkTenantWalkthrough(t *testing.T, got, dir string, db *storagetest.DB) {
 	if len(tables) < 5 {
 		t.Fatalf("tables with account_id: %v", tables)
 	}
+	var requests int
+	if err := db.NewRaw("SELECT coalesce(sum(requests), 0) FROM usage_daily WHERE account_id = ?", cust).Scan(ctx, &requests); err != nil || requests != 3 {
+		t.Errorf("the erased customer's usage: %d requests (%v), want 3", requests, err)
+	}
 	for _, table := range append(tables, "accounts") {
+		if table == "usage_daily" {
+			continue
+		}
 		col := "account_id"
 		if table == "accounts" {
 			col = "id"

@@ -12,17 +12,21 @@ import (
 
 // usageColumns are the columns of the export, in order (the CSV header and
 // the JSON keys).
-var usageColumns = []string{"day", "account_id", "username", "route", "requests", "rows_returned", "writes", "errors_4xx", "errors_5xx", "bytes_out"}
+var usageColumns = []string{"day", "account_id", "username", "route", "requests", "rows_returned", "writes", "errors_4xx", "errors_5xx", "bytes_out",
+	"billed_account_id", "billed_username"}
 
 func runUsageExport(ctx context.Context, args []string, getenv func(string) string, con console) error {
 	cmd := newCommand("usage export", "--from YYYY-MM-DD --to YYYY-MM-DD [--format csv|jsonl] [flags]",
 		`Write the usage of every account from the UTC day --from to the UTC day --to
 (inclusive) to standard output, one row per day, account and route template,
 ordered by day, account and route: day, account_id, username, route,
-requests, rows_returned, writes, errors_4xx, errors_5xx, bytes_out. CSV has a
-header line; jsonl is one JSON object per line. For an operator's billing
-system: the servers add their counts every FLEET_USAGE_FLUSH_INTERVAL, so
-export a day once it is over and that interval has passed.`)
+requests, rows_returned, writes, errors_4xx, errors_5xx, bytes_out,
+billed_account_id, billed_username. CSV has a header line; jsonl is one JSON
+object per line. For an operator's billing system: the servers add their
+counts every FLEET_USAGE_FLUSH_INTERVAL, so export a day once it is over and
+that interval has passed. An erased account's usage stays, its username
+"[erased]"; billed_account_id is the account billed for each row (the top
+of the account's tree below the admins, recorded when counted).`)
 	cfg := databaseCommand(cmd, getenv)
 	var from, to, format string
 	cmd.fs.StringVar(&from, "from", "", "first UTC day, YYYY-MM-DD (required)")
@@ -56,7 +60,7 @@ export a day once it is over and that interval has passed.`)
 		write = func(r storage.UsageRow) error {
 			return w.Write([]string{r.Day, strconv.FormatInt(r.AccountID, 10), r.Username, r.Route, strconv.FormatInt(r.Requests, 10),
 				strconv.FormatInt(r.RowsReturned, 10), strconv.FormatInt(r.Writes, 10), strconv.FormatInt(r.Errors4xx, 10),
-				strconv.FormatInt(r.Errors5xx, 10), strconv.FormatInt(r.BytesOut, 10)})
+				strconv.FormatInt(r.Errors5xx, 10), strconv.FormatInt(r.BytesOut, 10), strconv.FormatInt(r.BilledAccountID, 10), r.BilledUsername})
 		}
 		flush = func() error { w.Flush(); return w.Error() }
 	case "jsonl":

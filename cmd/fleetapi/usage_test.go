@@ -228,13 +228,18 @@ func TestUsageExportFormats(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	fleetco, err := store.AccountByUsername(ctx, "fleetco")
+	if err != nil {
+		t.Fatal(err)
+	}
 	d1 := time.Date(2026, 11, 24, 0, 0, 0, 0, time.UTC)
 	d2 := d1.AddDate(0, 0, 1)
+	above := []int64{fleetco.ID, fleetco.ManagerID}
 	rows := []storage.UsageCount{
-		{AccountID: acme.ID, Day: d1, Route: "GET /services", Requests: 10, RowsReturned: 200, Errors4xx: 1, BytesOut: 5000},
-		{AccountID: acme.ID, Day: d2, Route: "POST /passengers", Requests: 3, Writes: 2, Errors4xx: 1, BytesOut: 900},
-		{AccountID: globex.ID, Day: d2, Route: "GET /me", Requests: 1, BytesOut: 300},
-		{AccountID: globex.ID, Day: d2.AddDate(0, 0, 1), Route: "GET /me", Requests: 7, BytesOut: 2100},
+		{AccountID: acme.ID, Ancestors: above, BilledAccountID: fleetco.ID, Day: d1, Route: "GET /services", Requests: 10, RowsReturned: 200, Errors4xx: 1, BytesOut: 5000},
+		{AccountID: acme.ID, Ancestors: above, BilledAccountID: fleetco.ID, Day: d2, Route: "POST /passengers", Requests: 3, Writes: 2, Errors4xx: 1, BytesOut: 900},
+		{AccountID: globex.ID, Ancestors: above, BilledAccountID: fleetco.ID, Day: d2, Route: "GET /me", Requests: 1, BytesOut: 300},
+		{AccountID: globex.ID, Ancestors: above, BilledAccountID: fleetco.ID, Day: d2.AddDate(0, 0, 1), Route: "GET /me", Requests: 7, BytesOut: 2100},
 	}
 	if err := store.AddUsage(ctx, rows); err != nil {
 		t.Fatal(err)
@@ -246,10 +251,10 @@ func TestUsageExportFormats(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := [][]string{
-		{"day", "account_id", "username", "route", "requests", "rows_returned", "writes", "errors_4xx", "errors_5xx", "bytes_out"},
-		{"2026-11-24", fmt.Sprint(acme.ID), "acme", "GET /services", "10", "200", "0", "1", "0", "5000"},
-		{"2026-11-25", fmt.Sprint(acme.ID), "acme", "POST /passengers", "3", "0", "2", "1", "0", "900"},
-		{"2026-11-25", fmt.Sprint(globex.ID), "globex", "GET /me", "1", "0", "0", "0", "0", "300"},
+		{"day", "account_id", "username", "route", "requests", "rows_returned", "writes", "errors_4xx", "errors_5xx", "bytes_out", "billed_account_id", "billed_username"},
+		{"2026-11-24", fmt.Sprint(acme.ID), "acme", "GET /services", "10", "200", "0", "1", "0", "5000", fmt.Sprint(fleetco.ID), "fleetco"},
+		{"2026-11-25", fmt.Sprint(acme.ID), "acme", "POST /passengers", "3", "0", "2", "1", "0", "900", fmt.Sprint(fleetco.ID), "fleetco"},
+		{"2026-11-25", fmt.Sprint(globex.ID), "globex", "GET /me", "1", "0", "0", "0", "0", "300", fmt.Sprint(fleetco.ID), "fleetco"},
 	}
 	if fmt.Sprint(recs) != fmt.Sprint(want) {
 		t.Errorf("csv:\n%v\nwant\n%v", recs, want)
@@ -271,10 +276,22 @@ func TestUsageExportFormats(t *testing.T) {
 			t.Errorf("jsonl line %q: %d keys, want %v", line, len(keys), want[0])
 		}
 		lines = append(lines, []string{r.Day, fmt.Sprint(r.AccountID), r.Username, r.Route, fmt.Sprint(r.Requests), fmt.Sprint(r.RowsReturned),
-			fmt.Sprint(r.Writes), fmt.Sprint(r.Errors4xx), fmt.Sprint(r.Errors5xx), fmt.Sprint(r.BytesOut)})
+			fmt.Sprint(r.Writes), fmt.Sprint(r.Errors4xx), fmt.Sprint(r.Errors5xx), fmt.Sprint(r.BytesOut), fmt.Sprint(r.BilledAccountID), r.BilledUsername})
 	}
 	if fmt.Sprint(lines) != fmt.Sprint(want[1:]) {
 		t.Errorf("jsonl:\n%v\nwant\n%v", lines, want[1:])
+	}
+
+	// Erased, globex keeps its usage: its id, no username, the account
+	// billed for it.
+	runOK(t, env, "tenant", "erase", "globex", "--confirm")
+	after, err := csv.NewReader(strings.NewReader(runOK(t, env, "usage", "export", "--from", "2026-11-24", "--to", "2026-11-25"))).ReadAll()
+	if err != nil {
+		t.Fatal(err)
+	}
+	want[3][2] = storage.ErasedMark
+	if fmt.Sprint(after) != fmt.Sprint(want) {
+		t.Errorf("csv after erasing globex:\n%v\nwant\n%v", after, want)
 	}
 
 	// An empty range: the header only, exit 0.

@@ -44,11 +44,16 @@ type importAccount struct {
 func loadAccounts(ctx context.Context, im *importer, recs []record[importAccount], n *Count) error {
 	first := map[string]int{}
 	for i, r := range recs {
-		if err := checkAccount(r); err != nil {
-			return err
-		}
 		if _, dup := first[r.val.Username]; !dup {
 			first[r.val.Username] = i
+		}
+	}
+	if err := im.placeRoots(recs, first); err != nil {
+		return err
+	}
+	for _, r := range recs {
+		if err := checkAccount(r); err != nil {
+			return err
 		}
 	}
 	const (
@@ -81,6 +86,24 @@ func loadAccounts(ctx context.Context, im *importer, recs []record[importAccount
 	for i := range recs {
 		if err := visit(i); err != nil {
 			return err
+		}
+	}
+	return nil
+}
+
+// placeRoots gives the records whose manager is not in the file (first:
+// the file's usernames) the manager im.place says: the account Under, or
+// none (Top).
+func (im *importer) placeRoots(recs []record[importAccount], first map[string]int) error {
+	if im.place.Under == "" && !im.place.Top {
+		return nil
+	}
+	if i, ok := first[im.place.Under]; ok && im.place.Under != "" {
+		return recs[i].ref.errorf("--under %q: the account is in the file; name an account of the importing database", im.place.Under)
+	}
+	for i := range recs {
+		if _, inFile := first[recs[i].val.Manager]; !inFile {
+			recs[i].val.Manager = im.place.Under
 		}
 	}
 	return nil

@@ -236,7 +236,9 @@ func rowsOf(t *testing.T, db *bun.DB, table string, cols []column, accounts, tok
 				}
 				delete(row, c.Name)
 			case "account":
-				if v != nil {
+				if v != nil && accounts[id] == "" {
+					row[c.Name] = nil // placed at the top (names)
+				} else if v != nil {
 					row[c.Name] = "account:" + accounts[id]
 					if table != "accounts" && members != nil && members[accounts[id]] {
 						member = true
@@ -265,9 +267,27 @@ func rowsOf(t *testing.T, db *bun.DB, table string, cols []column, accounts, tok
 // every row of dst.
 func compareSubtree(t *testing.T, src, dst *bun.DB, root string) {
 	t.Helper()
+	comparePlaced(t, src, dst, root, nil)
+}
+
+// comparePlaced is compareSubtree for a subtree imported elsewhere: placed
+// maps the usernames of src accounts outside the subtree (the root's
+// manager) to the dst accounts that took their place, "" for none (the
+// root at the top).
+func comparePlaced(t *testing.T, src, dst *bun.DB, root string, placed map[string]string) {
+	t.Helper()
 	members := subtree(t, src, root)
 	srcAccounts, srcTokens := names(t, src, members)
+	for id, name := range srcAccounts {
+		if to, ok := placed[name]; ok {
+			srcAccounts[id] = to
+		}
+	}
 	dstAccounts, dstTokens := names(t, dst, nil)
+	var dstMembers map[string]bool // the whole database, unless placed next to accounts of its own
+	if placed != nil {
+		dstMembers = subtree(t, dst, root)
+	}
 	cat := catalog(t, src)
 	compared := 0
 	for _, table := range slices.Sorted(func(yield func(string) bool) {
@@ -286,7 +306,7 @@ func compareSubtree(t *testing.T, src, dst *bun.DB, root string) {
 			continue
 		}
 		want := rowsOf(t, src, table, cols, srcAccounts, srcTokens, members)
-		got := rowsOf(t, dst, table, cols, dstAccounts, dstTokens, nil)
+		got := rowsOf(t, dst, table, cols, dstAccounts, dstTokens, dstMembers)
 		if len(want) == 0 {
 			t.Errorf("%s: the source subtree has no rows: the test world must hold some", table)
 		}
@@ -320,4 +340,106 @@ func firstDiff(got, want []string) string {
 		}
 	}
 	return b.String()
+}
+
+// TestExportPlacedElsewhere is issue 34 item 6: a customer exported from
+// under its manager is imported into fresh installations, which hold no
+// such manager. Without a placement the import refuses it (unknown
+// manager) and writes nothing; placed at the top (Placement.Top) or under
+// a manager of the new installation (Placement.Under), every table's rows
+// of the subtree are the source's, the root's manager aside. A placement
+// that breaks the fixed levels (a user under a user, a subaccount at the
+// top), names an account of the file, or asks for both, is refused,
+// naming the record.
+func TestExportPlacedElsewhere(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	src := storagetest.New(t)
+	if _, err := synth.Generate(ctx, src.DB, synth.Config{Seed: 11, Managers: 2, Users: 4, Subaccounts: 4, Devices: 20,
+		Services: 40, Reports: 12, Events: 12, Passengers: 20, Grants: 3, Today: time.Date(2026, 11, 20, 0, 0, 0, 0, time.UTC)}); err != nil {
+		t.Fatal(err)
+	}
+	// The customer: the user under a manager with the most subaccounts.
+	var customer, manager string
+	if err := src.DB.NewRaw(`SELECT u.username, m.username FROM accounts u JOIN accounts m ON m.id = u.manager_id
+		WHERE u.type = 'user' AND m.type = 'manager'
+		ORDER BY (SELECT count(*) FROM accounts s WHERE s.manager_id = u.id) DESC, u.id LIMIT 1`).Scan(ctx, &customer, &manager); err != nil {
+		t.Fatal(err)
+	}
+	var file bytes.Buffer
+	if _, err := importfile.Export(ctx, src.DB, customer, &file); err != nil {
+		t.Fatal(err)
+	}
+	load := func(dst *storagetest.DB, p importfile.Placement) error {
+		_, err := importfile.LoadPlaced(ctx, dst.DB, bytes.NewReader(file.Bytes()), p)
+		return err
+	}
+	empty := func(dst *storagetest.DB) {
+		t.Helper()
+		var n int
+		if err := dst.NewRaw("SELECT count(*) FROM accounts WHERE username <> 'reseller' AND username <> 'shop'").Scan(ctx, &n); err != nil || n != 0 {
+			t.Fatalf("a refused import left %d accounts (%v)", n, err)
+		}
+	}
+
+	t.Run("refused", func(t *testing.T) {
+		dst := storagetest.New(t)
+		exec(t, dst.DB, `INSERT INTO accounts (username, email, type) VALUES ('shop', '', 'user')`)
+		for _, c := range []struct {
+			name  string
+			place importfile.Placement
+			want  string
+		}{
+			{"none", importfile.Placement{}, fmt.Sprintf("unknown manager %q", manager)},
+			{"unknown", importfile.Placement{Under: "nobody"}, `unknown manager "nobody"`},
+			{"user under a user", importfile.Placement{Under: "shop"}, `manager "shop" is a user, which cannot manage a user`},
+			{"under the file's own", importfile.Placement{Under: customer}, "the account is in the file"},
+			{"both", importfile.Placement{Under: "shop", Top: true}, "not both"},
+		} {
+			err := load(dst, c.place)
+			if !errors.Is(err, storage.ErrInvalid) || !strings.Contains(err.Error(), c.want) {
+				t.Errorf("%s: %v, want ErrInvalid saying %q", c.name, err, c.want)
+			}
+			empty(dst)
+		}
+		// A subaccount cannot be at the top: export one and place it there.
+		var sub string
+		if err := src.DB.NewRaw(`SELECT username FROM accounts WHERE type = 'subaccount' ORDER BY id LIMIT 1`).Scan(ctx, &sub); err != nil {
+			t.Fatal(err)
+		}
+		var subFile bytes.Buffer
+		if _, err := importfile.Export(ctx, src.DB, sub, &subFile); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := importfile.LoadPlaced(ctx, dst.DB, &subFile, importfile.Placement{Top: true}); !errors.Is(err, storage.ErrInvalid) ||
+			!strings.Contains(err.Error(), "a subaccount needs a manager") {
+			t.Errorf("a subaccount at the top: %v", err)
+		}
+		empty(dst)
+	})
+	t.Run("top", func(t *testing.T) {
+		dst := storagetest.New(t)
+		if err := load(dst, importfile.Placement{Top: true}); err != nil {
+			t.Fatal(err)
+		}
+		comparePlaced(t, src.DB, dst.DB, customer, map[string]string{manager: ""})
+	})
+	t.Run("under", func(t *testing.T) {
+		dst := storagetest.New(t)
+		exec(t, dst.DB, `INSERT INTO accounts (username, email, type) VALUES ('reseller', '', 'manager')`)
+		if err := load(dst, importfile.Placement{Under: "reseller"}); err != nil {
+			t.Fatal(err)
+		}
+		comparePlaced(t, src.DB, dst.DB, customer, map[string]string{manager: "reseller"})
+		// Again: every record exists, nothing is added.
+		res, err := importfile.LoadPlaced(ctx, dst.DB, bytes.NewReader(file.Bytes()), importfile.Placement{Under: "reseller"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for name, n := range res {
+			if n.Inserted != 0 {
+				t.Errorf("re-import inserted %d %s", n.Inserted, name)
+			}
+		}
+	})
 }

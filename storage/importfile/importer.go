@@ -20,6 +20,8 @@ type importer struct {
 	// passengerNames counts the passenger records of the file per account
 	// and name (loadPassenger).
 	passengerNames map[string]int
+	// place says where the file's root accounts go (LoadPlaced).
+	place Placement
 }
 
 func newImporter(db bun.IDB) *importer {

@@ -80,6 +80,32 @@ func (e *RecordError) Unwrap() []error { return []error{storage.ErrInvalid, e.Er
 // one is to blame. It returns storage.ErrUnavailable when the database
 // cannot be reached.
 func Load(ctx context.Context, db bun.IDB, r io.Reader) (Result, error) {
+	return LoadPlaced(ctx, db, r, Placement{})
+}
+
+// Placement says where the accounts of a file whose manager is not in the
+// file (its roots: an exported subtree's root names its manager in the
+// source installation) go in the importing database. The zero value keeps
+// the managers the file names.
+type Placement struct {
+	// Under, when set, is the username of an existing account that
+	// manages every root (fleetapi import --under).
+	Under string
+	// Top makes every root a top-level account, without a manager
+	// (fleetapi import --top).
+	Top bool
+}
+
+// LoadPlaced is Load with the file's roots placed by p: under an existing
+// account, or at the top. The fixed levels (docs/design.md §2) still hold:
+// a root that p would put under an account that cannot manage it, or a
+// subaccount at the top, is refused like any invalid record, naming it.
+// Under and Top together, or Under naming an account of the file, is
+// storage.ErrInvalid.
+func LoadPlaced(ctx context.Context, db bun.IDB, r io.Reader, p Placement) (Result, error) {
+	if p.Under != "" && p.Top {
+		return nil, fmt.Errorf("import: %w: place the roots under an account or at the top, not both", storage.ErrInvalid)
+	}
 	secs := ordered()
 	steps, err := decodeImport(r, secs)
 	if err != nil {
@@ -88,6 +114,7 @@ func Load(ctx context.Context, db bun.IDB, r io.Reader) (Result, error) {
 	res := Result{}
 	err = db.RunInTx(ctx, nil, func(ctx context.Context, tx bun.Tx) error {
 		im := newImporter(tx)
+		im.place = p
 		for i, s := range secs {
 			var n Count
 			if err := steps[i](ctx, im, &n); err != nil {
