@@ -259,7 +259,9 @@ func accountFrom(in AccountInput, faults textFaults) (storage.Account, error) {
 	a.Privileges = v.privileges(in.Privileges)
 	v.rateLimit(in.RateLimit)
 	a.RateLimit = in.RateLimit
-	if len(in.Privileges) > 0 && a.Type != tenancy.Subaccount {
+	if _, badType := v["type"]; !badType && len(in.Privileges) > 0 && a.Type != tenancy.Subaccount {
+		// Judged against a valid type only: a bad type is its own fault,
+		// not also one of privileges (one fault per field, issue 34).
 		v["privileges"] = "only a subaccount has privileges"
 	}
 	for f, reason := range faults {

@@ -106,14 +106,13 @@ func tokenFrom(in TokenInput, faults textFaults, now time.Time) (storage.Managed
 			out.RateLimit = *in.RateLimit
 		}
 	}
-	if _, bad := v["permissions"]; !bad {
-		if err := storage.ValidateNewToken(out.Permissions, out.ExpiresAt, out.RateLimit, now); err != nil {
-			field := "permissions"
-			if out.ExpiresAt != nil && !out.ExpiresAt.After(now) {
-				field = "expires_at"
-			}
-			if _, set := v[field]; !set {
-				v[field] = strings.TrimPrefix(err.Error(), storage.ErrInvalid.Error()+": ")
+	// Each field's fault under its own name, every one of them: a bad
+	// permission and a past expiry are two faults (issue 34).
+	var bad storage.InvalidFields
+	if errors.As(storage.ValidateNewToken(out.Permissions, out.ExpiresAt, out.RateLimit, now), &bad) {
+		for f, reason := range bad {
+			if _, set := v[f]; !set {
+				v[f] = reason
 			}
 		}
 	}
@@ -149,8 +148,7 @@ func (s *Server) postTokens(c fuego.ContextWithBody[TokenInput]) (*Envelope[Crea
 	secret, created, replayed, err := s.cfg.Store.CreateManagedToken(ctx, w.scope, actor(ctx, w.manager), nt, w.idem)
 	if err != nil {
 		if errors.Is(err, storage.ErrInvalid) {
-			return nil, newError(CodeValidationFailed, "the token is not valid", map[string]any{"fields": map[string]any{
-				"permissions": strings.TrimPrefix(err.Error(), storage.ErrInvalid.Error()+": ")}})
+			return nil, newError(CodeValidationFailed, "the token is not valid", invalidFields(err))
 		}
 		return nil, writeError(err, "the account already has a token of this name", "name")
 	}
