@@ -108,6 +108,41 @@ func (s *Server) withQuotas(ctx context.Context, a *storage.Account) error {
 // maxQuota is the largest quota a PATCH sets.
 const maxQuota = 1_000_000_000
 
+// maxEmail bounds an account's e-mail address, in characters.
+const maxEmail = 254
+
+// quotaBounds states the rules of the quotas object of PATCH
+// /accounts/{id} (validation.quotas): at least one quota, each from 0 to
+// maxQuota or null.
+func quotaBounds() fieldOpt {
+	return schemaOpt(func(s *openapi3.Schema) {
+		s.MinProps = 1
+		for _, name := range storage.AllQuotas {
+			if p := s.Properties[string(name)]; p != nil && p.Value != nil {
+				p.Value.WithMin(0).WithMax(maxQuota)
+			}
+		}
+	})
+}
+
+// privilegesOfSubaccounts states that only a subaccount is created with
+// privileges (accountFrom): an AccountInput of another type has none.
+func privilegesOfSubaccounts(s *openapi3.Schema) {
+	others := []any{}
+	for _, t := range accountTypes {
+		if t != string(tenancy.Subaccount) {
+			others = append(others, t)
+		}
+	}
+	ifType := openapi3.NewObjectSchema()
+	ifType.Required = []string{"type"}
+	ifType.Properties = openapi3.Schemas{"type": openapi3.NewSchemaRef("", &openapi3.Schema{Enum: others})}
+	none := uint64(0)
+	then := openapi3.NewObjectSchema()
+	then.Properties = openapi3.Schemas{"privileges": openapi3.NewSchemaRef("", &openapi3.Schema{MaxItems: &none})}
+	s.If, s.Then = openapi3.NewSchemaRef("", ifType), openapi3.NewSchemaRef("", then)
+}
+
 // QuotasInput is the quotas object of PATCH /accounts/{id} (docs/design.md §12):
 // each named quota is set to a number of rows, or returned to the platform
 // default with null.
@@ -189,7 +224,7 @@ func (v validation) err(what string) error {
 }
 
 func (v validation) email(p *string) {
-	if p != nil && *p != "" && (!storage.ValidEmail(*p) || utf8.RuneCountInString(*p) > 254) {
+	if p != nil && *p != "" && (!storage.ValidEmail(*p) || utf8.RuneCountInString(*p) > maxEmail) {
 		v["email"] = "not a valid e-mail address"
 	}
 }
@@ -462,8 +497,11 @@ func (s *Server) patchAccount(c fuego.ContextWithBody[AccountPatchInput]) (*Enve
 // show it: its bounds, whether a PATCH may set it to null (clearable), and
 // what ManagedAccount, AccountInput and AccountPatchInput say of it.
 type accountSetting struct {
-	name                  string
-	bounds                []fieldOpt
+	name   string
+	bounds []fieldOpt
+	// rules are the bounds of the two bodies (AccountInput,
+	// AccountPatchInput) only: what the server checks of a value sent.
+	rules                 []fieldOpt
 	clearable             bool
 	managed, input, patch string
 }
@@ -472,15 +510,18 @@ type accountSetting struct {
 // three account schemas.
 func accountSettings() []accountSetting {
 	return []accountSetting{
-		{"email", nil, false, "E-mail address, or empty.", "A valid e-mail address, or empty.", "A valid e-mail address, or empty."},
-		{"active", nil, false, "Whether the account may use the API.", "Defaults to true.", "Whether the account may use the API; not on one's own account."},
-		{"read_only", nil, false, "Whether the account is read-only.", "Defaults to false.", "Read-only; not on one's own account."},
-		{"account_expire", nil, false, "Whether account_expire_dt applies.", "Defaults to false.", "Whether account_expire_dt applies; not on one's own account."},
-		{"account_expire_dt", []fieldOpt{typed(openapi3.TypeString), format("date"), nullable()}, true, "Expiry day (YYYY-MM-DD), or null.", "Expiry day YYYY-MM-DD, or null.",
-			"Expiry day YYYY-MM-DD, or null to clear it; not on one's own account."},
-		{"privileges", []fieldOpt{itemEnum(privilegeNames...)}, false, "A subaccount's privileges; empty for other accounts, which hold every privilege.",
-			"Subaccounts only (400 otherwise); each held by the caller.", "A subaccount's privileges, replaced; each held by the caller; not on one's own account."},
-		{"rate_limit", []fieldOpt{typed(openapi3.TypeInteger), minimum(1), nullable()}, true,
+		{"email", nil, []fieldOpt{maxLen(maxEmail), pattern(emailPattern())}, false, "E-mail address, or empty.",
+			"A valid e-mail address (no display name, no quoted local part), or empty.", "A valid e-mail address (no display name, no quoted local part), or empty."},
+		{"active", nil, nil, false, "Whether the account may use the API.", "Defaults to true.", "Whether the account may use the API; not on one's own account."},
+		{"read_only", nil, nil, false, "Whether the account is read-only.", "Defaults to false.", "Read-only; not on one's own account."},
+		{"account_expire", nil, nil, false, "Whether account_expire_dt applies.", "Defaults to false.", "Whether account_expire_dt applies; not on one's own account."},
+		{"account_expire_dt", []fieldOpt{typed(openapi3.TypeString), format("date"), nullable()}, []fieldOpt{pattern(datePattern)}, true,
+			"Expiry day (YYYY-MM-DD), or null.", "Expiry day YYYY-MM-DD from 0001-01-01 to 9999-12-31, or null.",
+			"Expiry day YYYY-MM-DD from 0001-01-01 to 9999-12-31, or null to clear it; not on one's own account."},
+		{"privileges", []fieldOpt{itemEnum(privilegeNames...)}, []fieldOpt{uniqueItems()}, false, "A subaccount's privileges; empty for other accounts, which hold every privilege.",
+			"Subaccounts only (400 otherwise); each held by the caller, at most once.",
+			"A subaccount's privileges, replaced; each held by the caller, at most once; not on one's own account."},
+		{"rate_limit", []fieldOpt{typed(openapi3.TypeInteger), minimum(1), nullable()}, []fieldOpt{maximum(maxTokenRateLimit)}, true,
 			"The account's budget in requests per minute, shared by every token of the account and of its subaccounts; a token's own rate_limit only narrows it (docs/design.md §12). null: none.",
 			"Requests per minute for every token of the account and of its subaccounts; not above the caller's own account limit (403 MANAGEMENT_DENIED exceeds_account). Omitted or null: the caller's own account limit, or none when it has none.",
 			"Requests per minute for every token of the account and of its subaccounts, or null for none; not on one's own account, not above the caller's own account limit (403 MANAGEMENT_DENIED exceeds_account)."},
@@ -488,11 +529,15 @@ func accountSettings() []accountSetting {
 }
 
 // withSettings adds the fields of AccountSettings to fields, each
-// described as describe says; in a PATCH (patch) a field that cannot be
-// cleared is not nullable.
-func withSettings(fields map[string][]fieldOpt, patch bool, describe func(accountSetting) string) map[string][]fieldOpt {
+// described as describe says; a body (input) has the rules of a value
+// sent, and in a PATCH (patch) a field that cannot be cleared is not
+// nullable.
+func withSettings(fields map[string][]fieldOpt, input, patch bool, describe func(accountSetting) string) map[string][]fieldOpt {
 	for _, f := range accountSettings() {
 		opts := append(slices.Clone(f.bounds), desc(describe(f)))
+		if input {
+			opts = append(opts, f.rules...)
+		}
 		if patch && !f.clearable {
 			opts = append(opts, notNull())
 		}
@@ -514,20 +559,20 @@ func managedAccountSchema() wireType {
 				"or the platform defaults, each a number of rows or null for unlimited (an admin has none). subaccounts: the accounts " +
 				"directly below it; tokens: its active tokens; devices and passengers: those it owns.")},
 			"usage": {desc("GET and PATCH /accounts/{id} only: how much of each quota the account uses now.")},
-		}, false, func(f accountSetting) string { return f.managed })}
+		}, false, false, func(f accountSetting) string { return f.managed })}
 }
 
 // accountInputSchema is the AccountInput component, the body of POST
 // /accounts.
 func accountInputSchema() wireType {
-	return wireType{name: "AccountInput", value: AccountInput{}, required: []string{"username", "type"},
+	return wireType{name: "AccountInput", value: AccountInput{}, required: []string{"username", "type"}, complete: privilegesOfSubaccounts,
 		description: "An account to create (docs/design.md §9). Absent and null fields take their defaults (active, not read-only, not expiring, " +
 			"no privileges). Field names are exact; unknown and repeated keys are rejected.",
 		fields: withSettings(map[string][]fieldOpt{
 			"username":   {typed(openapi3.TypeString), minLen(2), maxLen(64), pattern(usernamePattern.String()), desc("Required; " + storage.UsernameRule + " (409 when another account has it in any case).")},
 			"type":       {typed(openapi3.TypeString), enum(accountTypes...), desc("Required. Nobody creates an admin through the API.")},
 			"manager_id": {minimum(1), desc("The account it is created under: null or a manager for an admin's manager or user, the manager for its users, the parent user for a subaccount.")},
-		}, false, func(f accountSetting) string { return f.input })}
+		}, true, false, func(f accountSetting) string { return f.input })}
 }
 
 // accountPatchSchema is the AccountPatchInput component, the body of PATCH
@@ -536,10 +581,10 @@ func accountPatchSchema() wireType {
 	return wireType{name: "AccountPatchInput", value: AccountPatchInput{}, required: []string{}, minProperties: 1,
 		description: "The fields to change (docs/design.md §9); at least one. Any other field, type, manager_id and username included, is 400 INVALID_BODY.",
 		fields: withSettings(map[string][]fieldOpt{
-			"quotas": {notNull(), desc("Quota overrides (docs/design.md §12): subaccounts, tokens, devices, passengers, each a number of rows from 0 to " +
-				"1000000000, or null to return to the platform default. Not on one's own account; never above the caller's own limit " +
+			"quotas": {notNull(), quotaBounds(), desc("Quota overrides (docs/design.md §12): subaccounts, tokens, devices, passengers, each a number of rows from 0 to " +
+				"1000000000, or null to return to the platform default; at least one. Not on one's own account; never above the caller's own limit " +
 				"(403 MANAGEMENT_DENIED exceeds_own_quota) unless the caller is an admin.")},
-		}, true, func(f accountSetting) string { return f.patch })}
+		}, true, true, func(f accountSetting) string { return f.patch })}
 }
 
 func exampleManagedAccount() storage.Account {

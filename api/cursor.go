@@ -25,6 +25,10 @@ const (
 	cursorVersion = 1
 	// cursorCheck is the length of the checksum that ends a cursor.
 	cursorCheck = 8
+	// cursorPattern is the alphabet of a cursor (base64url without
+	// padding); its checksum, which only the server makes, is what no
+	// schema can say.
+	cursorPattern = `^[A-Za-z0-9_-]+$`
 )
 
 // Reasons of the after values that are refused.

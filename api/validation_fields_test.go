@@ -53,6 +53,12 @@ func TestValidationOneFaultPerField(t *testing.T) {
 			{"permissions", []any{"GET /me", "GET /me"}, ""},
 			{"expires_at", "2001-01-01T00:00:00+02:00", ""},
 		}},
+		{"acme-all", http.MethodPost, "/api/v2/tokens", func(n int) map[string]any {
+			return map[string]any{"name": fmt.Sprintf("faults-c-%d", n), "permissions": []any{"GET /me"}}
+		}, []fieldFault{
+			{"expires_at", "9999-12-31T23:30:00-01:00", ""}, // the year 10000 in UTC (was a 500)
+			{"rate_limit", 1_000_001, ""},
+		}},
 		{"acme-all", http.MethodPost, "/api/v2/accounts", func(n int) map[string]any {
 			return map[string]any{"username": fmt.Sprintf("faults-%d", n), "type": "subaccount", "manager_id": acme}
 		}, []fieldFault{
