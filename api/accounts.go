@@ -8,7 +8,9 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"reflect"
 	"slices"
+	"strings"
 	"time"
 	"unicode/utf8"
 
@@ -42,8 +44,9 @@ func (s *Server) registerAccounts(g *fuego.Server) {
 	fuego.Post(g, "/accounts", s.postAccounts, routeOptions(writeErrors(), []fuego.RouteOption{
 		fuego.OptionOperationID("create_account"), fuego.OptionTags("Account"),
 		fuego.OptionSummary("Create an account below the caller"),
-		fuego.OptionDescription("Creation goes strictly downward: an admin creates managers and users (at the top or under a manager), " +
-			"a manager users under itself and subaccounts under its users, a user subaccounts under itself. " +
+		fuego.OptionDescription("Creation goes strictly downward within the fixed levels admin, manager, user, subaccount: an admin creates " +
+			"managers (at the top or under an admin) and users (at the top, under an admin or under a manager), never a manager under a manager; " +
+			"a manager users under itself and subaccounts under its users, a user subaccounts under itself; nobody creates an admin. " +
 			"Anything else is 403 MANAGEMENT_DENIED (not_below_caller); a manager_id outside the caller's scope is 404. " +
 			"Needs the token permission POST /accounts and write access."),
 		idempotentCreate(idempotencyKeyHeader),
@@ -53,12 +56,33 @@ func (s *Server) registerAccounts(g *fuego.Server) {
 	fuego.Patch(g, "/accounts/{id}", s.patchAccount, routeOptions(changeErrors(), []fuego.RouteOption{
 		fuego.OptionOperationID("update_account"), fuego.OptionTags("Account"),
 		fuego.OptionSummary("Change an account the caller manages"),
-		fuego.OptionDescription("Changes email, active, read_only, account_expire, account_expire_dt, rate_limit and (subaccounts only) privileges. " +
-			"Any other field is 400 INVALID_BODY. Nobody changes its own limits (403 MANAGEMENT_DENIED own_account), and privileges " +
-			"come only from those the caller holds. Needs the token permission PATCH /accounts/{id} and write access."),
+		fuego.OptionDescription("Changes "+patchableFields()+" (privileges: subaccounts only). "+
+			"Any other field is 400 INVALID_BODY. Nobody changes its own limits (403 MANAGEMENT_DENIED own_account), privileges "+
+			"come only from those the caller holds, and quotas above the caller's own only from an admin (exceeds_own_quota). "+
+			"Needs the token permission PATCH /accounts/{id} and write access."),
 		takesBody(accountPatchSchema(), exampleAccountPatch()),
 		respondsOne(managedAccountSchema(), exampleManagedAccount()),
 	}, pathID("id", "Account id.", exampleManagedAccount().ID))...)
+}
+
+// patchableFields names the fields PATCH /accounts/{id} changes: the JSON
+// fields of its body, in their declared order.
+func patchableFields() string {
+	var names []string
+	var add func(t reflect.Type)
+	add = func(t reflect.Type) {
+		for i := range t.NumField() {
+			f := t.Field(i)
+			if f.Anonymous {
+				add(f.Type)
+				continue
+			}
+			name, _, _ := strings.Cut(f.Tag.Get("json"), ",")
+			names = append(names, name)
+		}
+	}
+	add(reflect.TypeFor[AccountPatchInput]())
+	return strings.Join(names[:len(names)-1], ", ") + " and " + names[len(names)-1]
 }
 
 // accountTypes are the values of an account's type.

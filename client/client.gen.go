@@ -2620,7 +2620,7 @@ type GetEventsParams struct {
 	// WeekDays Matches rows whose week_days list contains the value.
 	WeekDays *string `form:"week_days,omitempty" json:"week_days,omitempty"`
 
-	// DayTime Matches rows whose day_time equals this JSON object, sent as its JSON text (for example {"from":"08:00"}). Its strings hold no \u0000 and no unpaired surrogate escape; its numbers have at most 1000 digits and an exponent from -1000 to 1000.
+	// DayTime Matches rows whose day_time equals this JSON object, sent as its JSON text (for example {"from":"08:00"}): no \u0000 and no unpaired surrogate escape in its keys and strings, at any depth; numbers of at most 1000 digits with an exponent from -1000 to 1000. The schema admits the flat objects a day_time is ({"from":"06:00","to":"20:00"}); nested values are taken too.
 	DayTime *map[string]interface{} `form:"day_time,omitempty" json:"day_time,omitempty"`
 
 	// Imei Matches rows whose imei list contains the value.
@@ -3767,7 +3767,7 @@ type ClientInterface interface {
 
 	// CreateAccountWithBody Create an account below the caller
 	//
-	// Creation goes strictly downward: an admin creates managers and users (at the top or under a manager), a manager users under itself and subaccounts under its users, a user subaccounts under itself. Anything else is 403 MANAGEMENT_DENIED (not_below_caller); a manager_id outside the caller's scope is 404. Needs the token permission POST /accounts and write access.
+	// Creation goes strictly downward within the fixed levels admin, manager, user, subaccount: an admin creates managers (at the top or under an admin) and users (at the top, under an admin or under a manager), never a manager under a manager; a manager users under itself and subaccounts under its users, a user subaccounts under itself; nobody creates an admin. Anything else is 403 MANAGEMENT_DENIED (not_below_caller); a manager_id outside the caller's scope is 404. Needs the token permission POST /accounts and write access.
 	//
 	// Takes any type of body and a specified content type.
 	//
@@ -3776,7 +3776,7 @@ type ClientInterface interface {
 
 	// CreateAccount Create an account below the caller
 	//
-	// Creation goes strictly downward: an admin creates managers and users (at the top or under a manager), a manager users under itself and subaccounts under its users, a user subaccounts under itself. Anything else is 403 MANAGEMENT_DENIED (not_below_caller); a manager_id outside the caller's scope is 404. Needs the token permission POST /accounts and write access.
+	// Creation goes strictly downward within the fixed levels admin, manager, user, subaccount: an admin creates managers (at the top or under an admin) and users (at the top, under an admin or under a manager), never a manager under a manager; a manager users under itself and subaccounts under its users, a user subaccounts under itself; nobody creates an admin. Anything else is 403 MANAGEMENT_DENIED (not_below_caller); a manager_id outside the caller's scope is 404. Needs the token permission POST /accounts and write access.
 	//
 	// Takes a body of the `application/json` content type.
 	//
@@ -3799,7 +3799,7 @@ type ClientInterface interface {
 
 	// UpdateAccountWithBody Change an account the caller manages
 	//
-	// Changes email, active, read_only, account_expire, account_expire_dt, rate_limit and (subaccounts only) privileges. Any other field is 400 INVALID_BODY. Nobody changes its own limits (403 MANAGEMENT_DENIED own_account), and privileges come only from those the caller holds. Needs the token permission PATCH /accounts/{id} and write access.
+	// Changes email, active, read_only, account_expire, account_expire_dt, privileges, rate_limit and quotas (privileges: subaccounts only). Any other field is 400 INVALID_BODY. Nobody changes its own limits (403 MANAGEMENT_DENIED own_account), privileges come only from those the caller holds, and quotas above the caller's own only from an admin (exceeds_own_quota). Needs the token permission PATCH /accounts/{id} and write access.
 	//
 	// Takes any type of body and a specified content type.
 	//
@@ -3808,7 +3808,7 @@ type ClientInterface interface {
 
 	// UpdateAccount Change an account the caller manages
 	//
-	// Changes email, active, read_only, account_expire, account_expire_dt, rate_limit and (subaccounts only) privileges. Any other field is 400 INVALID_BODY. Nobody changes its own limits (403 MANAGEMENT_DENIED own_account), and privileges come only from those the caller holds. Needs the token permission PATCH /accounts/{id} and write access.
+	// Changes email, active, read_only, account_expire, account_expire_dt, privileges, rate_limit and quotas (privileges: subaccounts only). Any other field is 400 INVALID_BODY. Nobody changes its own limits (403 MANAGEMENT_DENIED own_account), privileges come only from those the caller holds, and quotas above the caller's own only from an admin (exceeds_own_quota). Needs the token permission PATCH /accounts/{id} and write access.
 	//
 	// Takes a body of the `application/json` content type.
 	//
@@ -4009,7 +4009,7 @@ func (c *Client) GetAccounts(ctx context.Context, params *GetAccountsParams, req
 
 // CreateAccountWithBody Create an account below the caller
 //
-// Creation goes strictly downward: an admin creates managers and users (at the top or under a manager), a manager users under itself and subaccounts under its users, a user subaccounts under itself. Anything else is 403 MANAGEMENT_DENIED (not_below_caller); a manager_id outside the caller's scope is 404. Needs the token permission POST /accounts and write access.
+// Creation goes strictly downward within the fixed levels admin, manager, user, subaccount: an admin creates managers (at the top or under an admin) and users (at the top, under an admin or under a manager), never a manager under a manager; a manager users under itself and subaccounts under its users, a user subaccounts under itself; nobody creates an admin. Anything else is 403 MANAGEMENT_DENIED (not_below_caller); a manager_id outside the caller's scope is 404. Needs the token permission POST /accounts and write access.
 //
 // Takes any type of body and a specified content type.
 //
@@ -4028,7 +4028,7 @@ func (c *Client) CreateAccountWithBody(ctx context.Context, params *CreateAccoun
 
 // CreateAccount Create an account below the caller
 //
-// Creation goes strictly downward: an admin creates managers and users (at the top or under a manager), a manager users under itself and subaccounts under its users, a user subaccounts under itself. Anything else is 403 MANAGEMENT_DENIED (not_below_caller); a manager_id outside the caller's scope is 404. Needs the token permission POST /accounts and write access.
+// Creation goes strictly downward within the fixed levels admin, manager, user, subaccount: an admin creates managers (at the top or under an admin) and users (at the top, under an admin or under a manager), never a manager under a manager; a manager users under itself and subaccounts under its users, a user subaccounts under itself; nobody creates an admin. Anything else is 403 MANAGEMENT_DENIED (not_below_caller); a manager_id outside the caller's scope is 404. Needs the token permission POST /accounts and write access.
 //
 // Takes a body of the `application/json` content type.
 //
@@ -4081,7 +4081,7 @@ func (c *Client) GetAccount(ctx context.Context, id int64, reqEditors ...Request
 
 // UpdateAccountWithBody Change an account the caller manages
 //
-// Changes email, active, read_only, account_expire, account_expire_dt, rate_limit and (subaccounts only) privileges. Any other field is 400 INVALID_BODY. Nobody changes its own limits (403 MANAGEMENT_DENIED own_account), and privileges come only from those the caller holds. Needs the token permission PATCH /accounts/{id} and write access.
+// Changes email, active, read_only, account_expire, account_expire_dt, privileges, rate_limit and quotas (privileges: subaccounts only). Any other field is 400 INVALID_BODY. Nobody changes its own limits (403 MANAGEMENT_DENIED own_account), privileges come only from those the caller holds, and quotas above the caller's own only from an admin (exceeds_own_quota). Needs the token permission PATCH /accounts/{id} and write access.
 //
 // Takes any type of body and a specified content type.
 //
@@ -4100,7 +4100,7 @@ func (c *Client) UpdateAccountWithBody(ctx context.Context, id int64, contentTyp
 
 // UpdateAccount Change an account the caller manages
 //
-// Changes email, active, read_only, account_expire, account_expire_dt, rate_limit and (subaccounts only) privileges. Any other field is 400 INVALID_BODY. Nobody changes its own limits (403 MANAGEMENT_DENIED own_account), and privileges come only from those the caller holds. Needs the token permission PATCH /accounts/{id} and write access.
+// Changes email, active, read_only, account_expire, account_expire_dt, privileges, rate_limit and quotas (privileges: subaccounts only). Any other field is 400 INVALID_BODY. Nobody changes its own limits (403 MANAGEMENT_DENIED own_account), privileges come only from those the caller holds, and quotas above the caller's own only from an admin (exceeds_own_quota). Needs the token permission PATCH /accounts/{id} and write access.
 //
 // Takes a body of the `application/json` content type.
 //
@@ -7024,7 +7024,7 @@ type ClientWithResponsesInterface interface {
 
 	// CreateAccountWithBodyWithResponse Create an account below the caller
 	//
-	// Creation goes strictly downward: an admin creates managers and users (at the top or under a manager), a manager users under itself and subaccounts under its users, a user subaccounts under itself. Anything else is 403 MANAGEMENT_DENIED (not_below_caller); a manager_id outside the caller's scope is 404. Needs the token permission POST /accounts and write access.
+	// Creation goes strictly downward within the fixed levels admin, manager, user, subaccount: an admin creates managers (at the top or under an admin) and users (at the top, under an admin or under a manager), never a manager under a manager; a manager users under itself and subaccounts under its users, a user subaccounts under itself; nobody creates an admin. Anything else is 403 MANAGEMENT_DENIED (not_below_caller); a manager_id outside the caller's scope is 404. Needs the token permission POST /accounts and write access.
 	//
 	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 	//
@@ -7033,7 +7033,7 @@ type ClientWithResponsesInterface interface {
 
 	// CreateAccountWithResponse Create an account below the caller
 	//
-	// Creation goes strictly downward: an admin creates managers and users (at the top or under a manager), a manager users under itself and subaccounts under its users, a user subaccounts under itself. Anything else is 403 MANAGEMENT_DENIED (not_below_caller); a manager_id outside the caller's scope is 404. Needs the token permission POST /accounts and write access.
+	// Creation goes strictly downward within the fixed levels admin, manager, user, subaccount: an admin creates managers (at the top or under an admin) and users (at the top, under an admin or under a manager), never a manager under a manager; a manager users under itself and subaccounts under its users, a user subaccounts under itself; nobody creates an admin. Anything else is 403 MANAGEMENT_DENIED (not_below_caller); a manager_id outside the caller's scope is 404. Needs the token permission POST /accounts and write access.
 	//
 	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 	//
@@ -7060,7 +7060,7 @@ type ClientWithResponsesInterface interface {
 
 	// UpdateAccountWithBodyWithResponse Change an account the caller manages
 	//
-	// Changes email, active, read_only, account_expire, account_expire_dt, rate_limit and (subaccounts only) privileges. Any other field is 400 INVALID_BODY. Nobody changes its own limits (403 MANAGEMENT_DENIED own_account), and privileges come only from those the caller holds. Needs the token permission PATCH /accounts/{id} and write access.
+	// Changes email, active, read_only, account_expire, account_expire_dt, privileges, rate_limit and quotas (privileges: subaccounts only). Any other field is 400 INVALID_BODY. Nobody changes its own limits (403 MANAGEMENT_DENIED own_account), privileges come only from those the caller holds, and quotas above the caller's own only from an admin (exceeds_own_quota). Needs the token permission PATCH /accounts/{id} and write access.
 	//
 	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 	//
@@ -7069,7 +7069,7 @@ type ClientWithResponsesInterface interface {
 
 	// UpdateAccountWithResponse Change an account the caller manages
 	//
-	// Changes email, active, read_only, account_expire, account_expire_dt, rate_limit and (subaccounts only) privileges. Any other field is 400 INVALID_BODY. Nobody changes its own limits (403 MANAGEMENT_DENIED own_account), and privileges come only from those the caller holds. Needs the token permission PATCH /accounts/{id} and write access.
+	// Changes email, active, read_only, account_expire, account_expire_dt, privileges, rate_limit and quotas (privileges: subaccounts only). Any other field is 400 INVALID_BODY. Nobody changes its own limits (403 MANAGEMENT_DENIED own_account), privileges come only from those the caller holds, and quotas above the caller's own only from an admin (exceeds_own_quota). Needs the token permission PATCH /accounts/{id} and write access.
 	//
 	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 	//
@@ -11004,7 +11004,7 @@ func (c *ClientWithResponses) GetAccountsWithResponse(ctx context.Context, param
 
 // CreateAccountWithBodyWithResponse Create an account below the caller
 //
-// Creation goes strictly downward: an admin creates managers and users (at the top or under a manager), a manager users under itself and subaccounts under its users, a user subaccounts under itself. Anything else is 403 MANAGEMENT_DENIED (not_below_caller); a manager_id outside the caller's scope is 404. Needs the token permission POST /accounts and write access.
+// Creation goes strictly downward within the fixed levels admin, manager, user, subaccount: an admin creates managers (at the top or under an admin) and users (at the top, under an admin or under a manager), never a manager under a manager; a manager users under itself and subaccounts under its users, a user subaccounts under itself; nobody creates an admin. Anything else is 403 MANAGEMENT_DENIED (not_below_caller); a manager_id outside the caller's scope is 404. Needs the token permission POST /accounts and write access.
 //
 // Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 //
@@ -11019,7 +11019,7 @@ func (c *ClientWithResponses) CreateAccountWithBodyWithResponse(ctx context.Cont
 
 // CreateAccountWithResponse Create an account below the caller
 //
-// Creation goes strictly downward: an admin creates managers and users (at the top or under a manager), a manager users under itself and subaccounts under its users, a user subaccounts under itself. Anything else is 403 MANAGEMENT_DENIED (not_below_caller); a manager_id outside the caller's scope is 404. Needs the token permission POST /accounts and write access.
+// Creation goes strictly downward within the fixed levels admin, manager, user, subaccount: an admin creates managers (at the top or under an admin) and users (at the top, under an admin or under a manager), never a manager under a manager; a manager users under itself and subaccounts under its users, a user subaccounts under itself; nobody creates an admin. Anything else is 403 MANAGEMENT_DENIED (not_below_caller); a manager_id outside the caller's scope is 404. Needs the token permission POST /accounts and write access.
 //
 // Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 //
@@ -11064,7 +11064,7 @@ func (c *ClientWithResponses) GetAccountWithResponse(ctx context.Context, id int
 
 // UpdateAccountWithBodyWithResponse Change an account the caller manages
 //
-// Changes email, active, read_only, account_expire, account_expire_dt, rate_limit and (subaccounts only) privileges. Any other field is 400 INVALID_BODY. Nobody changes its own limits (403 MANAGEMENT_DENIED own_account), and privileges come only from those the caller holds. Needs the token permission PATCH /accounts/{id} and write access.
+// Changes email, active, read_only, account_expire, account_expire_dt, privileges, rate_limit and quotas (privileges: subaccounts only). Any other field is 400 INVALID_BODY. Nobody changes its own limits (403 MANAGEMENT_DENIED own_account), privileges come only from those the caller holds, and quotas above the caller's own only from an admin (exceeds_own_quota). Needs the token permission PATCH /accounts/{id} and write access.
 //
 // Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 //
@@ -11079,7 +11079,7 @@ func (c *ClientWithResponses) UpdateAccountWithBodyWithResponse(ctx context.Cont
 
 // UpdateAccountWithResponse Change an account the caller manages
 //
-// Changes email, active, read_only, account_expire, account_expire_dt, rate_limit and (subaccounts only) privileges. Any other field is 400 INVALID_BODY. Nobody changes its own limits (403 MANAGEMENT_DENIED own_account), and privileges come only from those the caller holds. Needs the token permission PATCH /accounts/{id} and write access.
+// Changes email, active, read_only, account_expire, account_expire_dt, privileges, rate_limit and quotas (privileges: subaccounts only). Any other field is 400 INVALID_BODY. Nobody changes its own limits (403 MANAGEMENT_DENIED own_account), privileges come only from those the caller holds, and quotas above the caller's own only from an admin (exceeds_own_quota). Needs the token permission PATCH /accounts/{id} and write access.
 //
 // Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 //
