@@ -56,9 +56,9 @@ func (s *Server) registerAccounts(g *fuego.Server) {
 	fuego.Patch(g, "/accounts/{id}", s.patchAccount, routeOptions(changeErrors(), []fuego.RouteOption{
 		fuego.OptionOperationID("update_account"), fuego.OptionTags("Account"),
 		fuego.OptionSummary("Change an account the caller manages"),
-		fuego.OptionDescription("Changes "+patchableFields()+" (privileges: subaccounts only). "+
-			"Any other field is 400 INVALID_BODY. Nobody changes its own limits (403 MANAGEMENT_DENIED own_account), privileges "+
-			"come only from those the caller holds, and quotas above the caller's own only from an admin (exceeds_own_quota). "+
+		fuego.OptionDescription("Changes " + patchableFields() + " (privileges: subaccounts only). " +
+			"Any other field is 400 INVALID_BODY. Nobody changes its own limits (403 MANAGEMENT_DENIED own_account), privileges " +
+			"come only from those the caller holds, and quotas above the caller's own only from an admin (exceeds_own_quota). " +
 			"Needs the token permission PATCH /accounts/{id} and write access."),
 		takesBody(accountPatchSchema(), exampleAccountPatch()),
 		respondsOne(managedAccountSchema(), exampleManagedAccount()),
