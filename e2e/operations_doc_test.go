@@ -105,7 +105,9 @@ func TestOperationsHAProxy(t *testing.T) {
 		return s
 	}
 	checkA, checkB := patroni(&roleA), patroni(&roleB)
-	port := func(s *httptest.Server) string { return s.Listener.Addr().(*net.TCPAddr).AddrPort().String()[len("127.0.0.1:"):] }
+	port := func(s *httptest.Server) string {
+		return s.Listener.Addr().(*net.TCPAddr).AddrPort().String()[len("127.0.0.1:"):]
+	}
 	primary, replicas := freePort(t), freePort(t)
 	cfg := strings.NewReplacer(
 		"bind *:5000", "bind 127.0.0.1:"+primary,
