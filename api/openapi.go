@@ -51,7 +51,8 @@ func jsonParam(in, name string, example map[string]any) fuego.RouteOption {
 		// {"from": "08:00", "to": "18:00"}), so that the rule holds at
 		// every depth without a recursive schema.
 		value := &openapi3.Schema{Pattern: noNULPattern,
-			Not: openapi3.NewSchemaRef("", &openapi3.Schema{Type: &openapi3.Types{openapi3.TypeObject, openapi3.TypeArray}})}
+			Not: openapi3.NewSchemaRef("", &openapi3.Schema{Type: &openapi3.Types{openapi3.TypeObject, openapi3.TypeArray},
+				Items: openapi3.NewSchemaRef("", &openapi3.Schema{})})}
 		obj := openapi3.NewObjectSchema()
 		obj.PropertyNames = openapi3.NewSchemaRef("", openapi3.NewStringSchema().WithPattern(noNULPattern))
 		obj.AdditionalProperties = openapi3.AdditionalProperties{Schema: openapi3.NewSchemaRef("", value)}
