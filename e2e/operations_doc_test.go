@@ -105,9 +105,7 @@ func TestOperationsHAProxy(t *testing.T) {
 		return s
 	}
 	checkA, checkB := patroni(&roleA), patroni(&roleB)
-	port := func(s *httptest.Server) string {
-		return s.Listener.Addr().(*net.TCPAddr).AddrPort().String()[len("127.0.0.1:"):]
-	}
+	port := func(s *httptest.Server) string { return strconv.Itoa(s.Listener.Addr().(*net.TCPAddr).Port) }
 	primary, replicas := freePort(t), freePort(t)
 	cfg := strings.NewReplacer(
 		"bind *:5000", "bind 127.0.0.1:"+primary,
