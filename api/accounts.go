@@ -8,7 +8,9 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"reflect"
 	"slices"
+	"strings"
 	"time"
 	"unicode/utf8"
 
@@ -42,8 +44,9 @@ func (s *Server) registerAccounts(g *fuego.Server) {
 	fuego.Post(g, "/accounts", s.postAccounts, routeOptions(writeErrors(), []fuego.RouteOption{
 		fuego.OptionOperationID("create_account"), fuego.OptionTags("Account"),
 		fuego.OptionSummary("Create an account below the caller"),
-		fuego.OptionDescription("Creation goes strictly downward: an admin creates managers and users (at the top or under a manager), " +
-			"a manager users under itself and subaccounts under its users, a user subaccounts under itself. " +
+		fuego.OptionDescription("Creation goes strictly downward within the fixed levels admin, manager, user, subaccount: an admin creates " +
+			"managers (at the top or under an admin) and users (at the top, under an admin or under a manager), never a manager under a manager; " +
+			"a manager users under itself and subaccounts under its users, a user subaccounts under itself; nobody creates an admin. " +
 			"Anything else is 403 MANAGEMENT_DENIED (not_below_caller); a manager_id outside the caller's scope is 404. " +
 			"The new account's rate_limit and quotas are never above the caller's own (exceeds_account, exceeds_own_quota); " +
 			"omitted ones are inherited (see the fields). Needs the token permission POST /accounts and write access."),
@@ -54,12 +57,33 @@ func (s *Server) registerAccounts(g *fuego.Server) {
 	fuego.Patch(g, "/accounts/{id}", s.patchAccount, routeOptions(changeErrors(), []fuego.RouteOption{
 		fuego.OptionOperationID("update_account"), fuego.OptionTags("Account"),
 		fuego.OptionSummary("Change an account the caller manages"),
-		fuego.OptionDescription("Changes email, active, read_only, account_expire, account_expire_dt, rate_limit and (subaccounts only) privileges. " +
-			"Any other field is 400 INVALID_BODY. Nobody changes its own limits (403 MANAGEMENT_DENIED own_account), and privileges " +
-			"come only from those the caller holds. Needs the token permission PATCH /accounts/{id} and write access."),
+		fuego.OptionDescription("Changes " + patchableFields() + " (privileges: subaccounts only). " +
+			"Any other field is 400 INVALID_BODY. Nobody changes its own limits (403 MANAGEMENT_DENIED own_account), privileges " +
+			"come only from those the caller holds, and quotas above the caller's own only from an admin (exceeds_own_quota). " +
+			"Needs the token permission PATCH /accounts/{id} and write access."),
 		takesBody(accountPatchSchema(), exampleAccountPatch()),
 		respondsOne(managedAccountSchema(), exampleManagedAccount()),
 	}, pathID("id", "Account id.", exampleManagedAccount().ID))...)
+}
+
+// patchableFields names the fields PATCH /accounts/{id} changes: the JSON
+// fields of its body, in their declared order.
+func patchableFields() string {
+	var names []string
+	var add func(t reflect.Type)
+	add = func(t reflect.Type) {
+		for i := range t.NumField() {
+			f := t.Field(i)
+			if f.Anonymous {
+				add(f.Type)
+				continue
+			}
+			name, _, _ := strings.Cut(f.Tag.Get("json"), ",")
+			names = append(names, name)
+		}
+	}
+	add(reflect.TypeFor[AccountPatchInput]())
+	return strings.Join(names[:len(names)-1], ", ") + " and " + names[len(names)-1]
 }
 
 // accountTypes are the values of an account's type.
@@ -112,18 +136,26 @@ const maxQuota = 1_000_000_000
 // quotaRule is the validation reason of a quota value out of bounds.
 var quotaRule = fmt.Sprintf("a number of rows from 0 to %d", maxQuota)
 
+// maxEmail bounds an account's e-mail address, in characters.
+const maxEmail = 254
+
 // quotaBounds declares the bounds of every quota of a quotas object
-// (QuotasInput) in the OpenAPI document: a number of rows from 0 to
-// maxQuota, as quotaValue checks.
+// (QuotasInput) in the OpenAPI document: each from 0 to maxQuota or null,
+// as quotaValue checks.
 func quotaBounds() fieldOpt {
 	return schemaOpt(func(s *openapi3.Schema) {
-		lo, hi := 0.0, float64(maxQuota)
-		for _, p := range s.Properties {
-			if p.Value != nil {
-				p.Value.Min, p.Value.Max = &lo, &hi
+		for _, name := range storage.AllQuotas {
+			if p := s.Properties[string(name)]; p != nil && p.Value != nil {
+				p.Value.WithMin(0).WithMax(maxQuota)
 			}
 		}
 	})
+}
+
+// oneQuotaAtLeast states that PATCH /accounts/{id}'s quotas object names
+// at least one quota (validation.quotas).
+func oneQuotaAtLeast() fieldOpt {
+	return schemaOpt(func(s *openapi3.Schema) { s.MinProps = 1 })
 }
 
 // quotaValue checks one quota's value (nil: none given) against the
@@ -134,6 +166,24 @@ func (v validation) quotaValue(name storage.Quota, val *int64, reason string) bo
 		return false
 	}
 	return true
+}
+
+// privilegesOfSubaccounts states that only a subaccount is created with
+// privileges (accountFrom): an AccountInput of another type has none.
+func privilegesOfSubaccounts(s *openapi3.Schema) {
+	others := []any{}
+	for _, t := range accountTypes {
+		if t != string(tenancy.Subaccount) {
+			others = append(others, t)
+		}
+	}
+	ifType := openapi3.NewObjectSchema()
+	ifType.Required = []string{"type"}
+	ifType.Properties = openapi3.Schemas{"type": openapi3.NewSchemaRef("", &openapi3.Schema{Enum: others})}
+	none := uint64(0)
+	then := openapi3.NewObjectSchema()
+	then.Properties = openapi3.Schemas{"privileges": openapi3.NewSchemaRef("", &openapi3.Schema{MaxItems: &none})}
+	s.If, s.Then = openapi3.NewSchemaRef("", ifType), openapi3.NewSchemaRef("", then)
 }
 
 // QuotasInput is the quotas object of PATCH /accounts/{id} (docs/design.md §12):
@@ -219,7 +269,7 @@ func (v validation) err(what string) error {
 }
 
 func (v validation) email(p *string) {
-	if p != nil && *p != "" && (!storage.ValidEmail(*p) || utf8.RuneCountInString(*p) > 254) {
+	if p != nil && *p != "" && (!storage.ValidEmail(*p) || utf8.RuneCountInString(*p) > maxEmail) {
 		v["email"] = "not a valid e-mail address"
 	}
 }
@@ -289,7 +339,9 @@ func accountFrom(in AccountInput, faults textFaults) (storage.Account, error) {
 	a.Privileges = v.privileges(in.Privileges)
 	v.rateLimit(in.RateLimit)
 	a.RateLimit = in.RateLimit
-	if len(in.Privileges) > 0 && a.Type != tenancy.Subaccount {
+	if _, badType := v["type"]; !badType && len(in.Privileges) > 0 && a.Type != tenancy.Subaccount {
+		// Judged against a valid type only: a bad type is its own fault,
+		// not also one of privileges (one fault per field, issue 34).
 		v["privileges"] = "only a subaccount has privileges"
 	}
 	if in.Quotas != nil {
@@ -547,8 +599,11 @@ func (s *Server) patchAccount(c fuego.ContextWithBody[AccountPatchInput]) (*Enve
 // show it: its bounds, whether a PATCH may set it to null (clearable), and
 // what ManagedAccount, AccountInput and AccountPatchInput say of it.
 type accountSetting struct {
-	name                  string
-	bounds                []fieldOpt
+	name   string
+	bounds []fieldOpt
+	// rules are the bounds of the two bodies (AccountInput,
+	// AccountPatchInput) only: what the server checks of a value sent.
+	rules                 []fieldOpt
 	clearable             bool
 	managed, input, patch string
 }
@@ -557,15 +612,18 @@ type accountSetting struct {
 // three account schemas.
 func accountSettings() []accountSetting {
 	return []accountSetting{
-		{"email", nil, false, "E-mail address, or empty.", "A valid e-mail address, or empty.", "A valid e-mail address, or empty."},
-		{"active", nil, false, "Whether the account may use the API.", "Defaults to true.", "Whether the account may use the API; not on one's own account."},
-		{"read_only", nil, false, "Whether the account is read-only.", "Defaults to false.", "Read-only; not on one's own account."},
-		{"account_expire", nil, false, "Whether account_expire_dt applies.", "Defaults to false.", "Whether account_expire_dt applies; not on one's own account."},
-		{"account_expire_dt", []fieldOpt{typed(openapi3.TypeString), format("date"), nullable()}, true, "Expiry day (YYYY-MM-DD), or null.", "Expiry day YYYY-MM-DD, or null.",
-			"Expiry day YYYY-MM-DD, or null to clear it; not on one's own account."},
-		{"privileges", []fieldOpt{itemEnum(privilegeNames...)}, false, "A subaccount's privileges; empty for other accounts, which hold every privilege.",
-			"Subaccounts only (400 otherwise); each held by the caller.", "A subaccount's privileges, replaced; each held by the caller; not on one's own account."},
-		{"rate_limit", []fieldOpt{typed(openapi3.TypeInteger), minimum(1), nullable()}, true,
+		{"email", nil, []fieldOpt{maxLen(maxEmail), pattern(emailPattern())}, false, "E-mail address, or empty.",
+			"A valid e-mail address (no display name, no quoted local part), or empty.", "A valid e-mail address (no display name, no quoted local part), or empty."},
+		{"active", nil, nil, false, "Whether the account may use the API.", "Defaults to true.", "Whether the account may use the API; not on one's own account."},
+		{"read_only", nil, nil, false, "Whether the account is read-only.", "Defaults to false.", "Read-only; not on one's own account."},
+		{"account_expire", nil, nil, false, "Whether account_expire_dt applies.", "Defaults to false.", "Whether account_expire_dt applies; not on one's own account."},
+		{"account_expire_dt", []fieldOpt{typed(openapi3.TypeString), format("date"), nullable()}, []fieldOpt{pattern(datePattern)}, true,
+			"Expiry day (YYYY-MM-DD), or null.", "Expiry day YYYY-MM-DD from 0001-01-01 to 9999-12-31, or null.",
+			"Expiry day YYYY-MM-DD from 0001-01-01 to 9999-12-31, or null to clear it; not on one's own account."},
+		{"privileges", []fieldOpt{itemEnum(privilegeNames...)}, []fieldOpt{uniqueItems()}, false, "A subaccount's privileges; empty for other accounts, which hold every privilege.",
+			"Subaccounts only (400 otherwise); each held by the caller, at most once.",
+			"A subaccount's privileges, replaced; each held by the caller, at most once; not on one's own account."},
+		{"rate_limit", []fieldOpt{typed(openapi3.TypeInteger), minimum(1), nullable()}, []fieldOpt{maximum(maxTokenRateLimit)}, true,
 			"The account's budget in requests per minute, shared by every token of the account and of its subaccounts; a token's own rate_limit only narrows it (docs/design.md §12). null: none.",
 			"Requests per minute for every token of the account and of its subaccounts; not above the caller's own account limit (403 MANAGEMENT_DENIED exceeds_account). Omitted or null: the caller's own account limit, or none when it has none.",
 			"Requests per minute for every token of the account and of its subaccounts, or null for none; not on one's own account, not above the caller's own account limit (403 MANAGEMENT_DENIED exceeds_account)."},
@@ -573,11 +631,15 @@ func accountSettings() []accountSetting {
 }
 
 // withSettings adds the fields of AccountSettings to fields, each
-// described as describe says; in a PATCH (patch) a field that cannot be
-// cleared is not nullable.
-func withSettings(fields map[string][]fieldOpt, patch bool, describe func(accountSetting) string) map[string][]fieldOpt {
+// described as describe says; a body (input) has the rules of a value
+// sent, and in a PATCH (patch) a field that cannot be cleared is not
+// nullable.
+func withSettings(fields map[string][]fieldOpt, input, patch bool, describe func(accountSetting) string) map[string][]fieldOpt {
 	for _, f := range accountSettings() {
 		opts := append(slices.Clone(f.bounds), desc(describe(f)))
+		if input {
+			opts = append(opts, f.rules...)
+		}
 		if patch && !f.clearable {
 			opts = append(opts, notNull())
 		}
@@ -599,13 +661,13 @@ func managedAccountSchema() wireType {
 				"or the platform defaults, each a number of rows or null for unlimited (an admin has none). subaccounts: the accounts " +
 				"directly below it; tokens: its active tokens; devices and passengers: those it owns.")},
 			"usage": {desc("GET and PATCH /accounts/{id} only: how much of each quota the account uses now.")},
-		}, false, func(f accountSetting) string { return f.managed })}
+		}, false, false, func(f accountSetting) string { return f.managed })}
 }
 
 // accountInputSchema is the AccountInput component, the body of POST
 // /accounts.
 func accountInputSchema() wireType {
-	return wireType{name: "AccountInput", value: AccountInput{}, required: []string{"username", "type"},
+	return wireType{name: "AccountInput", value: AccountInput{}, required: []string{"username", "type"}, complete: privilegesOfSubaccounts,
 		description: "An account to create (docs/design.md §9). Absent and null fields take their defaults (active, not read-only, not expiring, " +
 			"no privileges). Field names are exact; unknown and repeated keys are rejected.",
 		fields: withSettings(map[string][]fieldOpt{
@@ -616,7 +678,7 @@ func accountInputSchema() wireType {
 				"each a number of rows from 0 to 1000000000. Never above the caller's own limit in force (403 MANAGEMENT_DENIED " +
 				"exceeds_own_quota) unless the caller is an admin. An omitted or null quota (or quotas omitted or null) is the " +
 				"platform default, or the caller's own limit when that is lower: a new account never has more than its creator.")},
-		}, false, func(f accountSetting) string { return f.input })}
+		}, true, false, func(f accountSetting) string { return f.input })}
 }
 
 // accountPatchSchema is the AccountPatchInput component, the body of PATCH
@@ -625,10 +687,10 @@ func accountPatchSchema() wireType {
 	return wireType{name: "AccountPatchInput", value: AccountPatchInput{}, required: []string{}, minProperties: 1,
 		description: "The fields to change (docs/design.md §9); at least one. Any other field, type, manager_id and username included, is 400 INVALID_BODY.",
 		fields: withSettings(map[string][]fieldOpt{
-			"quotas": {notNull(), quotaBounds(), desc("Quota overrides (docs/design.md §12): subaccounts, tokens, devices, passengers, each a number of rows from 0 to " +
-				"1000000000, or null to return to the platform default. Not on one's own account; never above the caller's own limit " +
+			"quotas": {notNull(), quotaBounds(), oneQuotaAtLeast(), desc("Quota overrides (docs/design.md §12): subaccounts, tokens, devices, passengers, each a number of rows from 0 to " +
+				"1000000000, or null to return to the platform default; at least one. Not on one's own account; never above the caller's own limit " +
 				"(403 MANAGEMENT_DENIED exceeds_own_quota) unless the caller is an admin.")},
-		}, true, func(f accountSetting) string { return f.patch })}
+		}, true, true, func(f accountSetting) string { return f.patch })}
 }
 
 func exampleManagedAccount() storage.Account {

@@ -30,6 +30,10 @@ const (
 	// cursorCheck is the length of the checksum that ends a cursor, and of
 	// the digest of the query it was made for.
 	cursorCheck = 8
+	// cursorPattern is the alphabet of a cursor (base64url without
+	// padding); its checksum, which only the server makes, is what no
+	// schema can say.
+	cursorPattern = `^[A-Za-z0-9_-]+$`
 )
 
 // Reasons of the after values that are refused.

@@ -188,9 +188,18 @@ func invalidReason(err error) string {
 }
 
 // invalidFields is the details of a VALIDATION_FAILED made of a
-// storage.ErrInvalid: fields maps the column, when the database named one,
-// to the reason; else the reason alone.
+// storage.ErrInvalid: fields maps each field of a storage.InvalidFields,
+// or the column when the database named one, to its reason; else the
+// reason alone.
 func invalidFields(err error) map[string]any {
+	var fields storage.InvalidFields
+	if errors.As(err, &fields) {
+		out := map[string]any{}
+		for f, reason := range fields {
+			out[f] = reason
+		}
+		return map[string]any{"fields": out}
+	}
 	var ie *storage.InvalidError
 	if errors.As(err, &ie) && ie.Column != "" {
 		return map[string]any{"fields": map[string]any{ie.Column: invalidReason(err)}}

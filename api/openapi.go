@@ -35,6 +35,33 @@ func paramSchema(in, name string, complete func(*openapi3.Schema)) fuego.RouteOp
 	}
 }
 
+// jsonParam turns the parameter in/name declared before into one whose
+// value is the JSON text of an object (content application/json, OpenAPI
+// 3.0 §4.7.12.2): the filter on an object field (storage.KindObject),
+// which Fuego v0.20 can only declare as a string. example is the
+// media type's example (a parameter with content has none of its own).
+func jsonParam(in, name string, example map[string]any) fuego.RouteOption {
+	return func(r *fuego.BaseRoute) {
+		p := r.Operation.Parameters.GetByInAndName(in, name)
+		if p == nil {
+			panic(fmt.Sprintf("api: jsonParam: no %s parameter %q declared before", in, name))
+		}
+		// Keys and string values without NUL, as storage.ParseJSONObject
+		// wants them; values are not nested (a stored day_time's are not:
+		// {"from": "08:00", "to": "18:00"}), so that the rule holds at
+		// every depth without a recursive schema.
+		value := &openapi3.Schema{Pattern: noNULPattern,
+			Not: openapi3.NewSchemaRef("", &openapi3.Schema{Type: &openapi3.Types{openapi3.TypeObject, openapi3.TypeArray},
+				Items: openapi3.NewSchemaRef("", &openapi3.Schema{})})}
+		obj := openapi3.NewObjectSchema()
+		obj.PropertyNames = openapi3.NewSchemaRef("", openapi3.NewStringSchema().WithPattern(noNULPattern))
+		obj.AdditionalProperties = openapi3.AdditionalProperties{Schema: openapi3.NewSchemaRef("", value)}
+		p.Schema = nil
+		p.Content = openapi3.NewContentWithJSONSchema(obj)
+		p.Content.Get("application/json").Example = example
+	}
+}
+
 // paramExample sets the example of the parameter in/name declared before
 // (Fuego's ParamExample writes a named example; the document shows one
 // value, as a client's generated code reads it).
@@ -224,7 +251,7 @@ func listParams(d *storage.Descriptor, list string) []fuego.RouteOption {
 		fuego.OptionQuery(paramAfter, "Extension beyond the spec (keyset paging): the opaque cursor meta.next of the previous page. "+
 			"Returns the items strictly after it in the same order, with the same scope, filters and search; send it to the list that gave it "+
 			"with the sort, order, filters and search it was made for (per_page may change), and no page beyond 1. meta.total stays the whole list's total."),
-		paramSchema(q, paramAfter, func(s *openapi3.Schema) { s.WithMinLength(1).WithMaxLength(maxCursor) }),
+		paramSchema(q, paramAfter, func(s *openapi3.Schema) { s.WithMinLength(1).WithMaxLength(maxCursor).WithPattern(cursorPattern) }),
 		paramExample(q, paramAfter, exampleCursor(d, list, storage.Cursor{Sort: d.ID()})),
 	}
 	if len(d.SearchFields()) > 0 {
@@ -235,7 +262,9 @@ func listParams(d *storage.Descriptor, list string) []fuego.RouteOption {
 			fuego.OptionQuery(paramSearch, "Case-insensitive substring match over "+strings.Join(d.SearchFields(), " and ")+
 				"; surrounding whitespace is trimmed and the rest must be 2 to 100 characters; "+
 				"%, _ and \\ match themselves. Applied after the caller's scope and the filters."),
-			paramSchema(q, paramSearch, func(s *openapi3.Schema) { s.WithMinLength(minSearch).WithMaxLength(maxSearch) }))
+			paramSchema(q, paramSearch, func(s *openapi3.Schema) {
+				s.WithMinLength(minSearch).WithMaxLength(maxSearch).WithPattern(searchPattern())
+			}))
 	}
 	opts = append(opts,
 		fuego.OptionQuery(paramOrder, "Sort direction.", fuego.ParamDefault("asc")),
@@ -273,19 +302,18 @@ func filterParam(f storage.Field) []fuego.RouteOption {
 	case storage.KindTextList:
 		desc = fmt.Sprintf("Matches rows whose %s list contains the value.", f.Name)
 	case storage.KindObject:
-		desc = fmt.Sprintf("Matches rows whose %s equals this JSON object (for example {\"from\":\"08:00\"}).", f.Name)
-		return []fuego.RouteOption{fuego.OptionQuery(f.Name, desc),
-			paramSchema(q, f.Name, func(s *openapi3.Schema) { s.WithMinLength(2) }),
-			paramExample(q, f.Name, `{"from":"08:00"}`)}
+		desc = fmt.Sprintf("Matches rows whose %s equals this JSON object, sent as its JSON text (for example {\"from\":\"08:00\"}): "+
+			"no \\u0000 and no unpaired surrogate escape in its keys and strings, at any depth; numbers of at most 1000 digits with an "+
+			"exponent from -1000 to 1000. The schema admits the flat objects a day_time is ({\"from\":\"06:00\",\"to\":\"20:00\"}); "+
+			"nested values are taken too.", f.Name)
+		return []fuego.RouteOption{fuego.OptionQuery(f.Name, desc), jsonParam(q, f.Name, map[string]any{"from": "08:00"})}
 	case storage.KindDate:
 		desc = fmt.Sprintf("Exact-match filter on %s (YYYY-MM-DD, 0001-01-01 to 9999-12-31).", f.Name)
-		return []fuego.RouteOption{fuego.OptionQuery(f.Name, desc),
-			paramSchema(q, f.Name, func(s *openapi3.Schema) { s.WithFormat("date") })}
+		return []fuego.RouteOption{fuego.OptionQuery(f.Name, desc), paramSchema(q, f.Name, dateSchema)}
 	case storage.KindTime:
-		desc = fmt.Sprintf("Exact-match filter on %s (RFC 3339 timestamp YYYY-MM-DDTHH:MM:SS[.ffffff] then Z or ±HH:MM, "+
-			"years 0001 to 9999).", f.Name)
-		return []fuego.RouteOption{fuego.OptionQuery(f.Name, desc),
-			paramSchema(q, f.Name, func(s *openapi3.Schema) { s.WithFormat("date-time") })}
+		desc = fmt.Sprintf("Exact-match filter on %s (RFC 3339 timestamp YYYY-MM-DDTHH:MM:SS[.ffffff] then Z or ±HH:MM up to ±15:59, "+
+			"years 0001 to 9999 in UTC).", f.Name)
+		return []fuego.RouteOption{fuego.OptionQuery(f.Name, desc), paramSchema(q, f.Name, timestampSchema)}
 	}
 	return []fuego.RouteOption{fuego.OptionQuery(f.Name, desc)}
 }

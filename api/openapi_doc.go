@@ -136,6 +136,11 @@ func finishOpenAPI(gen *openapi3.T) (*openapi3.T, error) {
 	if err != nil {
 		return nil, err
 	}
+	for _, d := range docs {
+		if d.request != nil {
+			inputRules(schemas[d.request.name].Value)
+		}
+	}
 	addEnvelopeSchemas(schemas, docs)
 	doc.Components.Schemas = schemas
 	return doc, nil
@@ -182,8 +187,11 @@ func finishOperation(op *openapi3.Operation, responses openapi3.ResponseBodies) 
 		if p.Value.In == openapi3.ParameterInHeader && p.Value.Name == "Accept" {
 			continue // Fuego adds one to every operation; the API always answers JSON
 		}
-		if p.Value.Description == "" || p.Value.Schema == nil {
-			return nil, nil, fmt.Errorf("operation %q: parameter %s needs a description and a schema", id, p.Value.Name)
+		if p.Value.Description == "" || (p.Value.Schema == nil) == (p.Value.Content == nil) {
+			return nil, nil, fmt.Errorf("operation %q: parameter %s needs a description and a schema or a content", id, p.Value.Name)
+		}
+		if p.Value.Schema != nil {
+			inputRules(p.Value.Schema.Value)
 		}
 		if p.Value.In == openapi3.ParameterInPath && p.Value.Example == nil {
 			return nil, nil, fmt.Errorf("operation %q: path parameter %s needs an example", id, p.Value.Name)

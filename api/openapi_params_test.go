@@ -17,7 +17,6 @@ import (
 // or the least value of its type and format.
 func paramValue(t *testing.T, p *openapi3.Parameter) string {
 	t.Helper()
-	s := p.Schema.Value
 	str := func(v any) string {
 		if v, ok := v.(string); ok {
 			return v
@@ -28,9 +27,14 @@ func paramValue(t *testing.T, p *openapi3.Parameter) string {
 		}
 		return string(b)
 	}
-	switch {
-	case p.Example != nil:
+	if p.Example != nil {
 		return str(p.Example)
+	}
+	if p.Schema == nil {
+		return "{}" // a JSON-valued parameter (content): an object
+	}
+	s := p.Schema.Value
+	switch {
 	case s.Example != nil:
 		return str(s.Example)
 	case s.Default != nil:

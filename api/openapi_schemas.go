@@ -30,6 +30,9 @@ type wireType struct {
 	fields        map[string][]fieldOpt
 	// uses are the component schemas the fields refer to (ref).
 	uses []wireType
+	// complete, when set, adds what relates fields to each other (an
+	// if/then) to the finished schema.
+	complete func(*openapi3.Schema)
 }
 
 // fieldOpt refines the schema of one property.
@@ -57,6 +60,8 @@ func itemEnum(values ...string) fieldOpt {
 func format(f string) fieldOpt { return schemaOpt(func(s *openapi3.Schema) { s.Format = f }) }
 
 func minimum(n float64) fieldOpt { return schemaOpt(func(s *openapi3.Schema) { s.Min = &n }) }
+
+func maximum(n float64) fieldOpt { return schemaOpt(func(s *openapi3.Schema) { s.Max = &n }) }
 
 func maxLen(n uint64) fieldOpt { return schemaOpt(func(s *openapi3.Schema) { s.MaxLength = &n }) }
 
@@ -197,6 +202,9 @@ func wireSchema(w wireType) (*openapi3.SchemaRef, error) {
 		s.Required = w.required
 	}
 	s.MinProps = w.minProperties
+	if w.complete != nil {
+		w.complete(s)
+	}
 	open := w.open
 	s.AdditionalProperties = openapi3.AdditionalProperties{Has: &open}
 	return openapi3.NewSchemaRef("", s), nil

@@ -176,6 +176,15 @@ func checkOperation(t *testing.T, method string, op *openapi3.Operation) {
 		t.Errorf("tags %v, summary %q, description %q", op.Tags, op.Summary, op.Description)
 	}
 	for _, p := range op.Parameters {
+		if p.Value.Content != nil {
+			// A JSON-valued parameter (an object filter): its schema is in
+			// its content, an object.
+			mt := p.Value.Content.Get("application/json")
+			if p.Value.Schema != nil || len(p.Value.Content) != 1 || mt == nil || !mt.Schema.Value.Type.Is(openapi3.TypeObject) {
+				t.Errorf("parameter %s: content %v, schema %v: want one application/json object and no schema", p.Value.Name, p.Value.Content, p.Value.Schema)
+			}
+			continue
+		}
 		s := p.Value.Schema.Value
 		if p.Value.Description == "" || s.Type == nil || len(s.Type.Slice()) == 0 {
 			t.Errorf("parameter %s: description %q, type %v", p.Value.Name, p.Value.Description, s.Type)

@@ -162,8 +162,11 @@ func (s *Server) postPassengers(c fuego.ContextWithBody[PassengerInput]) (*Envel
 // bounds, and what the Passenger component (wire) and the PassengerInput
 // body (input; empty: as wire) say of it.
 type passengerField struct {
-	name        string
-	bounds      []fieldOpt
+	name   string
+	bounds []fieldOpt
+	// rules are the input's bounds only: what the server checks of a
+	// value sent.
+	rules       []fieldOpt
 	wire, input string
 }
 
@@ -172,18 +175,18 @@ type passengerField struct {
 // server's, is the component's alone).
 func passengerFields() []passengerField {
 	return []passengerField{
-		{"passenger_name", []fieldOpt{minLen(1), maxLen(100)}, "Name, trimmed.",
+		{"passenger_name", []fieldOpt{minLen(1), maxLen(100)}, []fieldOpt{pattern(passengerNamePattern())}, "Name, trimmed.",
 			"Required; 1 to 100 characters after trimming, at least one of them visible. Whitespace, control and zero-width characters at the ends are trimmed."},
-		{"passenger_assign_id", []fieldOpt{maxLen(50)}, "Assignment id (for example a card), in Unicode NFC and upper-case; unique in the account when not empty.",
+		{"passenger_assign_id", []fieldOpt{maxLen(50)}, nil, "Assignment id (for example a card), in Unicode NFC and upper-case; unique in the account when not empty.",
 			"At most 50 characters after trimming; stored in Unicode NFC and upper-case, so composed and decomposed spellings are one id; unique in the account when not empty."},
-		{"passenger_idn", nil, "Identity number.", ""},
-		{"passenger_address", nil, "Address.", ""},
-		{"passenger_phone", nil, "Phone number.", ""},
-		{"passenger_email", nil, "E-mail address, or empty.", "A valid e-mail address (no display name), or empty."},
-		{"passenger_desc", []fieldOpt{maxLen(1000)}, "Description.", "At most 1000 characters."},
-		{"passenger_client_id", nil, "The client's own id of the passenger.", ""},
-		{"passenger_active", nil, "Whether the passenger is active.", "Defaults to true."},
-		{"passenger_pickup_point_id", []fieldOpt{minimum(1)}, "Pickup point, or null.", "1 or more, or null (the default)."},
+		{"passenger_idn", nil, nil, "Identity number.", ""},
+		{"passenger_address", nil, nil, "Address.", ""},
+		{"passenger_phone", nil, nil, "Phone number.", ""},
+		{"passenger_email", nil, []fieldOpt{pattern(emailPattern())}, "E-mail address, or empty.", "A valid e-mail address (no display name, no quoted local part), or empty."},
+		{"passenger_desc", []fieldOpt{maxLen(1000)}, nil, "Description.", "At most 1000 characters."},
+		{"passenger_client_id", nil, nil, "The client's own id of the passenger.", ""},
+		{"passenger_active", nil, nil, "Whether the passenger is active.", "Defaults to true."},
+		{"passenger_pickup_point_id", []fieldOpt{minimum(1)}, nil, "Pickup point, or null.", "1 or more, or null (the default)."},
 	}
 }
 
@@ -196,7 +199,11 @@ func passengerSchemaFields(input bool) map[string][]fieldOpt {
 		if input && f.input != "" {
 			d = f.input
 		}
-		out[f.name] = append(slices.Clone(f.bounds), desc(d))
+		opts := append(slices.Clone(f.bounds), desc(d))
+		if input {
+			opts = append(opts, f.rules...)
+		}
+		out[f.name] = opts
 	}
 	return out
 }

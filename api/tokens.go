@@ -5,6 +5,7 @@ import (
 	"errors"
 	"strings"
 	"time"
+	"unicode"
 	"unicode/utf8"
 
 	"github.com/getkin/kin-openapi/openapi3"
@@ -49,6 +50,15 @@ func (s *Server) registerTokens(g *fuego.Server) {
 // maxTokenRateLimit bounds a rate limit asked for through the API.
 const maxTokenRateLimit = 1_000_000
 
+// maxTokenName bounds a token's name, in characters.
+const maxTokenName = 100
+
+// tokenNameControls are the characters a token's name may not hold: the
+// C0 controls and DEL.
+func tokenNameControls() *unicode.RangeTable {
+	return &unicode.RangeTable{R16: []unicode.Range16{{Lo: 0x00, Hi: 0x1f, Stride: 1}, {Lo: 0x7f, Hi: 0x7f, Stride: 1}}, LatinOffset: 2}
+}
+
 // TokenInput is the body of POST /tokens (docs/design.md §9).
 type TokenInput struct {
 	AccountID   *int64   `json:"account_id,omitempty"`
@@ -81,7 +91,7 @@ func tokenFrom(in TokenInput, faults textFaults, now time.Time) (storage.Managed
 	switch {
 	case in.Name == nil || strings.TrimSpace(*in.Name) == "":
 		v["name"] = "required: 1 to 100 characters"
-	case utf8.RuneCountInString(*in.Name) > 100 || strings.ContainsFunc(*in.Name, func(r rune) bool { return r < ' ' || r == 0x7f }):
+	case utf8.RuneCountInString(*in.Name) > maxTokenName || strings.ContainsFunc(*in.Name, func(r rune) bool { return unicode.Is(tokenNameControls(), r) }):
 		v["name"] = "1 to 100 characters, no control characters"
 	default:
 		out.Name = *in.Name
@@ -92,7 +102,10 @@ func tokenFrom(in TokenInput, faults textFaults, now time.Time) (storage.Managed
 	out.Permissions = append([]string{}, in.Permissions...)
 	if in.ExpiresAt != nil {
 		t, err := time.Parse(time.RFC3339Nano, *in.ExpiresAt)
-		if err != nil || t.Year() > 9999 {
+		if err != nil || t.UTC().Year() > storage.MaxYear {
+			// In UTC: 9999-12-31T23:00:00-02:00 is in the year 10000,
+			// which neither PostgreSQL's answer nor the JSON encoder of
+			// time.Time writes back (it was a 500).
 			v["expires_at"] = "an RFC 3339 time, or null to inherit the caller's expiry"
 		} else {
 			t = t.UTC()
@@ -106,14 +119,13 @@ func tokenFrom(in TokenInput, faults textFaults, now time.Time) (storage.Managed
 			out.RateLimit = *in.RateLimit
 		}
 	}
-	if _, bad := v["permissions"]; !bad {
-		if err := storage.ValidateNewToken(out.Permissions, out.ExpiresAt, out.RateLimit, now); err != nil {
-			field := "permissions"
-			if out.ExpiresAt != nil && !out.ExpiresAt.After(now) {
-				field = "expires_at"
-			}
-			if _, set := v[field]; !set {
-				v[field] = strings.TrimPrefix(err.Error(), storage.ErrInvalid.Error()+": ")
+	// Each field's fault under its own name, every one of them: a bad
+	// permission and a past expiry are two faults (issue 34).
+	var bad storage.InvalidFields
+	if errors.As(storage.ValidateNewToken(out.Permissions, out.ExpiresAt, out.RateLimit, now), &bad) {
+		for f, reason := range bad {
+			if _, set := v[f]; !set {
+				v[f] = reason
 			}
 		}
 	}
@@ -149,8 +161,7 @@ func (s *Server) postTokens(c fuego.ContextWithBody[TokenInput]) (*Envelope[Crea
 	secret, created, replayed, err := s.cfg.Store.CreateManagedToken(ctx, w.scope, actor(ctx, w.manager), nt, w.idem)
 	if err != nil {
 		if errors.Is(err, storage.ErrInvalid) {
-			return nil, newError(CodeValidationFailed, "the token is not valid", map[string]any{"fields": map[string]any{
-				"permissions": strings.TrimPrefix(err.Error(), storage.ErrInvalid.Error()+": ")}})
+			return nil, newError(CodeValidationFailed, "the token is not valid", invalidFields(err))
 		}
 		return nil, writeError(err, "the account already has a token of this name", "name")
 	}
@@ -229,11 +240,14 @@ func tokenInputSchema() wireType {
 	return wireType{name: "TokenInput", value: TokenInput{}, required: []string{"name", "permissions"},
 		description: "A token to create (docs/design.md §9). Field names are exact; unknown and repeated keys are rejected.",
 		fields: map[string][]fieldOpt{
-			"account_id":  {minimum(1), desc("The account it belongs to, in the caller's management scope; the caller's when omitted.")},
-			"name":        {typed(openapi3.TypeString), minLen(1), maxLen(100), desc("Required; unique per account.")},
-			"permissions": {maxItems(tenancy.MaxPermissions), uniqueItems(), desc(`Required; each "*", "METHOD *" or "METHOD /route" naming a route of the API and covered by the caller's token; at most 64, none twice (400 VALIDATION_FAILED).`)},
-			"expires_at":  {typed(openapi3.TypeString), format("date-time"), nullable(), desc("In the future and not after the caller's expiry; omitted or null: the caller's.")},
-			"rate_limit":  {typed(openapi3.TypeInteger), minimum(1), nullable(), desc("Requests per minute, not above the caller's; omitted or null: the caller's.")},
+			"account_id": {minimum(1), desc("The account it belongs to, in the caller's management scope; the caller's when omitted.")},
+			"name": {typed(openapi3.TypeString), minLen(1), maxLen(maxTokenName), pattern(tokenNamePattern()),
+				desc("Required; unique per account; not blank, no control characters.")},
+			"permissions": {maxItems(tenancy.MaxPermissions), uniqueItems(), itemEnum(permissionValues()...),
+				desc(`Required; each "*", "METHOD *" or "METHOD /route" naming a route of the API and covered by the caller's token; at most 64, none twice (400 VALIDATION_FAILED).`)},
+			"expires_at": {typed(openapi3.TypeString), schemaOpt(expirySchema), nullable(),
+				desc("In the future (400 VALIDATION_FAILED otherwise: the one rule of this body relative to the time of the request) and not after the caller's expiry; omitted or null: the caller's.")},
+			"rate_limit": {typed(openapi3.TypeInteger), minimum(1), maximum(maxTokenRateLimit), nullable(), desc("Requests per minute, not above the caller's; omitted or null: the caller's.")},
 		}}
 }
 

@@ -105,9 +105,9 @@ func (s *Server) registerUsage(g *fuego.Server) {
 			"An account_id outside the scope is 404; whose usage a caller reads is the management policy's usage.read decision " +
 			"(403 MANAGEMENT_DENIED). Ordered by period, then account. Needs the token permission GET /usage."),
 		fuego.OptionQuery(paramFrom, "First UTC day (YYYY-MM-DD); default: the first day of to's month."),
-		paramSchema(q, paramFrom, func(s *openapi3.Schema) { s.WithFormat("date") }),
+		paramSchema(q, paramFrom, dateSchema),
 		fuego.OptionQuery(paramTo, fmt.Sprintf("Last UTC day (YYYY-MM-DD), inclusive; default: today. At most %d days after from.", maxUsageDays-1)),
-		paramSchema(q, paramTo, func(s *openapi3.Schema) { s.WithFormat("date") }),
+		paramSchema(q, paramTo, dateSchema),
 		fuego.OptionQueryInt(paramAccountID, "Only this account (in the caller's management scope); default: every account in it."),
 		paramSchema(q, paramAccountID, func(s *openapi3.Schema) { s.WithFormat("int64").WithMin(1) }),
 		fuego.OptionQuery(paramGroup, "Period of each item: a UTC day or a calendar month.", fuego.ParamDefault("day")),

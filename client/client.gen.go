@@ -727,6 +727,102 @@ func (e ServiceListSuccess) Valid() bool {
 	}
 }
 
+// Defines values for TokenInputPermissions.
+const (
+	TokenInputPermissionsAsterisk             TokenInputPermissions = "*"
+	TokenInputPermissionsDELETE               TokenInputPermissions = "DELETE *"
+	TokenInputPermissionsDELETEaccountsId     TokenInputPermissions = "DELETE /accounts/{id}"
+	TokenInputPermissionsDELETEtokensId       TokenInputPermissions = "DELETE /tokens/{id}"
+	TokenInputPermissionsGET                  TokenInputPermissions = "GET *"
+	TokenInputPermissionsGETaccounts          TokenInputPermissions = "GET /accounts"
+	TokenInputPermissionsGETaccountsId        TokenInputPermissions = "GET /accounts/{id}"
+	TokenInputPermissionsGETaccountsIdobjects TokenInputPermissions = "GET /accounts/{id}/objects"
+	TokenInputPermissionsGETauditEvents       TokenInputPermissions = "GET /audit-events"
+	TokenInputPermissionsGETevents            TokenInputPermissions = "GET /events"
+	TokenInputPermissionsGETeventsId          TokenInputPermissions = "GET /events/{id}"
+	TokenInputPermissionsGETme                TokenInputPermissions = "GET /me"
+	TokenInputPermissionsGETobjects           TokenInputPermissions = "GET /objects"
+	TokenInputPermissionsGETreports           TokenInputPermissions = "GET /reports"
+	TokenInputPermissionsGETservices          TokenInputPermissions = "GET /services"
+	TokenInputPermissionsGETservicesdue       TokenInputPermissions = "GET /services/due"
+	TokenInputPermissionsGETtokens            TokenInputPermissions = "GET /tokens"
+	TokenInputPermissionsGETusage             TokenInputPermissions = "GET /usage"
+	TokenInputPermissionsPATCH                TokenInputPermissions = "PATCH *"
+	TokenInputPermissionsPATCHaccountsId      TokenInputPermissions = "PATCH /accounts/{id}"
+	TokenInputPermissionsPATCHobjectsId       TokenInputPermissions = "PATCH /objects/{id}"
+	TokenInputPermissionsPOST                 TokenInputPermissions = "POST *"
+	TokenInputPermissionsPOSTaccounts         TokenInputPermissions = "POST /accounts"
+	TokenInputPermissionsPOSTobjects          TokenInputPermissions = "POST /objects"
+	TokenInputPermissionsPOSTpassengers       TokenInputPermissions = "POST /passengers"
+	TokenInputPermissionsPOSTtokens           TokenInputPermissions = "POST /tokens"
+	TokenInputPermissionsPUT                  TokenInputPermissions = "PUT *"
+	TokenInputPermissionsPUTaccountsIdobjects TokenInputPermissions = "PUT /accounts/{id}/objects"
+)
+
+// Valid indicates whether the value is a known member of the TokenInputPermissions enum.
+func (e TokenInputPermissions) Valid() bool {
+	switch e {
+	case TokenInputPermissionsAsterisk:
+		return true
+	case TokenInputPermissionsDELETE:
+		return true
+	case TokenInputPermissionsDELETEaccountsId:
+		return true
+	case TokenInputPermissionsDELETEtokensId:
+		return true
+	case TokenInputPermissionsGET:
+		return true
+	case TokenInputPermissionsGETaccounts:
+		return true
+	case TokenInputPermissionsGETaccountsId:
+		return true
+	case TokenInputPermissionsGETaccountsIdobjects:
+		return true
+	case TokenInputPermissionsGETauditEvents:
+		return true
+	case TokenInputPermissionsGETevents:
+		return true
+	case TokenInputPermissionsGETeventsId:
+		return true
+	case TokenInputPermissionsGETme:
+		return true
+	case TokenInputPermissionsGETobjects:
+		return true
+	case TokenInputPermissionsGETreports:
+		return true
+	case TokenInputPermissionsGETservices:
+		return true
+	case TokenInputPermissionsGETservicesdue:
+		return true
+	case TokenInputPermissionsGETtokens:
+		return true
+	case TokenInputPermissionsGETusage:
+		return true
+	case TokenInputPermissionsPATCH:
+		return true
+	case TokenInputPermissionsPATCHaccountsId:
+		return true
+	case TokenInputPermissionsPATCHobjectsId:
+		return true
+	case TokenInputPermissionsPOST:
+		return true
+	case TokenInputPermissionsPOSTaccounts:
+		return true
+	case TokenInputPermissionsPOSTobjects:
+		return true
+	case TokenInputPermissionsPOSTpassengers:
+		return true
+	case TokenInputPermissionsPOSTtokens:
+		return true
+	case TokenInputPermissionsPUT:
+		return true
+	case TokenInputPermissionsPUTaccountsIdobjects:
+		return true
+	default:
+		return false
+	}
+}
+
 // Defines values for UsageListSuccess.
 const (
 	UsageListSuccessTrue UsageListSuccess = true
@@ -1332,19 +1428,19 @@ type AccountInput struct {
 	// AccountExpire Defaults to false.
 	AccountExpire nullable.Nullable[bool] `json:"account_expire,omitempty"`
 
-	// AccountExpireDt Expiry day YYYY-MM-DD, or null.
+	// AccountExpireDt Expiry day YYYY-MM-DD from 0001-01-01 to 9999-12-31, or null.
 	AccountExpireDt nullable.Nullable[openapi_types.Date] `json:"account_expire_dt,omitempty"`
 
 	// Active Defaults to true.
 	Active nullable.Nullable[bool] `json:"active,omitempty"`
 
-	// Email A valid e-mail address, or empty.
+	// Email A valid e-mail address (no display name, no quoted local part), or empty.
 	Email nullable.Nullable[string] `json:"email,omitempty"`
 
 	// ManagerId The account it is created under: null or a manager for an admin's manager or user, the manager for its users, the parent user for a subaccount.
 	ManagerId nullable.Nullable[int64] `json:"manager_id,omitempty"`
 
-	// Privileges Subaccounts only (400 otherwise); each held by the caller.
+	// Privileges Subaccounts only (400 otherwise); each held by the caller, at most once.
 	Privileges *[]AccountInputPrivileges `json:"privileges,omitempty"`
 
 	// Quotas The new account's quota limits (docs/design.md §12): subaccounts, tokens, devices, passengers, each a number of rows from 0 to 1000000000. Never above the caller's own limit in force (403 MANAGEMENT_DENIED exceeds_own_quota) unless the caller is an admin. An omitted or null quota (or quotas omitted or null) is the platform default, or the caller's own limit when that is lower: a new account never has more than its creator.
@@ -1379,19 +1475,19 @@ type AccountPatchInput struct {
 	// AccountExpire Whether account_expire_dt applies; not on one's own account.
 	AccountExpire *bool `json:"account_expire,omitempty"`
 
-	// AccountExpireDt Expiry day YYYY-MM-DD, or null to clear it; not on one's own account.
+	// AccountExpireDt Expiry day YYYY-MM-DD from 0001-01-01 to 9999-12-31, or null to clear it; not on one's own account.
 	AccountExpireDt nullable.Nullable[openapi_types.Date] `json:"account_expire_dt,omitempty"`
 
 	// Active Whether the account may use the API; not on one's own account.
 	Active *bool `json:"active,omitempty"`
 
-	// Email A valid e-mail address, or empty.
+	// Email A valid e-mail address (no display name, no quoted local part), or empty.
 	Email *string `json:"email,omitempty"`
 
-	// Privileges A subaccount's privileges, replaced; each held by the caller; not on one's own account.
+	// Privileges A subaccount's privileges, replaced; each held by the caller, at most once; not on one's own account.
 	Privileges *[]AccountPatchInputPrivileges `json:"privileges,omitempty"`
 
-	// Quotas Quota overrides (docs/design.md §12): subaccounts, tokens, devices, passengers, each a number of rows from 0 to 1000000000, or null to return to the platform default. Not on one's own account; never above the caller's own limit (403 MANAGEMENT_DENIED exceeds_own_quota) unless the caller is an admin.
+	// Quotas Quota overrides (docs/design.md §12): subaccounts, tokens, devices, passengers, each a number of rows from 0 to 1000000000, or null to return to the platform default; at least one. Not on one's own account; never above the caller's own limit (403 MANAGEMENT_DENIED exceeds_own_quota) unless the caller is an admin.
 	Quotas *struct {
 		Devices     nullable.Nullable[int64] `json:"devices,omitempty"`
 		Passengers  nullable.Nullable[int64] `json:"passengers,omitempty"`
@@ -2087,7 +2183,7 @@ type PassengerInput struct {
 	// PassengerDesc At most 1000 characters.
 	PassengerDesc nullable.Nullable[string] `json:"passenger_desc,omitempty"`
 
-	// PassengerEmail A valid e-mail address (no display name), or empty.
+	// PassengerEmail A valid e-mail address (no display name, no quoted local part), or empty.
 	PassengerEmail nullable.Nullable[string] `json:"passenger_email,omitempty"`
 
 	// PassengerIdn Identity number.
@@ -2290,18 +2386,21 @@ type TokenInput struct {
 	// AccountId The account it belongs to, in the caller's management scope; the caller's when omitted.
 	AccountId nullable.Nullable[int64] `json:"account_id,omitempty"`
 
-	// ExpiresAt In the future and not after the caller's expiry; omitted or null: the caller's.
+	// ExpiresAt In the future (400 VALIDATION_FAILED otherwise: the one rule of this body relative to the time of the request) and not after the caller's expiry; omitted or null: the caller's.
 	ExpiresAt nullable.Nullable[time.Time] `json:"expires_at,omitempty"`
 
-	// Name Required; unique per account.
+	// Name Required; unique per account; not blank, no control characters.
 	Name string `json:"name"`
 
 	// Permissions Required; each "*", "METHOD *" or "METHOD /route" naming a route of the API and covered by the caller's token; at most 64, none twice (400 VALIDATION_FAILED).
-	Permissions []string `json:"permissions"`
+	Permissions []TokenInputPermissions `json:"permissions"`
 
 	// RateLimit Requests per minute, not above the caller's; omitted or null: the caller's.
 	RateLimit nullable.Nullable[int] `json:"rate_limit,omitempty"`
 }
+
+// TokenInputPermissions defines model for TokenInput.Permissions.
+type TokenInputPermissions string
 
 // Usage What the API served one account in one period (docs/design.md §12): the sums over its routes, and the requests of each route.
 type Usage struct {
@@ -2529,8 +2628,8 @@ type GetEventsParams struct {
 	// WeekDays Matches rows whose week_days list contains the value.
 	WeekDays *string `form:"week_days,omitempty" json:"week_days,omitempty"`
 
-	// DayTime Matches rows whose day_time equals this JSON object (for example {"from":"08:00"}).
-	DayTime *string `form:"day_time,omitempty" json:"day_time,omitempty"`
+	// DayTime Matches rows whose day_time equals this JSON object, sent as its JSON text (for example {"from":"08:00"}): no \u0000 and no unpaired surrogate escape in its keys and strings, at any depth; numbers of at most 1000 digits with an exponent from -1000 to 1000. The schema admits the flat objects a day_time is ({"from":"06:00","to":"20:00"}); nested values are taken too.
+	DayTime *map[string]interface{} `form:"day_time,omitempty" json:"day_time,omitempty"`
 
 	// Imei Matches rows whose imei list contains the value.
 	Imei *string `form:"imei,omitempty" json:"imei,omitempty"`
@@ -2703,10 +2802,10 @@ type GetReportsParams struct {
 	// ScheduleEmailAddress Exact-match filter on schedule_email_address.
 	ScheduleEmailAddress *string `form:"schedule_email_address,omitempty" json:"schedule_email_address,omitempty"`
 
-	// DtScheduleD Exact-match filter on dt_schedule_d (RFC 3339 timestamp YYYY-MM-DDTHH:MM:SS[.ffffff] then Z or ±HH:MM, years 0001 to 9999).
+	// DtScheduleD Exact-match filter on dt_schedule_d (RFC 3339 timestamp YYYY-MM-DDTHH:MM:SS[.ffffff] then Z or ±HH:MM up to ±15:59, years 0001 to 9999 in UTC).
 	DtScheduleD *time.Time `form:"dt_schedule_d,omitempty" json:"dt_schedule_d,omitempty"`
 
-	// DtScheduleW Exact-match filter on dt_schedule_w (RFC 3339 timestamp YYYY-MM-DDTHH:MM:SS[.ffffff] then Z or ±HH:MM, years 0001 to 9999).
+	// DtScheduleW Exact-match filter on dt_schedule_w (RFC 3339 timestamp YYYY-MM-DDTHH:MM:SS[.ffffff] then Z or ±HH:MM up to ±15:59, years 0001 to 9999 in UTC).
 	DtScheduleW *time.Time `form:"dt_schedule_w,omitempty" json:"dt_schedule_w,omitempty"`
 }
 
@@ -3676,7 +3775,7 @@ type ClientInterface interface {
 
 	// CreateAccountWithBody Create an account below the caller
 	//
-	// Creation goes strictly downward: an admin creates managers and users (at the top or under a manager), a manager users under itself and subaccounts under its users, a user subaccounts under itself. Anything else is 403 MANAGEMENT_DENIED (not_below_caller); a manager_id outside the caller's scope is 404. The new account's rate_limit and quotas are never above the caller's own (exceeds_account, exceeds_own_quota); omitted ones are inherited (see the fields). Needs the token permission POST /accounts and write access.
+	// Creation goes strictly downward within the fixed levels admin, manager, user, subaccount: an admin creates managers (at the top or under an admin) and users (at the top, under an admin or under a manager), never a manager under a manager; a manager users under itself and subaccounts under its users, a user subaccounts under itself; nobody creates an admin. Anything else is 403 MANAGEMENT_DENIED (not_below_caller); a manager_id outside the caller's scope is 404. The new account's rate_limit and quotas are never above the caller's own (exceeds_account, exceeds_own_quota); omitted ones are inherited (see the fields). Needs the token permission POST /accounts and write access.
 	//
 	// Takes any type of body and a specified content type.
 	//
@@ -3685,7 +3784,7 @@ type ClientInterface interface {
 
 	// CreateAccount Create an account below the caller
 	//
-	// Creation goes strictly downward: an admin creates managers and users (at the top or under a manager), a manager users under itself and subaccounts under its users, a user subaccounts under itself. Anything else is 403 MANAGEMENT_DENIED (not_below_caller); a manager_id outside the caller's scope is 404. The new account's rate_limit and quotas are never above the caller's own (exceeds_account, exceeds_own_quota); omitted ones are inherited (see the fields). Needs the token permission POST /accounts and write access.
+	// Creation goes strictly downward within the fixed levels admin, manager, user, subaccount: an admin creates managers (at the top or under an admin) and users (at the top, under an admin or under a manager), never a manager under a manager; a manager users under itself and subaccounts under its users, a user subaccounts under itself; nobody creates an admin. Anything else is 403 MANAGEMENT_DENIED (not_below_caller); a manager_id outside the caller's scope is 404. The new account's rate_limit and quotas are never above the caller's own (exceeds_account, exceeds_own_quota); omitted ones are inherited (see the fields). Needs the token permission POST /accounts and write access.
 	//
 	// Takes a body of the `application/json` content type.
 	//
@@ -3708,7 +3807,7 @@ type ClientInterface interface {
 
 	// UpdateAccountWithBody Change an account the caller manages
 	//
-	// Changes email, active, read_only, account_expire, account_expire_dt, rate_limit and (subaccounts only) privileges. Any other field is 400 INVALID_BODY. Nobody changes its own limits (403 MANAGEMENT_DENIED own_account), and privileges come only from those the caller holds. Needs the token permission PATCH /accounts/{id} and write access.
+	// Changes email, active, read_only, account_expire, account_expire_dt, privileges, rate_limit and quotas (privileges: subaccounts only). Any other field is 400 INVALID_BODY. Nobody changes its own limits (403 MANAGEMENT_DENIED own_account), privileges come only from those the caller holds, and quotas above the caller's own only from an admin (exceeds_own_quota). Needs the token permission PATCH /accounts/{id} and write access.
 	//
 	// Takes any type of body and a specified content type.
 	//
@@ -3717,7 +3816,7 @@ type ClientInterface interface {
 
 	// UpdateAccount Change an account the caller manages
 	//
-	// Changes email, active, read_only, account_expire, account_expire_dt, rate_limit and (subaccounts only) privileges. Any other field is 400 INVALID_BODY. Nobody changes its own limits (403 MANAGEMENT_DENIED own_account), and privileges come only from those the caller holds. Needs the token permission PATCH /accounts/{id} and write access.
+	// Changes email, active, read_only, account_expire, account_expire_dt, privileges, rate_limit and quotas (privileges: subaccounts only). Any other field is 400 INVALID_BODY. Nobody changes its own limits (403 MANAGEMENT_DENIED own_account), privileges come only from those the caller holds, and quotas above the caller's own only from an admin (exceeds_own_quota). Needs the token permission PATCH /accounts/{id} and write access.
 	//
 	// Takes a body of the `application/json` content type.
 	//
@@ -3918,7 +4017,7 @@ func (c *Client) GetAccounts(ctx context.Context, params *GetAccountsParams, req
 
 // CreateAccountWithBody Create an account below the caller
 //
-// Creation goes strictly downward: an admin creates managers and users (at the top or under a manager), a manager users under itself and subaccounts under its users, a user subaccounts under itself. Anything else is 403 MANAGEMENT_DENIED (not_below_caller); a manager_id outside the caller's scope is 404. The new account's rate_limit and quotas are never above the caller's own (exceeds_account, exceeds_own_quota); omitted ones are inherited (see the fields). Needs the token permission POST /accounts and write access.
+// Creation goes strictly downward within the fixed levels admin, manager, user, subaccount: an admin creates managers (at the top or under an admin) and users (at the top, under an admin or under a manager), never a manager under a manager; a manager users under itself and subaccounts under its users, a user subaccounts under itself; nobody creates an admin. Anything else is 403 MANAGEMENT_DENIED (not_below_caller); a manager_id outside the caller's scope is 404. The new account's rate_limit and quotas are never above the caller's own (exceeds_account, exceeds_own_quota); omitted ones are inherited (see the fields). Needs the token permission POST /accounts and write access.
 //
 // Takes any type of body and a specified content type.
 //
@@ -3937,7 +4036,7 @@ func (c *Client) CreateAccountWithBody(ctx context.Context, params *CreateAccoun
 
 // CreateAccount Create an account below the caller
 //
-// Creation goes strictly downward: an admin creates managers and users (at the top or under a manager), a manager users under itself and subaccounts under its users, a user subaccounts under itself. Anything else is 403 MANAGEMENT_DENIED (not_below_caller); a manager_id outside the caller's scope is 404. The new account's rate_limit and quotas are never above the caller's own (exceeds_account, exceeds_own_quota); omitted ones are inherited (see the fields). Needs the token permission POST /accounts and write access.
+// Creation goes strictly downward within the fixed levels admin, manager, user, subaccount: an admin creates managers (at the top or under an admin) and users (at the top, under an admin or under a manager), never a manager under a manager; a manager users under itself and subaccounts under its users, a user subaccounts under itself; nobody creates an admin. Anything else is 403 MANAGEMENT_DENIED (not_below_caller); a manager_id outside the caller's scope is 404. The new account's rate_limit and quotas are never above the caller's own (exceeds_account, exceeds_own_quota); omitted ones are inherited (see the fields). Needs the token permission POST /accounts and write access.
 //
 // Takes a body of the `application/json` content type.
 //
@@ -3990,7 +4089,7 @@ func (c *Client) GetAccount(ctx context.Context, id int64, reqEditors ...Request
 
 // UpdateAccountWithBody Change an account the caller manages
 //
-// Changes email, active, read_only, account_expire, account_expire_dt, rate_limit and (subaccounts only) privileges. Any other field is 400 INVALID_BODY. Nobody changes its own limits (403 MANAGEMENT_DENIED own_account), and privileges come only from those the caller holds. Needs the token permission PATCH /accounts/{id} and write access.
+// Changes email, active, read_only, account_expire, account_expire_dt, privileges, rate_limit and quotas (privileges: subaccounts only). Any other field is 400 INVALID_BODY. Nobody changes its own limits (403 MANAGEMENT_DENIED own_account), privileges come only from those the caller holds, and quotas above the caller's own only from an admin (exceeds_own_quota). Needs the token permission PATCH /accounts/{id} and write access.
 //
 // Takes any type of body and a specified content type.
 //
@@ -4009,7 +4108,7 @@ func (c *Client) UpdateAccountWithBody(ctx context.Context, id int64, contentTyp
 
 // UpdateAccount Change an account the caller manages
 //
-// Changes email, active, read_only, account_expire, account_expire_dt, rate_limit and (subaccounts only) privileges. Any other field is 400 INVALID_BODY. Nobody changes its own limits (403 MANAGEMENT_DENIED own_account), and privileges come only from those the caller holds. Needs the token permission PATCH /accounts/{id} and write access.
+// Changes email, active, read_only, account_expire, account_expire_dt, privileges, rate_limit and quotas (privileges: subaccounts only). Any other field is 400 INVALID_BODY. Nobody changes its own limits (403 MANAGEMENT_DENIED own_account), privileges come only from those the caller holds, and quotas above the caller's own only from an admin (exceeds_own_quota). Needs the token permission PATCH /accounts/{id} and write access.
 //
 // Takes a body of the `application/json` content type.
 //
@@ -5244,12 +5343,10 @@ func NewGetEventsRequest(server string, params *GetEventsParams) (*http.Request,
 
 		if params.DayTime != nil {
 
-			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "day_time", *params.DayTime, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+			if queryParamBuf, err := json.Marshal(*params.DayTime); err != nil {
 				return nil, err
 			} else {
-				for _, qp := range strings.Split(queryFrag, "&") {
-					rawQueryFragments = append(rawQueryFragments, qp)
-				}
+				queryValues.Add("day_time", string(queryParamBuf))
 			}
 
 		}
@@ -6935,7 +7032,7 @@ type ClientWithResponsesInterface interface {
 
 	// CreateAccountWithBodyWithResponse Create an account below the caller
 	//
-	// Creation goes strictly downward: an admin creates managers and users (at the top or under a manager), a manager users under itself and subaccounts under its users, a user subaccounts under itself. Anything else is 403 MANAGEMENT_DENIED (not_below_caller); a manager_id outside the caller's scope is 404. The new account's rate_limit and quotas are never above the caller's own (exceeds_account, exceeds_own_quota); omitted ones are inherited (see the fields). Needs the token permission POST /accounts and write access.
+	// Creation goes strictly downward within the fixed levels admin, manager, user, subaccount: an admin creates managers (at the top or under an admin) and users (at the top, under an admin or under a manager), never a manager under a manager; a manager users under itself and subaccounts under its users, a user subaccounts under itself; nobody creates an admin. Anything else is 403 MANAGEMENT_DENIED (not_below_caller); a manager_id outside the caller's scope is 404. The new account's rate_limit and quotas are never above the caller's own (exceeds_account, exceeds_own_quota); omitted ones are inherited (see the fields). Needs the token permission POST /accounts and write access.
 	//
 	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 	//
@@ -6944,7 +7041,7 @@ type ClientWithResponsesInterface interface {
 
 	// CreateAccountWithResponse Create an account below the caller
 	//
-	// Creation goes strictly downward: an admin creates managers and users (at the top or under a manager), a manager users under itself and subaccounts under its users, a user subaccounts under itself. Anything else is 403 MANAGEMENT_DENIED (not_below_caller); a manager_id outside the caller's scope is 404. The new account's rate_limit and quotas are never above the caller's own (exceeds_account, exceeds_own_quota); omitted ones are inherited (see the fields). Needs the token permission POST /accounts and write access.
+	// Creation goes strictly downward within the fixed levels admin, manager, user, subaccount: an admin creates managers (at the top or under an admin) and users (at the top, under an admin or under a manager), never a manager under a manager; a manager users under itself and subaccounts under its users, a user subaccounts under itself; nobody creates an admin. Anything else is 403 MANAGEMENT_DENIED (not_below_caller); a manager_id outside the caller's scope is 404. The new account's rate_limit and quotas are never above the caller's own (exceeds_account, exceeds_own_quota); omitted ones are inherited (see the fields). Needs the token permission POST /accounts and write access.
 	//
 	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 	//
@@ -6971,7 +7068,7 @@ type ClientWithResponsesInterface interface {
 
 	// UpdateAccountWithBodyWithResponse Change an account the caller manages
 	//
-	// Changes email, active, read_only, account_expire, account_expire_dt, rate_limit and (subaccounts only) privileges. Any other field is 400 INVALID_BODY. Nobody changes its own limits (403 MANAGEMENT_DENIED own_account), and privileges come only from those the caller holds. Needs the token permission PATCH /accounts/{id} and write access.
+	// Changes email, active, read_only, account_expire, account_expire_dt, privileges, rate_limit and quotas (privileges: subaccounts only). Any other field is 400 INVALID_BODY. Nobody changes its own limits (403 MANAGEMENT_DENIED own_account), privileges come only from those the caller holds, and quotas above the caller's own only from an admin (exceeds_own_quota). Needs the token permission PATCH /accounts/{id} and write access.
 	//
 	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 	//
@@ -6980,7 +7077,7 @@ type ClientWithResponsesInterface interface {
 
 	// UpdateAccountWithResponse Change an account the caller manages
 	//
-	// Changes email, active, read_only, account_expire, account_expire_dt, rate_limit and (subaccounts only) privileges. Any other field is 400 INVALID_BODY. Nobody changes its own limits (403 MANAGEMENT_DENIED own_account), and privileges come only from those the caller holds. Needs the token permission PATCH /accounts/{id} and write access.
+	// Changes email, active, read_only, account_expire, account_expire_dt, privileges, rate_limit and quotas (privileges: subaccounts only). Any other field is 400 INVALID_BODY. Nobody changes its own limits (403 MANAGEMENT_DENIED own_account), privileges come only from those the caller holds, and quotas above the caller's own only from an admin (exceeds_own_quota). Needs the token permission PATCH /accounts/{id} and write access.
 	//
 	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 	//
@@ -10915,7 +11012,7 @@ func (c *ClientWithResponses) GetAccountsWithResponse(ctx context.Context, param
 
 // CreateAccountWithBodyWithResponse Create an account below the caller
 //
-// Creation goes strictly downward: an admin creates managers and users (at the top or under a manager), a manager users under itself and subaccounts under its users, a user subaccounts under itself. Anything else is 403 MANAGEMENT_DENIED (not_below_caller); a manager_id outside the caller's scope is 404. The new account's rate_limit and quotas are never above the caller's own (exceeds_account, exceeds_own_quota); omitted ones are inherited (see the fields). Needs the token permission POST /accounts and write access.
+// Creation goes strictly downward within the fixed levels admin, manager, user, subaccount: an admin creates managers (at the top or under an admin) and users (at the top, under an admin or under a manager), never a manager under a manager; a manager users under itself and subaccounts under its users, a user subaccounts under itself; nobody creates an admin. Anything else is 403 MANAGEMENT_DENIED (not_below_caller); a manager_id outside the caller's scope is 404. The new account's rate_limit and quotas are never above the caller's own (exceeds_account, exceeds_own_quota); omitted ones are inherited (see the fields). Needs the token permission POST /accounts and write access.
 //
 // Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 //
@@ -10930,7 +11027,7 @@ func (c *ClientWithResponses) CreateAccountWithBodyWithResponse(ctx context.Cont
 
 // CreateAccountWithResponse Create an account below the caller
 //
-// Creation goes strictly downward: an admin creates managers and users (at the top or under a manager), a manager users under itself and subaccounts under its users, a user subaccounts under itself. Anything else is 403 MANAGEMENT_DENIED (not_below_caller); a manager_id outside the caller's scope is 404. The new account's rate_limit and quotas are never above the caller's own (exceeds_account, exceeds_own_quota); omitted ones are inherited (see the fields). Needs the token permission POST /accounts and write access.
+// Creation goes strictly downward within the fixed levels admin, manager, user, subaccount: an admin creates managers (at the top or under an admin) and users (at the top, under an admin or under a manager), never a manager under a manager; a manager users under itself and subaccounts under its users, a user subaccounts under itself; nobody creates an admin. Anything else is 403 MANAGEMENT_DENIED (not_below_caller); a manager_id outside the caller's scope is 404. The new account's rate_limit and quotas are never above the caller's own (exceeds_account, exceeds_own_quota); omitted ones are inherited (see the fields). Needs the token permission POST /accounts and write access.
 //
 // Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 //
@@ -10975,7 +11072,7 @@ func (c *ClientWithResponses) GetAccountWithResponse(ctx context.Context, id int
 
 // UpdateAccountWithBodyWithResponse Change an account the caller manages
 //
-// Changes email, active, read_only, account_expire, account_expire_dt, rate_limit and (subaccounts only) privileges. Any other field is 400 INVALID_BODY. Nobody changes its own limits (403 MANAGEMENT_DENIED own_account), and privileges come only from those the caller holds. Needs the token permission PATCH /accounts/{id} and write access.
+// Changes email, active, read_only, account_expire, account_expire_dt, privileges, rate_limit and quotas (privileges: subaccounts only). Any other field is 400 INVALID_BODY. Nobody changes its own limits (403 MANAGEMENT_DENIED own_account), privileges come only from those the caller holds, and quotas above the caller's own only from an admin (exceeds_own_quota). Needs the token permission PATCH /accounts/{id} and write access.
 //
 // Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 //
@@ -10990,7 +11087,7 @@ func (c *ClientWithResponses) UpdateAccountWithBodyWithResponse(ctx context.Cont
 
 // UpdateAccountWithResponse Change an account the caller manages
 //
-// Changes email, active, read_only, account_expire, account_expire_dt, rate_limit and (subaccounts only) privileges. Any other field is 400 INVALID_BODY. Nobody changes its own limits (403 MANAGEMENT_DENIED own_account), and privileges come only from those the caller holds. Needs the token permission PATCH /accounts/{id} and write access.
+// Changes email, active, read_only, account_expire, account_expire_dt, privileges, rate_limit and quotas (privileges: subaccounts only). Any other field is 400 INVALID_BODY. Nobody changes its own limits (403 MANAGEMENT_DENIED own_account), privileges come only from those the caller holds, and quotas above the caller's own only from an admin (exceeds_own_quota). Needs the token permission PATCH /accounts/{id} and write access.
 //
 // Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 //

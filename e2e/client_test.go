@@ -449,7 +449,7 @@ func TestGeneratedClient(t *testing.T) {
 	})
 	t.Run("tokens", func(t *testing.T) {
 		created, err := acme.CreateTokenWithResponse(ctx, &client.CreateTokenParams{IdempotencyKey: ptr("e2e-token-1")},
-			client.TokenInput{Name: "e2e-readonly", Permissions: []string{"GET *", "POST /tokens"}, RateLimit: nullable.NewNullableWithValue(10)})
+			client.TokenInput{Name: "e2e-readonly", Permissions: []client.TokenInputPermissions{client.TokenInputPermissionsGET, client.TokenInputPermissionsPOSTtokens}, RateLimit: nullable.NewNullableWithValue(10)})
 		if err != nil || created.JSON201 == nil || created.JSON201.Data.Secret == nil || created.HTTPResponse.Header.Get("Cache-Control") != "no-store" {
 			t.Fatalf("POST /tokens: %v %d %s", err, created.StatusCode(), created.Body)
 		}
@@ -460,17 +460,17 @@ func TestGeneratedClient(t *testing.T) {
 		if err != nil || me.JSON200 == nil || me.JSON200.Data.Username != "acme" {
 			t.Fatalf("GET /me with the new token: %v %d %s", err, me.StatusCode(), me.Body)
 		}
-		wider, err := ro.CreateTokenWithResponse(ctx, nil, client.TokenInput{Name: "e2e-wider", Permissions: []string{"*"}})
+		wider, err := ro.CreateTokenWithResponse(ctx, nil, client.TokenInput{Name: "e2e-wider", Permissions: []client.TokenInputPermissions{client.TokenInputPermissionsAsterisk}})
 		if err != nil {
 			t.Fatal(err)
 		}
 		failure(t, wider.HTTPResponse, wider.JSON403, http.StatusForbidden, client.ErrorCodeMANAGEMENTDENIED)
-		dup, err := acme.CreateTokenWithResponse(ctx, nil, client.TokenInput{Name: "e2e-readonly", Permissions: []string{"GET *"}})
+		dup, err := acme.CreateTokenWithResponse(ctx, nil, client.TokenInput{Name: "e2e-readonly", Permissions: []client.TokenInputPermissions{client.TokenInputPermissionsGET}})
 		if err != nil {
 			t.Fatal(err)
 		}
 		failure(t, dup.HTTPResponse, dup.JSON409, http.StatusConflict, client.ErrorCodeCONFLICT)
-		bad, err := acme.CreateTokenWithResponse(ctx, nil, client.TokenInput{Name: "e2e-bad", Permissions: []string{"GET /servics"}})
+		bad, err := acme.CreateTokenWithResponse(ctx, nil, client.TokenInput{Name: "e2e-bad", Permissions: []client.TokenInputPermissions{"GET /servics"}})
 		if err != nil {
 			t.Fatal(err)
 		}

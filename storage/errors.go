@@ -7,7 +7,10 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"net"
+	"slices"
+	"strings"
 	"syscall"
 
 	"github.com/uptrace/bun/driver/pgdriver"
@@ -27,6 +30,33 @@ var (
 	// (SQLSTATE class 22) or an integrity constraint other than uniqueness.
 	ErrInvalid = errors.New("invalid data")
 )
+
+// InvalidFields is the ErrInvalid of an input that storage validates
+// before it writes (ValidateNewToken): a reason per field of the input,
+// each under the field's own name, every failing field at once (one
+// field's fault never hides or takes the place of another's). The api
+// reports them as VALIDATION_FAILED details.fields as they are.
+type InvalidFields map[string]string
+
+// Error is every reason, in the order of the field names.
+func (e InvalidFields) Error() string {
+	reasons := make([]string, 0, len(e))
+	for _, f := range slices.Sorted(maps.Keys(e)) {
+		reasons = append(reasons, e[f])
+	}
+	return ErrInvalid.Error() + ": " + strings.Join(reasons, "; ")
+}
+
+// Is makes errors.Is(err, ErrInvalid) true.
+func (e InvalidFields) Is(target error) bool { return target == ErrInvalid }
+
+// orNil is e as an error, nil when it names no field.
+func (e InvalidFields) orNil() error {
+	if len(e) == 0 {
+		return nil
+	}
+	return e
+}
 
 // InvalidError is the ErrInvalid of a value the database refused. Reason
 // is safe to show to the client: for a data exception it is PostgreSQL's

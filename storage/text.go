@@ -1,6 +1,7 @@
 package storage
 
 import (
+	"slices"
 	"strings"
 	"unicode"
 
@@ -47,9 +48,17 @@ func visible(s string) bool {
 }
 
 func invisible(r rune) bool {
-	switch r {
-	case '\u115f', '\u1160', '\u3164', '\uffa0', '\u2800':
-		return true
-	}
-	return unicode.IsSpace(r) || unicode.In(r, unicode.Z, unicode.Cc, unicode.Cf, unicode.M)
+	tables, fillers := InvisibleText()
+	return unicode.In(r, tables...) || slices.Contains(fillers, r)
+}
+
+// InvisibleText declares the characters that do not show (visible's
+// complement): whitespace, control and format characters (Cc, Cf), the
+// separators (Z), combining marks (M), and the fillers that render as
+// blank (the Hangul fillers, the blank Braille pattern). The OpenAPI
+// document's pattern of a name that must show a character is made from
+// it (api, issue 34).
+func InvisibleText() (tables []*unicode.RangeTable, fillers []rune) {
+	return []*unicode.RangeTable{unicode.White_Space, unicode.Z, unicode.Cc, unicode.Cf, unicode.M},
+		[]rune{'\u115f', '\u1160', '\u3164', '\uffa0', '\u2800'}
 }

@@ -44,19 +44,21 @@ type ManagedToken struct {
 // (CreateManagedToken): at most tenancy.MaxPermissions permissions, none
 // twice, each in the grammar and matching a route
 // (tenancy.ValidatePermissions), a rate limit not negative, an expiry
-// in the future. Its errors are ErrInvalid, worded for a person, naming
-// the permission.
+// in the future. Its error is an InvalidFields (ErrInvalid) with a reason
+// per failing field, worded for a person and naming the permission, under
+// the names of POST /tokens: permissions, rate_limit, expires_at.
 func ValidateNewToken(permissions []string, expiresAt *time.Time, rateLimit int, now time.Time) error {
+	bad := InvalidFields{}
 	if err := tenancy.ValidatePermissions(permissions); err != nil {
-		return fmt.Errorf("%w: %w", ErrInvalid, err)
+		bad["permissions"] = err.Error()
 	}
 	if rateLimit < 0 {
-		return fmt.Errorf("%w: rate limit %d: must not be negative", ErrInvalid, rateLimit)
+		bad["rate_limit"] = fmt.Sprintf("rate limit %d: must not be negative", rateLimit)
 	}
 	if expiresAt != nil && !expiresAt.After(now) {
-		return fmt.Errorf("%w: expiry %s is not in the future", ErrInvalid, expiresAt.Format(time.RFC3339))
+		bad["expires_at"] = fmt.Sprintf("expiry %s is not in the future", expiresAt.Format(time.RFC3339))
 	}
-	return nil
+	return bad.orNil()
 }
 
 // newTokenRow builds the row of a new token of account with a fresh

@@ -62,11 +62,22 @@ type oaOperation struct {
 }
 
 type oaParameter struct {
-	Name        string    `json:"name"`
-	In          string    `json:"in"`
-	Description string    `json:"description"`
-	Required    bool      `json:"required"`
-	Schema      *oaSchema `json:"schema"`
+	Name        string                                `json:"name"`
+	In          string                                `json:"in"`
+	Description string                                `json:"description"`
+	Required    bool                                  `json:"required"`
+	Schema      *oaSchema                             `json:"schema"`
+	Content     map[string]struct{ Schema *oaSchema } `json:"content"`
+}
+
+// paramType renders a parameter's type: its schema's, or for a
+// parameter whose value is a JSON text (content), the content's schema
+// and its media type.
+func paramType(d *oaDoc, p oaParameter) string {
+	for _, ct := range slices.Sorted(maps.Keys(p.Content)) {
+		return typeOf(d, p.Content[ct].Schema) + ", as " + ct + " text"
+	}
+	return typeOf(d, p.Schema)
 }
 
 type oaResponse struct {
@@ -247,7 +258,7 @@ func writeOperation(b *strings.Builder, d *oaDoc, key string, o oaOperation, cod
 	} else {
 		b.WriteString("- **Parameters:**\n\n  | Name | In | Type | Required | Description |\n  |---|---|---|---|---|\n")
 		for _, p := range o.Parameters {
-			fmt.Fprintf(b, "  | `%s` | %s | %s | %s | %s |\n", p.Name, p.In, cell(typeOf(d, p.Schema)), yesNo(p.Required), cell(p.Description))
+			fmt.Fprintf(b, "  | `%s` | %s | %s | %s | %s |\n", p.Name, p.In, cell(paramType(d, p)), yesNo(p.Required), cell(p.Description))
 		}
 		b.WriteString("\n")
 	}

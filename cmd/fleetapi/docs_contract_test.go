@@ -83,3 +83,46 @@ func TestObservabilityDocNamesEverySpanAndAttribute(t *testing.T) {
 		t.Errorf("the fleet_policy_decisions_total row does not name the labels code and action: %s", row)
 	}
 }
+
+// TestReadmeNamesEveryCommand (issue 34): README.md's command table has a
+// row for every command and every subcommand of a group (it lacked
+// `fleetapi usage export`).
+func TestReadmeNamesEveryCommand(t *testing.T) {
+	readme, err := os.ReadFile("../../README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, table, ok := strings.Cut(string(readme), "\n## Commands\n")
+	if !ok {
+		t.Fatal("README.md has no Commands section")
+	}
+	table, _, _ = strings.Cut(table, "\n## ")
+	var rows []string
+	for _, l := range strings.Split(table, "\n") {
+		if strings.HasPrefix(l, "| `fleetapi ") {
+			rows = append(rows, l)
+		}
+	}
+	named := func(cmd string) bool {
+		for _, r := range rows {
+			if strings.Contains(r, "`fleetapi "+cmd+" ") || strings.Contains(r, "`fleetapi "+cmd+"`") {
+				return true
+			}
+		}
+		return false
+	}
+	grouped := map[string]bool{}
+	for _, g := range groups() {
+		grouped[g.name] = true
+		for _, sub := range g.names() {
+			if !named(g.name + " " + sub) {
+				t.Errorf("README.md's command table has no row for fleetapi %s %s", g.name, sub)
+			}
+		}
+	}
+	for name := range commands() {
+		if !grouped[name] && !named(name) {
+			t.Errorf("README.md's command table has no row for fleetapi %s", name)
+		}
+	}
+}

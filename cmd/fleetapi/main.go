@@ -83,10 +83,19 @@ func runWith(ctx context.Context, args []string, getenv func(string) string, con
 // commands are the subcommands of docs/design.md §7 by name, each run with the
 // arguments after its name.
 func commands() map[string]runFunc {
-	return map[string]runFunc{
+	cmds := map[string]runFunc{
 		"serve": runServe, "dev": runDev, "migrate": runMigrate, "import": runImport, "generate": runGenerate,
-		"token": tokenGroup().run, "tenant": tenantGroup().run, "policy": policyGroup().run, "openapi": runOpenAPI, "version": runVersion, "usage": usageGroup().run,
+		"openapi": runOpenAPI, "version": runVersion,
 	}
+	for _, g := range groups() {
+		cmds[g.name] = g.run
+	}
+	return cmds
+}
+
+// groups are the commands made of subcommands.
+func groups() []group {
+	return []group{tokenGroup(), tenantGroup(), policyGroup(), usageGroup()}
 }
 
 // tokenGroup is `fleetapi token`.

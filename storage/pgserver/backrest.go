@@ -14,10 +14,12 @@ import (
 // BackRestStanza is the pgBackRest stanza of an HACluster's repository.
 const BackRestStanza = "fleet"
 
-// writeBackRestConfigs writes one pgbackrest.conf per node (the repository
-// is shared; each node's pg1 is its own data directory, as in pgBackRest's
-// documented setup of a repository on the database hosts) and creates the
-// repository's folders.
+// writeBackRestConfigs writes one pgbackrest.conf per node and creates the
+// repository's folders. The repository is one, shared by every node (a
+// path every node mounts, docs/operations.md "Backups and point-in-time
+// recovery"): a promoted standby archives into the stanza the first
+// leader created (TestHAClusterArchivesAfterFailover). Each node's pg1 is
+// its own data directory.
 func (c *HACluster) writeBackRestConfigs() error {
 	repo := filepath.Join(c.Dir, "backrest")
 	for _, d := range []string{"repo", "log", "lock", "spool"} {
@@ -86,12 +88,23 @@ func (c *HACluster) backRestOn(ctx context.Context, node int, args ...string) er
 }
 
 // Backup takes a pgBackRest backup of the leader while it runs: kind is
-// "full", "diff" or "incr". The cluster needs HAOptions.Archive.
+// "full", "diff" or "incr". The cluster needs HAOptions.Archive. It runs a
+// CHECKPOINT on the leader first, as docs/operations.md's schedule does:
+// until the end-of-recovery checkpoint of a promoted standby, pgBackRest
+// refuses its backup ("WAL timeline 2 does not match pg_control timeline
+// 1").
 func (c *HACluster) Backup(ctx context.Context, kind string) error {
 	if !c.opts.Archive {
 		return fmt.Errorf("backup: the cluster was started without archiving")
 	}
-	return c.backRest(ctx, "--type="+kind, "backup")
+	leader := c.Leader()
+	if leader < 0 {
+		return fmt.Errorf("backup: no leader")
+	}
+	if _, err := c.psql(ctx, leader, "CHECKPOINT"); err != nil {
+		return fmt.Errorf("backup: %w", err)
+	}
+	return c.backRestOn(ctx, leader, "--type="+kind, "backup")
 }
 
 // BackRestInfo returns `pgbackrest info --output=json` (the backups in the

@@ -321,35 +321,15 @@ func (c *HACluster) startNode(i int) error {
 	return nil
 }
 
-// startHAProxy starts HAProxy with the primary and replica ports.
+// startHAProxy starts HAProxy with the primary and replica ports
+// (HAProxyConfig).
 func (c *HACluster) startHAProxy() error {
-	var b strings.Builder
-	fmt.Fprintf(&b, `global
-    maxconn 400
-defaults
-    mode tcp
-    retries 2
-    timeout connect 2s
-    timeout client 30m
-    timeout server 30m
-    timeout check 1s
-`)
-	for _, l := range []struct {
-		name, check string
-		port        int
-	}{{"primary", "/primary", c.PrimaryPort}, {"replicas", "/replica", c.ReplicaPort}} {
-		fmt.Fprintf(&b, `listen %s
-    bind 127.0.0.1:%d
-    option httpchk GET %s
-    http-check expect status 200
-    default-server inter 250ms fastinter 250ms downinter 250ms fall 2 rise 1 on-marked-down shutdown-sessions
-`, l.name, l.port, l.check)
-		for _, n := range c.nodes {
-			fmt.Fprintf(&b, "    server %s 127.0.0.1:%d check port %d\n", n.name, n.pgPort, n.apiPort)
-		}
+	var servers []HAProxyServer
+	for _, n := range c.nodes {
+		servers = append(servers, HAProxyServer{Name: n.name, Addr: fmt.Sprintf("127.0.0.1:%d", n.pgPort), CheckPort: n.apiPort})
 	}
 	cfg := filepath.Join(c.Dir, "haproxy.cfg")
-	if err := os.WriteFile(cfg, []byte(b.String()), 0o644); err != nil {
+	if err := os.WriteFile(cfg, []byte(HAProxyConfig("127.0.0.1", c.PrimaryPort, c.ReplicaPort, servers)), 0o644); err != nil {
 		return err
 	}
 	bin, _ := lookPath("haproxy")
