@@ -92,7 +92,23 @@ func (s *Store) AddUsage(ctx context.Context, counts []UsageCount) error {
 		acc[i], days[i], routes[i] = c.AccountID, r.day, c.Route
 		req[i], ret[i], wr[i], e4[i], e5[i], out[i] = c.Requests, c.RowsReturned, c.Writes, c.Errors4xx, c.Errors5xx, c.BytesOut
 	}
-	_, err := s.db.ExecContext(ctx, `INSERT INTO usage_daily AS u
+	// The accounts first (KEY SHARE, in the lock order of every write:
+	// docs/locking.md), then the rows: an erase of one of them either
+	// waits for the flush or ends before it, and its count is then
+	// skipped, instead of the statement failing on the foreign key it
+	// checks at its end.
+	err := s.db.RunInTx(ctx, nil, func(ctx context.Context, tx bun.Tx) error {
+		if _, err := lockAccounts(ctx, tx, accountLocks{}.with(forKeyShare, acc...)); err != nil {
+			return err
+		}
+		return addUsage(ctx, tx, acc, days, routes, req, ret, wr, e4, e5, out)
+	})
+	return translateOwn(err)
+}
+
+// addUsage is AddUsage's statement, its columns in arrays in key order.
+func addUsage(ctx context.Context, tx bun.Tx, acc []int64, days, routes []string, req, ret, wr, e4, e5, out []int64) error {
+	_, err := tx.ExecContext(ctx, `INSERT INTO usage_daily AS u
     (account_id, day, route, requests, rows_returned, writes, errors_4xx, errors_5xx, bytes_out)
 SELECT v.account_id, v.day::date, v.route, v.requests, v.rows_returned, v.writes, v.errors_4xx, v.errors_5xx, v.bytes_out
 FROM unnest(?::bigint[], ?::text[], ?::text[], ?::bigint[], ?::bigint[], ?::bigint[], ?::bigint[], ?::bigint[], ?::bigint[])
@@ -108,7 +124,7 @@ ON CONFLICT (account_id, day, route) DO UPDATE SET
     bytes_out = u.bytes_out + EXCLUDED.bytes_out`,
 		pgdialect.Array(acc), pgdialect.Array(days), pgdialect.Array(routes), pgdialect.Array(req), pgdialect.Array(ret),
 		pgdialect.Array(wr), pgdialect.Array(e4), pgdialect.Array(e5), pgdialect.Array(out))
-	return translateOwn(err)
+	return err
 }
 
 // UsageRequest is a read of GET /usage: the UTC days From to To
