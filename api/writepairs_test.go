@@ -33,19 +33,19 @@ import (
 // token of U minted by U's with an heir xs for S (the lineage a
 // revocation follows). Every name carries the world's number.
 type lockWorld struct {
-	n                  int64
-	m                  string // fleetco's secret
-	mID, u, s, v       int64
-	uName, sName       string
-	tU, tS             string
-	x, xs              int64
-	d1, d2             int64
-	imei1, imei2       string
-	keyed              bool
-	twoServers         bool
-	servers            [2]*testAPI
-	mu                 sync.Mutex
-	createdIDs         map[string][]int64 // per keyed create: the ids its 201s named
+	n            int64
+	m            string // fleetco's secret
+	mID, u, s, v int64
+	uName, sName string
+	tU, tS       string
+	x, xs        int64
+	d1, d2       int64
+	imei1, imei2 string
+	keyed        bool
+	twoServers   bool
+	servers      [2]*testAPI
+	mu           sync.Mutex
+	createdIDs   map[string][]int64 // per keyed create: the ids its 201s named
 }
 
 // writeOutcome is one write's answer: its op, status, error code, request
@@ -573,4 +573,3 @@ func checkCounters(t *testing.T, a *testAPI) {
 		}
 	}
 }
-
