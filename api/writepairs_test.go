@@ -258,7 +258,7 @@ func pairServer(t *testing.T, base *testAPI, name string) (*testAPI, *bun.DB) {
 		t.Fatal(err)
 	}
 	srv, err := api.New(api.Config{Auth: &tenancy.Authenticator{Store: store}, Policy: engine, Store: store, Ready: store,
-		RateLimit: 1_000_000})
+		RateLimit: 1_000_000, AuthFailureLimit: 1_000_000})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -302,6 +302,29 @@ func deadlocks(t *testing.T, a *testAPI) int64 {
 
 var worldSeq atomic.Int64
 
+// insertToken inserts a token of the account with every permission, minted
+// from parent (nil: none), and returns its id and secret.
+func insertToken(ctx context.Context, db bun.IDB, account int64, name string, parent *int64) (int64, string, error) {
+	secret, err := tenancy.NewTokenSecret()
+	if err != nil {
+		return 0, "", err
+	}
+	hash, err := tenancy.HashToken(secret)
+	if err != nil {
+		return 0, "", err
+	}
+	var id int64
+	err = db.NewRaw(`INSERT INTO tokens (account_id, name, hash, permissions, parent_token_id) VALUES (?, ?, ?, '{*}', ?) RETURNING id`,
+		account, name, hash[:], parent).Scan(ctx, &id)
+	return id, secret, err
+}
+
+// insertAccount inserts an account and returns its id.
+func insertAccount(ctx context.Context, db bun.IDB, username, typ string, manager int64) (id int64, err error) {
+	err = db.NewRaw(`INSERT INTO accounts (username, type, manager_id) VALUES (?, ?, ?) RETURNING id`, username, typ, manager).Scan(ctx, &id)
+	return id, err
+}
+
 // newLockWorld writes a round's world in one transaction (the writes under
 // test are the pair's, not the world's).
 func newLockWorld(a *testAPI, mID int64, keyed, two bool, servers [2]*testAPI) (*lockWorld, error) {
@@ -309,25 +332,8 @@ func newLockWorld(a *testAPI, mID int64, keyed, two bool, servers [2]*testAPI) (
 		servers: servers, createdIDs: map[string][]int64{}}
 	w.uName, w.sName = fmt.Sprintf("lk%d-u", w.n), fmt.Sprintf("lk%d-s", w.n)
 	w.imei1, w.imei2 = fmt.Sprintf("lk%d-1", w.n), fmt.Sprintf("lk%d-2", w.n)
-	token := func(ctx context.Context, tx bun.Tx, account int64, name string, parent *int64) (int64, string, error) {
-		secret, err := tenancy.NewTokenSecret()
-		if err != nil {
-			return 0, "", err
-		}
-		hash, err := tenancy.HashToken(secret)
-		if err != nil {
-			return 0, "", err
-		}
-		var id int64
-		err = tx.NewRaw(`INSERT INTO tokens (account_id, name, hash, permissions, parent_token_id) VALUES (?, ?, ?, '{*}', ?) RETURNING id`,
-			account, name, hash[:], parent).Scan(ctx, &id)
-		return id, secret, err
-	}
 	err := a.db.RunInTx(context.Background(), nil, func(ctx context.Context, tx bun.Tx) error {
-		account := func(name, typ string, manager int64) (id int64, err error) {
-			err = tx.NewRaw(`INSERT INTO accounts (username, type, manager_id) VALUES (?, ?, ?) RETURNING id`, name, typ, manager).Scan(ctx, &id)
-			return id, err
-		}
+		account := func(name, typ string, manager int64) (int64, error) { return insertAccount(ctx, tx, name, typ, manager) }
 		var err error
 		if w.u, err = account(w.uName, "user", mID); err != nil {
 			return err
@@ -350,16 +356,16 @@ func newLockWorld(a *testAPI, mID int64, keyed, two bool, servers [2]*testAPI) (
 			return err
 		}
 		var uTok int64
-		if uTok, w.tU, err = token(ctx, tx, w.u, "u", nil); err != nil {
+		if uTok, w.tU, err = insertToken(ctx, tx, w.u, "u", nil); err != nil {
 			return err
 		}
-		if _, w.tS, err = token(ctx, tx, w.s, "s", &uTok); err != nil {
+		if _, w.tS, err = insertToken(ctx, tx, w.s, "s", &uTok); err != nil {
 			return err
 		}
-		if w.x, _, err = token(ctx, tx, w.u, "x", &uTok); err != nil {
+		if w.x, _, err = insertToken(ctx, tx, w.u, "x", &uTok); err != nil {
 			return err
 		}
-		w.xs, _, err = token(ctx, tx, w.s, "xs", &w.x)
+		w.xs, _, err = insertToken(ctx, tx, w.s, "xs", &w.x)
 		return err
 	})
 	return w, err
