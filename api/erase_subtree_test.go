@@ -85,7 +85,9 @@ func eraseRound(t *testing.T, a *testAPI, servers [2]*testAPI, admin string, adm
 		what string
 		do   func(srv *testAPI, i int) response
 	}
-	isAccount := func(c create) bool { return strings.HasPrefix(c.what, "a user") || strings.HasPrefix(c.what, "a subaccount") }
+	isAccount := func(c create) bool {
+		return strings.HasPrefix(c.what, "a user") || strings.HasPrefix(c.what, "a subaccount")
+	}
 	post := func(srv *testAPI, path, token, body string, i int, what string) response {
 		var h []string
 		if keyed {

@@ -333,7 +333,9 @@ func newLockWorld(a *testAPI, mID int64, keyed, two bool, servers [2]*testAPI) (
 	w.uName, w.sName = fmt.Sprintf("lk%d-u", w.n), fmt.Sprintf("lk%d-s", w.n)
 	w.imei1, w.imei2 = fmt.Sprintf("lk%d-1", w.n), fmt.Sprintf("lk%d-2", w.n)
 	err := a.db.RunInTx(context.Background(), nil, func(ctx context.Context, tx bun.Tx) error {
-		account := func(name, typ string, manager int64) (int64, error) { return insertAccount(ctx, tx, name, typ, manager) }
+		account := func(name, typ string, manager int64) (int64, error) {
+			return insertAccount(ctx, tx, name, typ, manager)
+		}
 		var err error
 		if w.u, err = account(w.uName, "user", mID); err != nil {
 			return err
