@@ -131,8 +131,8 @@ func storeOutcome(op string, err error) writeOutcome {
 }
 
 // writeOps is the table of write operations: every write route of the
-// API, the command line's token and erase writes, and the metering
-// flush, each on targets that overlap the others' (the caller's own
+// API, the command line's token and erase writes, the counter fold and
+// the metering flush, each on targets that overlap the others' (the caller's own
 // account, a parent and its child, a device and the subaccount it is
 // granted to, a token and its heirs).
 var writeOps = []writeOp{
@@ -228,6 +228,11 @@ var writeOps = []writeOp{
 		do: func(w *lockWorld, srv *testAPI, c int) writeOutcome {
 			_, err := srv.store.EraseAccount(context.Background(), w.sName, false)
 			return storeOutcome("cli-erase", err)
+		}},
+	{name: "counter fold (account_row_counts)",
+		do: func(w *lockWorld, srv *testAPI, c int) writeOutcome {
+			_, err := srv.store.FoldCounters(context.Background())
+			return storeOutcome("fold", err)
 		}},
 	{name: "metering flush (usage_daily)",
 		do: func(w *lockWorld, srv *testAPI, c int) writeOutcome {
