@@ -247,7 +247,15 @@ var writeOps = []writeOp{
 
 // pairServer is a server of the pair test: the real router over a pool of
 // its own on the test database, as a replica behind a load balancer has.
-func pairServer(t *testing.T, base *testAPI, name string) (*testAPI, *bun.DB) {
+func pairServer(t testing.TB, base *testAPI, name string) (*testAPI, *bun.DB) {
+	t.Helper()
+	return poolServer(t, base, name, 8, nil)
+}
+
+// poolServer is a server over a pool of its own of size conns on base's
+// database, its backends named name (application_name); configure, when
+// not nil, adjusts its configuration.
+func poolServer(t testing.TB, base *testAPI, name string, conns int, configure func(*api.Config)) (*testAPI, *bun.DB) {
 	t.Helper()
 	u, err := url.Parse(base.db.DirectURL)
 	if err != nil {
@@ -256,14 +264,18 @@ func pairServer(t *testing.T, base *testAPI, name string) (*testAPI, *bun.DB) {
 	q := u.Query()
 	q.Set("application_name", name)
 	u.RawQuery = q.Encode()
-	db := storage.Open(u.String(), storage.Options{MaxOpenConns: 8})
+	db := storage.Open(u.String(), storage.Options{MaxOpenConns: conns})
 	store := storage.NewStore(db)
 	engine, err := policy.New(context.Background(), policy.Options{Schema: storage.Schema()})
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv, err := api.New(api.Config{Auth: &tenancy.Authenticator{Store: store}, Policy: engine, Store: store, Ready: store,
-		RateLimit: 1_000_000, AuthFailureLimit: 1_000_000})
+	cfg := api.Config{Auth: &tenancy.Authenticator{Store: store}, Policy: engine, Store: store, Ready: store,
+		RateLimit: 1_000_000, AuthFailureLimit: 1_000_000}
+	if configure != nil {
+		configure(&cfg)
+	}
+	srv, err := api.New(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -273,7 +285,7 @@ func pairServer(t *testing.T, base *testAPI, name string) (*testAPI, *bun.DB) {
 // closePairServers closes the servers' pools and waits until their
 // backends have exited, so that their statistics (pg_stat_database's
 // deadlocks among them) have reached the shared counters.
-func closePairServers(t *testing.T, base *testAPI, names []string, pools ...*bun.DB) {
+func closePairServers(t testing.TB, base *testAPI, names []string, pools ...*bun.DB) {
 	t.Helper()
 	for _, p := range pools {
 		_ = p.Close()
@@ -292,7 +304,7 @@ func closePairServers(t *testing.T, base *testAPI, names []string, pools ...*bun
 }
 
 // deadlocks reads pg_stat_database.deadlocks of the test database.
-func deadlocks(t *testing.T, a *testAPI) int64 {
+func deadlocks(t testing.TB, a *testAPI) int64 {
 	t.Helper()
 	var n int64
 	if err := a.db.NewRaw("SELECT pg_stat_clear_snapshot()").Scan(context.Background(), new(string)); err != nil {
