@@ -292,7 +292,7 @@ func closePairServers(t testing.TB, base *testAPI, names []string, pools ...*bun
 	}
 	for {
 		var n int
-		if err := base.db.NewRaw("SELECT count(*) FROM pg_stat_activity WHERE application_name IN (?)", bun.In(names)).
+		if err := base.db.NewRaw("SELECT count(*) FROM pg_stat_activity WHERE application_name IN (?)", bun.List(names)).
 			Scan(context.Background(), &n); err != nil {
 			t.Fatal(err)
 		}
