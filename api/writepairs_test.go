@@ -139,7 +139,10 @@ var writeOps = []writeOp{
 	{name: "POST /accounts (a user's subaccount, by the user)", audited: true, ok: gone,
 		do: func(w *lockWorld, srv *testAPI, c int) writeOutcome {
 			return w.send(srv, "sub", "POST", "/api/v2/accounts", w.tU,
-				fmt.Sprintf(`{"username":%q,"type":"subaccount","manager_id":%d}`, w.name("sub", c), w.u), "sub")
+				// An explicit rate_limit: an omitted one inherits the caller's
+				// account's, which the PATCH below changes, and a keyed retry
+				// of another inherited value is another request.
+				fmt.Sprintf(`{"username":%q,"type":"subaccount","manager_id":%d,"rate_limit":1000}`, w.name("sub", c), w.u), "sub")
 		}},
 	{name: "POST /accounts (a user of the manager's own account)", audited: true,
 		do: func(w *lockWorld, srv *testAPI, c int) writeOutcome {
