@@ -86,7 +86,8 @@ func (s *Server) guard(next http.Handler) http.Handler {
 }
 
 // serveAuthenticated is the guard past authentication: the route decision,
-// the rate limit, the body rules, then next with the call in the context.
+// the rate limit, the body rules, a slot among the tenant's requests in
+// flight (inflight.go), then next with the call in the context.
 func (s *Server) serveAuthenticated(ctx context.Context, w http.ResponseWriter, r *http.Request, p tenancy.Principal, usage *usageWriter, next http.Handler) {
 	method, route := routeOf(r)
 	trace.SpanFromContext(ctx).SetAttributes(attribute.String("http.route", BasePath+route))
@@ -128,6 +129,13 @@ func (s *Server) serveAuthenticated(ctx context.Context, w http.ResponseWriter, 
 			return
 		}
 	}
+	// The tenant's slot last: a request refused above holds none.
+	release, err := s.enterTenant(ctx, p)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	defer release()
 	ctx = context.WithValue(ctx, callKey{}, call{principal: p, input: in, usage: usage})
 	next.ServeHTTP(w, r.WithContext(ctx))
 }

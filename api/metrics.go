@@ -15,6 +15,9 @@ const MeterName = "github.com/fleetapi/fleetapi/api"
 const (
 	rejectToken       = "token"
 	rejectAuthFailure = "auth_failure"
+	// rejectInFlight: a tenant over its bound of requests in flight
+	// (inflight.go).
+	rejectInFlight = "in_flight"
 )
 
 // metrics holds the api package's own instruments; request counts and
@@ -30,7 +33,7 @@ type metrics struct {
 func newMetrics(mp metric.MeterProvider) (*metrics, error) {
 	m := mp.Meter(MeterName)
 	rej, err := m.Int64Counter("fleet.ratelimit.rejections",
-		metric.WithDescription("Requests refused with 429, by kind (token, auth_failure)."))
+		metric.WithDescription("Requests refused with 429, by kind (token, auth_failure, in_flight)."))
 	if err != nil {
 		return nil, err
 	}
@@ -40,7 +43,7 @@ func newMetrics(mp metric.MeterProvider) (*metrics, error) {
 		return nil, err
 	}
 	ctx := context.Background()
-	for _, kind := range []string{rejectToken, rejectAuthFailure} {
+	for _, kind := range []string{rejectToken, rejectAuthFailure, rejectInFlight} {
 		rej.Add(ctx, 0, metric.WithAttributes(attribute.String("kind", kind)))
 	}
 	for _, code := range errorCodes() {

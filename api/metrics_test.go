@@ -214,7 +214,7 @@ func TestAlertCountersStartAtZero(t *testing.T) {
 	metrics.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/metrics", nil))
 	body := rec.Body.String()
 	var want []string
-	for _, kind := range []string{"token", "auth_failure"} {
+	for _, kind := range []string{"token", "auth_failure", "in_flight"} {
 		want = append(want, fmt.Sprintf(`fleet_ratelimit_rejections_total{kind=%q,`, kind))
 	}
 	for _, code := range api.ErrorCodes() {

@@ -149,6 +149,11 @@ func (s *Server) postPassengers(c fuego.ContextWithBody[PassengerInput]) (*Envel
 	case errors.Is(err, storage.ErrConflict):
 		return nil, newError(CodeConflict, "a passenger with this passenger_assign_id already exists in the account",
 			map[string]any{"field": "passenger_assign_id"})
+	case errors.Is(err, storage.ErrNotFound):
+		// The owner (the caller's account or its parent) was erased while
+		// the request ran, the caller with it: its token no longer
+		// authenticates, and this is the answer its next request gets.
+		return nil, newError(CodeInvalidToken, "the caller's account was erased: its tokens no longer authenticate", nil)
 	case errors.Is(err, storage.ErrInvalid):
 		// The database refused a value the api's validation let through.
 		return nil, newError(CodeValidationFailed, "the passenger is not valid", invalidFields(err))

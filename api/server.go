@@ -124,6 +124,14 @@ type Config struct {
 	// TrustedProxies are the load balancers whose X-Forwarded-For is
 	// believed when it names the client; empty trusts no header.
 	TrustedProxies []netip.Prefix
+	// TenantMaxInFlight bounds the requests one tenant (tenantOf: an
+	// account, a subaccount counting as its parent user) has in the
+	// handlers of this server at once, and so the database connections it
+	// holds; 0 bounds nothing. TenantQueueTimeout is how long a request
+	// over the bound waits for a slot before it is refused 429
+	// (DefaultTenantQueueTimeout when 0).
+	TenantMaxInFlight  int
+	TenantQueueTimeout time.Duration
 }
 
 // Server is the fleetapi HTTP API.
@@ -146,6 +154,8 @@ type Server struct {
 	// draining is set when shutdown begins: /readyz answers 503 so that a
 	// load balancer stops sending new requests.
 	draining atomic.Bool
+	// inFlight bounds each tenant's requests in flight (inflight.go).
+	inFlight *inFlight
 }
 
 // Drain marks the server as shutting down: /readyz answers 503 from now
@@ -185,7 +195,8 @@ func New(cfg Config) (*Server, error) {
 	if err != nil {
 		return nil, err
 	}
-	s := &Server{cfg: cfg, log: cfg.Logger, tracer: cfg.TracerProvider.Tracer(TracerName), limiter: cfg.Limiter, metrics: m}
+	s := &Server{cfg: cfg, log: cfg.Logger, tracer: cfg.TracerProvider.Tracer(TracerName), limiter: cfg.Limiter, metrics: m,
+		inFlight: newInFlight(cfg.TenantMaxInFlight, cfg.TenantQueueTimeout)}
 	s.bodies.New = func() any { return new([]byte) }
 	s.routeNames = routeNames()
 	s.fuego = fuego.NewServer(

@@ -339,9 +339,11 @@ type Actor struct {
 // which runs in the transaction and returns the audit event of what it
 // did (action, target and changes; the actor is filled in).
 type ManagementWrite struct {
-	// Accounts are the ids that must be in the management scope; they are locked (FOR
-	// UPDATE) for the transaction. One outside the scope is ErrNotFound,
-	// whether it exists or not.
+	// Accounts are the ids that must be in the management scope; they are
+	// locked for the transaction (FOR NO KEY UPDATE; FOR UPDATE for an
+	// erase), in the lock order of every write (locks.go). One outside the
+	// scope is ErrNotFound, whether it exists or not, and so is one
+	// erased before the lock.
 	Accounts []int64
 	Actor    Actor
 	// Change makes the change with tx and returns its audit event.
@@ -351,6 +353,23 @@ type ManagementWrite struct {
 	// (the heirs a token's revocation revoked), stored with the same
 	// actor after Change's.
 	More func(ctx context.Context, tx *Store) ([]AuditEvent, error)
+	// deletes says that the write deletes Accounts (an erase): they are
+	// locked FOR UPDATE.
+	deletes bool
+	// also are the other accounts the write locks with Accounts, in the
+	// same order, without a scope check: the caller whose Idempotency-Key
+	// it claims, the parent whose devices a grant names, the accounts of
+	// a revoked token's heirs.
+	also accountLocks
+}
+
+// locks is step 1 of w (locks.go): its accounts with their strengths.
+func (w ManagementWrite) locks() accountLocks {
+	l := forNoKeyUpdate
+	if w.deletes {
+		l = forUpdate
+	}
+	return w.also.with(l, w.Accounts...)
 }
 
 // ManageInTx runs w in one transaction: check its accounts against scope,
@@ -366,7 +385,7 @@ func (s *Store) ManageInTx(ctx context.Context, scope policy.Scope, w Management
 	var ev AuditEvent
 	err := s.writeInTx(ctx, func(ctx context.Context, tx bun.Tx) (bool, error) {
 		var err error
-		ev, err = manage(ctx, s.on(tx), tx, scope, w)
+		ev, _, err = manage(ctx, s.on(tx), tx, scope, w, nil)
 		return err == nil, err
 	})
 	if err != nil {
@@ -432,49 +451,59 @@ func (s *Store) awaitAuth(ctx context.Context) {
 }
 
 // manage runs w inside the transaction tx (ManageInTx), whose Store is ts:
-// its accounts checked against scope and locked, the change, the audit
-// row. Its errors are untranslated; the caller's transaction rolls back on
-// any of them.
-func manage(ctx context.Context, ts *Store, tx bun.Tx, scope policy.Scope, w ManagementWrite) (AuditEvent, error) {
+// its accounts checked against scope, then locked with the others it locks
+// (step 1 of the lock order, locks.go); claim, when not nil, then claims
+// the write's Idempotency-Key (step 2) and reports a replay, which ends
+// the write there (replayed); then the change and the audit row. Its
+// errors are untranslated; the caller's transaction rolls back on any of
+// them.
+func manage(ctx context.Context, ts *Store, tx bun.Tx, scope policy.Scope, w ManagementWrite, claim func() (bool, error)) (ev AuditEvent, replayed bool, err error) {
 	if len(w.Accounts) > 0 {
 		ids := uniqueIDs(w.Accounts)
 		q, err := ts.scopedSelect(scope, accountsScope, (*Account)(nil))
 		if err != nil {
-			return AuditEvent{}, err
+			return AuditEvent{}, false, err
 		}
-		var found []int64
-		if err := q.Column("id").Where(accountsScope.col("id")+" = ANY(?)", pgdialect.Array(ids)).
-			OrderExpr(accountsScope.col("id")).For("UPDATE").Scan(ctx, &found); err != nil {
-			return AuditEvent{}, err
+		n, err := q.Where(accountsScope.col("id")+" = ANY(?)", pgdialect.Array(ids)).Count(ctx)
+		if err != nil {
+			return AuditEvent{}, false, err
 		}
-		if len(found) != len(ids) {
-			return AuditEvent{}, fmt.Errorf("%w: an account of the write is outside the management scope", ErrNotFound)
+		if n != int64(len(ids)) {
+			return AuditEvent{}, false, fmt.Errorf("%w: an account of the write is outside the management scope", ErrNotFound)
 		}
 	}
-	ev, err := w.Change(ctx, ts)
+	if err := w.locks().lock(ctx, tx); err != nil {
+		return AuditEvent{}, false, err
+	}
+	if claim != nil {
+		if replayed, err := claim(); err != nil || replayed {
+			return AuditEvent{}, replayed, err
+		}
+	}
+	ev, err = w.Change(ctx, ts)
 	if err != nil {
-		return AuditEvent{}, err
+		return AuditEvent{}, false, err
 	}
 	ev.ActorAccountID, ev.ActorTokenID = w.Actor.AccountID, w.Actor.TokenID
 	ev.RequestID, ev.TraceID = w.Actor.RequestID, w.Actor.TraceID
 	if err := writeAuditEvent(ctx, tx, &ev); err != nil {
-		return AuditEvent{}, err
+		return AuditEvent{}, false, err
 	}
 	if w.More != nil {
 		more, err := w.More(ctx, ts)
 		if err != nil {
-			return AuditEvent{}, err
+			return AuditEvent{}, false, err
 		}
 		for i := range more {
 			m := &more[i]
 			m.ActorAccountID, m.ActorTokenID = w.Actor.AccountID, w.Actor.TokenID
 			m.RequestID, m.TraceID = w.Actor.RequestID, w.Actor.TraceID
 			if err := writeAuditEvent(ctx, tx, m); err != nil {
-				return AuditEvent{}, err
+				return AuditEvent{}, false, err
 			}
 		}
 	}
-	return ev, nil
+	return ev, false, nil
 }
 
 func uniqueIDs(ids []int64) []int64 {
@@ -490,33 +519,35 @@ func uniqueIDs(ids []int64) []int64 {
 	return out[:n]
 }
 
-// idempotentManage runs the management write w (scope check, change, audit
-// row: manage) in one transaction behind the idempotency key idem, nil for
-// none. A key already claimed replays its stored response into *result and
-// writes nothing; otherwise w's change fills *result, which is stored as
-// the key's response. It reports whether the response was replayed, and
-// returns the errors of manage and of the key (ErrIdempotencyKeyReused)
-// passed through Translate.
+// idempotentManage runs the management write w (scope check, locks,
+// change, audit row: manage) in one transaction behind the idempotency key
+// idem, nil for none. The key is claimed after the write's accounts are
+// locked, the caller's among them (KEY SHARE: the key's row references
+// it), so that the key's insert waits for nothing the write does not
+// already hold (docs/locking.md). A key already claimed replays its stored
+// response into *result and writes nothing; otherwise w's change fills
+// *result, which is stored as the key's response. It reports whether the
+// response was replayed, and returns the errors of manage and of the key
+// (ErrIdempotencyKeyReused) passed through Translate.
 func idempotentManage[T any](ctx context.Context, s *Store, scope policy.Scope, w ManagementWrite, idem *IdempotentRequest, result *T) (replayed bool, err error) {
 	err = s.db.RunInTx(ctx, nil, func(ctx context.Context, tx bun.Tx) error {
+		var claim func() (bool, error)
 		if idem != nil {
-			raw, claimed, err := claimKey(ctx, tx, *idem)
-			if err != nil {
-				return err
-			}
-			if !claimed {
-				replayed = true
-				if err := json.Unmarshal(raw, result); err != nil {
-					return fmt.Errorf("idempotency key %q: stored response: %w", idem.Key, err)
+			w.also = w.also.with(forKeyShare, idem.AccountID)
+			claim = func() (bool, error) {
+				raw, claimed, err := claimKey(ctx, tx, *idem)
+				if err != nil || claimed {
+					return false, err
 				}
-				return nil
+				if err := json.Unmarshal(raw, result); err != nil {
+					return false, fmt.Errorf("idempotency key %q: stored response: %w", idem.Key, err)
+				}
+				return true, nil
 			}
 		}
-		if _, err := manage(ctx, s.on(tx), tx, scope, w); err != nil {
+		var err error
+		if _, replayed, err = manage(ctx, s.on(tx), tx, scope, w, claim); err != nil || replayed || idem == nil {
 			return err
-		}
-		if idem == nil {
-			return nil
 		}
 		return storeIdempotentResponse(ctx, tx, *idem, *result)
 	})

@@ -166,6 +166,19 @@ func subtree(ctx context.Context, db bun.IDB, root int64, lock bool) ([]int64, e
 	return ids, nil
 }
 
+// lockCounters locks the subtree's row counters FOR UPDATE, after its
+// accounts and before any delete: the fold of the counters' stripes
+// (fold_row_counts) takes the rows no writer holds and then bumps
+// count_generation, which the erase's deletes of accounts and counters
+// bump too; holding the counters first, the erase never waits for a
+// fold that waits for it (docs/locking.md). No other writer touches them
+// while the subtree's accounts are locked.
+func lockCounters(ctx context.Context, db bun.IDB, ids []int64) error {
+	_, err := db.NewRaw(`SELECT 1 FROM account_row_counts WHERE account_id = ANY(?)
+		ORDER BY resource, account_id, slot FOR UPDATE`, pgdialect.Array(ids)).Exec(ctx)
+	return err
+}
+
 // eraseRows deletes the subtree's rows and rewrites what names them in
 // the rows kept (dry: counts both), one statement per table.
 func eraseRows(ctx context.Context, db bun.IDB, ids []int64, dry bool) (rows, scrubbed map[string]int64, err error) {
@@ -244,6 +257,11 @@ func eraseIn(ctx context.Context, db bun.IDB, root Account, dry bool) (Erased, e
 	if err != nil {
 		return Erased{}, err
 	}
+	if !dry {
+		if err := lockCounters(ctx, db, ids); err != nil {
+			return Erased{}, err
+		}
+	}
 	rows, scrubbed, err := eraseRows(ctx, db, ids, dry)
 	if err != nil {
 		return Erased{}, err
@@ -260,7 +278,7 @@ func eraseIn(ctx context.Context, db bun.IDB, root Account, dry bool) (Erased, e
 // account, and ErrUnavailable when the database cannot be reached.
 func (s *Store) EraseManagedAccount(ctx context.Context, scope policy.Scope, actor Actor, id int64) (Erased, error) {
 	var out Erased
-	_, err := s.ManageInTx(ctx, scope, ManagementWrite{Accounts: []int64{id}, Actor: actor,
+	_, err := s.ManageInTx(ctx, scope, ManagementWrite{Accounts: []int64{id}, Actor: actor, deletes: true,
 		Change: func(ctx context.Context, tx *Store) (AuditEvent, error) {
 			var root Account
 			if err := tx.db.NewSelect().Model(&root).Where(accountsScope.col("id")+" = ?", id).Scan(ctx); err != nil {

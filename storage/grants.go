@@ -92,8 +92,18 @@ func (s *Store) ReplaceGrants(ctx context.Context, scope policy.Scope, actor Act
 	if after == nil {
 		after = []string{}
 	}
+	// The parent owns the devices granted: it is locked too (NO KEY
+	// UPDATE, as a move of its devices locks it), so that no device
+	// changes hands between the check of its owner and the grant's insert
+	// (docs/locking.md). An account's parent never changes.
+	var parent []int64
+	if err := s.db.NewSelect().Model((*Account)(nil)).Column("manager_id").Where(accountsScope.col("id")+" = ?", id).
+		Where(accountsScope.col("manager_id")+" IS NOT NULL").Scan(ctx, &parent); err != nil {
+		return nil, translateOwn(err)
+	}
 	var granted []Object
 	_, err := s.ManageInTx(ctx, scope, ManagementWrite{Accounts: []int64{id}, Actor: actor,
+		also: accountLocks{}.with(forNoKeyUpdate, parent...),
 		Change: func(ctx context.Context, tx *Store) (AuditEvent, error) {
 			owned, err := parentDevices(ctx, tx.db, id, after)
 			if err != nil {

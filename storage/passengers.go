@@ -112,7 +112,8 @@ type IdempotentRequest struct {
 // Everything happens in one transaction: on any error nothing is written,
 // the idempotency key included, so that a retry runs again. It returns
 // ErrInvalid, ErrConflict (a duplicate passenger_assign_id in the account),
-// policy.ErrScope, ErrIdempotencyKeyReused and ErrUnavailable.
+// policy.ErrScope, ErrIdempotencyKeyReused, ErrNotFound (the owner or the
+// caller was erased meanwhile) and ErrUnavailable.
 func (s *Store) CreatePassenger(ctx context.Context, scope policy.Scope, owner int64, p Passenger, idem *IdempotentRequest) (created Passenger, replayed bool, err error) {
 	if _, err := s.compiledFor(scope, Passengers.Descriptor); err != nil {
 		return Passenger{}, false, err
@@ -127,6 +128,20 @@ func (s *Store) CreatePassenger(ctx context.Context, scope policy.Scope, owner i
 	// account is within reach of its limit (checkQuotaShared).
 	for _, exclusive := range []bool{false, true} {
 		err = s.db.RunInTx(ctx, nil, func(ctx context.Context, tx bun.Tx) error {
+			// Step 1 of the lock order (docs/locking.md): the owner, in the
+			// strength of its quota check, and the caller whose key the
+			// create claims (a subaccount: below its parent).
+			check, l := s.checkQuotaShared, forShare
+			if exclusive {
+				check, l = s.checkQuota, forNoKeyUpdate
+			}
+			locks := accountLocks{}.with(l, owner)
+			if idem != nil {
+				locks = locks.with(forKeyShare, idem.AccountID)
+			}
+			if err := locks.lock(ctx, tx); err != nil {
+				return err
+			}
 			if idem != nil {
 				var claimed bool
 				created, claimed, err = claimIdempotencyKey(ctx, tx, *idem)
@@ -134,10 +149,6 @@ func (s *Store) CreatePassenger(ctx context.Context, scope policy.Scope, owner i
 					replayed = err == nil
 					return err
 				}
-			}
-			check := s.checkQuotaShared
-			if exclusive {
-				check = s.checkQuota
 			}
 			if err := check(ctx, tx, owner, QuotaPassengers); err != nil {
 				return err

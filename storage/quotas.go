@@ -194,10 +194,9 @@ func quotaUsed(ctx context.Context, db bun.IDB, account int64, q Quota) (int64, 
 
 // checkQuota locks the account's row (FOR NO KEY UPDATE, which every
 // quota check takes, so that two wait for each other; it does not wait for
-// the KEY SHARE locks that inserts referencing the account take, such as
-// an Idempotency-Key's claim earlier in the same transactions, which FOR
-// UPDATE would deadlock with; a management write has already locked the
-// row FOR UPDATE, which is stronger) and refuses, with a
+// the KEY SHARE locks that inserts referencing the account take; the
+// create has already taken it in the first step of the lock order,
+// docs/locking.md, so it waits for nothing here) and refuses, with a
 // *QuotaError, one more row of quota q when the account already uses its
 // limit. It runs inside the create's transaction, before the insert.
 func (s *Store) checkQuota(ctx context.Context, db bun.IDB, account int64, q Quota) error {
@@ -223,8 +222,8 @@ var errQuotaNear = errors.New("storage: quota within reach of its limit")
 // (passengers, devices: the row counters tell the use in one read),
 // without serialising one account's creates while it is far from its
 // limit. It locks the account's row FOR SHARE, which concurrent creates
-// share but which conflicts with checkQuota's FOR NO KEY UPDATE and with
-// a management write's FOR UPDATE, and answers nil when the account has
+// share but which conflicts with checkQuota's and a management write's
+// FOR NO KEY UPDATE and an erase's FOR UPDATE, and answers nil when the account has
 // no limit, or when its committed use plus the server's max_connections
 // and max_prepared_transactions stays below the limit; otherwise
 // errQuotaNear, and the caller starts again with checkQuota.

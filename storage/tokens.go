@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/uptrace/bun"
+
 	"github.com/fleetapi/fleetapi/tenancy"
 )
 
@@ -88,11 +90,21 @@ func (s *Store) CreateToken(ctx context.Context, nt NewToken) (string, tenancy.T
 	if err != nil {
 		return "", tenancy.Token{}, err
 	}
-	if _, err := s.db.NewInsert().Model(tok).Returning("*").Exec(ctx); err != nil {
-		if err = Translate(err); errors.Is(err, ErrConflict) {
-			// The only unique key a fresh secret can meet is (account, name).
-			return "", tenancy.Token{}, worded(ErrConflict, err, "a token named %q already exists for %s", tok.Name, nt.Username)
+	// The account first (KEY SHARE, docs/locking.md): one erased since it
+	// was read is "not found", not a foreign key's refusal.
+	err = s.db.RunInTx(ctx, nil, func(ctx context.Context, tx bun.Tx) error {
+		if err := (accountLocks{acct.ID: forKeyShare}).lock(ctx, tx); err != nil {
+			return err
 		}
+		_, err := tx.NewInsert().Model(tok).Returning("*").Exec(ctx)
+		return err
+	})
+	if err = Translate(err); errors.Is(err, ErrNotFound) {
+		return "", tenancy.Token{}, worded(ErrNotFound, err, "account %q not found", nt.Username)
+	} else if errors.Is(err, ErrConflict) {
+		// The only unique key a fresh secret can meet is (account, name).
+		return "", tenancy.Token{}, worded(ErrConflict, err, "a token named %q already exists for %s", tok.Name, nt.Username)
+	} else if err != nil {
 		return "", tenancy.Token{}, fmt.Errorf("token %q: %w", tok.Name, err)
 	}
 	return secret, tok.Tenancy(), nil
@@ -117,23 +129,32 @@ func (s *Store) ListTokens(ctx context.Context, username string) ([]tenancy.Toke
 	return out, nil
 }
 
-// RevokeToken marks a token revoked and returns once every replica's
+// RevokeToken marks a token revoked, with its heirs (the trigger
+// tokens_revoke_heirs), after locking what that changes in the lock order
+// of every write (docs/locking.md: the token's account, its heirs'
+// accounts, then the tokens), and returns once every replica's
 // authentication cache refuses it (AwaitAuthAcks). Revoking a revoked
-// token again does nothing and keeps the first revocation time. It returns ErrNotFound for an
-// unknown id and ErrUnavailable when the database cannot be reached.
+// token again does nothing and keeps the first revocation time. It
+// returns ErrNotFound for an unknown id (or one erased meanwhile) and
+// ErrUnavailable when the database cannot be reached.
 func (s *Store) RevokeToken(ctx context.Context, id int64) error {
-	res, err := s.db.NewUpdate().Model((*Token)(nil)).
-		Set("revoked_at = COALESCE(revoked_at, now())").
-		Where("id = ?", id).
-		Exec(ctx)
-	if err != nil {
-		return Translate(err)
+	err := s.revocation(ctx, id, func(lin lineage, last bool) error {
+		return s.writeInTx(ctx, func(ctx context.Context, tx bun.Tx) (bool, error) {
+			if err := lin.heirLocks().with(forNoKeyUpdate, lin.account).lock(ctx, tx); err != nil {
+				return false, err
+			}
+			if err := lin.lockTokens(ctx, tx, last); err != nil {
+				return false, err
+			}
+			if _, err := tx.NewUpdate().Model((*Token)(nil)).Set("revoked_at = COALESCE(revoked_at, now())").
+				Where("id = ?", id).Exec(ctx); err != nil {
+				return false, err
+			}
+			return true, nil
+		})
+	})
+	if errors.Is(err, ErrNotFound) {
+		return worded(ErrNotFound, err, "token %d not found", id)
 	}
-	if n, err := res.RowsAffected(); err != nil {
-		return Translate(err)
-	} else if n == 0 {
-		return worded(ErrNotFound, nil, "token %d not found", id)
-	}
-	s.awaitAuth(ctx) // the CLI answers once every replica refuses it
-	return nil
+	return Translate(err)
 }

@@ -4,9 +4,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/uptrace/bun"
+	"github.com/uptrace/bun/dialect/pgdialect"
 
 	"github.com/fleetapi/fleetapi/policy"
 	"github.com/fleetapi/fleetapi/tenancy"
@@ -186,32 +188,136 @@ func (s *Store) ManagedTokenByID(ctx context.Context, scope policy.Scope, id int
 // transaction with its audit row: its account must be in scope, the
 // caller's management scope (ErrNotFound otherwise, as for a token that
 // does not exist); the policy has already allowed it. Revoking a revoked
-// token keeps the first revocation time and records no change.
+// token keeps the first revocation time and records no change. Its
+// heirs are revoked with it (the trigger tokens_revoke_heirs), each with
+// its audit event; they are locked first (revocation).
 func (s *Store) RevokeManagedToken(ctx context.Context, scope policy.Scope, actor Actor, id int64) error {
 	tok, err := s.ManagedTokenByID(ctx, scope, id)
 	if err != nil {
 		return err
 	}
-	_, err = s.ManageInTx(ctx, scope, ManagementWrite{Accounts: []int64{tok.AccountID}, Actor: actor,
-		Change: func(ctx context.Context, tx *Store) (AuditEvent, error) {
-			var revoked []*time.Time
-			if err := tx.db.NewUpdate().Model((*Token)(nil)).
-				Set("revoked_at = COALESCE(revoked_at, now())").
-				Where("id = ? AND account_id = ?", id, tok.AccountID).
-				Returning("revoked_at").Scan(ctx, &revoked); err != nil {
-				return AuditEvent{}, err
-			}
-			if len(revoked) != 1 {
-				return AuditEvent{}, fmt.Errorf("%w: token %d", ErrNotFound, id)
-			}
-			changes := Changes{}
-			if tok.RevokedAt == nil && revoked[0] != nil {
-				changes["revoked_at"] = Change{Before: nil, After: revoked[0].UTC().Format(time.RFC3339Nano)}
-			}
-			return AuditEvent{Action: policy.ActionTokenRevoke, TargetAccountID: tok.AccountID, TargetID: id, Changes: changes}, nil
-		},
-		More: func(ctx context.Context, tx *Store) ([]AuditEvent, error) { return heirsRevoked(ctx, tx, id) }})
-	return err
+	return s.revocation(ctx, id, func(lin lineage, last bool) error {
+		_, err := s.ManageInTx(ctx, scope, ManagementWrite{Accounts: []int64{tok.AccountID}, Actor: actor, also: lin.heirLocks(),
+			Change: func(ctx context.Context, tx *Store) (AuditEvent, error) {
+				if err := lin.lockTokens(ctx, tx.db, last); err != nil {
+					return AuditEvent{}, err
+				}
+				var revoked []*time.Time
+				if err := tx.db.NewUpdate().Model((*Token)(nil)).
+					Set("revoked_at = COALESCE(revoked_at, now())").
+					Where("id = ? AND account_id = ?", id, tok.AccountID).
+					Returning("revoked_at").Scan(ctx, &revoked); err != nil {
+					return AuditEvent{}, err
+				}
+				if len(revoked) != 1 {
+					return AuditEvent{}, fmt.Errorf("%w: token %d", ErrNotFound, id)
+				}
+				changes := Changes{}
+				if tok.RevokedAt == nil && revoked[0] != nil {
+					changes["revoked_at"] = Change{Before: nil, After: revoked[0].UTC().Format(time.RFC3339Nano)}
+				}
+				return AuditEvent{Action: policy.ActionTokenRevoke, TargetAccountID: tok.AccountID, TargetID: id, Changes: changes}, nil
+			},
+			More: func(ctx context.Context, tx *Store) ([]AuditEvent, error) { return heirsRevoked(ctx, tx, id) }})
+		return err
+	})
+}
+
+// lineage is a token and its heirs, transitively (the tokens minted from
+// it, and from those): what revoking it changes (the trigger
+// tokens_revoke_heirs). Heirs live in the minter's subtree, so their
+// accounts come after the token's own in the lock order.
+type lineage struct {
+	// token is the revoked token, account its account.
+	token, account int64
+	// tokens are the lineage's ids, the token's among them, ascending;
+	// accounts the heirs' accounts.
+	tokens, accounts []int64
+}
+
+// lineageOf reads the lineage of the token id, without locking it. A
+// token that does not exist is ErrNotFound.
+func lineageOf(ctx context.Context, db bun.IDB, id int64) (lineage, error) {
+	var rows []struct {
+		ID        int64 `bun:"id"`
+		AccountID int64 `bun:"account_id"`
+	}
+	if err := db.NewRaw(`WITH RECURSIVE lineage AS (
+			SELECT t.id, t.account_id FROM tokens AS t WHERE t.id = ?
+			UNION
+			SELECT t.id, t.account_id FROM tokens AS t JOIN lineage AS l ON t.parent_token_id = l.id
+		)
+		SELECT id, account_id FROM lineage ORDER BY id`, id).Scan(ctx, &rows); err != nil {
+		return lineage{}, translateOwn(err)
+	}
+	lin := lineage{token: id}
+	for _, r := range rows {
+		lin.tokens = append(lin.tokens, r.ID)
+		if r.ID == id {
+			lin.account = r.AccountID
+		} else {
+			lin.accounts = append(lin.accounts, r.AccountID)
+		}
+	}
+	if lin.account == 0 {
+		return lineage{}, fmt.Errorf("%w: token %d", ErrNotFound, id)
+	}
+	return lin, nil
+}
+
+// heirLocks are the heirs' accounts, locked KEY SHARE in step 1 of the
+// lock order (locks.go): their tokens change, so an erase of one of them
+// (FOR UPDATE) waits for the revocation, or the revocation for it,
+// before either holds a token.
+func (l lineage) heirLocks() accountLocks { return accountLocks{}.with(forKeyShare, l.accounts...) }
+
+// errLineageGrew: the lineage a revocation locked is not the lineage
+// there is once it is locked (a token minted from it, or an heir's
+// account erased, in between): the revocation starts again.
+var errLineageGrew = errors.New("storage: the token's lineage changed while it was being locked")
+
+// lockTokens is step 3 of a revocation (docs/locking.md): the lineage's
+// tokens FOR NO KEY UPDATE, by id, after its accounts. From then on no
+// token can be minted from it (a mint reads its parent FOR SHARE); the
+// lineage is read again, and one that changed in between is
+// errLineageGrew, unless last (the last attempt revokes what is there).
+func (l lineage) lockTokens(ctx context.Context, db bun.IDB, last bool) error {
+	if _, err := db.NewRaw(`SELECT id FROM tokens WHERE id = ANY(?) ORDER BY id FOR NO KEY UPDATE`,
+		pgdialect.Array(l.tokens)).Exec(ctx); err != nil {
+		return err
+	}
+	now, err := lineageOf(ctx, db, l.token)
+	if err != nil {
+		return err
+	}
+	if !last && !slices.Equal(now.tokens, l.tokens) {
+		return errLineageGrew
+	}
+	return nil
+}
+
+// maxRevocationAttempts bounds the attempts of a revocation whose lineage
+// keeps changing under it.
+const maxRevocationAttempts = 5
+
+// revocation runs revoke, a transaction revoking the token id, with the
+// token's lineage read just before; it runs it again with the lineage
+// read anew when the lineage changed before it was locked
+// (errLineageGrew, or an heir's account erased meanwhile), at most
+// maxRevocationAttempts times, the last without the check.
+func (s *Store) revocation(ctx context.Context, id int64, revoke func(lin lineage, last bool) error) error {
+	for attempt := 1; ; attempt++ {
+		lin, err := lineageOf(ctx, s.db, id)
+		if err != nil {
+			return err
+		}
+		err = revoke(lin, attempt == maxRevocationAttempts)
+		var gone *accountGoneError
+		if attempt < maxRevocationAttempts && (errors.Is(err, errLineageGrew) || errors.As(err, &gone) && gone.id != lin.account) {
+			continue
+		}
+		return err
+	}
 }
 
 // heirsRevoked returns the audit events of the tokens minted from token

@@ -67,6 +67,12 @@ type config struct {
 	ReplicaCheckInterval time.Duration
 	// RequestTimeout bounds the work of one request (then 503).
 	RequestTimeout time.Duration
+	// TenantMaxInFlight bounds one tenant's requests in flight on a
+	// replica, and so the connections of its pool it holds (0: no
+	// bound); TenantQueueTimeout is how long a request over the bound
+	// waits for a slot before its 429.
+	TenantMaxInFlight  int
+	TenantQueueTimeout time.Duration
 	// UsageFlushInterval is how often a replica adds its usage counts to
 	// the database (docs/design.md §12); UsageMaxEntries bounds the (account, day,
 	// route) keys it counts in memory between two flushes.
@@ -126,6 +132,8 @@ func defaultConfig(getenv func(string) string) (config, error) {
 	}
 	c.AuthCacheSize = envCount(getenv, "FLEET_AUTH_CACHE_SIZE", tenancy.DefaultCacheSize, &errs)
 	c.RequestTimeout = envDuration(getenv, "FLEET_REQUEST_TIMEOUT", 10*time.Second, &errs)
+	c.TenantMaxInFlight = envCount(getenv, "FLEET_TENANT_MAX_IN_FLIGHT", DefaultTenantMaxInFlight, &errs)
+	c.TenantQueueTimeout = envDuration(getenv, "FLEET_TENANT_QUEUE_TIMEOUT", api.DefaultTenantQueueTimeout, &errs)
 	c.UsageFlushInterval = envDuration(getenv, "FLEET_USAGE_FLUSH_INTERVAL", metering.DefaultInterval, &errs)
 	c.UsageMaxEntries = envCount(getenv, "FLEET_USAGE_MAX_ENTRIES", metering.DefaultMaxEntries, &errs)
 	if c.UsageFlushInterval == 0 || c.UsageMaxEntries == 0 {
@@ -194,6 +202,22 @@ func envInt(getenv func(string) string, name string, def int, errs *[]error) int
 		n, err := strconv.Atoi(v)
 		return n, err == nil && n >= 1
 	}, errs)
+}
+
+// DefaultTenantMaxInFlight is FLEET_TENANT_MAX_IN_FLIGHT's default: a
+// quarter of the default pool (FLEET_DB_MAX_CONNS 16), so that three
+// tenants at their bound still leave connections for every other.
+const DefaultTenantMaxInFlight = 4
+
+// checkTenantBound refuses a bound of requests in flight per tenant that
+// is not below the pool: a tenant at its bound would hold every
+// connection.
+func (c config) checkTenantBound() error {
+	if c.TenantMaxInFlight > 0 && c.TenantMaxInFlight >= c.DBMaxConns {
+		return fmt.Errorf("FLEET_TENANT_MAX_IN_FLIGHT (%d) must be below FLEET_DB_MAX_CONNS (%d): a tenant at its bound would hold every connection of the pool; 0 turns the bound off",
+			c.TenantMaxInFlight, c.DBMaxConns)
+	}
+	return nil
 }
 
 // defaultQuotas are the platform default quotas when FLEET_QUOTA_* are
@@ -307,6 +331,8 @@ func (c *config) flags(fs *flag.FlagSet) {
 	fs.IntVar(&c.AuthCacheSize, "auth-cache-size", c.AuthCacheSize, "authenticated principals kept in memory, invalidated through LISTEN/NOTIFY; 0 turns the cache off (FLEET_AUTH_CACHE_SIZE)")
 	fs.IntVar(&c.DBMaxConns, "db-max-conns", c.DBMaxConns, "database connections per replica (FLEET_DB_MAX_CONNS)")
 	fs.DurationVar(&c.RequestTimeout, "request-timeout", c.RequestTimeout, "bound on one request's work, then 503 (FLEET_REQUEST_TIMEOUT)")
+	fs.IntVar(&c.TenantMaxInFlight, "tenant-max-in-flight", c.TenantMaxInFlight, "requests one tenant (an account; a subaccount counts as its parent) may have in flight on this replica, and so database connections it may hold; below --db-max-conns; 0: no bound (FLEET_TENANT_MAX_IN_FLIGHT)")
+	fs.DurationVar(&c.TenantQueueTimeout, "tenant-queue-timeout", c.TenantQueueTimeout, "how long a request over its tenant's bound waits for a slot, then 429 RATE_LIMITED (FLEET_TENANT_QUEUE_TIMEOUT)")
 	fs.DurationVar(&c.UsageFlushInterval, "usage-flush-interval", c.UsageFlushInterval, "add the usage counted in memory to the database this often; a crash loses at most this much of a replica's usage (FLEET_USAGE_FLUSH_INTERVAL)")
 	fs.IntVar(&c.UsageMaxEntries, "usage-max-entries", c.UsageMaxEntries, "most (account, day, route) usage keys counted in memory between two flushes (FLEET_USAGE_MAX_ENTRIES)")
 	fs.DurationVar(&c.LogFlushInterval, "log-flush-interval", c.LogFlushInterval, "how long log lines may wait in memory before they are written; 0 writes each at once (FLEET_LOG_FLUSH_INTERVAL)")

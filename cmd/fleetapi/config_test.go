@@ -125,3 +125,37 @@ func TestPurgeConfig(t *testing.T) {
 		}
 	}
 }
+
+// TestTenantBoundConfig: FLEET_TENANT_MAX_IN_FLIGHT (default 4, 0 off)
+// and FLEET_TENANT_QUEUE_TIMEOUT (default 1 s), their flags, and the
+// refusal of a bound that is not below the pool (FLEET_DB_MAX_CONNS).
+func TestTenantBoundConfig(t *testing.T) {
+	env := func(vars map[string]string) func(string) string { return func(k string) string { return vars[k] } }
+	c, err := defaultConfig(env(nil))
+	if err != nil || c.TenantMaxInFlight != 4 || c.TenantQueueTimeout != time.Second || c.checkTenantBound() != nil {
+		t.Fatalf("defaults: %v %d %s %v", err, c.TenantMaxInFlight, c.TenantQueueTimeout, c.checkTenantBound())
+	}
+	c, err = defaultConfig(env(map[string]string{"FLEET_TENANT_MAX_IN_FLIGHT": "0", "FLEET_TENANT_QUEUE_TIMEOUT": "250ms"}))
+	if err != nil || c.TenantMaxInFlight != 0 || c.TenantQueueTimeout != 250*time.Millisecond || c.checkTenantBound() != nil {
+		t.Fatalf("set: %v %d %s", err, c.TenantMaxInFlight, c.TenantQueueTimeout)
+	}
+	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
+	c.flags(fs)
+	if err := fs.Parse([]string{"--tenant-max-in-flight", "16", "--tenant-queue-timeout", "2s"}); err != nil {
+		t.Fatal(err)
+	}
+	if c.TenantMaxInFlight != 16 || c.TenantQueueTimeout != 2*time.Second {
+		t.Fatalf("flags: %d %s", c.TenantMaxInFlight, c.TenantQueueTimeout)
+	}
+	if err := c.checkTenantBound(); err == nil || !strings.Contains(err.Error(), "FLEET_DB_MAX_CONNS (16)") {
+		t.Errorf("a bound equal to the pool: %v", err)
+	}
+	for _, v := range []string{"-1", "four", "1.5"} {
+		if _, err := defaultConfig(env(map[string]string{"FLEET_TENANT_MAX_IN_FLIGHT": v})); err == nil {
+			t.Errorf("FLEET_TENANT_MAX_IN_FLIGHT=%q accepted", v)
+		}
+	}
+	if _, err := defaultConfig(env(map[string]string{"FLEET_TENANT_QUEUE_TIMEOUT": "-1s"})); err == nil {
+		t.Error("FLEET_TENANT_QUEUE_TIMEOUT=-1s accepted")
+	}
+}

@@ -197,6 +197,9 @@ func apiHTTPServer(h http.Handler, cfg config, log *slog.Logger) *http.Server {
 // flush telemetry, close the pool. When ready is not nil it is called with
 // the listening address.
 func serve(ctx context.Context, cfg config, getenv func(string) string, con console, ready func(addr string)) error {
+	if err := cfg.checkTenantBound(); err != nil {
+		return err
+	}
 	// The server's JSON log is its output: stdout, as docs/observability.md
 	// says, with the decision log when FLEET_DECISION_LOG=stdout; both
 	// through one LogWriter, written every FLEET_LOG_FLUSH_INTERVAL.
@@ -291,23 +294,25 @@ func serve(ctx context.Context, cfg config, getenv func(string) string, con cons
 	defer startCounterFold(ctx, cfg.CounterFoldInterval, store, log)()
 	defer startPurge(ctx, cfg.PurgeInterval, cfg.TokenRetention, store, log)()
 	srv, err := api.New(api.Config{
-		Auth:             auth,
-		AuthSync:         authSync,
-		Policy:           engine,
-		Store:            store,
-		TracerProvider:   tel.Tracer,
-		MeterProvider:    tel.Meter,
-		Propagator:       tel.Propagator,
-		Logger:           log,
-		Limiter:          limiter,
-		RateLimit:        cfg.RateLimit,
-		AuthFailureLimit: cfg.AuthFailureLimit,
-		TrustedProxies:   cfg.TrustedProxies,
-		RequestTimeout:   cfg.RequestTimeout,
-		Usage:            meter,
-		Ready:            store,
-		MetricsHandler:   tel.MetricsHandler,
-		SeparateOps:      cfg.MetricsAddr != "",
+		Auth:               auth,
+		AuthSync:           authSync,
+		Policy:             engine,
+		Store:              store,
+		TracerProvider:     tel.Tracer,
+		MeterProvider:      tel.Meter,
+		Propagator:         tel.Propagator,
+		Logger:             log,
+		Limiter:            limiter,
+		RateLimit:          cfg.RateLimit,
+		AuthFailureLimit:   cfg.AuthFailureLimit,
+		TrustedProxies:     cfg.TrustedProxies,
+		RequestTimeout:     cfg.RequestTimeout,
+		Usage:              meter,
+		TenantMaxInFlight:  cfg.TenantMaxInFlight,
+		TenantQueueTimeout: cfg.TenantQueueTimeout,
+		Ready:              store,
+		MetricsHandler:     tel.MetricsHandler,
+		SeparateOps:        cfg.MetricsAddr != "",
 	})
 	if err != nil {
 		return err
