@@ -18,9 +18,15 @@ import (
 // so at most that many of the server's database connections, whatever the
 // tenant's requests wait for (a row lock its own writes hold, a slow
 // statement). A request over the bound waits for a slot at most
-// Config.TenantQueueTimeout, then is refused 429 RATE_LIMITED with
-// details.scope "tenant": the tenant's own load is the cause, as with a
-// rate limit, and the server is not unavailable.
+// Config.TenantQueueTimeout, then is refused: 429 RATE_LIMITED with
+// details.scope "tenant" when the tenant's own load is the cause, as with a
+// rate limit; 503 SERVICE_UNAVAILABLE when the requests holding its slots
+// are stuck (the oldest has run for stuckAfter or longer: the database or
+// a lock is not answering, as during a fail-over), which is the server's
+// trouble, not the tenant's. By default stuckAfter is the wait itself: a
+// request refused after waiting the whole wait while no slot of its
+// tenant was given back (every holder older than the wait) is a 503; one
+// that lost the slots given back to others meanwhile is a 429.
 
 // DefaultTenantQueueTimeout is how long a request over its tenant's bound
 // waits for a slot when Config.TenantQueueTimeout is 0.
@@ -49,7 +55,11 @@ func tenantOf(p tenancy.Principal) int64 {
 type inFlight struct {
 	limit int
 	wait  time.Duration
-	mu    sync.Mutex
+	// stuckAfter is how long the oldest holder of a tenant's slots has
+	// run when a refusal is the server's trouble (503), not the tenant's
+	// load (429): Config.TenantStuckAfter.
+	stuckAfter time.Duration
+	mu         sync.Mutex
 	// slots holds, per tenant with a request in flight or waiting, a
 	// semaphore of limit places and the number of requests using it (the
 	// entry goes when none does, so the map holds only active tenants).
@@ -59,13 +69,31 @@ type inFlight struct {
 type tenantSlots struct {
 	sem  chan struct{}
 	refs int
+	// holders are the start times of the requests holding a slot, by a
+	// number of their own (guarded by inFlight.mu).
+	holders map[uint64]time.Time
+	next    uint64
 }
 
-func newInFlight(limit int, wait time.Duration) *inFlight {
+// stuck reports whether the oldest holder of ts started stuckAfter or
+// more before now. Called with inFlight.mu held.
+func (ts *tenantSlots) stuck(now time.Time, stuckAfter time.Duration) bool {
+	for _, start := range ts.holders {
+		if now.Sub(start) >= stuckAfter {
+			return true
+		}
+	}
+	return false
+}
+
+func newInFlight(limit int, wait, stuckAfter time.Duration) *inFlight {
 	if wait <= 0 {
 		wait = DefaultTenantQueueTimeout
 	}
-	return &inFlight{limit: limit, wait: wait, slots: map[int64]*tenantSlots{}}
+	if stuckAfter <= 0 {
+		stuckAfter = wait
+	}
+	return &inFlight{limit: limit, wait: wait, stuckAfter: stuckAfter, slots: map[int64]*tenantSlots{}}
 }
 
 // acquire takes a slot of tenant, waiting at most f.wait (and no longer
@@ -78,7 +106,7 @@ func (f *inFlight) acquire(ctx context.Context, tenant int64) (func(), error) {
 	f.mu.Lock()
 	ts := f.slots[tenant]
 	if ts == nil {
-		ts = &tenantSlots{sem: make(chan struct{}, f.limit)}
+		ts = &tenantSlots{sem: make(chan struct{}, f.limit), holders: map[uint64]time.Time{}}
 		f.slots[tenant] = ts
 	}
 	ts.refs++
@@ -90,18 +118,40 @@ func (f *inFlight) acquire(ctx context.Context, tenant int64) (func(), error) {
 		}
 		f.mu.Unlock()
 	}
+	hold := func() func() {
+		f.mu.Lock()
+		ts.next++
+		id := ts.next
+		ts.holders[id] = time.Now()
+		f.mu.Unlock()
+		return func() {
+			f.mu.Lock()
+			delete(ts.holders, id)
+			f.mu.Unlock()
+			<-ts.sem
+			done()
+		}
+	}
 	select {
 	case ts.sem <- struct{}{}:
-		return func() { <-ts.sem; done() }, nil
+		return hold(), nil
 	default:
 	}
 	timer := time.NewTimer(f.wait)
 	defer timer.Stop()
 	select {
 	case ts.sem <- struct{}{}:
-		return func() { <-ts.sem; done() }, nil
+		return hold(), nil
 	case <-timer.C:
+		f.mu.Lock()
+		stuck := ts.stuck(time.Now(), f.stuckAfter)
+		f.mu.Unlock()
 		done()
+		if stuck {
+			e := newError(CodeUnavailable, "the account's requests on this server are not being answered; retry later", nil)
+			e.RetryAfter = 1
+			return nil, e
+		}
 		e := newError(CodeRateLimited, fmt.Sprintf("the account has %d requests in flight on this server, the most it may have", f.limit),
 			map[string]any{"limit": f.limit, "scope": scopeTenant})
 		e.RetryAfter = 1

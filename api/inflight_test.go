@@ -61,7 +61,7 @@ func waitLocked(t *testing.T, a *testAPI, app string, n int) {
 func TestTenantInFlightBound(t *testing.T) {
 	a := newTestAPIWith(t, func(c *api.Config) { c.RateLimit = 1_000_000 })
 	srv, pool := poolServer(t, a, "inflight", 8, func(c *api.Config) {
-		c.TenantMaxInFlight, c.TenantQueueTimeout = 2, 20*time.Millisecond
+		c.TenantMaxInFlight, c.TenantQueueTimeout, c.TenantStuckAfter = 2, 20*time.Millisecond, time.Hour
 	})
 	queued, queuedPool := poolServer(t, a, "inflight-queued", 8, func(c *api.Config) {
 		c.TenantMaxInFlight, c.TenantQueueTimeout = 1, time.Minute
@@ -138,5 +138,36 @@ func TestTenantInFlightBound(t *testing.T) {
 	}
 	if r := <-waited; r.status != http.StatusOK {
 		t.Errorf("acme's request queued for a slot: %d %s", r.status, r.raw)
+	}
+}
+
+// TestTenantInFlightStuckIsUnavailable: when the requests holding a
+// tenant's slots have run for TenantStuckAfter (the database or a lock
+// not answering, as in a fail-over), a request refused for want of a slot
+// is 503 SERVICE_UNAVAILABLE with Retry-After, the server's trouble, not
+// a 429 that blames the tenant's load (e2e TestFailover: the reads of a
+// frozen primary were 429).
+func TestTenantInFlightStuckIsUnavailable(t *testing.T) {
+	a := newTestAPIWith(t, func(c *api.Config) { c.RateLimit = 1_000_000 })
+	srv, pool := poolServer(t, a, "inflight-stuck", 8, func(c *api.Config) {
+		c.TenantMaxInFlight, c.TenantQueueTimeout, c.TenantStuckAfter = 1, 20*time.Millisecond, 50*time.Millisecond
+	})
+	t.Cleanup(func() { closePairServers(t, a, []string{"inflight-stuck"}, pool) })
+	acme, acmeID := demoToken(t, "acme-all"), a.accountID(t, "acme")
+	release := holdAccount(t, a, acmeID)
+	done := make(chan response, 1)
+	go func() {
+		done <- srv.send(http.MethodPost, "/api/v2/objects", acme, fmt.Sprintf(`{"imei":"inflight-stuck","account_id":%d}`, acmeID))
+	}()
+	waitLocked(t, a, "inflight-stuck", 1)
+	time.Sleep(60 * time.Millisecond) // the holder has now run for longer than TenantStuckAfter
+	r := srv.get("/api/v2/me", acme)
+	denial(t, r, http.StatusServiceUnavailable, api.CodeUnavailable, "")
+	if r.header.Get("Retry-After") != "1" {
+		t.Errorf("Retry-After %q", r.header.Get("Retry-After"))
+	}
+	release()
+	if r := <-done; r.status != http.StatusCreated {
+		t.Errorf("the held write: %d %s", r.status, r.raw)
 	}
 }

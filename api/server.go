@@ -132,6 +132,11 @@ type Config struct {
 	// (DefaultTenantQueueTimeout when 0).
 	TenantMaxInFlight  int
 	TenantQueueTimeout time.Duration
+	// TenantStuckAfter is how long the oldest request holding a tenant's
+	// slots has run when a request refused for want of a slot is a 503
+	// (the server's trouble) rather than a 429 (the tenant's load); 0:
+	// TenantQueueTimeout (no slot given back during the whole wait).
+	TenantStuckAfter time.Duration
 }
 
 // Server is the fleetapi HTTP API.
@@ -196,7 +201,7 @@ func New(cfg Config) (*Server, error) {
 		return nil, err
 	}
 	s := &Server{cfg: cfg, log: cfg.Logger, tracer: cfg.TracerProvider.Tracer(TracerName), limiter: cfg.Limiter, metrics: m,
-		inFlight: newInFlight(cfg.TenantMaxInFlight, cfg.TenantQueueTimeout)}
+		inFlight: newInFlight(cfg.TenantMaxInFlight, cfg.TenantQueueTimeout, cfg.TenantStuckAfter)}
 	s.bodies.New = func() any { return new([]byte) }
 	s.routeNames = routeNames()
 	s.fuego = fuego.NewServer(
