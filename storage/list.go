@@ -152,7 +152,7 @@ func (s *Store) listSource(d *Descriptor, c *compiledScope) listSource {
 			return s.counterTotal(ctx, c, d)
 		},
 		kept: func(ctx context.Context, count *bun.SelectQuery, searched bool) (keptTotal, bool, error) {
-			return s.keptTotal(ctx, c, d, count, spread && searched)
+			return s.keptTotal(ctx, c, d, count, spread && searched && !s.off.KeptIDs)
 		},
 	}
 	if spread {
@@ -218,7 +218,7 @@ func (p *spreadSource) byKey(k keptTotal) shape {
 // keepsIDs reports whether the ids of a list of rows rows would be kept
 // (keptIDsMax).
 func (p *spreadSource) keepsIDs(rows int64) bool {
-	return p.s.totals != nil && rows <= p.s.totals.maxIDs
+	return p.s.totals != nil && !p.s.off.KeptIDs && rows <= p.s.totals.maxIDs
 }
 
 // withIDs returns the total of count with its ids at the version now,
@@ -335,7 +335,7 @@ func pageShape(ctx context.Context, d *Descriptor, req ListRequest, src listSour
 		}
 		rows, now = kept.total, kept.version
 	}
-	if !deferPage(offset, int64(req.PerPage)+1, rows, table) {
+	if src.spread.s.off.Deferred || !deferPage(offset, int64(req.PerPage)+1, rows, table) {
 		return shape{total: rows}, nil
 	}
 	if src.spread.keepsIDs(rows) {

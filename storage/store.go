@@ -7,6 +7,7 @@ import (
 
 	"github.com/uptrace/bun"
 
+	"github.com/fleetapi/fleetapi/storage/internal/paging"
 	"github.com/fleetapi/fleetapi/tenancy"
 )
 
@@ -41,6 +42,9 @@ type Store struct {
 	// replicas read in turn keep one entry each instead of replacing each
 	// other's.
 	server string
+	// off names the paging shapes switched off (WithShapesOff), for the
+	// A/B of what each buys; none in production.
+	off paging.Off
 }
 
 // NewStore returns a Store over db: a *bun.DB, or a bun.Tx to run its
@@ -52,13 +56,28 @@ func NewStore(db bun.IDB) *Store {
 // WithReplicas returns a Store over the same primary that sends the reads
 // of the client API to the replica set r (nil: every read on the primary).
 func (s *Store) WithReplicas(r *Replicas) *Store {
-	return &Store{db: s.db, replicas: r, scopes: s.scopes, quotas: s.quotas, totals: s.totals, estimates: s.estimates}
+	return &Store{db: s.db, replicas: r, scopes: s.scopes, quotas: s.quotas, totals: s.totals, estimates: s.estimates, off: s.off}
+}
+
+// WithShapesOff returns a Store over the same database whose lists never
+// choose the paging shapes names lists, comma-separated ("deferred",
+// "kept_ids", "kept_totals": paging.ParseOff), for the paired A/B of what
+// each buys (FLEET_PAGING_OFF; docs/architecture.md, "Paging"). It fails
+// for an unknown name.
+func (s *Store) WithShapesOff(names string) (*Store, error) {
+	off, err := paging.ParseOff(names)
+	if err != nil {
+		return nil, err
+	}
+	r := *s
+	r.off = off
+	return &r, nil
 }
 
 // on returns a Store over db (a transaction, a replica's pool) that shares
 // s's translated scopes.
 func (s *Store) on(db bun.IDB) *Store {
-	return &Store{db: db, scopes: s.scopes, quotas: s.quotas, totals: s.totals, estimates: s.estimates, server: s.server}
+	return &Store{db: db, scopes: s.scopes, quotas: s.quotas, totals: s.totals, estimates: s.estimates, server: s.server, off: s.off}
 }
 
 // onReplica returns a Store over replica i's pool db that shares s's

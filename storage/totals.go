@@ -186,7 +186,7 @@ func (s *Store) keptTotal(ctx context.Context, c *compiledScope, d *Descriptor, 
 // keeps reports whether the Store keeps totals of the compiled scope c of
 // d: a counter form, d's own rows, and statements on a pool.
 func (s *Store) keeps(c *compiledScope, d *Descriptor) bool {
-	if c.counter == nil || d.scopedBy != "" || s.totals == nil {
+	if c.counter == nil || d.scopedBy != "" || s.totals == nil || s.off.KeptTotals {
 		return false
 	}
 	_, pool := s.db.(*bun.DB)
@@ -282,7 +282,7 @@ func (s *Store) keptAt(ctx context.Context, c *compiledScope, d *Descriptor, cou
 // statement then checks it: Store.sameVersion), without counting: false
 // when there is none.
 func (s *Store) keptIDs(c *compiledScope, d *Descriptor, count *bun.SelectQuery, now *countVersion) (keptTotal, bool) {
-	if !s.keeps(c, d) {
+	if !s.keeps(c, d) || s.off.KeptIDs {
 		return keptTotal{}, false
 	}
 	key, err := s.totalKey(s.versionQuery(c.counter), count)
