@@ -10,6 +10,7 @@ import (
 	"github.com/uptrace/bun"
 
 	"github.com/fleetapi/fleetapi/policy"
+	"github.com/fleetapi/fleetapi/storage/internal/paging"
 )
 
 // The row counters (docs/architecture.md, "Counters"): a resource declared
@@ -89,8 +90,8 @@ type spreadRows struct {
 	// table is the table's estimated number of rows (pg_class.reltuples:
 	// -1 before the first ANALYZE).
 	table int64
-	// version is the version of the scope's rows (totals.go).
-	version countVersion
+	// version is the version of the scope's rows (paging/kept.go).
+	version paging.Version
 }
 
 // spreadRows returns, in one statement, the total of the rows of d that
@@ -105,7 +106,7 @@ func (s *Store) spreadRows(ctx context.Context, c *compiledScope, d *Descriptor)
 	}
 	err := withVersion(s.counterQuery(c).
 		ColumnExpr(`(SELECT "rel"."reltuples" FROM "pg_class" AS "rel" WHERE "rel"."oid" = ?::regclass)::bigint`, d.table)).
-		Scan(ctx, &sp.rows, &sp.table, &sp.version.started, &sp.version.generation, &sp.version.changes)
+		Scan(ctx, &sp.rows, &sp.table, &sp.version.Started, &sp.version.Generation, &sp.version.Changes)
 	if err != nil {
 		return spreadRows{}, Translate(err)
 	}

@@ -10,6 +10,7 @@ import (
 	"github.com/uptrace/bun"
 
 	"github.com/fleetapi/fleetapi/policy"
+	"github.com/fleetapi/fleetapi/storage/internal/paging"
 	"github.com/fleetapi/fleetapi/tenancy"
 )
 
@@ -84,7 +85,7 @@ func TestListPageGolden(t *testing.T) {
 			return s.selectIn(c.d, compiled.page, model), nil
 		}
 		if c.shape.ids != nil {
-			c.shape.current = s.sameVersion(compiled, countVersion{started: "2026-01-05 07:00:00+00", generation: 3, changes: 41})
+			c.shape.current = s.sameVersion(compiled, paging.Version{Started: "2026-01-05 07:00:00+00", Generation: 3, Changes: 41})
 		}
 		q, _, err := pageQuery(c.d, c.req, start, modelOf(c.d), c.shape)
 		if err != nil {

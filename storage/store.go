@@ -31,8 +31,8 @@ type Store struct {
 	// quotas are the platform default quotas (WithQuotas).
 	quotas Quotas
 	// totals are the kept totals of filtered and searched lists
-	// (totalsCache), shared like scopes.
-	totals *totalsCache
+	// (paging.Cache), shared like scopes.
+	totals *paging.Cache
 	// estimates are the tables' estimated sizes (tableRows), shared like
 	// scopes.
 	estimates *tableEstimates
@@ -50,7 +50,7 @@ type Store struct {
 // NewStore returns a Store over db: a *bun.DB, or a bun.Tx to run its
 // methods inside a caller's transaction.
 func NewStore(db bun.IDB) *Store {
-	return &Store{db: db, scopes: newScopeCache(), totals: newTotalsCache(), estimates: newTableEstimates()}
+	return &Store{db: db, scopes: newScopeCache(), totals: paging.NewCache(), estimates: newTableEstimates()}
 }
 
 // WithReplicas returns a Store over the same primary that sends the reads
