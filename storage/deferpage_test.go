@@ -104,7 +104,7 @@ func TestDeferredPagesEqualWalk(t *testing.T) {
 // TestPageShape: List reads a page in id order whose walk reads the
 // table's key (a manager's tree, the admin) by key from the ids kept with
 // the total of its search, and, filtered or not, when the walk would read
-// more than deferFactor times the rows (deferPage, with the list's total
+// more than twice the rows (paging.DeferPage, with the list's total
 // and the table's estimate), by key from the ids it keeps then, or as a
 // deferred join when the rows are more than it keeps ids of; it walks for
 // one account's rows, which an index returns in order, and for another

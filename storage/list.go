@@ -98,11 +98,11 @@ type Page[T any] struct {
 // or after req.After the rows strictly after the cursor (keyset.go) with
 // no OFFSET; Page.Next is the cursor after the page when more rows follow.
 // The total is that of every matching row (never of the rows after a
-// cursor), read when the page alone does not tell it:
-// without filters and search from the row counters when the scope has a
-// counter form (compileCounters); with filters or search counted once per
-// version of the scope's rows and kept (Store.keptTotal) when it has one;
-// otherwise by counting the rows (the count query is built only then). The list of a tenant resource may run
+// cursor). The page's shape (walk, keyset, by key from kept ids, deferred
+// join) and the total's source (the page, the row counters, a kept total,
+// a count) are chosen by the paging layer's tables (paging.Rows,
+// paging.Totals; docs/architecture.md, "Paging") and named on ctx's span
+// (paging.Explain). The list of a tenant resource may run
 // on a read replica (Store.WithReplicas); the lists under the management
 // scope run on the primary. It returns policy.ErrScope for a
 // scope of another resource or one storage cannot translate,
@@ -304,7 +304,7 @@ func (p *pageFacts) countQuery() (*bun.SelectQuery, error) {
 // filtered reports whether the request filters or searches.
 func (p *pageFacts) filtered() bool { return len(p.req.Filters) > 0 || p.req.Search != "" }
 
-// haveRowsRead reads rows, table and now of a spread list: without
+// readRows reads rows, table and now of a spread list: without
 // filters and search in one statement with the row counters, else from
 // the kept total (read first: KeepsTotals) and the table's estimate.
 func (p *pageFacts) readRows() error {

@@ -19,7 +19,7 @@ import (
 // condition after a cursor for each kind of sort value, in both
 // directions, after a value and after a NULL of a nullable column
 // (docs/decisions.md, "Deep pages"), and a deep page read as a deferred
-// join (deferPage). Run with -update to rewrite.
+// join (paging.DeferPage). Run with -update to rewrite.
 func TestListPageGolden(t *testing.T) {
 	ctx := context.Background()
 	e, s := goldenWorld(t)
