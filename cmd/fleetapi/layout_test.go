@@ -20,24 +20,27 @@ var storageJob = []string{"storage", "policy", "tenancy", "migrations"}
 // imports none of its sub-packages, and api none of the trusted jobs: they
 // are for the command line, never for the request path.
 var allowed = map[string][]string{
-	"tenancy":                 {},
-	"telemetry":               {},
-	"migrations":              {},
-	"policy":                  {"tenancy"},
-	"storage":                 {"policy", "tenancy", "migrations", "storage/internal/paging"},
+	"tenancy":             {},
+	"telemetry":           {},
+	"migrations":          {},
+	"policy":              {"tenancy"},
+	"storage":             {"policy", "tenancy", "migrations", "storage/internal/paging"},
+	"storage/importfile":  storageJob,
+	"storage/demodata":    storageJob,
+	"storage/synth":       storageJob,
+	"storage/pgserver":    storageJob,
+	"storage/storagetest": {"storage", "storage/pgserver", "migrations"},
+	"policy/synthetic":    {"policy", "tenancy"},
+	"policy/oracle":       {"policy"},
+	"policy/mutation":     {"policy"},
+	"policy/policydiff":   {"policy", "policy/oracle", "policy/synthetic", "storage", "tenancy"},
+	"api/ratelimit":       {},
+	"api/metering":        {"storage"},
+	"api":                 {"api/ratelimit", "api/metering", "tenancy", "policy", "storage", "telemetry"},
+
+	// The paging layer: only storage imports it (internal), and it imports
+	// nothing of fleetapi.
 	"storage/internal/paging": {},
-	"storage/importfile":      storageJob,
-	"storage/demodata":        storageJob,
-	"storage/synth":           storageJob,
-	"storage/pgserver":        storageJob,
-	"storage/storagetest":     {"storage", "storage/pgserver", "migrations"},
-	"policy/synthetic":        {"policy", "tenancy"},
-	"policy/oracle":           {"policy"},
-	"policy/mutation":         {"policy"},
-	"policy/policydiff":       {"policy", "policy/oracle", "policy/synthetic", "storage", "tenancy"},
-	"api/ratelimit":           {},
-	"api/metering":            {"storage"},
-	"api":                     {"api/ratelimit", "api/metering", "tenancy", "policy", "storage", "telemetry"},
 }
 
 // forbidden lists third-party imports a package must not have.
