@@ -16,7 +16,12 @@
 # first: it generates them). Environment: PGURL, DB, CACHE as in
 # perf-run.sh; BASE (a commit, required), ROUNDS (2), DURATION (8s), WARMUP
 # (2s), CONCURRENCY (16), PORT (18181), OUT (/tmp/fleetapi-ab), FLOOR (empty:
-# --no-floor).
+# --no-floor), BASE_ENV and NEW_ENV (space-separated NAME=value settings of
+# each side's server, empty by default). With BASE=HEAD and a setting on one
+# side only, the A/B is of one build with a switch, e.g. a paging shape off
+# (docs/architecture.md, "Paging"):
+#
+#   BASE=HEAD BASE_ENV=FLEET_PAGING_OFF=deferred scripts/bench-ab.sh manager_list,manager_list_mixed
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -48,8 +53,10 @@ floor=(--no-floor)
 [ -z "${FLOOR:-}" ] || floor=()
 
 run() { # side, round
-  local bin="$OUT/$1" table="$OUT/$2-$1.md"
-  FLEET_DATABASE_URL="$DBURL" FLEET_ADDR="127.0.0.1:$PORT" "$bin/fleetapi" serve > "$OUT/$2-$1.server.log" 2>&1 &
+  local bin="$OUT/$1" table="$OUT/$2-$1.md" settings
+  if [ "$1" = base ]; then settings=${BASE_ENV:-}; else settings=${NEW_ENV:-}; fi
+  # shellcheck disable=SC2086 # the settings are words on purpose
+  env $settings FLEET_DATABASE_URL="$DBURL" FLEET_ADDR="127.0.0.1:$PORT" "$bin/fleetapi" serve > "$OUT/$2-$1.server.log" 2>&1 &
   local server=$!
   for _ in $(seq 1 60); do curl -sf "http://127.0.0.1:$PORT/readyz" >/dev/null && break; sleep 0.5; done
   "$bin/fleetops" bench --url "http://127.0.0.1:$PORT" --database-url "$DBURL" --tokens "$TOKENS" \

@@ -10,6 +10,7 @@ import (
 	"github.com/uptrace/bun"
 
 	"github.com/fleetapi/fleetapi/policy"
+	"github.com/fleetapi/fleetapi/storage/internal/paging"
 )
 
 // The row counters (docs/architecture.md, "Counters"): a resource declared
@@ -80,7 +81,7 @@ func (s *Store) counterTotal(ctx context.Context, c *compiledScope, d *Descripto
 	return total, true, nil
 }
 
-// spreadRows is what pageShape reads of a scope whose pages walk the
+// spreadRows is what the paging facts read of a scope whose pages walk the
 // table's key, in one statement (Store.spreadRows).
 type spreadRows struct {
 	// rows is the number of rows the scope admits (the list's total
@@ -89,14 +90,14 @@ type spreadRows struct {
 	// table is the table's estimated number of rows (pg_class.reltuples:
 	// -1 before the first ANALYZE).
 	table int64
-	// version is the version of the scope's rows (totals.go).
-	version countVersion
+	// version is the version of the scope's rows (paging/kept.go).
+	version paging.Version
 }
 
 // spreadRows returns, in one statement, the total of the rows of d that
 // the compiled scope c admits (from the counters, as counterTotal), the
 // table's estimated size and the version of those rows (read from the
-// same counter rows, as versionQuery does), for pageShape. c must have a
+// same counter rows, as versionQuery does), for the paging facts (pageFacts). c must have a
 // counter form.
 func (s *Store) spreadRows(ctx context.Context, c *compiledScope, d *Descriptor) (spreadRows, error) {
 	var sp spreadRows
@@ -105,7 +106,7 @@ func (s *Store) spreadRows(ctx context.Context, c *compiledScope, d *Descriptor)
 	}
 	err := withVersion(s.counterQuery(c).
 		ColumnExpr(`(SELECT "rel"."reltuples" FROM "pg_class" AS "rel" WHERE "rel"."oid" = ?::regclass)::bigint`, d.table)).
-		Scan(ctx, &sp.rows, &sp.table, &sp.version.started, &sp.version.generation, &sp.version.changes)
+		Scan(ctx, &sp.rows, &sp.table, &sp.version.Started, &sp.version.Generation, &sp.version.Changes)
 	if err != nil {
 		return spreadRows{}, Translate(err)
 	}
@@ -136,7 +137,7 @@ func newTableEstimates() *tableEstimates {
 
 // tableRows returns the number of rows of d's table as PostgreSQL's
 // statistics estimate it (pg_class.reltuples: -1 before the first
-// ANALYZE), for deferPage: read at most once per tableEstimateTTL.
+// ANALYZE), for paging.DeferPage: read at most once per tableEstimateTTL.
 func (s *Store) tableRows(ctx context.Context, d *Descriptor) (int64, error) {
 	e := s.estimates
 	e.mu.Lock()

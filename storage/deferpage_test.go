@@ -104,11 +104,12 @@ func TestDeferredPagesEqualWalk(t *testing.T) {
 // TestPageShape: List reads a page in id order whose walk reads the
 // table's key (a manager's tree, the admin) by key from the ids kept with
 // the total of its search, and, filtered or not, when the walk would read
-// more than deferFactor times the rows (deferPage, with the list's total
+// more than twice the rows (paging.DeferPage, with the list's total
 // and the table's estimate), by key from the ids it keeps then, or as a
 // deferred join when the rows are more than it keeps ids of; it walks for
-// one account's rows, which an index returns in order, for another sort
-// and after a cursor. A page past the total reads no row.
+// one account's rows, which an index returns in order, and for another
+// sort; after a cursor it reads the keyset page. The shape is the one
+// paging.Explain names (paging.Rows). A page past the total reads no row.
 func TestPageShape(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
@@ -157,6 +158,10 @@ func TestPageShape(t *testing.T) {
 					t.Fatal(err)
 				}
 				want := "walk"
+				if tc.req.After != nil {
+					// A walk after the cursor, with no OFFSET.
+					want = "keyset"
+				}
 				if tc.eligible {
 					rows := freshPage(t, ctx, f.db, scope, tc.req).Total
 					switch {
@@ -176,7 +181,7 @@ func TestPageShape(t *testing.T) {
 			})
 		}
 	}
-	if chose["deferred"] < 3 || chose["walk"] < 3 || chose["ids"] < 3 {
+	if chose["deferred"] < 3 || chose["walk"] < 3 || chose["ids"] < 3 || chose["keyset"] < 1 {
 		t.Errorf("the cases chose %v: want each shape several times", chose)
 	}
 	// What List returns: every page of northwind, deferred, is the walk's,

@@ -36,6 +36,7 @@ var unscopedStore = map[string]string{
 	"QuotasOf":             "accounts: the calling principal's own account, for the policy's input",
 	"DefaultQuotas":        "configuration: no table",
 	"WithQuotas":           "configuration: no table",
+	"WithShapesOff":        "configuration (the paging shapes' A/B): no table",
 	"AddUsage":             "usage_daily: the servers' own counts of what they answered (metering), not a tenant table",
 	"ExportUsage":          "usage_daily and accounts: the operator's billing export (a trusted CLI job)",
 	"FoldCounters":         "account_row_counts only: moves counts between an account's own stripes, reads and returns no row",

@@ -8,6 +8,7 @@ import (
 	"github.com/uptrace/bun/dialect/pgdialect"
 
 	"github.com/fleetapi/fleetapi/policy"
+	"github.com/fleetapi/fleetapi/storage/internal/paging"
 )
 
 // ScopedIDs returns, among the rows of scope.Resource() with the given ids,
@@ -45,26 +46,19 @@ func ExecInTx(ctx context.Context, s *Store, query string, args ...any) error {
 	return err
 }
 
-// PageShape returns how List reads the page req selects among the rows
-// scope admits (pageShape): "walk", "deferred" or "ids".
+// PageShape returns the shape List would choose (paging.Rows, without
+// the peek at ids kept at another version) for the page req selects
+// among the rows scope admits, by its name in paging.Explain: "walk",
+// "keyset", "deferred" or "ids".
 func PageShape(ctx context.Context, s *Store, scope policy.Scope, req ListRequest) (string, error) {
 	d := descriptorOf(scope.Resource())
 	c, err := s.compiledFor(scope, d)
 	if err != nil {
 		return "", err
 	}
-	sh, err := pageShape(ctx, d, req, s.listSource(d, c), false)
-	return sh.name(), err
-}
-
-func (sh shape) name() string {
-	switch {
-	case sh.ids != nil:
-		return "ids"
-	case sh.deferred:
-		return "deferred"
-	}
-	return "walk"
+	p := &pageFacts{ctx: ctx, d: d, req: req, src: s.listSource(d, c)}
+	sh, err := p.choose()
+	return string(paging.Explain(sh.row, len(paging.Totals)-1).Shape), err
 }
 
 // ServicePageIDs returns the ids of the services of the page req selects
@@ -92,10 +86,10 @@ func ServicePageIDs(ctx context.Context, s *Store, scope policy.Scope, req ListR
 		if err != nil {
 			return nil, false, err
 		}
-		if !ok || kept.ids == nil {
+		if !ok || kept.IDs == nil {
 			return nil, false, fmt.Errorf("no ids kept for %+v", req)
 		}
-		sh.ids, sh.current = kept.ids, s.sameVersion(c, kept.version)
+		sh.ids, sh.current = kept.IDs, s.sameVersion(c, kept.Version)
 	}
 	items, next, err := pageRows[Service](ctx, d, req, src.start, sh)
 	if err != nil {
@@ -108,8 +102,8 @@ func ServicePageIDs(ctx context.Context, s *Store, scope policy.Scope, req ListR
 	return ids, next != nil, nil
 }
 
-// DeferPage exposes deferPage.
-var DeferPage = deferPage
+// DeferPage exposes paging.DeferPage.
+var DeferPage = paging.DeferPage
 
 // StatementOperation is statementOperation, for the span names' test.
 var StatementOperation = statementOperation

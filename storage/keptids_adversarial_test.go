@@ -271,7 +271,7 @@ func TestListOddSearchesAndPages(t *testing.T) {
 	}
 }
 
-// TestKeptIDsAtTheBound: exactly keptIDsMax (50,000) matches, one more,
+// TestKeptIDsAtTheBound: exactly paging.KeptIDsMax (50,000) matches, one more,
 // one fewer: the shape, the last pages, pages past the end, descending.
 func TestKeptIDsAtTheBound(t *testing.T) {
 	t.Parallel()

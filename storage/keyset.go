@@ -9,6 +9,8 @@ import (
 
 	"github.com/uptrace/bun"
 	"github.com/uptrace/bun/dialect/pgdialect"
+
+	"github.com/fleetapi/fleetapi/storage/internal/paging"
 )
 
 // Cursor is a position in a list for keyset paging (an extension of the
@@ -33,12 +35,9 @@ type Cursor struct {
 
 // applyAfter adds to q the condition of the rows strictly after req.After
 // in the order ORDER BY sort <dir>, id <dir> (sort is the request's sort
-// field, the id field for none), exactly as PostgreSQL orders them: NULLs
-// after every value ascending and before every value descending. On a
-// column that cannot be NULL the condition is one row comparison
-// (sort, id) > (value, id), which an index on (sort, id) answers as an
-// index condition. A cursor of another order is ErrBadListRequest: the api
-// refuses it first.
+// field, the id field for none): paging.Order.After, with the cursor's
+// value cast to the column's type (keysetValue). A cursor of another
+// order is ErrBadListRequest: the api refuses it first.
 func applyAfter(q *bun.SelectQuery, d *Descriptor, req ListRequest, sort Field) error {
 	c := req.After
 	if c == nil {
@@ -47,36 +46,17 @@ func applyAfter(q *bun.SelectQuery, d *Descriptor, req ListRequest, sort Field) 
 	if c.Sort != sort || c.Desc != req.Desc {
 		return fmt.Errorf("%w: a cursor of sort %q desc %v on a list sorted by %q desc %v", ErrBadListRequest, c.Sort.Name, c.Desc, sort.Name, req.Desc)
 	}
-	id := d.col(d.id.Name)
-	cmp := " > "
-	if req.Desc {
-		cmp = " < "
-	}
-	if sort.Name == d.id.Name {
-		q.Where(id+cmp+"?", c.ID)
-		return nil
-	}
-	col := d.col(sort.Name)
-	if c.Value == nil {
-		// After a NULL: ascending, only the NULLs of a greater id remain;
-		// descending, the NULLs of a smaller id and every value.
-		if req.Desc {
-			q.Where("("+col+" IS NOT NULL OR "+id+" < ?)", c.ID)
-		} else {
-			q.Where("("+col+" IS NULL AND "+id+" > ?)", c.ID)
+	k := paging.Order{Col: d.col(sort.Name), ID: d.col(d.id.Name), ByID: sort.Name == d.id.Name, Nullable: d.nullable[sort.Name], Desc: req.Desc}
+	var placeholder string
+	var v any
+	if !k.ByID && c.Value != nil {
+		var err error
+		if placeholder, v, err = keysetValue(sort, c.Value); err != nil {
+			return err
 		}
-		return nil
 	}
-	placeholder, v, err := keysetValue(sort, c.Value)
-	if err != nil {
-		return err
-	}
-	cond := "(" + col + ", " + id + ")" + cmp + "(" + placeholder + ", ?)"
-	if d.nullable[sort.Name] && !req.Desc {
-		// Ascending, the NULLs come after every value.
-		cond = "(" + cond + " OR " + col + " IS NULL)"
-	}
-	q.Where(cond, v, c.ID)
+	cond, args := k.After(v, c.Value == nil, placeholder, c.ID)
+	q.Where(cond, args...)
 	return nil
 }
 

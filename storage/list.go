@@ -11,8 +11,10 @@ import (
 
 	"github.com/uptrace/bun"
 	"github.com/uptrace/bun/dialect/pgdialect"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/fleetapi/fleetapi/policy"
+	"github.com/fleetapi/fleetapi/storage/internal/paging"
 )
 
 // ErrBadListRequest is returned for a ListRequest that the api should not
@@ -96,11 +98,11 @@ type Page[T any] struct {
 // or after req.After the rows strictly after the cursor (keyset.go) with
 // no OFFSET; Page.Next is the cursor after the page when more rows follow.
 // The total is that of every matching row (never of the rows after a
-// cursor), read when the page alone does not tell it:
-// without filters and search from the row counters when the scope has a
-// counter form (compileCounters); with filters or search counted once per
-// version of the scope's rows and kept (Store.keptTotal) when it has one;
-// otherwise by counting the rows (the count query is built only then). The list of a tenant resource may run
+// cursor). The page's shape (walk, keyset, by key from kept ids, deferred
+// join) and the total's source (the page, the row counters, a kept total,
+// a count) are chosen by the paging layer's tables (paging.Rows,
+// paging.Totals; docs/architecture.md, "Paging") and named on ctx's span
+// (paging.Explain). The list of a tenant resource may run
 // on a read replica (Store.WithReplicas); the lists under the management
 // scope run on the primary. It returns policy.ErrScope for a
 // scope of another resource or one storage cannot translate,
@@ -138,7 +140,8 @@ func List[T any](ctx context.Context, s *Store, scope policy.Scope, m Model[T], 
 // listSource returns where List reads the rows of d that the compiled
 // scope c of d's scope owner admits: the page and counting shapes of c,
 // its counters and kept totals, and for a spread scope with counters
-// (compiledScope.spread) what chooses the shape of a page (spreadSource).
+// (compiledScope.spread) what the facts of a page's shape are read from
+// (spreadSource).
 func (s *Store) listSource(d *Descriptor, c *compiledScope) listSource {
 	spread := c.spread && c.counter != nil && d.scopedBy == ""
 	src := listSource{
@@ -151,9 +154,10 @@ func (s *Store) listSource(d *Descriptor, c *compiledScope) listSource {
 		counted: func(ctx context.Context) (int64, bool, error) {
 			return s.counterTotal(ctx, c, d)
 		},
-		kept: func(ctx context.Context, count *bun.SelectQuery, searched bool) (keptTotal, bool, error) {
-			return s.keptTotal(ctx, c, d, count, spread && searched)
+		kept: func(ctx context.Context, count *bun.SelectQuery, searched bool) (paging.Kept, bool, error) {
+			return s.keptTotal(ctx, c, d, count, spread && searched && !s.off.KeptIDs)
 		},
+		off: s.off,
 	}
 	if spread {
 		src.spread = &spreadSource{s: s, c: c, d: d}
@@ -167,24 +171,26 @@ type listSource struct {
 	// count (true) with the rows' restriction; listPage adds the filters,
 	// search, order and paging of the request (pageRows).
 	start func(model any, forCount bool) (*bun.SelectQuery, error)
-	// counted, when not nil, is asked first for the total of a request
-	// without filters and search: it returns the total and true, or false
-	// when the rows must be counted.
+	// counted, when not nil, answers the fact Counters: the total of a
+	// request without filters and search and true, or false when the rows
+	// must be counted.
 	counted func(context.Context) (int64, bool, error)
-	// kept, when not nil, is asked for the total of a request with
-	// filters or search, given the count query and whether it searches
-	// (Store.keptTotal): the total (with the rows' ids for a search of
-	// spread rows) and true, or false when the rows must be counted.
-	kept func(ctx context.Context, count *bun.SelectQuery, searched bool) (keptTotal, bool, error)
+	// kept, when not nil, answers the fact KeepsTotals: the total of a
+	// request with filters or search, given the count query and whether it
+	// searches (Store.keptTotal; with the rows' ids for a search of spread
+	// rows) and true, or false when the rows must be counted.
+	kept func(ctx context.Context, count *bun.SelectQuery, searched bool) (paging.Kept, bool, error)
 	// spread, when not nil, says that a page in id order walks the
-	// table's primary key (compiledScope.spread) and reads what pageShape
-	// chooses the page's shape from.
+	// table's primary key (compiledScope.spread) and reads the facts of
+	// the page's shape.
 	spread *spreadSource
+	// off names the shapes switched off (Store.WithShapesOff).
+	off paging.Off
 }
 
 // spreadSource reads, for the compiled scope c of d whose pages walk the
-// table's key (compiledScope.spread, with a counter form), what pageShape
-// chooses a page's shape from.
+// table's key (compiledScope.spread, with a counter form), the facts
+// paging.Rows asks of a page's shape.
 type spreadSource struct {
 	s *Store
 	c *compiledScope
@@ -205,53 +211,33 @@ func (p *spreadSource) table(ctx context.Context) (int64, error) {
 
 // keptIDs returns the total of count kept with its ids at the version
 // *now, or at any version for nil, without counting (Store.keptIDs).
-func (p *spreadSource) keptIDs(count *bun.SelectQuery, now *countVersion) (keptTotal, bool) {
+func (p *spreadSource) keptIDs(count *bun.SelectQuery, now *paging.Version) (paging.Kept, bool) {
 	return p.s.keptIDs(p.c, p.d, count, now)
 }
 
 // byKey returns the shape that reads a page by key from the ids kept with
 // k, at k's version (Store.sameVersion).
-func (p *spreadSource) byKey(k keptTotal) shape {
-	return shape{total: k.total, ids: k.ids, current: p.s.sameVersion(p.c, k.version)}
+func (p *spreadSource) byKey(k paging.Kept) shape {
+	return shape{total: k.Total, ids: k.IDs, current: p.s.sameVersion(p.c, k.Version)}
 }
 
 // keepsIDs reports whether the ids of a list of rows rows would be kept
-// (keptIDsMax).
+// (paging.KeptIDsMax).
 func (p *spreadSource) keepsIDs(rows int64) bool {
-	return p.s.totals != nil && rows <= p.s.totals.maxIDs
+	return p.s.totals != nil && rows <= p.s.totals.MaxIDs
 }
 
 // withIDs returns the total of count with its ids at the version now,
 // counting them when they are not kept (Store.keptAt).
-func (p *spreadSource) withIDs(ctx context.Context, count *bun.SelectQuery, now countVersion) (keptTotal, bool, error) {
+func (p *spreadSource) withIDs(ctx context.Context, count *bun.SelectQuery, now paging.Version) (paging.Kept, bool, error) {
 	return p.s.keptAt(ctx, p.c, p.d, count, true, now)
 }
 
-// deferFactor weighs the two shapes of a page of spread rows (deferPage).
-// Measured on the large preset (docs/performance.md, "Manager pages"): a
-// primary-key entry the walk filters costs about twice what an entry of
-// the (account_id, id) index costs the deferred join.
-const deferFactor = 2
-
-// deferPage reports whether the page of rows spread over a table is read
-// cheaper as a deferred join than by walking the primary key. In id order
-// the walk reads the table's keys until it has passed offset + limit of
-// the rows, about (offset + limit) × table ÷ rows entries if the rows are
-// spread evenly; the deferred join reads every one of the rows' entries in
-// the (account_id, id) index, sorts their ids (top-N) and then reads the
-// page's rows by key. It chooses the deferred join when the walk would
-// read more than deferFactor times as many entries. An unknown or empty
-// estimate (table ≤ 0, rows ≤ 0) keeps the walk.
-func deferPage(offset, limit, rows, table int64) bool {
-	if rows <= 0 || table <= 0 {
-		return false
-	}
-	walk := float64(offset+limit) * float64(table) / float64(rows)
-	return walk > deferFactor*float64(rows)
-}
-
-// shape is how listPage reads a page (pageShape).
+// shape is how listPage reads a page: what the row row of paging.Rows
+// chose (docs/architecture.md, "Paging").
 type shape struct {
+	// row is the row of paging.Rows that chose the shape.
+	row int
 	// total is the list's total when it was read before the page, -1
 	// otherwise.
 	total int64
@@ -265,89 +251,188 @@ type shape struct {
 	current *bun.SelectQuery
 }
 
-// pageIDs returns the ids of the page req selects among sh.ids: per_page
-// + 1 of them from the page's offset (from the end when descending), in
-// ascending order, fewer on the last page.
+// pageIDs returns the ids of the page req selects among sh.ids
+// (paging.PageIDs).
 func (sh shape) pageIDs(req ListRequest) []int64 {
-	n := int64(len(sh.ids))
-	offset := req.offset()
-	from, to := min(offset, n), min(offset+int64(req.PerPage)+1, n)
-	if req.Desc {
-		return sh.ids[n-to : n-from]
-	}
-	return sh.ids[from:to]
+	return paging.PageIDs(sh.ids, req.offset(), req.PerPage, req.Desc)
 }
 
-// pageShape chooses how listPage reads the page req selects among the
-// rows of src. For a request in id order without a cursor over rows whose
-// page walks the table's key (src.spread): with peek, when the rows' ids
-// are kept (at any version) and the page is within them, it reads them by
-// key without a statement before the page, whose statement checks the
-// version itself (shape.current). Otherwise it reads the total first, with
-// the version of the scope's rows — from the row counters without filters
-// and search, else the kept total of the filters and search
-// (Store.keptTotal) — and returns it with the rows' ids when they are kept
-// with it at that version (a search's count keeps them; Store.keptAt).
-// Otherwise it chooses the deferred join when the walk would be long
-// (deferPage); as the deferred join reads every matching id anyway, it
-// reads and keeps them instead when there are at most keptIDsMax, and the
-// page is read by key. Otherwise, or when no total is kept, the total is
-// unknown (-1) and the page is walked.
-func pageShape(ctx context.Context, d *Descriptor, req ListRequest, src listSource, peek bool) (shape, error) {
-	walk := shape{total: -1}
-	if src.spread == nil || req.After != nil || req.Sort.Name != "" && req.Sort != d.id {
-		return walk, nil
+// pageFacts answers, for one choice of a page's shape and then of its
+// total, the facts paging.Rows and paging.Totals ask (paging.Choose),
+// reading what a fact needs when a row first asks for it, and keeps what
+// it read for the shape (shape) and the total (listPage).
+type pageFacts struct {
+	ctx context.Context
+	d   *Descriptor
+	req ListRequest
+	src listSource
+	// peek lets the fact PeekIDs be asked (a request's first choice);
+	// stale is the fact Stale.
+	peek, stale bool
+	facts       paging.Facts
+	// count is the count statement of the request (countQuery).
+	count *bun.SelectQuery
+	// rows, table and now are the list's total, the table's estimate and
+	// the version of the scope's rows, once read (haveRows).
+	rows, table int64
+	now         paging.Version
+	haveRows    bool
+	// kept is the kept total of a filtered list (KeepsTotals); ids the
+	// kept ids a page read by key reads; counters the total of the row
+	// counters (Counters).
+	kept, ids paging.Kept
+	counters  int64
+}
+
+// countQuery returns the request's count statement: the rows in the
+// counting shape of the scope, the filters and the search, no columns.
+func (p *pageFacts) countQuery() (*bun.SelectQuery, error) {
+	if p.count != nil {
+		return p.count, nil
 	}
-	count, err := src.start(reflect.Zero(reflect.PointerTo(d.model)).Interface(), true)
+	count, err := p.src.start(reflect.Zero(reflect.PointerTo(p.d.model)).Interface(), true)
 	if err != nil {
-		return walk, err
+		return nil, err
 	}
-	if err := applyFilters(count, d, req); err != nil {
-		return walk, err
+	if err := applyFilters(count, p.d, p.req); err != nil {
+		return nil, err
 	}
-	offset := req.offset()
-	if peek {
-		if kept, ok := src.spread.keptIDs(count, nil); ok && offset < kept.total {
-			return src.spread.byKey(kept), nil
-		}
+	p.count = count
+	return count, nil
+}
+
+// filtered reports whether the request filters or searches.
+func (p *pageFacts) filtered() bool { return len(p.req.Filters) > 0 || p.req.Search != "" }
+
+// readRows reads rows, table and now of a spread list: without
+// filters and search in one statement with the row counters, else from
+// the kept total (read first: KeepsTotals) and the table's estimate.
+func (p *pageFacts) readRows() error {
+	if p.haveRows {
+		return nil
 	}
-	var rows, table int64
-	var now countVersion
-	if len(req.Filters) == 0 && req.Search == "" {
-		sp, err := src.spread.rows(ctx)
+	if p.filtered() {
+		table, err := p.src.spread.table(p.ctx)
 		if err != nil {
-			return walk, err
+			return err
 		}
-		rows, table, now = sp.rows, sp.table, sp.version
-		if kept, ok := src.spread.keptIDs(count, &now); ok {
-			return src.spread.byKey(kept), nil
-		}
+		p.rows, p.table, p.now = p.kept.Total, table, p.kept.Version
 	} else {
-		kept, ok, err := src.kept(ctx, count, req.Search != "")
-		if err != nil || !ok {
-			return walk, err
-		}
-		if kept.ids != nil {
-			return src.spread.byKey(kept), nil
-		}
-		if table, err = src.spread.table(ctx); err != nil {
-			return walk, err
-		}
-		rows, now = kept.total, kept.version
-	}
-	if !deferPage(offset, int64(req.PerPage)+1, rows, table) {
-		return shape{total: rows}, nil
-	}
-	if src.spread.keepsIDs(rows) {
-		kept, ok, err := src.spread.withIDs(ctx, count, now)
+		sp, err := p.src.spread.rows(p.ctx)
 		if err != nil {
-			return walk, err
+			return err
 		}
-		if ok && kept.ids != nil {
-			return src.spread.byKey(kept), nil
+		p.rows, p.table, p.now = sp.rows, sp.table, sp.version
+	}
+	p.haveRows = true
+	return nil
+}
+
+// ask answers fact f (paging.Choose). The facts of the page (LastPage,
+// EmptyFirst, Known) are set by listPage before the total's choice.
+func (p *pageFacts) ask(f paging.Fact) (bool, error) {
+	req, d := p.req, p.d
+	switch f {
+	case paging.Stale:
+		return p.stale, nil
+	case paging.Cursor:
+		return req.After != nil, nil
+	case paging.IDOrder:
+		return req.Sort.Name == "" || req.Sort == d.id, nil
+	case paging.Filtered:
+		return p.filtered(), nil
+	case paging.Spread:
+		return p.src.spread != nil, nil
+	case paging.KeepsTotals:
+		if p.src.kept == nil {
+			return false, nil
+		}
+		count, err := p.countQuery()
+		if err != nil {
+			return false, err
+		}
+		k, ok, err := p.src.kept(p.ctx, count, req.Search != "")
+		p.kept = k
+		return ok, err
+	case paging.PeekIDs:
+		if !p.peek {
+			return false, nil
+		}
+		count, err := p.countQuery()
+		if err != nil {
+			return false, err
+		}
+		k, ok := p.src.spread.keptIDs(count, nil)
+		if ok && req.offset() < k.Total {
+			p.ids = k
+			return true, nil
+		}
+		return false, nil
+	case paging.IDsNow:
+		if p.filtered() {
+			// Asked after KeepsTotals: the ids came with the kept total.
+			p.ids = p.kept
+			return p.kept.IDs != nil, nil
+		}
+		if err := p.readRows(); err != nil {
+			return false, err
+		}
+		count, err := p.countQuery()
+		if err != nil {
+			return false, err
+		}
+		k, ok := p.src.spread.keptIDs(count, &p.now)
+		p.ids = k
+		return ok, nil
+	case paging.DeferCheaper:
+		if err := p.readRows(); err != nil {
+			return false, err
+		}
+		return paging.DeferPage(req.offset(), int64(req.PerPage)+1, p.rows, p.table), nil
+	case paging.IDsRead:
+		if err := p.readRows(); err != nil {
+			return false, err
+		}
+		if !p.src.spread.keepsIDs(p.rows) {
+			return false, nil
+		}
+		count, err := p.countQuery()
+		if err != nil {
+			return false, err
+		}
+		k, ok, err := p.src.spread.withIDs(p.ctx, count, p.now)
+		p.ids = k
+		return ok && k.IDs != nil, err
+	case paging.Counters:
+		if p.src.counted == nil {
+			return false, nil
+		}
+		total, ok, err := p.src.counted(p.ctx)
+		p.counters = total
+		return ok, err
+	}
+	return false, fmt.Errorf("storage: paging fact %s is listPage's to set", f)
+}
+
+// choose chooses the page's shape (paging.Rows) and returns it with what
+// its row read.
+func (p *pageFacts) choose() (shape, error) {
+	row, err := paging.Choose(paging.Rows, &p.facts, p.src.off, p.ask)
+	if err != nil {
+		return shape{total: -1}, err
+	}
+	r := paging.Rows[row]
+	var sh shape
+	if r.Shape == paging.ByKey {
+		sh = p.src.spread.byKey(p.ids)
+	} else {
+		sh = shape{total: -1, deferred: r.Shape == paging.Deferred}
+		if r.Total == paging.RowCounters || r.Total == paging.KeptTotal {
+			sh.total = p.rows
 		}
 	}
-	return shape{total: rows, deferred: true}, nil
+	sh.row = row
+	return sh, nil
 }
 
 // pageOf reads the page req selects among the rows of src in the shape
@@ -376,19 +461,31 @@ func pageOf[T any](ctx context.Context, d *Descriptor, req ListRequest, src list
 }
 
 // listPage is List over the rows of src (listSource) that req selects,
-// in the shape pageShape chooses.
+// in the shape paging.Rows chooses, with the total paging.Totals chooses;
+// both are named on ctx's span (paging.Explain).
 func listPage[T any](ctx context.Context, d *Descriptor, req ListRequest, src listSource) (Page[T], error) {
+	page, e, err := explainedPage[T](ctx, d, req, src)
+	if err == nil {
+		trace.SpanFromContext(ctx).SetAttributes(e.Attributes()...)
+	}
+	return page, err
+}
+
+// explainedPage is listPage, and the shape and total it chose.
+func explainedPage[T any](ctx context.Context, d *Descriptor, req ListRequest, src listSource) (Page[T], paging.Explanation, error) {
+	var none paging.Explanation
 	if req.After != nil && req.Page != 1 {
-		return Page[T]{}, fmt.Errorf("%w: a cursor with page %d", ErrBadListRequest, req.Page)
+		return Page[T]{}, none, fmt.Errorf("%w: a cursor with page %d", ErrBadListRequest, req.Page)
 	}
 	offset := req.offset()
-	sh, err := pageShape(ctx, d, req, src, true)
+	p := &pageFacts{ctx: ctx, d: d, req: req, src: src, peek: true}
+	sh, err := p.choose()
 	if err != nil {
-		return Page[T]{}, err
+		return Page[T]{}, none, err
 	}
 	items, next, whole, err := pageOf[T](ctx, d, req, src, sh)
 	if err != nil {
-		return Page[T]{}, err
+		return Page[T]{}, none, err
 	}
 	if !whole {
 		// The kept ids are of an earlier snapshot than the page's: the
@@ -396,63 +493,54 @@ func listPage[T any](ctx context.Context, d *Descriptor, req ListRequest, src li
 		// the search, moved out of the scope) between the version read
 		// and the page, and a short page would pass for the last one.
 		// Choose again from the version of this moment (the ids read
-		// again if they are kept), and walk if that page is short too.
-		if sh, err = pageShape(ctx, d, req, src, false); err != nil {
-			return Page[T]{}, err
-		}
-		if items, next, whole, err = pageOf[T](ctx, d, req, src, sh); err != nil {
-			return Page[T]{}, err
-		}
-		if !whole {
-			sh = shape{total: -1}
-			if items, next, _, err = pageOf[T](ctx, d, req, src, sh); err != nil {
-				return Page[T]{}, err
+		// again if they are kept), and walk if that page is short too
+		// (the fact Stale).
+		for _, stale := range []bool{false, true} {
+			p = &pageFacts{ctx: ctx, d: d, req: req, src: src, stale: stale}
+			if sh, err = p.choose(); err != nil {
+				return Page[T]{}, none, err
+			}
+			if items, next, whole, err = pageOf[T](ctx, d, req, src, sh); err != nil {
+				return Page[T]{}, none, err
+			}
+			if whole || stale {
+				break
 			}
 		}
 	}
-	known := sh.total
 	// A page that is the last one tells the total without counting (not
 	// after a cursor: the rows before it are not known).
-	if n := len(items); req.After == nil && n > 0 && next == nil {
-		return Page[T]{Items: items, Total: offset + int64(n)}, nil
-	}
-	if len(items) == 0 && req.Page == 1 && req.After == nil {
-		return Page[T]{Items: items, Total: 0}, nil
-	}
-	if known >= 0 {
-		return Page[T]{Items: items, Total: known, Next: next}, nil
-	}
-	start, counted, kept := src.start, src.counted, src.kept
-	if counted != nil && len(req.Filters) == 0 && req.Search == "" {
-		total, ok, err := counted(ctx)
-		if err != nil {
-			return Page[T]{}, err
-		}
-		if ok {
-			return Page[T]{Items: items, Total: total, Next: next}, nil
-		}
-	}
-	count, err := start((*T)(nil), true)
+	n := len(items)
+	p.facts.Set(paging.LastPage, req.After == nil && n > 0 && next == nil)
+	p.facts.Set(paging.EmptyFirst, n == 0 && req.Page == 1 && req.After == nil)
+	p.facts.Set(paging.Known, sh.total >= 0)
+	t, err := paging.Choose(paging.Totals, &p.facts, src.off, p.ask)
 	if err != nil {
-		return Page[T]{}, err
+		return Page[T]{}, none, err
 	}
-	if err := applyFilters(count, d, req); err != nil {
-		return Page[T]{}, err
-	}
-	if kept != nil && (len(req.Filters) > 0 || req.Search != "") {
-		k, ok, err := kept(ctx, count, req.Search != "")
+	e := paging.Explain(sh.row, t)
+	page := Page[T]{Items: items, Next: next}
+	switch paging.Totals[t].Total {
+	case paging.Page:
+		page.Total = offset + int64(n)
+	case paging.FromShape:
+		page.Total = sh.total
+	case paging.RowCounters:
+		page.Total = p.counters
+	case paging.KeptTotal:
+		page.Total = p.kept.Total
+	default:
+		count, err := p.countQuery()
 		if err != nil {
-			return Page[T]{}, err
+			return Page[T]{}, none, err
 		}
-		if ok {
-			return Page[T]{Items: items, Total: k.total, Next: next}, nil
+		total, err := count.Count(ctx)
+		if err != nil {
+			return Page[T]{}, none, Translate(err)
 		}
+		page.Total = int64(total)
 	}
-	total, err := count.Count(ctx)
-	if err != nil {
-		return Page[T]{}, Translate(err)
-	}
-	return Page[T]{Items: items, Total: int64(total), Next: next}, nil
+	return page, e, nil
 }
 
 // pageRows returns the rows of the page req selects among those start

@@ -10,6 +10,7 @@ import (
 	"github.com/uptrace/bun"
 
 	"github.com/fleetapi/fleetapi/policy"
+	"github.com/fleetapi/fleetapi/storage/internal/paging"
 	"github.com/fleetapi/fleetapi/tenancy"
 )
 
@@ -18,7 +19,7 @@ import (
 // condition after a cursor for each kind of sort value, in both
 // directions, after a value and after a NULL of a nullable column
 // (docs/decisions.md, "Deep pages"), and a deep page read as a deferred
-// join (deferPage). Run with -update to rewrite.
+// join (paging.DeferPage). Run with -update to rewrite.
 func TestListPageGolden(t *testing.T) {
 	ctx := context.Background()
 	e, s := goldenWorld(t)
@@ -84,7 +85,7 @@ func TestListPageGolden(t *testing.T) {
 			return s.selectIn(c.d, compiled.page, model), nil
 		}
 		if c.shape.ids != nil {
-			c.shape.current = s.sameVersion(compiled, countVersion{started: "2026-01-05 07:00:00+00", generation: 3, changes: 41})
+			c.shape.current = s.sameVersion(compiled, paging.Version{Started: "2026-01-05 07:00:00+00", Generation: 3, Changes: 41})
 		}
 		q, _, err := pageQuery(c.d, c.req, start, modelOf(c.d), c.shape)
 		if err != nil {

@@ -50,6 +50,7 @@ var primaryOnly = map[string]string{
 	"QuotasOf":            "a management read: the caller's own limits, before its write",
 	"DefaultQuotas":       "configuration",
 	"WithQuotas":          "configuration",
+	"WithShapesOff":       "configuration",
 	"FoldCounters":        "a write (serve's periodic fold of the counters' stripes)",
 	"Purge":               "a write (serve's periodic purge of expired keys and dead tokens)",
 	"ActivePrincipals":    "policy diff (the CLI): the tokens as they are now",

@@ -50,7 +50,7 @@ type compiledScope struct {
 	// accounts through the virtual manager_id (a manager's tree), which no
 	// index returns in id order; a deep page, or a page of rare matches,
 	// may then be cheaper as a deferred join (listSource.spread,
-	// deferPage). A single account's rows come from its (account_id, id)
+	// paging.DeferPage). A single account's rows come from its (account_id, id)
 	// index in order.
 	spread bool
 }

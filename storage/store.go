@@ -7,6 +7,7 @@ import (
 
 	"github.com/uptrace/bun"
 
+	"github.com/fleetapi/fleetapi/storage/internal/paging"
 	"github.com/fleetapi/fleetapi/tenancy"
 )
 
@@ -30,8 +31,8 @@ type Store struct {
 	// quotas are the platform default quotas (WithQuotas).
 	quotas Quotas
 	// totals are the kept totals of filtered and searched lists
-	// (totalsCache), shared like scopes.
-	totals *totalsCache
+	// (paging.Cache), shared like scopes.
+	totals *paging.Cache
 	// estimates are the tables' estimated sizes (tableRows), shared like
 	// scopes.
 	estimates *tableEstimates
@@ -41,24 +42,42 @@ type Store struct {
 	// replicas read in turn keep one entry each instead of replacing each
 	// other's.
 	server string
+	// off names the paging shapes switched off (WithShapesOff), for the
+	// A/B of what each buys; none in production.
+	off paging.Off
 }
 
 // NewStore returns a Store over db: a *bun.DB, or a bun.Tx to run its
 // methods inside a caller's transaction.
 func NewStore(db bun.IDB) *Store {
-	return &Store{db: db, scopes: newScopeCache(), totals: newTotalsCache(), estimates: newTableEstimates()}
+	return &Store{db: db, scopes: newScopeCache(), totals: paging.NewCache(), estimates: newTableEstimates()}
 }
 
 // WithReplicas returns a Store over the same primary that sends the reads
 // of the client API to the replica set r (nil: every read on the primary).
 func (s *Store) WithReplicas(r *Replicas) *Store {
-	return &Store{db: s.db, replicas: r, scopes: s.scopes, quotas: s.quotas, totals: s.totals, estimates: s.estimates}
+	return &Store{db: s.db, replicas: r, scopes: s.scopes, quotas: s.quotas, totals: s.totals, estimates: s.estimates, off: s.off}
+}
+
+// WithShapesOff returns a Store over the same database whose lists never
+// choose the paging shapes names lists, comma-separated ("deferred",
+// "kept_ids", "kept_totals": paging.ParseOff), for the paired A/B of what
+// each buys (FLEET_PAGING_OFF; docs/architecture.md, "Paging"). It fails
+// for an unknown name.
+func (s *Store) WithShapesOff(names string) (*Store, error) {
+	off, err := paging.ParseOff(names)
+	if err != nil {
+		return nil, err
+	}
+	r := *s
+	r.off = off
+	return &r, nil
 }
 
 // on returns a Store over db (a transaction, a replica's pool) that shares
 // s's translated scopes.
 func (s *Store) on(db bun.IDB) *Store {
-	return &Store{db: db, scopes: s.scopes, quotas: s.quotas, totals: s.totals, estimates: s.estimates, server: s.server}
+	return &Store{db: db, scopes: s.scopes, quotas: s.quotas, totals: s.totals, estimates: s.estimates, server: s.server, off: s.off}
 }
 
 // onReplica returns a Store over replica i's pool db that shares s's

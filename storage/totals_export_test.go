@@ -1,7 +1,6 @@
 package storage
 
 import (
-	"fmt"
 	"slices"
 )
 
@@ -9,7 +8,7 @@ import (
 // counted with their version, and how many it answered from a kept one
 // (totals.go). It exists for the kept totals' tests.
 func KeptTotals(s *Store) (counted, reused int64) {
-	return s.totals.counted.Load(), s.totals.reused.Load()
+	return s.totals.Counted.Load(), s.totals.Reused.Load()
 }
 
 // VersionedColumns returns the columns whose update must add to the
@@ -34,27 +33,15 @@ func VersionedColumns(table string) []string {
 }
 
 // SetKeptIDsMax sets the most ids s (and the Stores made from it) keeps
-// with one total (keptIDsMax), so that a test can reach the deferred join
-// with few rows.
-func SetKeptIDsMax(s *Store, n int64) { s.totals.maxIDs = n }
+// with one total (paging.KeptIDsMax), so that a test can reach the
+// deferred join with few rows.
+func SetKeptIDsMax(s *Store, n int64) { s.totals.MaxIDs = n }
 
 // SetKeptTotalsBytes sets the bytes the kept totals of s (and of the
-// Stores made from it) may hold (totalsCacheBytes), so that a test fills
+// Stores made from it) may hold (paging.CacheBytes), so that a test fills
 // them with few lists.
-func SetKeptTotalsBytes(s *Store, n int) {
-	s.totals.mu.Lock()
-	defer s.totals.mu.Unlock()
-	s.totals.maxBytes = n
-}
+func SetKeptTotalsBytes(s *Store, n int) { s.totals.SetMaxBytes(n) }
 
 // KeptTotalsHeld returns the bytes the kept totals of s account for, and
 // how many entries each tenant holds, by the tenant's hash.
-func KeptTotalsHeld(s *Store) (bytes int, entries map[string]int) {
-	s.totals.mu.Lock()
-	defer s.totals.mu.Unlock()
-	entries = map[string]int{}
-	for id, t := range s.totals.tenants {
-		entries[fmt.Sprintf("%x", id[:4])] = t.entries.Len()
-	}
-	return s.totals.bytes, entries
-}
+func KeptTotalsHeld(s *Store) (bytes int, entries map[string]int) { return s.totals.Held() }

@@ -649,7 +649,7 @@ func gatedCounts(gate <-chan struct{}, counts, versions *atomic.Int64) beforeQue
 
 // TestKeptTotalCountedOnceForConcurrentRequests checks that requests
 // missing the same total at the same version share one count
-// (totalsCache.count): eight first pages of one search, all past the
+// (paging.Cache.Count): eight first pages of one search, all past the
 // version read before the first count may run, count once, and all answer
 // the total; a request whose client goes away while it runs the shared
 // count fails alone; and when the deadline of the request running the

@@ -24,7 +24,7 @@ var allowed = map[string][]string{
 	"telemetry":           {},
 	"migrations":          {},
 	"policy":              {"tenancy"},
-	"storage":             {"policy", "tenancy", "migrations"},
+	"storage":             {"policy", "tenancy", "migrations", "storage/internal/paging"},
 	"storage/importfile":  storageJob,
 	"storage/demodata":    storageJob,
 	"storage/synth":       storageJob,
@@ -37,6 +37,10 @@ var allowed = map[string][]string{
 	"api/ratelimit":       {},
 	"api/metering":        {"storage"},
 	"api":                 {"api/ratelimit", "api/metering", "tenancy", "policy", "storage", "telemetry"},
+
+	// The paging layer: only storage imports it (internal), and it imports
+	// nothing of fleetapi.
+	"storage/internal/paging": {},
 }
 
 // forbidden lists third-party imports a package must not have.

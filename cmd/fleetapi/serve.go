@@ -269,6 +269,12 @@ func serve(ctx context.Context, cfg config, getenv func(string) string, con cons
 	defer closeLimiter()
 
 	store := storage.NewStore(db).WithQuotas(cfg.Quotas)
+	if off := getenv("FLEET_PAGING_OFF"); off != "" {
+		// For the paired A/B of the paging shapes only (scripts/bench-ab.sh).
+		if store, err = store.WithShapesOff(off); err != nil {
+			return err
+		}
+	}
 	if len(cfg.ReadURLs) > 0 {
 		reps, stopReplicas, err := openReplicas(ctx, cfg, db, log, tel)
 		if err != nil {

@@ -1,4 +1,4 @@
-package storage
+package paging
 
 import (
 	"crypto/sha256"
@@ -8,9 +8,9 @@ import (
 )
 
 // testKey is the key of entry n of tenant: distinct hashes, as
-// Store.totalKey makes them.
-func testKey(tenant string, n int) totalKey {
-	return totalKey{id: sha256.Sum256(fmt.Appendf(nil, "%s/%d", tenant, n)), tenant: sha256.Sum256([]byte(tenant))}
+// Store.Key makes them.
+func testKey(tenant string, n int) Key {
+	return Key{ID: sha256.Sum256(fmt.Appendf(nil, "%s/%d", tenant, n)), Tenant: sha256.Sum256([]byte(tenant))}
 }
 
 // started is a version's server start time as PostgreSQL writes it.
@@ -19,7 +19,7 @@ const testStarted = "2027-02-03 10:11:12.345678+00"
 // checkHeld fails unless c's accounted bytes are the sum of its entries'
 // and tenants', within the budget, and every tenant's bytes are its
 // entries'.
-func checkHeld(t *testing.T, c *totalsCache, when string) {
+func checkHeld(t *testing.T, c *Cache, when string) {
 	t.Helper()
 	sum := 0
 	for _, tn := range c.tenants {
@@ -38,7 +38,7 @@ func checkHeld(t *testing.T, c *totalsCache, when string) {
 }
 
 // entriesOf counts the entries tenant holds in c.
-func entriesOf(c *totalsCache, tenant string) int {
+func entriesOf(c *Cache, tenant string) int {
 	if tn, ok := c.tenants[sha256.Sum256([]byte(tenant))]; ok {
 		return tn.entries.Len()
 	}
@@ -50,14 +50,14 @@ func entriesOf(c *totalsCache, tenant string) int {
 // entry and its tenant; an entry kept again under its key replaces it; the
 // least recently used entry of a tenant goes first.
 func TestTotalsCacheBytes(t *testing.T) {
-	c := newTotalsCache()
+	c := NewCache()
 	c.maxBytes = 64 << 10
 	ids := func(n int) []int64 { return make([]int64, n) }
 	third := c.maxBytes / 3 / 8 // two entries of these ids fit, three do not
 	for i := range 5 {
-		c.put(testKey("a", i), keptTotal{version: countVersion{started: testStarted}, total: int64(third), ids: ids(third)})
+		c.Put(testKey("a", i), Kept{Version: Version{Started: testStarted}, Total: int64(third), IDs: ids(third)})
 		checkHeld(t, c, fmt.Sprintf("after %d entries of %d ids", i+1, third))
-		if _, ok := c.get(testKey("a", i).id); !ok {
+		if _, ok := c.Get(testKey("a", i).ID); !ok {
 			t.Fatalf("the entry just kept (%d) was dropped", i)
 		}
 	}
@@ -65,30 +65,30 @@ func TestTotalsCacheBytes(t *testing.T) {
 		t.Errorf("%d entries of %d ids each within %d bytes, want 2", n, third, c.maxBytes)
 	}
 	// The same key again: its old ids go first, nothing else needs to.
-	c.put(testKey("a", 4), keptTotal{total: 3, ids: ids(3)})
+	c.Put(testKey("a", 4), Kept{Total: 3, IDs: ids(3)})
 	checkHeld(t, c, "after replacing an entry")
 	if n := entriesOf(c, "a"); n != 2 {
 		t.Errorf("after replacing an entry: %d entries, want 2", n)
 	}
 	// An entry larger than the budget is not kept, and drops nothing.
-	c.put(testKey("a", 99), keptTotal{total: 1, ids: ids(c.maxBytes / 8)})
-	if _, ok := c.get(testKey("a", 99).id); ok || entriesOf(c, "a") != 2 {
+	c.Put(testKey("a", 99), Kept{Total: 1, IDs: ids(c.maxBytes / 8)})
+	if _, ok := c.Get(testKey("a", 99).ID); ok || entriesOf(c, "a") != 2 {
 		t.Errorf("an entry over the budget: kept %t, %d entries", ok, entriesOf(c, "a"))
 	}
 	// Least recently used first: of two full entries, the one read last
 	// survives the next put, the other goes.
-	c = newTotalsCache()
+	c = NewCache()
 	c.maxBytes = 64 << 10
 	for i := range 2 {
-		c.put(testKey("a", i), keptTotal{total: int64(third), ids: ids(third)})
+		c.Put(testKey("a", i), Kept{Total: int64(third), IDs: ids(third)})
 	}
-	c.get(testKey("a", 0).id)
-	c.put(testKey("a", 2), keptTotal{total: int64(third), ids: ids(third)})
+	c.Get(testKey("a", 0).ID)
+	c.Put(testKey("a", 2), Kept{Total: int64(third), IDs: ids(third)})
 	checkHeld(t, c, "after a read")
-	if _, ok := c.get(testKey("a", 0).id); !ok {
+	if _, ok := c.Get(testKey("a", 0).ID); !ok {
 		t.Error("the most recently read entry was dropped")
 	}
-	if _, ok := c.get(testKey("a", 1).id); ok {
+	if _, ok := c.Get(testKey("a", 1).ID); ok {
 		t.Error("the least recently used entry was kept over the most recently read one")
 	}
 }
@@ -99,17 +99,17 @@ func TestTotalsCacheBytes(t *testing.T) {
 // there, and it holds what the budget leaves it. A tenant that then grows
 // past the others gives way in turn.
 func TestTotalsCachePerTenant(t *testing.T) {
-	c := newTotalsCache()
+	c := NewCache()
 	c.maxBytes = 64 << 10
-	small := keptTotal{version: countVersion{started: testStarted}, total: 7}
+	small := Kept{Version: Version{Started: testStarted}, Total: 7}
 	others := []string{"b", "c", "d", "e", "f", "g", "h", "i"}
 	for _, o := range others {
 		for i := range 4 {
-			c.put(testKey(o, i), small)
+			c.Put(testKey(o, i), small)
 		}
 	}
 	for i := range 10_000 {
-		c.put(testKey("flood", i), small)
+		c.Put(testKey("flood", i), small)
 	}
 	checkHeld(t, c, "after the flood")
 	for _, o := range others {
@@ -122,15 +122,15 @@ func TestTotalsCachePerTenant(t *testing.T) {
 	if n := entriesOf(c, "flood"); n != room {
 		t.Errorf("the flooding tenant holds %d entries, want the %d the budget leaves", n, room)
 	}
-	if _, ok := c.get(testKey("flood", 9_999).id); !ok {
+	if _, ok := c.Get(testKey("flood", 9_999).ID); !ok {
 		t.Error("the flooding tenant's last entry was dropped")
 	}
-	if _, ok := c.get(testKey("flood", 0).id); ok {
+	if _, ok := c.Get(testKey("flood", 0).ID); ok {
 		t.Error("the flooding tenant's first entry was kept over its last")
 	}
 	// A tenant with more bytes than the flooder gives way to the flooder's
 	// next entries, and only it does.
-	big := keptTotal{version: countVersion{started: testStarted}, total: 100, ids: make([]int64, 100)}
+	big := Kept{Version: Version{Started: testStarted}, Total: 100, IDs: make([]int64, 100)}
 	bytesOf := func(tenant string) int {
 		if tn, ok := c.tenants[sha256.Sum256([]byte(tenant))]; ok {
 			return tn.bytes
@@ -141,13 +141,13 @@ func TestTotalsCachePerTenant(t *testing.T) {
 		if i == 1000 {
 			t.Fatalf("b holds %d bytes after %d entries of %d, the flooder %d", bytesOf("b"), i, entryBytes(big), bytesOf("flood"))
 		}
-		c.put(testKey("b", 100+i), big)
+		c.Put(testKey("b", 100+i), big)
 	}
 	before := map[string]int{}
 	for _, o := range others {
 		before[o] = entriesOf(c, o)
 	}
-	c.put(testKey("flood", 10_000), small)
+	c.Put(testKey("flood", 10_000), small)
 	checkHeld(t, c, "after b grew")
 	if entriesOf(c, "b") >= before["b"] {
 		t.Errorf("the largest tenant (b) kept all %d entries", before["b"])
@@ -166,17 +166,17 @@ func TestTotalsCachePerTenant(t *testing.T) {
 // "Kept totals' memory").
 func TestTotalsCacheHeldBytes(t *testing.T) {
 	const entries, tenants = 20_000, 200
-	keys := make([]totalKey, entries)
+	keys := make([]Key, entries)
 	for i := range keys {
 		keys[i] = testKey(fmt.Sprintf("tenant-%d", i%tenants), i)
 	}
 	var before, after runtime.MemStats
 	runtime.GC()
 	runtime.ReadMemStats(&before)
-	c := newTotalsCache()
+	c := NewCache()
 	for i, k := range keys {
 		// the started text is read from the database, one string each
-		c.put(k, keptTotal{version: countVersion{started: string([]byte(testStarted)), generation: 1, changes: int64(i)}, total: int64(i)})
+		c.Put(k, Kept{Version: Version{Started: string([]byte(testStarted)), Generation: 1, Changes: int64(i)}, Total: int64(i)})
 	}
 	runtime.GC()
 	runtime.ReadMemStats(&after)
