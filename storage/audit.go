@@ -20,6 +20,7 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/fleetapi/fleetapi/policy"
+	"github.com/fleetapi/fleetapi/storage/authsync"
 	"github.com/fleetapi/fleetapi/tenancy"
 )
 
@@ -429,7 +430,7 @@ func principalChanged(ctx context.Context, tx bun.IDB) (bool, error) {
 
 // awaitAuth waits, after a committed change to a principal, until every
 // replica's authentication cache has it or has stopped being consulted
-// (AwaitAuthAcks), whether or not the caller is still there: the change's
+// (authsync.AwaitAcks), whether or not the caller is still there: the change's
 // answer never comes before that. Inside a caller's transaction (s.db is
 // not the pool) nothing is committed yet, and the caller waits after its
 // commit. The wait's trouble is logged by the caller's telemetry only:
@@ -438,7 +439,8 @@ func (s *Store) awaitAuth(ctx context.Context) {
 	if _, ok := s.db.(*bun.DB); !ok {
 		return
 	}
-	res := AwaitAuthAcks(context.WithoutCancel(ctx), s.db)
+	res := authsync.AwaitAcks(context.WithoutCancel(ctx), s.db)
+	res.Err = Translate(res.Err)
 	attrs := []attribute.KeyValue{
 		attribute.Int64("fleet.auth.ack.seq", res.Seq),
 		attribute.Int64("fleet.auth.ack.wait_ms", res.Waited.Milliseconds()),

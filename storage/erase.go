@@ -18,7 +18,7 @@ import (
 // one transaction, their tokens stop working on every replica before the
 // answer (the delete triggers announce each token and account to the
 // authentication caches, and the write waits for their acknowledgements,
-// AwaitAuthAcks), and one account.erase audit event records the counts.
+// authsync.AwaitAcks), and one account.erase audit event records the counts.
 //
 // Nothing that names the subtree is left in any table, whoever wrote it:
 // the stored responses of keyed creates (idempotency_keys) that name an
