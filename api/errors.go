@@ -11,6 +11,7 @@ import (
 	"github.com/go-fuego/fuego"
 
 	"github.com/fleetapi/fleetapi/storage"
+	"github.com/fleetapi/fleetapi/storage/audit"
 	"github.com/fleetapi/fleetapi/tenancy"
 )
 
@@ -128,7 +129,7 @@ func errorFor(err error) *Error {
 		return apiErr
 	}
 	var tooLarge *http.MaxBytesError
-	var secret *storage.SecretValueError
+	var secret *audit.SecretValueError
 	var quota *storage.QuotaError
 	switch {
 	case errors.As(err, &quota):
