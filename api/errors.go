@@ -11,6 +11,7 @@ import (
 	"github.com/go-fuego/fuego"
 
 	"github.com/fleetapi/fleetapi/storage"
+	"github.com/fleetapi/fleetapi/storage/limits"
 	"github.com/fleetapi/fleetapi/storage/audit"
 	"github.com/fleetapi/fleetapi/tenancy"
 )
@@ -130,7 +131,7 @@ func errorFor(err error) *Error {
 	}
 	var tooLarge *http.MaxBytesError
 	var secret *audit.SecretValueError
-	var quota *storage.QuotaError
+	var quota *limits.QuotaError
 	switch {
 	case errors.As(err, &quota):
 		// A create over one of the account's quotas (docs/design.md §12).

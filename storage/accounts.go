@@ -7,6 +7,7 @@ import (
 
 	"github.com/fleetapi/fleetapi/policy"
 	"github.com/fleetapi/fleetapi/storage/audit"
+	"github.com/fleetapi/fleetapi/storage/limits"
 	"github.com/fleetapi/fleetapi/tenancy"
 )
 
@@ -78,7 +79,7 @@ func (s *Store) CreateAccount(ctx context.Context, scope policy.Scope, actor Act
 	a.ID, a.CreatedAt = 0, time.Time{}
 	w := ManagementWrite{Actor: actor, Change: func(ctx context.Context, tx *Store) (audit.Event, error) {
 		if a.ManagerID != nil {
-			if err := s.checkQuota(ctx, tx.db, *a.ManagerID, QuotaSubaccounts); err != nil {
+			if err := s.checkQuota(ctx, tx.db, *a.ManagerID, limits.QuotaSubaccounts); err != nil {
 				return audit.Event{}, err
 			}
 		}
@@ -112,7 +113,7 @@ type AccountPatch struct {
 	RateLimit    *int
 	// Quotas are the quota overrides asked for: a nil value returns the
 	// quota to the platform default.
-	Quotas map[Quota]*int64
+	Quotas map[limits.Quota]*int64
 }
 
 // UpdateAccount applies patch to the account id (account.update, docs/design.md

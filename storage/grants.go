@@ -1,6 +1,7 @@
 package storage
 
 import (
+	"github.com/fleetapi/fleetapi/storage/limits"
 	"context"
 	"errors"
 	"fmt"
@@ -161,7 +162,7 @@ func (s *Store) CreateObject(ctx context.Context, scope policy.Scope, actor Acto
 	}
 	o.ID = 0
 	w := ManagementWrite{Accounts: []int64{o.AccountID}, Actor: actor, Change: func(ctx context.Context, tx *Store) (audit.Event, error) {
-		if err := s.checkQuota(ctx, tx.db, o.AccountID, QuotaDevices); err != nil {
+		if err := s.checkQuota(ctx, tx.db, o.AccountID, limits.QuotaDevices); err != nil {
 			return audit.Event{}, err
 		}
 		if _, err := tx.db.NewInsert().Model(&o).Returning("*").Exec(ctx); err != nil {
@@ -225,7 +226,7 @@ func (s *Store) MoveObject(ctx context.Context, scope policy.Scope, actor Actor,
 			}
 			granted, services := []int64{}, []int64{}
 			if o.AccountID != to {
-				if err := s.checkQuota(ctx, tx.db, to, QuotaDevices); err != nil {
+				if err := s.checkQuota(ctx, tx.db, to, limits.QuotaDevices); err != nil {
 					return audit.Event{}, err
 				}
 				if err := tx.db.NewSelect().Model((*ObjectGrant)(nil)).Column("subaccount_id").Where("imei = ?", o.IMEI).

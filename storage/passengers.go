@@ -1,6 +1,7 @@
 package storage
 
 import (
+	"github.com/fleetapi/fleetapi/storage/limits"
 	"bytes"
 	"context"
 	"encoding/json"
@@ -150,7 +151,7 @@ func (s *Store) CreatePassenger(ctx context.Context, scope policy.Scope, owner i
 					return err
 				}
 			}
-			if err := check(ctx, tx, owner, QuotaPassengers); err != nil {
+			if err := check(ctx, tx, owner, limits.QuotaPassengers); err != nil {
 				return err
 			}
 			created, err = s.on(tx).insertPassenger(ctx, scope, p)
@@ -159,7 +160,7 @@ func (s *Store) CreatePassenger(ctx context.Context, scope policy.Scope, owner i
 			}
 			return storeIdempotentResponse(ctx, tx, *idem, created)
 		})
-		if !errors.Is(err, errQuotaNear) {
+		if !errors.Is(err, limits.ErrNear) {
 			break
 		}
 	}

@@ -7,6 +7,7 @@ import (
 
 	"github.com/uptrace/bun"
 
+	"github.com/fleetapi/fleetapi/storage/limits"
 	"github.com/fleetapi/fleetapi/tenancy"
 )
 
@@ -28,7 +29,7 @@ type Store struct {
 	// with the Stores made from this one (on).
 	scopes *scopeCache
 	// quotas are the platform default quotas (WithQuotas).
-	quotas Quotas
+	quotas limits.Quotas
 	// totals are the kept totals of filtered and searched lists
 	// (totalsCache), shared like scopes.
 	totals *totalsCache

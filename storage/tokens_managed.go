@@ -12,6 +12,7 @@ import (
 
 	"github.com/fleetapi/fleetapi/policy"
 	"github.com/fleetapi/fleetapi/storage/audit"
+	"github.com/fleetapi/fleetapi/storage/limits"
 	"github.com/fleetapi/fleetapi/tenancy"
 )
 
@@ -126,7 +127,7 @@ func (s *Store) CreateManagedToken(ctx context.Context, scope policy.Scope, acto
 		return "", ManagedToken{}, false, err
 	}
 	w := ManagementWrite{Accounts: []int64{in.AccountID}, Actor: actor, Change: func(ctx context.Context, tx *Store) (audit.Event, error) {
-		if err := s.checkQuota(ctx, tx.db, in.AccountID, QuotaTokens); err != nil {
+		if err := s.checkQuota(ctx, tx.db, in.AccountID, limits.QuotaTokens); err != nil {
 			return audit.Event{}, err
 		}
 		sec, tok, err := newTokenRow(in.AccountID, in.Name, in.Permissions, in.ExpiresAt, in.RateLimit)

@@ -13,7 +13,7 @@ const module = "github.com/fleetapi/fleetapi"
 // storageJob is what a sub-package of storage that holds a trusted job
 // (import, demo data, synthetic data, PostgreSQL) may import: the core it
 // works on, never api or cmd, and no other job.
-var storageJob = []string{"storage", "policy", "tenancy", "migrations"}
+var storageJob = []string{"storage", "storage/limits", "storage/audit", "policy", "tenancy", "migrations"}
 
 // allowed lists, per package, the fleetapi packages it may import
 // (docs/design.md §1: arrows point inward; nothing imports api or cmd). storage
@@ -24,8 +24,10 @@ var allowed = map[string][]string{
 	"telemetry":           {},
 	"migrations":          {},
 	"policy":              {"tenancy"},
-	"storage":             {"policy", "tenancy", "migrations", "storage/authsync"},
+	"storage":             {"policy", "tenancy", "migrations", "storage/authsync", "storage/audit", "storage/limits"},
 	"storage/authsync":    {"tenancy"},
+	"storage/audit":       {"policy", "tenancy"},
+	"storage/limits":      {},
 	"storage/importfile":  storageJob,
 	"storage/demodata":    storageJob,
 	"storage/synth":       storageJob,
@@ -37,12 +39,15 @@ var allowed = map[string][]string{
 	"tooling/policydiff":  {"policy", "tooling/oracle", "tooling/synthetic", "storage", "tenancy"},
 	"api/ratelimit":       {},
 	"api/metering":        {"storage"},
-	"api":                 {"api/ratelimit", "api/metering", "tenancy", "policy", "storage", "telemetry"},
+	"api":                 {"api/ratelimit", "api/metering", "tenancy", "policy", "storage", "storage/audit", "storage/limits", "telemetry"},
 }
 
 // forbidden lists third-party imports a package must not have.
 var forbidden = map[string][]string{
 	"storage":            {"github.com/go-fuego/fuego"},
+	"storage/authsync":   {"github.com/go-fuego/fuego", "github.com/open-policy-agent/opa"},
+	"storage/audit":      {"github.com/go-fuego/fuego", "github.com/open-policy-agent/opa"},
+	"storage/limits":     {"github.com/go-fuego/fuego", "github.com/open-policy-agent/opa"},
 	"storage/importfile": {"github.com/go-fuego/fuego"},
 	"storage/demodata":   {"github.com/go-fuego/fuego"},
 	"storage/synth":      {"github.com/go-fuego/fuego"},

@@ -20,7 +20,7 @@ var tooling = []string{"tooling/mutation", "tooling/oracle", "tooling/synthetic"
 // requestPath are the packages a request runs through: the router and
 // its guard, the queries, the policy engine, the principal and the
 // telemetry providers.
-var requestPath = []string{"api", "api/ratelimit", "storage", "storage/authsync", "policy", "tenancy", "telemetry", "migrations"}
+var requestPath = []string{"api", "api/ratelimit", "storage", "storage/authsync", "storage/audit", "storage/limits", "policy", "tenancy", "telemetry", "migrations"}
 
 // trustedJobs are the whole-table jobs of the command line and the test
 // database helper: the request path does not reach them either.
