@@ -11,8 +11,8 @@ import (
 	"github.com/go-fuego/fuego"
 
 	"github.com/fleetapi/fleetapi/storage"
-	"github.com/fleetapi/fleetapi/storage/limits"
 	"github.com/fleetapi/fleetapi/storage/audit"
+	"github.com/fleetapi/fleetapi/storage/limits"
 	"github.com/fleetapi/fleetapi/tenancy"
 )
 

@@ -1,7 +1,6 @@
 package storage
 
 import (
-	"github.com/fleetapi/fleetapi/storage/limits"
 	"context"
 	"errors"
 	"fmt"
@@ -12,6 +11,7 @@ import (
 
 	"github.com/fleetapi/fleetapi/policy"
 	"github.com/fleetapi/fleetapi/storage/audit"
+	"github.com/fleetapi/fleetapi/storage/limits"
 )
 
 // ErrDeviceNotOwned: a device of a grants.replace is not owned by the

@@ -1,7 +1,6 @@
 package storage
 
 import (
-	"github.com/fleetapi/fleetapi/storage/limits"
 	"bytes"
 	"context"
 	"encoding/json"
@@ -17,6 +16,7 @@ import (
 	"github.com/uptrace/bun"
 
 	"github.com/fleetapi/fleetapi/policy"
+	"github.com/fleetapi/fleetapi/storage/limits"
 )
 
 // Passengers is the passengers resource: POST /passengers (docs/design.md §5).

@@ -8,9 +8,9 @@ import (
 	"testing"
 
 	"github.com/fleetapi/fleetapi/storage"
-	"github.com/fleetapi/fleetapi/storage/limits"
 	"github.com/fleetapi/fleetapi/storage/demodata"
 	"github.com/fleetapi/fleetapi/storage/importfile"
+	"github.com/fleetapi/fleetapi/storage/limits"
 	"github.com/fleetapi/fleetapi/storage/storagetest"
 )
 

@@ -8,8 +8,8 @@ import (
 	"testing"
 
 	"github.com/fleetapi/fleetapi/storage"
-	"github.com/fleetapi/fleetapi/storage/limits"
 	"github.com/fleetapi/fleetapi/storage/demodata"
+	"github.com/fleetapi/fleetapi/storage/limits"
 )
 
 // TestQuotaSharedCheckCrossesToExclusive: concurrent passenger creates of

@@ -25,19 +25,19 @@ var _ = declareSection(spec[importAccount]{
 // default); CreatedAt, when set, keeps the creation time of an exported
 // account.
 type importAccount struct {
-	Username        string          `json:"username"`
-	Email           string          `json:"email"`
-	Type            string          `json:"type"`
-	Manager         string          `json:"manager,omitempty"`
-	Active          *bool           `json:"active"`
-	ReadOnly        bool            `json:"read_only"`
-	AccountExpire   bool            `json:"account_expire"`
-	AccountExpireDt *storage.Date   `json:"account_expire_dt"`
-	Privileges      []string        `json:"privileges,omitempty"`
-	Objects         []string        `json:"objects,omitempty"`
-	RateLimit       *int            `json:"rate_limit,omitempty"`
+	Username        string         `json:"username"`
+	Email           string         `json:"email"`
+	Type            string         `json:"type"`
+	Manager         string         `json:"manager,omitempty"`
+	Active          *bool          `json:"active"`
+	ReadOnly        bool           `json:"read_only"`
+	AccountExpire   bool           `json:"account_expire"`
+	AccountExpireDt *storage.Date  `json:"account_expire_dt"`
+	Privileges      []string       `json:"privileges,omitempty"`
+	Objects         []string       `json:"objects,omitempty"`
+	RateLimit       *int           `json:"rate_limit,omitempty"`
 	Quotas          *limits.Quotas `json:"quotas,omitempty"`
-	CreatedAt       *time.Time      `json:"created_at,omitempty"`
+	CreatedAt       *time.Time     `json:"created_at,omitempty"`
 }
 
 // loadAccounts inserts the accounts, each after its manager, whether the
