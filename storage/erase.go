@@ -135,7 +135,8 @@ type Erased struct {
 }
 
 // subtree returns root and the accounts below it, level by level, each
-// level's rows locked FOR UPDATE (root is locked by the caller): once
+// level's rows locked FOR UPDATE behind the erase gate (root is locked by
+// the caller): once
 // every account of the subtree is locked, nothing can be created under or
 // for them (a create locks its account, a foreign key takes KEY SHARE),
 // and each level is read after the one above is locked, so a child
@@ -143,15 +144,20 @@ type Erased struct {
 //
 // Without lock (a dry run) nothing is locked.
 func subtree(ctx context.Context, db bun.IDB, root int64, lock bool) ([]int64, error) {
-	query := "SELECT id FROM accounts WHERE manager_id = ANY(?) ORDER BY id"
-	if lock {
-		query += " FOR UPDATE"
-	}
+	const query = "SELECT id FROM accounts WHERE manager_id = ANY(?) ORDER BY id"
 	ids := []int64{root}
 	for level := []int64{root}; len(level) > 0; {
 		var below []int64
 		if err := db.NewRaw(query, pgdialect.Array(level)).Scan(ctx, &below); err != nil {
 			return nil, err
+		}
+		if lock && len(below) > 0 {
+			// Behind the erase gate, account by account (locks.go); an
+			// account erased meanwhile by another erase is not found.
+			var err error
+			if below, err = lockAccounts(ctx, db, accountLocks{}.with(forUpdate, below...)); err != nil {
+				return nil, err
+			}
 		}
 		if len(ids)+len(below) > 1_000_000 {
 			return nil, errors.New("erase: the subtree is not a tree")
@@ -301,17 +307,18 @@ func (s *Store) EraseAccount(ctx context.Context, username string, dry bool) (Er
 	// The command answers once every replica refuses the tokens.
 	err := s.writeInTx(ctx, func(ctx context.Context, tx bun.Tx) (bool, error) {
 		var root Account
-		q := tx.NewSelect().Model(&root).Where("a.username = ?", username)
-		if !dry {
-			q = q.For("UPDATE")
+		err := tx.NewSelect().Model(&root).Where("a.username = ?", username).Scan(ctx)
+		if err == nil && !dry {
+			// The root behind the erase gate (locks.go); one erased
+			// meanwhile is not found.
+			err = accountLocks{root.ID: forUpdate}.lock(ctx, tx)
 		}
-		if err := q.Scan(ctx); err != nil {
+		if err != nil {
 			if err = Translate(err); errors.Is(err, ErrNotFound) {
 				return false, worded(ErrNotFound, err, "account %q not found", username)
 			}
 			return false, err
 		}
-		var err error
 		if out, err = eraseIn(ctx, tx, root, dry); err != nil || dry {
 			return false, err
 		}

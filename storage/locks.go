@@ -28,6 +28,28 @@ import (
 // one order: no cycle of waits is possible, and PostgreSQL never has to
 // break one (a deadlock is a 503 for one tenant and a held pool for all).
 
+// The erase gate. PostgreSQL queues a row lock's waiters fairly only
+// among requests that conflict with the current holders: a request that
+// conflicts with none of them (a KEY SHARE or SHARE lock while only
+// KEY SHARE or SHARE locks are held) takes the row at once, past a
+// waiting erase. A stream of such lockers (keyed creates of one caller,
+// each holding its account KEY SHARE; passenger creates on the shared
+// quota path) keeps the row locked forever and starves the erase's
+// FOR UPDATE until its statement times out (503, the erase rolled back).
+// So every account lock in a shared strength, and the erase's FOR UPDATE,
+// first passes an advisory lock keyed by the account's id (the gate):
+// shared for the shared strengths, exclusive for the erase. Advisory locks
+// are heavyweight locks, whose queue is fair: a shared request that
+// conflicts with a waiting exclusive one waits behind it, so once an erase
+// waits at an account's gate no new shared locker passes, and the erase
+// has the row when those already in commit. FOR NO KEY UPDATE needs no
+// gate: it conflicts with itself and with SHARE, so its requests queue
+// through PostgreSQL's own tuple lock behind the erase. The gate and the
+// row lock are taken account by account in the one order (gate, then row,
+// then the next account), so the gate adds no cycle of waits. A bare
+// bigint advisory key of the application's database is an account id;
+// nothing else of fleetapi takes one.
+
 // rowLock is a row lock strength of PostgreSQL, weakest first: each
 // conflicts with the strengths at and above the mirror of its own place
 // (KEY SHARE only with UPDATE; SHARE with NO KEY UPDATE and UPDATE; NO KEY
@@ -66,6 +88,18 @@ func (l rowLock) sql() string {
 		return "UPDATE"
 	}
 	panic(fmt.Sprintf("storage: no row lock %d", l))
+}
+
+// gate is the advisory lock function an account locked with l passes
+// first (the erase gate), or "" for none.
+func (l rowLock) gate() string {
+	switch l {
+	case forKeyShare, forShare:
+		return "pg_advisory_xact_lock_shared"
+	case forUpdate:
+		return "pg_advisory_xact_lock"
+	}
+	return ""
 }
 
 // accountLocks is step 1 of a write: the accounts it locks, each with its
@@ -116,10 +150,11 @@ func (e *accountGoneError) Error() string {
 func (e *accountGoneError) Is(target error) bool { return target == ErrNotFound }
 
 // lockAccounts locks the accounts of p, by type then id, and returns those
-// that exist, in that order. With one strength it is one statement; with
-// several, the order is read first and each account locked in turn (the
-// order does not change: no write changes an account's type or manager,
-// and the trigger of the fixed levels ties a type to its place).
+// that exist, in that order. With one strength and no gate it is one
+// statement; otherwise the order is read first and each account locked in
+// turn, behind its gate when its strength has one (the order does not
+// change: no write changes an account's type or manager, and the trigger
+// of the fixed levels ties a type to its place).
 func lockAccounts(ctx context.Context, db bun.IDB, p accountLocks) ([]int64, error) {
 	if len(p) == 0 {
 		return nil, nil
@@ -132,7 +167,7 @@ func lockAccounts(ctx context.Context, db bun.IDB, p accountLocks) ([]int64, err
 	}
 	const ordered = "SELECT id FROM accounts WHERE id = ANY(?) ORDER BY type, id"
 	var found []int64
-	if len(strengths) == 1 {
+	if len(strengths) == 1 && p[ids[0]].gate() == "" {
 		err := db.NewRaw(ordered+" FOR "+p[ids[0]].sql(), pgdialect.Array(ids)).Scan(ctx, &found)
 		return found, err
 	}
@@ -141,6 +176,11 @@ func lockAccounts(ctx context.Context, db bun.IDB, p accountLocks) ([]int64, err
 		return nil, err
 	}
 	for _, id := range order {
+		if gate := p[id].gate(); gate != "" {
+			if _, err := db.NewRaw("SELECT "+gate+"(?)", id).Exec(ctx); err != nil {
+				return nil, err
+			}
+		}
 		var got []int64
 		if err := db.NewRaw("SELECT id FROM accounts WHERE id = ? FOR "+p[id].sql(), id).Scan(ctx, &got); err != nil {
 			return nil, err

@@ -2,9 +2,12 @@ package storage_test
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"testing"
 	"time"
 
+	"github.com/fleetapi/fleetapi/storage"
 	"github.com/fleetapi/fleetapi/storage/demodata"
 )
 
@@ -80,5 +83,80 @@ func TestEraseAndCounterFold(t *testing.T) {
 	}
 	if left != 0 {
 		t.Errorf("%d counter rows of erased accounts left", left)
+	}
+}
+
+// TestEraseNotPassedBySharedLocks: a row lock request that conflicts with
+// none of the current holders takes the row past a waiting erase, so a
+// stream of shared lockers (keyed creates holding their caller KEY SHARE,
+// passenger creates on the shared quota path) starved an erase until its
+// statement timed out (a 503 and nothing erased, seen in the api's
+// TestEraseRacesCreatesOnEveryLevel under load). The erase gate
+// (locks.go) queues them behind it. The test orders the race: a
+// transaction holds acme KEY SHARE, as a keyed create in flight does; the
+// erase waits for it; then a passenger create for acme (a SHARE lock on
+// the shared quota path, which that holder does not block) starts. It must
+// wait behind the erase, and find acme erased; it must not create a
+// passenger while the erase waits.
+func TestEraseNotPassedBySharedLocks(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	store, db := newStore(t)
+	importJSON(t, db, demodata.File())
+	e := newEngine(t)
+	acme := principalOf(t, store, "acme").Account
+	scope := scopeOf(t, e, store, "acme", "passengers")
+	hold, err := db.Conn(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer hold.Close()
+	if _, err := hold.ExecContext(ctx, fmt.Sprintf("BEGIN; SELECT id FROM accounts WHERE id = %d FOR KEY SHARE", acme.ID)); err != nil {
+		t.Fatal(err)
+	}
+	waiting := func(n int, done <-chan error) {
+		t.Helper()
+		for {
+			var blocked int
+			if err := db.NewRaw("SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock'").
+				Scan(ctx, &blocked); err != nil {
+				t.Fatal(err)
+			}
+			if blocked >= n || len(done) > 0 {
+				return
+			}
+			time.Sleep(time.Millisecond)
+		}
+	}
+	erased, created := make(chan error, 1), make(chan error, 1)
+	go func() {
+		_, err := store.EraseAccount(ctx, "acme", false)
+		erased <- err
+	}()
+	waiting(1, erased)
+	go func() {
+		_, _, err := store.CreatePassenger(ctx, scope, acme.ID, storage.Passenger{PassengerName: "Past The Erase"}, nil)
+		created <- err
+	}()
+	waiting(2, created)
+	if len(created) > 0 {
+		t.Errorf("a passenger create ended while the erase waited (err %v): it passed the erase", <-created)
+		created <- nil
+	}
+	if _, err := hold.ExecContext(ctx, "COMMIT"); err != nil {
+		t.Fatal(err)
+	}
+	if err := <-erased; err != nil {
+		t.Errorf("erase: %v", err)
+	}
+	if err := <-created; err != nil && !errors.Is(err, storage.ErrNotFound) {
+		t.Errorf("the create after the erase: %v, want ErrNotFound", err)
+	}
+	var left int
+	if err := db.NewRaw("SELECT count(*) FROM passengers WHERE passenger_name = 'Past The Erase'").Scan(ctx, &left); err != nil {
+		t.Fatal(err)
+	}
+	if left != 0 {
+		t.Errorf("%d passengers of the erased account left", left)
 	}
 }
