@@ -17,8 +17,10 @@ var storageJob = []string{"storage", "storage/limits", "storage/audit", "policy"
 
 // allowed lists, per package, the fleetapi packages it may import
 // (docs/design.md §1: arrows point inward; nothing imports api or cmd). storage
-// imports none of its sub-packages, and api none of the trusted jobs: they
-// are for the command line, never for the request path.
+// imports only the jobs that stand below it (authsync, audit, limits: they
+// run no scoped query and import nothing of storage), never the trusted
+// jobs, and api none of the trusted jobs: they are for the command line,
+// never for the request path.
 var allowed = map[string][]string{
 	"tenancy":             {},
 	"telemetry":           {},
