@@ -19,6 +19,7 @@ import (
 
 	"github.com/fleetapi/fleetapi/policy"
 	"github.com/fleetapi/fleetapi/storage"
+	"github.com/fleetapi/fleetapi/storage/limits"
 	"github.com/fleetapi/fleetapi/tenancy"
 )
 
@@ -144,7 +145,7 @@ const maxEmail = 254
 // as quotaValue checks.
 func quotaBounds() fieldOpt {
 	return schemaOpt(func(s *openapi3.Schema) {
-		for _, name := range storage.AllQuotas {
+		for _, name := range limits.AllQuotas {
 			if p := s.Properties[string(name)]; p != nil && p.Value != nil {
 				p.Value.WithMin(0).WithMax(maxQuota)
 			}
@@ -160,7 +161,7 @@ func oneQuotaAtLeast() fieldOpt {
 
 // quotaValue checks one quota's value (nil: none given) against the
 // bounds, naming the field quotas.<name>; it reports whether it is valid.
-func (v validation) quotaValue(name storage.Quota, val *int64, reason string) bool {
+func (v validation) quotaValue(name limits.Quota, val *int64, reason string) bool {
 	if val != nil && (*val < 0 || *val > maxQuota) {
 		v["quotas."+string(name)] = reason
 		return false
@@ -200,7 +201,7 @@ type QuotasInput struct {
 // sent) into the overrides asked for and the decision's change: each
 // quota's limit after the change, its platform default filled in for a
 // quota returned to it.
-func (v validation) quotas(in *QuotasInput, raw json.RawMessage, defaults storage.Quotas) (map[storage.Quota]*int64, map[string]any) {
+func (v validation) quotas(in *QuotasInput, raw json.RawMessage, defaults limits.Quotas) (map[limits.Quota]*int64, map[string]any) {
 	var present map[string]json.RawMessage
 	if in == nil || json.Unmarshal(raw, &present) != nil {
 		v["quotas"] = "an object of subaccounts, tokens, devices, passengers: each a number of rows, or null for the platform default"
@@ -210,10 +211,10 @@ func (v validation) quotas(in *QuotasInput, raw json.RawMessage, defaults storag
 		v["quotas"] = "name at least one of subaccounts, tokens, devices, passengers"
 		return nil, nil
 	}
-	set := map[storage.Quota]*int64{}
+	set := map[limits.Quota]*int64{}
 	change := map[string]any{}
-	values := storage.Quotas{Subaccounts: in.Subaccounts, Tokens: in.Tokens, Devices: in.Devices, Passengers: in.Passengers}
-	for _, name := range storage.AllQuotas {
+	values := limits.Quotas{Subaccounts: in.Subaccounts, Tokens: in.Tokens, Devices: in.Devices, Passengers: in.Passengers}
+	for _, name := range limits.AllQuotas {
 		if _, ok := present[string(name)]; !ok {
 			continue
 		}
@@ -347,8 +348,8 @@ func accountFrom(in AccountInput, faults textFaults) (storage.Account, error) {
 	if in.Quotas != nil {
 		// the limits asked for, as overrides; newAccountLimits fills in
 		// the others
-		given := storage.Quotas{Subaccounts: in.Quotas.Subaccounts, Tokens: in.Quotas.Tokens, Devices: in.Quotas.Devices, Passengers: in.Quotas.Passengers}
-		for _, name := range storage.AllQuotas {
+		given := limits.Quotas{Subaccounts: in.Quotas.Subaccounts, Tokens: in.Quotas.Tokens, Devices: in.Quotas.Devices, Passengers: in.Quotas.Passengers}
+		for _, name := range limits.AllQuotas {
 			v.quotaValue(name, given.Get(name), quotaRule+", or null to inherit")
 		}
 		a.SetOverrides(given)
@@ -368,12 +369,12 @@ func accountFrom(in AccountInput, faults textFaults) (storage.Account, error) {
 // platform default and the caller's own limit, stored as an override only
 // when the caller's is the lower (else the account follows the platform
 // default). Limits asked for are kept: the policy judges them.
-func newAccountLimits(a *storage.Account, ownRate int, own, defaults storage.Quotas) {
+func newAccountLimits(a *storage.Account, ownRate int, own, defaults limits.Quotas) {
 	if a.RateLimit == nil && ownRate > 0 {
 		a.RateLimit = &ownRate
 	}
 	q := a.Overrides()
-	for _, name := range storage.AllQuotas {
+	for _, name := range limits.AllQuotas {
 		if q.Get(name) != nil {
 			continue
 		}
@@ -387,7 +388,7 @@ func newAccountLimits(a *storage.Account, ownRate int, own, defaults storage.Quo
 // accountChange is the management decision's change of an account.create:
 // the new account's fields and the limits it will have (quotas in force:
 // its overrides, else the platform defaults).
-func accountChange(a storage.Account, defaults storage.Quotas) map[string]any {
+func accountChange(a storage.Account, defaults limits.Quotas) map[string]any {
 	var manager int64
 	if a.ManagerID != nil {
 		manager = *a.ManagerID
@@ -400,7 +401,7 @@ func accountChange(a storage.Account, defaults storage.Quotas) map[string]any {
 		rate = *a.RateLimit
 	}
 	quotas := map[string]any{}
-	for _, name := range storage.AllQuotas {
+	for _, name := range limits.AllQuotas {
 		limit := a.Overrides().Get(name)
 		if limit == nil {
 			limit = defaults.Get(name)
@@ -417,13 +418,13 @@ func accountChange(a storage.Account, defaults storage.Quotas) map[string]any {
 
 // ownQuotas returns the quota limits in force of the caller of m, as the
 // management decision reads them (input.limits.quotas).
-func (s *Server) ownQuotas(ctx context.Context, m manager) (storage.Quotas, map[string]*int64, error) {
+func (s *Server) ownQuotas(ctx context.Context, m manager) (limits.Quotas, map[string]*int64, error) {
 	q, err := s.cfg.Store.QuotasOf(ctx, m.principal.Account.ID)
 	if err != nil {
-		return storage.Quotas{}, nil, err
+		return limits.Quotas{}, nil, err
 	}
 	own := map[string]*int64{}
-	for _, name := range storage.AllQuotas {
+	for _, name := range limits.AllQuotas {
 		own[string(name)] = q.Get(name)
 	}
 	return q, own, nil
@@ -478,7 +479,7 @@ type AccountPatchInput struct {
 // patchFrom validates a PATCH body whose present keys are present and
 // returns the patch and the decision's change (exactly the fields of the
 // body).
-func patchFrom(in AccountPatchInput, present map[string]json.RawMessage, faults textFaults, target storage.Account, defaults storage.Quotas) (storage.AccountPatch, map[string]any, error) {
+func patchFrom(in AccountPatchInput, present map[string]json.RawMessage, faults textFaults, target storage.Account, defaults limits.Quotas) (storage.AccountPatch, map[string]any, error) {
 	v := validation{}
 	p := storage.AccountPatch{Email: in.Email, Active: in.Active, ReadOnly: in.ReadOnly, AccountExpire: in.AccountExpire}
 	change := map[string]any{}

@@ -9,6 +9,7 @@ import (
 
 	"github.com/fleetapi/fleetapi/policy"
 	"github.com/fleetapi/fleetapi/storage"
+	"github.com/fleetapi/fleetapi/storage/audit"
 )
 
 // registerAuditEvents declares GET /audit-events (docs/design.md §9).
@@ -25,7 +26,7 @@ func (s *Server) registerAuditEvents(g *fuego.Server) {
 		paramExample(q, paramAfter, exampleCursor(storage.AuditEvents.Descriptor, "/audit-events", storage.Cursor{Sort: auditAt(), Desc: true,
 			Value: time.Date(9999, 12, 31, 23, 59, 59, 999999000, time.UTC), ID: math.MaxInt64})),
 		paramSchema(q, "action", func(s *openapi3.Schema) { s.WithEnum(anys(auditActions)...) }),
-		respondsPage(auditEventSchema(), []storage.AuditEvent{exampleAuditEvent()}),
+		respondsPage(auditEventSchema(), []audit.Event{exampleAuditEvent()}),
 	})
 }
 
@@ -49,7 +50,7 @@ func newestFirst(raw string, req *storage.ListRequest) error {
 
 // auditEventSchema is the AuditEvent component.
 func auditEventSchema() wireType {
-	return wireType{name: "AuditEvent", value: storage.AuditEvent{}, description: "One management write (docs/design.md §9).",
+	return wireType{name: "AuditEvent", value: audit.Event{}, description: "One management write (docs/design.md §9).",
 		fields: map[string][]fieldOpt{
 			"id":                {desc("Id of the event."), minimum(1)},
 			"at":                {desc("When the write's transaction ran.")},
@@ -64,10 +65,10 @@ func auditEventSchema() wireType {
 		}}
 }
 
-func exampleAuditEvent() storage.AuditEvent {
-	return storage.AuditEvent{ID: 3, At: time.Date(2026, 1, 15, 9, 30, 0, 0, time.UTC), ActorAccountID: 4, ActorTokenID: 3,
+func exampleAuditEvent() audit.Event {
+	return audit.Event{ID: 3, At: time.Date(2026, 1, 15, 9, 30, 0, 0, time.UTC), ActorAccountID: 4, ActorTokenID: 3,
 		Action: policy.ActionAccountUpdate, TargetAccountID: 14, TargetID: 14,
-		Changes:   storage.Changes{"active": {Before: true, After: false}},
+		Changes:   audit.Changes{"active": {Before: true, After: false}},
 		RequestID: "0f8b4c2e9d7a4b1c", TraceID: "4bf92f3577b34da6a3ce929d0e0e4736"}
 }
 

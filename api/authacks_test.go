@@ -12,10 +12,11 @@ import (
 	"time"
 
 	"github.com/fleetapi/fleetapi/storage"
+	"github.com/fleetapi/fleetapi/storage/authsync"
 	"github.com/fleetapi/fleetapi/storage/storagetest"
 )
 
-// freezer blocks a listener's goroutine (AuthListenerOptions.OnNotification)
+// freezer blocks a listener's goroutine (ListenerOptions.OnNotification)
 // while frozen, as SIGSTOP would stop the listener of a replica: it
 // receives, applies, acknowledges and pings nothing.
 type freezer struct {
@@ -225,7 +226,7 @@ const notificationDelay = 1500 * time.Millisecond
 // ping, about 1 s before the change reaches C: C's cache still holds the
 // principal, trusted. (C trusts its cache for 2.5 s after a ping that
 // came back and leases 3 s, within the writers' bound of
-// storage.DefaultAuthLease, so that a loaded machine on which A's wait
+// authsync.DefaultLease, so that a loaded machine on which A's wait
 // reaches that bound finds C's trust over, as in production.)
 func TestAuthChangeAcknowledgedAfterApplied(t *testing.T) {
 	t.Parallel()
@@ -238,7 +239,7 @@ func TestAuthChangeAcknowledgedAfterApplied(t *testing.T) {
 	}
 	var d net.Dialer
 	a := newCachedReplica(t, db, replicaOptions{})
-	c := newCachedReplica(t, db, replicaOptions{trust: 2500 * time.Millisecond, lease: storage.DefaultAuthLease,
+	c := newCachedReplica(t, db, replicaOptions{trust: 2500 * time.Millisecond, lease: authsync.DefaultLease,
 		dial: func(ctx context.Context, _, _ string) (net.Conn, error) { return d.DialContext(ctx, "tcp", u.Host) }})
 	var waits []time.Duration
 	for i, ch := range principalChanges(a, db) {
@@ -294,7 +295,7 @@ func TestAuthChangeReachesFrozenReplica(t *testing.T) {
 // TestAuthChangeBehindTheServersBack states the bound for a change made in
 // SQL, which nobody waits for (docs/decisions.md): a replica whose
 // listener works applies it on delivery; one whose listener is frozen
-// stops trusting its cache at most DefaultAuthTrust after the change
+// stops trusting its cache at most DefaultTrust after the change
 // committed, and then refuses the revoked token. Measured from after the
 // commit returned, so that a slow machine can only make it hold sooner.
 func TestAuthChangeBehindTheServersBack(t *testing.T) {
@@ -309,13 +310,13 @@ func TestAuthChangeBehindTheServersBack(t *testing.T) {
 	frz.freeze(t)
 	w.exec(t, db, "UPDATE tokens SET revoked_at = now() WHERE id = {tok:u}")
 	committed := time.Now()
-	time.Sleep(time.Until(committed.Add(storage.DefaultAuthTrust)))
+	time.Sleep(time.Until(committed.Add(authsync.DefaultTrust)))
 	if got := b.get("/me", victim); got.status != http.StatusUnauthorized || got.code != "INVALID_TOKEN" {
 		t.Fatalf("replica B (listener frozen) %s after the SQL revocation: %d %s, want 401 INVALID_TOKEN",
-			storage.DefaultAuthTrust, got.status, got.code)
+			authsync.DefaultTrust, got.status, got.code)
 	}
 	if s := b.cache.Stats(); s.Trusted {
-		t.Errorf("replica B's cache is still trusted %s after its listener froze: %+v", storage.DefaultAuthTrust, s)
+		t.Errorf("replica B's cache is still trusted %s after its listener froze: %+v", authsync.DefaultTrust, s)
 	}
 	frz.unfreeze()
 	b.sync()

@@ -18,6 +18,7 @@ import (
 	"github.com/fleetapi/fleetapi/api"
 	"github.com/fleetapi/fleetapi/policy"
 	"github.com/fleetapi/fleetapi/storage"
+	"github.com/fleetapi/fleetapi/storage/authsync"
 	"github.com/fleetapi/fleetapi/storage/importfile"
 	"github.com/fleetapi/fleetapi/storage/storagetest"
 	"github.com/fleetapi/fleetapi/tenancy"
@@ -32,7 +33,7 @@ type cachedReplica struct {
 	name     string
 	http     *httptest.Server
 	cache    *tenancy.PrincipalCache
-	listener *storage.AuthListener
+	listener *authsync.Listener
 	// states receives each change of the listener's state; when hold is
 	// not nil, a disconnect waits on it before reconnecting.
 	states chan bool
@@ -49,7 +50,7 @@ type replicaOptions struct {
 	// listenURL, when set, is the listener's database (a proxy in front
 	// of it); db.DirectURL otherwise.
 	listenURL string
-	// onNotification is the listener's hook (AuthListenerOptions).
+	// onNotification is the listener's hook (ListenerOptions).
 	onNotification func(payload string)
 	// realTiming keeps the listener's trust and lease at their defaults;
 	// otherwise they are long, so that a loaded machine does not make the
@@ -58,7 +59,7 @@ type replicaOptions struct {
 	realTiming   bool
 	trust, lease time.Duration
 	// dial, when not nil, dials the listener's LISTEN session
-	// (AuthListenerOptions.Dial).
+	// (ListenerOptions.Dial).
 	dial func(ctx context.Context, network, addr string) (net.Conn, error)
 }
 
@@ -92,7 +93,7 @@ func newCachedReplica(t *testing.T, db *storagetest.DB, opts replicaOptions) *ca
 	if opts.trust > 0 {
 		trust, lease = opts.trust, opts.lease
 	}
-	r.listener = storage.NewAuthListener(listenURL, r.cache, storage.AuthListenerOptions{
+	r.listener = authsync.NewListener(listenURL, r.cache, authsync.ListenerOptions{
 		ApplicationName: r.name,
 		OnNotification:  opts.onNotification,
 		Dial:            opts.dial,

@@ -11,6 +11,8 @@ import (
 	"github.com/go-fuego/fuego"
 
 	"github.com/fleetapi/fleetapi/storage"
+	"github.com/fleetapi/fleetapi/storage/audit"
+	"github.com/fleetapi/fleetapi/storage/limits"
 	"github.com/fleetapi/fleetapi/tenancy"
 )
 
@@ -128,8 +130,8 @@ func errorFor(err error) *Error {
 		return apiErr
 	}
 	var tooLarge *http.MaxBytesError
-	var secret *storage.SecretValueError
-	var quota *storage.QuotaError
+	var secret *audit.SecretValueError
+	var quota *limits.QuotaError
 	switch {
 	case errors.As(err, &quota):
 		// A create over one of the account's quotas (docs/design.md §12).

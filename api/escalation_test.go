@@ -15,6 +15,7 @@ import (
 
 	"github.com/fleetapi/fleetapi/api"
 	"github.com/fleetapi/fleetapi/storage"
+	"github.com/fleetapi/fleetapi/storage/limits"
 )
 
 // escAccount is what the escalation oracle knows about an account: the
@@ -673,7 +674,7 @@ func (w *escWorld) send(method, path, token string, body any) response {
 // value (negative, huge, not an integer, a string, an unknown quota) is a
 // 400 with its stable code whoever sends it.
 func TestEscalationQuotas(t *testing.T) {
-	a := newQuotaAPI(t, storage.Quotas{Devices: quota(4)})
+	a := newQuotaAPI(t, limits.Quotas{Devices: quota(4)})
 	fleetco, acmeTok := demoToken(t, "fleetco-all"), demoToken(t, "acme-all")
 	northwind, tailspin := demoToken(t, "northwind-all"), demoToken(t, "tailspin-all")
 	acme, fleetcoID := a.accountID(t, "acme"), a.accountID(t, "fleetco")
@@ -731,7 +732,7 @@ func TestEscalationQuotas(t *testing.T) {
 // gives any), a bad value is a 400 with its stable code, and the created
 // account is held to what it got.
 func TestEscalationCreateQuotas(t *testing.T) {
-	a := newQuotaAPI(t, storage.Quotas{Tokens: quota(1000), Devices: quota(100000)})
+	a := newQuotaAPI(t, limits.Quotas{Tokens: quota(1000), Devices: quota(100000)})
 	admin, fleetco, acmeTok := demoToken(t, "admin-all"), demoToken(t, "fleetco-all"), demoToken(t, "acme-all")
 	acme, fleetcoID := a.accountID(t, "acme"), a.accountID(t, "fleetco")
 	if r := a.send(http.MethodPatch, fmt.Sprintf("/api/v2/accounts/%d", fleetcoID), admin, `{"quotas":{"devices":2,"subaccounts":50}}`); r.status != http.StatusOK {

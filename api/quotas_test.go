@@ -12,12 +12,13 @@ import (
 	"github.com/fleetapi/fleetapi/api"
 	"github.com/fleetapi/fleetapi/policy"
 	"github.com/fleetapi/fleetapi/storage"
+	"github.com/fleetapi/fleetapi/storage/limits"
 	"github.com/fleetapi/fleetapi/tenancy"
 )
 
 // newQuotaAPI is the test API whose store has the platform default quotas
 // defaults (docs/design.md §12).
-func newQuotaAPI(t *testing.T, defaults storage.Quotas) *testAPI {
+func newQuotaAPI(t *testing.T, defaults limits.Quotas) *testAPI {
 	t.Helper()
 	a := newTestAPI(t)
 	store := storage.NewStore(a.db.DB).WithQuotas(defaults)
@@ -39,7 +40,7 @@ func quota(n int64) *int64 { return &n }
 // never take an account past its quota, not even by one; every refused
 // create is 403 QUOTA_EXCEEDED with details {quota, limit, used}.
 func TestQuotasConcurrentCreators(t *testing.T) {
-	a := newQuotaAPI(t, storage.Quotas{})
+	a := newQuotaAPI(t, limits.Quotas{})
 	admin, acmeTok := demoToken(t, "admin-all"), demoToken(t, "acme-all")
 	acme := a.accountID(t, "acme")
 	for _, tt := range []struct {
@@ -119,7 +120,7 @@ func TestQuotasConcurrentCreators(t *testing.T) {
 // counted (active tokens only, a device moved in), who may set quotas
 // (never oneself, never above one's own, an admin any) and bad bodies.
 func TestQuotas(t *testing.T) {
-	a := newQuotaAPI(t, storage.Quotas{Tokens: quota(3), Devices: quota(4)})
+	a := newQuotaAPI(t, limits.Quotas{Tokens: quota(3), Devices: quota(4)})
 	admin, fleetco, acmeTok := demoToken(t, "admin-all"), demoToken(t, "fleetco-all"), demoToken(t, "acme-all")
 	acme, globex, fleetcoID := a.accountID(t, "acme"), a.accountID(t, "globex"), a.accountID(t, "fleetco")
 	accountPath := func(id int64) string { return fmt.Sprintf("/api/v2/accounts/%d", id) }

@@ -111,7 +111,7 @@ type Config struct {
 	RequestTimeout time.Duration
 	// AuthSync, when not nil, returns once the replica's authentication
 	// cache holds nothing older than the changes committed before the call
-	// (storage.AuthListener.Sync). A management write that changes what a
+	// (authsync.Listener.Sync). A management write that changes what a
 	// principal is made of (a token revoked, an account updated) calls it
 	// before answering, so that the replica that made the change refuses
 	// the old principal on the caller's next request.

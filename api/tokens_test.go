@@ -16,6 +16,7 @@ import (
 
 	"github.com/fleetapi/fleetapi/api"
 	"github.com/fleetapi/fleetapi/storage"
+	"github.com/fleetapi/fleetapi/storage/audit"
 	"github.com/fleetapi/fleetapi/tenancy"
 )
 
@@ -200,7 +201,7 @@ func TestTokenCreateRules(t *testing.T) {
 			if me.status != 200 || me.data(t)["username"] != c.owner {
 				t.Fatalf("GET /me with the new token: %d %s", me.status, me.raw)
 			}
-			var ev storage.AuditEvent
+			var ev audit.Event
 			if err := a.db.NewSelect().Model(&ev).Order("id DESC").Limit(1).Scan(context.Background()); err != nil {
 				t.Fatal(err)
 			}
@@ -499,7 +500,7 @@ func TestTokenRevoke(t *testing.T) {
 	if a.auditCount(t) != audits+1 {
 		t.Fatal("no audit row")
 	}
-	var ev storage.AuditEvent
+	var ev audit.Event
 	if err := a.db.NewSelect().Model(&ev).Order("id DESC").Limit(1).Scan(context.Background()); err != nil {
 		t.Fatal(err)
 	}

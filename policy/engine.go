@@ -390,7 +390,7 @@ func (e *Engine) ExplainManagement(ctx context.Context, in ManagementInput) (Man
 // "data.fleet.scope.reports") of the revision pinned in ctx (or in force)
 // for evaluation on an input document the caller builds (Input.Document
 // and more): for tools that ask the set other questions than the request
-// path does (policy/oracle evaluates scope rules on known rows). The
+// path does (tooling/oracle evaluates scope rules on known rows). The
 // request path never uses it.
 func (e *Engine) PrepareRule(ctx context.Context, rule string) (rego.PreparedEvalQuery, error) {
 	ref, err := ast.ParseRef(rule)

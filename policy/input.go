@@ -119,7 +119,7 @@ func (in scopeInput) value() ast.Object {
 
 // Document returns the Rego input document of in, as Decide evaluates it
 // (lists never null): for tools that evaluate other rules of the set on it
-// with more facts added (policy/oracle adds the row).
+// with more facts added (tooling/oracle adds the row).
 func (in Input) Document() ast.Object { return in.value() }
 
 // value builds the Rego input document of in without a JSON round trip.

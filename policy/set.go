@@ -12,7 +12,7 @@ import (
 // (policy test, --mutate): its policy modules, the generated RoutesModule
 // among them, and its test modules. It is for tools that work on the
 // set's modules rather than ask it the request path's questions
-// (policy/mutation).
+// (tooling/mutation).
 type Set struct {
 	set *policySet
 }

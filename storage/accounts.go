@@ -6,6 +6,8 @@ import (
 	"time"
 
 	"github.com/fleetapi/fleetapi/policy"
+	"github.com/fleetapi/fleetapi/storage/audit"
+	"github.com/fleetapi/fleetapi/storage/limits"
 	"github.com/fleetapi/fleetapi/tenancy"
 )
 
@@ -75,17 +77,17 @@ func (s *Store) CreateAccount(ctx context.Context, scope policy.Scope, actor Act
 		return Account{}, false, err
 	}
 	a.ID, a.CreatedAt = 0, time.Time{}
-	w := ManagementWrite{Actor: actor, Change: func(ctx context.Context, tx *Store) (AuditEvent, error) {
+	w := ManagementWrite{Actor: actor, Change: func(ctx context.Context, tx *Store) (audit.Event, error) {
 		if a.ManagerID != nil {
-			if err := s.checkQuota(ctx, tx.db, *a.ManagerID, QuotaSubaccounts); err != nil {
-				return AuditEvent{}, err
+			if err := s.checkQuota(ctx, tx.db, *a.ManagerID, limits.QuotaSubaccounts); err != nil {
+				return audit.Event{}, err
 			}
 		}
 		if _, err := tx.db.NewInsert().Model(&a).Returning("*").Exec(ctx); err != nil {
-			return AuditEvent{}, err
+			return audit.Event{}, err
 		}
 		created = a
-		return auditEvent(policy.ActionAccountCreate, a.ID, a.ID, nil, accountAudit(a))
+		return audit.New(policy.ActionAccountCreate, a.ID, a.ID, nil, accountAudit(a))
 	}}
 	if a.ManagerID != nil {
 		w.Accounts = []int64{*a.ManagerID}
@@ -111,7 +113,7 @@ type AccountPatch struct {
 	RateLimit    *int
 	// Quotas are the quota overrides asked for: a nil value returns the
 	// quota to the platform default.
-	Quotas map[Quota]*int64
+	Quotas map[limits.Quota]*int64
 }
 
 // UpdateAccount applies patch to the account id (account.update, docs/design.md
@@ -121,10 +123,10 @@ type AccountPatch struct {
 func (s *Store) UpdateAccount(ctx context.Context, scope policy.Scope, actor Actor, id int64, patch AccountPatch) (Account, error) {
 	var updated Account
 	_, err := s.ManageInTx(ctx, scope, ManagementWrite{Accounts: []int64{id}, Actor: actor,
-		Change: func(ctx context.Context, tx *Store) (AuditEvent, error) {
+		Change: func(ctx context.Context, tx *Store) (audit.Event, error) {
 			a := Account{}
 			if err := tx.db.NewSelect().Model(&a).Where(accountsScope.col("id")+" = ?", id).Scan(ctx); err != nil {
-				return AuditEvent{}, err
+				return audit.Event{}, err
 			}
 			before := accountAudit(a)
 			if patch.Email != nil {
@@ -154,20 +156,20 @@ func (s *Store) UpdateAccount(ctx context.Context, scope policy.Scope, actor Act
 			}
 			a.SetOverrides(q)
 			after := accountAudit(a)
-			changes, err := Diff(before, after)
+			changes, err := audit.Diff(before, after)
 			if err != nil {
-				return AuditEvent{}, err
+				return audit.Event{}, err
 			}
 			if len(changes) > 0 {
 				if _, err := tx.db.NewUpdate().Model(&a).
 					Column("email", "active", "read_only", "account_expire", "account_expire_dt", "privileges", "rate_limit",
 						"quota_subaccounts", "quota_tokens", "quota_devices", "quota_passengers").
 					WherePK().Exec(ctx); err != nil {
-					return AuditEvent{}, err
+					return audit.Event{}, err
 				}
 			}
 			updated = a
-			return AuditEvent{Action: policy.ActionAccountUpdate, TargetAccountID: id, TargetID: id, Changes: changes}, nil
+			return audit.Event{Action: policy.ActionAccountUpdate, TargetAccountID: id, TargetID: id, Changes: changes}, nil
 		}})
 	if err != nil {
 		return Account{}, err

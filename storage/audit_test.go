@@ -13,6 +13,7 @@ import (
 
 	"github.com/fleetapi/fleetapi/policy"
 	"github.com/fleetapi/fleetapi/storage"
+	"github.com/fleetapi/fleetapi/storage/audit"
 	"github.com/fleetapi/fleetapi/storage/demodata"
 	"github.com/fleetapi/fleetapi/storage/storagetest"
 	"github.com/fleetapi/fleetapi/tenancy"
@@ -21,14 +22,14 @@ import (
 // TestDiffExactChanges: Diff keeps exactly the fields whose JSON differs,
 // with before null for a field that was absent (a create).
 func TestDiffExactChanges(t *testing.T) {
-	d, err := storage.Diff(
+	d, err := audit.Diff(
 		map[string]any{"email": "a@x.example", "active": true, "privileges": []string{"reports"}, "read_only": false},
 		map[string]any{"email": "b@x.example", "active": true, "privileges": []string{"reports"}, "read_only": true, "new": 3},
 	)
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := storage.Changes{
+	want := audit.Changes{
 		"email":     {Before: "a@x.example", After: "b@x.example"},
 		"read_only": {Before: false, After: true},
 		"new":       {Before: nil, After: 3},
@@ -36,7 +37,7 @@ func TestDiffExactChanges(t *testing.T) {
 	if !reflect.DeepEqual(d, want) {
 		t.Fatalf("Diff = %#v, want %#v", d, want)
 	}
-	created, err := storage.Diff(nil, map[string]any{"username": "x"})
+	created, err := audit.Diff(nil, map[string]any{"username": "x"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -63,7 +64,7 @@ func TestAuditRefusesSecretsAndHashes(t *testing.T) {
 		t.Fatal(err)
 	}
 	freshHash, _ := tenancy.HashToken(fresh)
-	refused := map[string]storage.Changes{
+	refused := map[string]audit.Changes{
 		"field secret":          {"secret": {After: "x"}},
 		"field Secret":          {"Secret": {After: "x"}},
 		"field hash":            {"hash": {After: "x"}},
@@ -91,23 +92,23 @@ func TestAuditRefusesSecretsAndHashes(t *testing.T) {
 		t.Fatal(err)
 	}
 	for name, changes := range refused {
-		ev := &storage.AuditEvent{ActorAccountID: acme.ID, ActorTokenID: 1, Action: policy.ActionAccountUpdate,
+		ev := &audit.Event{ActorAccountID: acme.ID, ActorTokenID: 1, Action: policy.ActionAccountUpdate,
 			TargetAccountID: acme.ID, TargetID: acme.ID, Changes: changes}
-		if err := storage.WriteAuditEvent(ctx, db.DB, ev); !errors.Is(err, storage.ErrSecretInAudit) {
-			t.Errorf("%s: err = %v, want ErrSecretInAudit", name, err)
+		if err := audit.Write(ctx, db.DB, ev); !errors.Is(err, audit.ErrSecret) {
+			t.Errorf("%s: err = %v, want audit.ErrSecret", name, err)
 		}
 	}
-	var sv *storage.SecretValueError
-	if err := storage.WriteAuditEvent(ctx, db.DB, &storage.AuditEvent{ActorAccountID: acme.ID, ActorTokenID: 1,
+	var sv *audit.SecretValueError
+	if err := audit.Write(ctx, db.DB, &audit.Event{ActorAccountID: acme.ID, ActorTokenID: 1,
 		Action: policy.ActionAccountUpdate, TargetAccountID: acme.ID, TargetID: acme.ID,
-		Changes: storage.Changes{"email": {After: "x" + secret}}}); !errors.As(err, &sv) || sv.Field != "email" {
+		Changes: audit.Changes{"email": {After: "x" + secret}}}); !errors.As(err, &sv) || sv.Field != "email" {
 		t.Errorf("a stored secret in email: err = %v, want a SecretValueError naming email", err)
 	}
 	if n := count(t, db, "SELECT count(*) FROM audit_events"); n != 0 {
 		t.Fatalf("%d audit rows stored after refusals", n)
 	}
 	exp := time.Date(2026, 5, 1, 0, 0, 0, 0, time.UTC)
-	allowed := storage.Changes{
+	allowed := audit.Changes{
 		"username":          {After: "acme-ci"},
 		"email":             {Before: "ops@acme.example", After: "it@acme.example"},
 		"imei":              {Before: []string{}, After: []string{"356938035643809", "861073032104551"}},
@@ -127,20 +128,20 @@ func TestAuditRefusesSecretsAndHashes(t *testing.T) {
 		"sha-256 base64":    {After: "n4bQgYhMfWWaL+qgxVrQFaO/TxsrC4Is0V1sFbDwCgg="}, // not a stored hash
 		"bcrypt":            {After: "$2a$10$N9qo8uLOickgx2ZMRZoMyeIjZAgcfl7p92ldGxad68LJZdL17lhWy"},
 	}
-	ev := &storage.AuditEvent{ActorAccountID: acme.ID, ActorTokenID: 1, Action: policy.ActionAccountUpdate,
+	ev := &audit.Event{ActorAccountID: acme.ID, ActorTokenID: 1, Action: policy.ActionAccountUpdate,
 		TargetAccountID: acme.ID, TargetID: acme.ID, Changes: allowed}
-	if err := storage.WriteAuditEvent(ctx, db.DB, ev); err != nil {
+	if err := audit.Write(ctx, db.DB, ev); err != nil {
 		t.Fatalf("allowed changes: %v", err)
 	}
 	if n := count(t, db, "SELECT count(*) FROM audit_events"); n != 1 {
 		t.Fatalf("%d audit rows, want 1", n)
 	}
-	for name, ev := range map[string]*storage.AuditEvent{
+	for name, ev := range map[string]*audit.Event{
 		"unknown action": {ActorAccountID: acme.ID, ActorTokenID: 1, Action: "account.delete", TargetAccountID: acme.ID, TargetID: acme.ID},
 		"no actor":       {ActorTokenID: 1, Action: policy.ActionAccountUpdate, TargetAccountID: acme.ID, TargetID: acme.ID},
 		"no target":      {ActorAccountID: acme.ID, ActorTokenID: 1, Action: policy.ActionAccountUpdate},
 	} {
-		if err := storage.WriteAuditEvent(ctx, db.DB, ev); err == nil {
+		if err := audit.Write(ctx, db.DB, ev); err == nil {
 			t.Errorf("%s: stored", name)
 		}
 	}
@@ -173,10 +174,10 @@ func TestManageInTxOneTransaction(t *testing.T) {
 	acme := principalOf(t, s, "acme").Account
 	tailspin := principalOf(t, s, "tailspin").Account
 	actor := storage.Actor{AccountID: fleetco.Account.ID, TokenID: 7, RequestID: "req-1", TraceID: "trace-1"}
-	setEmail := func(id int64, email string, ev storage.AuditEvent, fail error) func(context.Context, *storage.Store) (storage.AuditEvent, error) {
-		return func(ctx context.Context, tx *storage.Store) (storage.AuditEvent, error) {
+	setEmail := func(id int64, email string, ev audit.Event, fail error) func(context.Context, *storage.Store) (audit.Event, error) {
+		return func(ctx context.Context, tx *storage.Store) (audit.Event, error) {
 			if err := storage.ExecInTx(ctx, tx, "UPDATE accounts SET email = ? WHERE id = ?", email, id); err != nil {
-				return storage.AuditEvent{}, err
+				return audit.Event{}, err
 			}
 			return ev, fail
 		}
@@ -188,8 +189,8 @@ func TestManageInTxOneTransaction(t *testing.T) {
 		}
 		return e
 	}
-	update := storage.AuditEvent{Action: policy.ActionAccountUpdate, TargetAccountID: acme.ID, TargetID: acme.ID,
-		Changes: storage.Changes{"email": {Before: acme.Email, After: "new@acme.example"}}}
+	update := audit.Event{Action: policy.ActionAccountUpdate, TargetAccountID: acme.ID, TargetID: acme.ID,
+		Changes: audit.Changes{"email": {Before: acme.Email, After: "new@acme.example"}}}
 
 	failures := map[string]struct {
 		w    storage.ManagementWrite
@@ -202,10 +203,10 @@ func TestManageInTxOneTransaction(t *testing.T) {
 		"failing change": {storage.ManagementWrite{Accounts: []int64{acme.ID}, Actor: actor,
 			Change: setEmail(acme.ID, "x@x.example", update, storage.ErrConflict)}, storage.ErrConflict},
 		"secret in the audit": {storage.ManagementWrite{Accounts: []int64{acme.ID}, Actor: actor,
-			Change: setEmail(acme.ID, "x@x.example", storage.AuditEvent{Action: policy.ActionTokenCreate, TargetAccountID: acme.ID,
-				TargetID: 1, Changes: storage.Changes{"hash": {After: "x"}}}, nil)}, storage.ErrSecretInAudit},
+			Change: setEmail(acme.ID, "x@x.example", audit.Event{Action: policy.ActionTokenCreate, TargetAccountID: acme.ID,
+				TargetID: 1, Changes: audit.Changes{"hash": {After: "x"}}}, nil)}, audit.ErrSecret},
 		"unknown action": {storage.ManagementWrite{Accounts: []int64{acme.ID}, Actor: actor,
-			Change: setEmail(acme.ID, "x@x.example", storage.AuditEvent{Action: "account.delete", TargetAccountID: acme.ID, TargetID: acme.ID}, nil)}, nil},
+			Change: setEmail(acme.ID, "x@x.example", audit.Event{Action: "account.delete", TargetAccountID: acme.ID, TargetID: acme.ID}, nil)}, nil},
 	}
 	for name, f := range failures {
 		_, err := s.ManageInTx(ctx, scope, f.w)
@@ -238,7 +239,7 @@ func TestManageInTxOneTransaction(t *testing.T) {
 	if got := email(acme.ID); got != "new@acme.example" {
 		t.Fatalf("email %q after the write", got)
 	}
-	var rows []storage.AuditEvent
+	var rows []audit.Event
 	if err := db.NewSelect().Model(&rows).Scan(ctx); err != nil {
 		t.Fatal(err)
 	}

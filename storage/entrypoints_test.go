@@ -51,7 +51,6 @@ var unscopedFuncs = map[string]string{
 	"Migrator":           "schema migrations: no rows",
 	"Migrate":            "schema migrations: no rows",
 	"WithMigrationLock":  "schema migrations: an advisory lock, no rows",
-	"AwaitAuthAcks":      "the auth cache's acknowledgements (fleet_auth_replicas): no tenant table",
 	"NewReplicas":        "replica health checks: WAL positions, no table",
 	"SuspendRowCounting": "generate's bulk load (a trusted job): disables the counting triggers in its own transaction",
 	"ResumeRowCounting":  "generate's bulk load (a trusted job): recounts every account's rows, as the migration's backfill does",

@@ -10,6 +10,7 @@ import (
 	"github.com/uptrace/bun/dialect/pgdialect"
 
 	"github.com/fleetapi/fleetapi/policy"
+	"github.com/fleetapi/fleetapi/storage/audit"
 	"github.com/fleetapi/fleetapi/tenancy"
 )
 
@@ -18,7 +19,7 @@ import (
 // one transaction, their tokens stop working on every replica before the
 // answer (the delete triggers announce each token and account to the
 // authentication caches, and the write waits for their acknowledgements,
-// AwaitAuthAcks), and one account.erase audit event records the counts.
+// authsync.AwaitAcks), and one account.erase audit event records the counts.
 //
 // Nothing that names the subtree is left in any table, whoever wrote it:
 // the stored responses of keyed creates (idempotency_keys) that name an
@@ -117,11 +118,6 @@ func EraseTables() []string {
 // ErasedMark replaces the personal data of erased accounts in the audit
 // trail.
 const ErasedMark = "[erased]"
-
-// OperatorRequestID is the request id of the audit events the command
-// line writes (fleetapi tenant erase): their actor is the operator,
-// account and token 0.
-const OperatorRequestID = "fleetapi tenant erase"
 
 // Erased is what an erase removed, or would remove.
 type Erased struct {
@@ -242,13 +238,13 @@ func affected(res sql.Result, err error) (int64, error) {
 // erased one of its accounts sees the event), or the account itself at the
 // top; the target id is the erased account; the changes count the rows
 // of each table, before and after.
-func eraseEvent(e Erased) AuditEvent {
-	ev := AuditEvent{Action: policy.ActionAccountErase, TargetAccountID: e.Account.ID, TargetID: e.Account.ID, Changes: Changes{}}
+func eraseEvent(e Erased) audit.Event {
+	ev := audit.Event{Action: policy.ActionAccountErase, TargetAccountID: e.Account.ID, TargetID: e.Account.ID, Changes: audit.Changes{}}
 	if e.Account.ManagerID != nil {
 		ev.TargetAccountID = *e.Account.ManagerID
 	}
 	for table, n := range e.Rows {
-		ev.Changes[table] = Change{Before: n, After: 0}
+		ev.Changes[table] = audit.Change{Before: n, After: 0}
 	}
 	return ev
 }
@@ -285,14 +281,14 @@ func eraseIn(ctx context.Context, db bun.IDB, root Account, dry bool) (Erased, e
 func (s *Store) EraseManagedAccount(ctx context.Context, scope policy.Scope, actor Actor, id int64) (Erased, error) {
 	var out Erased
 	_, err := s.ManageInTx(ctx, scope, ManagementWrite{Accounts: []int64{id}, Actor: actor, deletes: true,
-		Change: func(ctx context.Context, tx *Store) (AuditEvent, error) {
+		Change: func(ctx context.Context, tx *Store) (audit.Event, error) {
 			var root Account
 			if err := tx.db.NewSelect().Model(&root).Where(accountsScope.col("id")+" = ?", id).Scan(ctx); err != nil {
-				return AuditEvent{}, err
+				return audit.Event{}, err
 			}
 			var err error
 			if out, err = eraseIn(ctx, tx.db, root, false); err != nil {
-				return AuditEvent{}, err
+				return audit.Event{}, err
 			}
 			return eraseEvent(out), nil
 		}})
@@ -302,7 +298,7 @@ func (s *Store) EraseManagedAccount(ctx context.Context, scope policy.Scope, act
 // EraseAccount erases the subtree of the account username for the
 // operator (fleetapi tenant erase), as EraseManagedAccount does, its audit
 // event's actor the operator (account and token 0, request id
-// OperatorRequestID). With dry it erases nothing and returns what it
+// audit.OperatorRequestID). With dry it erases nothing and returns what it
 // would erase. It returns ErrNotFound (worded) for an unknown username,
 // ErrInvalid for an admin account, and ErrUnavailable when the database
 // cannot be reached.
@@ -327,8 +323,8 @@ func (s *Store) EraseAccount(ctx context.Context, username string, dry bool) (Er
 			return false, err
 		}
 		ev := eraseEvent(out)
-		ev.RequestID = OperatorRequestID
-		return true, writeAuditEvent(ctx, tx, &ev)
+		ev.RequestID = audit.OperatorRequestID
+		return true, audit.Write(ctx, tx, &ev)
 	})
 	if err != nil {
 		return Erased{}, err

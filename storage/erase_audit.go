@@ -7,6 +7,8 @@ import (
 	"strings"
 
 	"github.com/uptrace/bun"
+
+	"github.com/fleetapi/fleetapi/storage/audit"
 )
 
 // The audit trail outlives an erase (the operator's record) but keeps
@@ -16,7 +18,7 @@ import (
 
 // scrubAudit replaces, in the audit events that name the subtree
 // (subtree: the array of its account ids), every value that names an
-// erased row by ErasedMark: the personal fields (auditTargets) of an
+// erased row by ErasedMark: the personal fields (audit.Targets) of an
 // event about an erased account, device or token; the IMEIs of erased
 // devices under "imei" in any event (a subaccount outside the subtree
 // that was granted a device moved in later, the device's creation by its
@@ -48,28 +50,28 @@ func scrubAudit(ctx context.Context, db bun.IDB, subtree any, dry bool) (int64, 
 // auditScrubSelect is the SELECT of the candidate events (?0 the
 // subtree's account ids) with their changes and request id before and
 // after the scrub. Each action's target table and personal fields come
-// from auditTargets, and whether its target is erased from eraseSteps.
+// from audit.Targets, and whether its target is erased from eraseSteps.
 func auditScrubSelect() string {
 	mark := "to_jsonb('" + strings.ReplaceAll(ErasedMark, "'", "''") + "'::text)"
 	var fields, erased strings.Builder
 	fields.WriteString("CASE ae.action")
 	erased.WriteString("CASE ae.action")
 	for _, action := range slices.Sorted(func(yield func(string) bool) {
-		for a := range auditTargets {
+		for a := range audit.Targets {
 			if !yield(a) {
 				return
 			}
 		}
 	}) {
-		t := auditTargets[action]
-		quoted := make([]string, len(t.personal))
-		for i, f := range t.personal {
+		t := audit.Targets[action]
+		quoted := make([]string, len(t.Personal))
+		for i, f := range t.Personal {
 			quoted[i] = "'" + f + "'"
 		}
 		fmt.Fprintf(&fields, " WHEN '%s' THEN ARRAY[%s]::text[]", action, strings.Join(quoted, ", "))
-		i := slices.IndexFunc(eraseSteps, func(s eraseStep) bool { return s.table == t.table })
+		i := slices.IndexFunc(eraseSteps, func(s eraseStep) bool { return s.table == t.Table })
 		if i < 0 || eraseSteps[i].key == "" {
-			panic(fmt.Sprintf("storage: the target table %s of %s is not erased by key", t.table, action))
+			panic(fmt.Sprintf("storage: the target table %s of %s is not erased by key", t.Table, action))
 		}
 		s := eraseSteps[i]
 		fmt.Fprintf(&erased, " WHEN '%s' THEN ae.target_id IN (SELECT %s FROM %s WHERE %s)", action, s.key, s.table, s.where)

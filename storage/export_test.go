@@ -36,9 +36,6 @@ func (s *Store) ScopedIDs(ctx context.Context, scope policy.Scope, ids []int64) 
 // test's world, which stores rows of every declared resource.
 func (d *Descriptor) ModelType() reflect.Type { return d.model }
 
-// WriteAuditEvent exposes writeAuditEvent to the external tests.
-var WriteAuditEvent = writeAuditEvent
-
 // ExecInTx runs a statement with the store's handle (a ManagementWrite's
 // transaction in the tests of ManageInTx).
 func ExecInTx(ctx context.Context, s *Store, query string, args ...any) error {

@@ -10,6 +10,8 @@ import (
 	"github.com/uptrace/bun/dialect/pgdialect"
 
 	"github.com/fleetapi/fleetapi/policy"
+	"github.com/fleetapi/fleetapi/storage/audit"
+	"github.com/fleetapi/fleetapi/storage/limits"
 )
 
 // ErrDeviceNotOwned: a device of a grants.replace is not owned by the
@@ -104,21 +106,21 @@ func (s *Store) ReplaceGrants(ctx context.Context, scope policy.Scope, actor Act
 	var granted []Object
 	_, err := s.ManageInTx(ctx, scope, ManagementWrite{Accounts: []int64{id}, Actor: actor,
 		also: accountLocks{}.with(forNoKeyUpdate, parent...),
-		Change: func(ctx context.Context, tx *Store) (AuditEvent, error) {
+		Change: func(ctx context.Context, tx *Store) (audit.Event, error) {
 			owned, err := parentDevices(ctx, tx.db, id, after)
 			if err != nil {
-				return AuditEvent{}, err
+				return audit.Event{}, err
 			}
 			if len(owned) != len(after) {
-				return AuditEvent{}, ErrDeviceNotOwned
+				return audit.Event{}, ErrDeviceNotOwned
 			}
 			before := []string{}
 			if err := tx.db.NewSelect().Model((*ObjectGrant)(nil)).Column("imei").Where("subaccount_id = ?", id).
 				OrderExpr("imei").Scan(ctx, &before); err != nil {
-				return AuditEvent{}, err
+				return audit.Event{}, err
 			}
 			if _, err := tx.db.NewDelete().Model((*ObjectGrant)(nil)).Where("subaccount_id = ?", id).Exec(ctx); err != nil {
-				return AuditEvent{}, err
+				return audit.Event{}, err
 			}
 			if len(after) > 0 {
 				rows := make([]ObjectGrant, len(after))
@@ -126,14 +128,14 @@ func (s *Store) ReplaceGrants(ctx context.Context, scope policy.Scope, actor Act
 					rows[i] = ObjectGrant{SubaccountID: id, IMEI: m}
 				}
 				if _, err := tx.db.NewInsert().Model(&rows).Exec(ctx); err != nil {
-					return AuditEvent{}, err
+					return audit.Event{}, err
 				}
 			}
 			granted = make([]Object, 0, len(after))
 			if err := tx.db.NewSelect().Model(&granted).Where(grantedTo, id).OrderExpr(Objects.col("id")).Scan(ctx); err != nil {
-				return AuditEvent{}, err
+				return audit.Event{}, err
 			}
-			return auditEvent(policy.ActionGrantsReplace, id, id, map[string]any{"imei": before}, map[string]any{"imei": after})
+			return audit.New(policy.ActionGrantsReplace, id, id, map[string]any{"imei": before}, map[string]any{"imei": after})
 		}})
 	if err != nil {
 		return nil, err
@@ -159,15 +161,15 @@ func (s *Store) CreateObject(ctx context.Context, scope policy.Scope, actor Acto
 		return Object{}, false, err
 	}
 	o.ID = 0
-	w := ManagementWrite{Accounts: []int64{o.AccountID}, Actor: actor, Change: func(ctx context.Context, tx *Store) (AuditEvent, error) {
-		if err := s.checkQuota(ctx, tx.db, o.AccountID, QuotaDevices); err != nil {
-			return AuditEvent{}, err
+	w := ManagementWrite{Accounts: []int64{o.AccountID}, Actor: actor, Change: func(ctx context.Context, tx *Store) (audit.Event, error) {
+		if err := s.checkQuota(ctx, tx.db, o.AccountID, limits.QuotaDevices); err != nil {
+			return audit.Event{}, err
 		}
 		if _, err := tx.db.NewInsert().Model(&o).Returning("*").Exec(ctx); err != nil {
-			return AuditEvent{}, err
+			return audit.Event{}, err
 		}
 		created = o
-		return auditEvent(policy.ActionObjectCreate, o.AccountID, o.ID, nil, objectAudit(o))
+		return audit.New(policy.ActionObjectCreate, o.AccountID, o.ID, nil, objectAudit(o))
 	}}
 	if replayed, err = idempotentManage(ctx, s, scope, w, idem, &created); err != nil {
 		return Object{}, false, err
@@ -212,50 +214,50 @@ func (s *Store) MoveObject(ctx context.Context, scope policy.Scope, actor Actor,
 	}
 	var moved Object
 	_, err = s.ManageInTx(ctx, scope, ManagementWrite{Accounts: []int64{cur.AccountID, to}, Actor: actor,
-		Change: func(ctx context.Context, tx *Store) (AuditEvent, error) {
+		Change: func(ctx context.Context, tx *Store) (audit.Event, error) {
 			var o Object
 			if err := tx.db.NewSelect().Model(&o).Where(Objects.col("id")+" = ?", id).For("UPDATE").Scan(ctx); err != nil {
-				return AuditEvent{}, err
+				return audit.Event{}, err
 			}
 			if o.AccountID != cur.AccountID {
 				// Moved by someone else since the scope check: its owner
 				// may no longer be the caller's.
-				return AuditEvent{}, fmt.Errorf("%w: device %d changed hands", ErrNotFound, id)
+				return audit.Event{}, fmt.Errorf("%w: device %d changed hands", ErrNotFound, id)
 			}
 			granted, services := []int64{}, []int64{}
 			if o.AccountID != to {
-				if err := s.checkQuota(ctx, tx.db, to, QuotaDevices); err != nil {
-					return AuditEvent{}, err
+				if err := s.checkQuota(ctx, tx.db, to, limits.QuotaDevices); err != nil {
+					return audit.Event{}, err
 				}
 				if err := tx.db.NewSelect().Model((*ObjectGrant)(nil)).Column("subaccount_id").Where("imei = ?", o.IMEI).
 					OrderExpr("subaccount_id").Scan(ctx, &granted); err != nil {
-					return AuditEvent{}, err
+					return audit.Event{}, err
 				}
 				if _, err := tx.db.NewDelete().Model((*ObjectGrant)(nil)).Where("imei = ?", o.IMEI).Exec(ctx); err != nil {
-					return AuditEvent{}, err
+					return audit.Event{}, err
 				}
 				if err := tx.db.NewSelect().Model((*Service)(nil)).Column("service_id").Where("imei = ?", o.IMEI).
 					OrderExpr("service_id").Scan(ctx, &services); err != nil {
-					return AuditEvent{}, err
+					return audit.Event{}, err
 				}
 				// The services follow (ON UPDATE CASCADE of their foreign key).
 				if _, err := tx.db.NewUpdate().Model((*Object)(nil)).Set("account_id = ?", to).
 					Where(Objects.col("id")+" = ?", id).Exec(ctx); err != nil {
-					return AuditEvent{}, err
+					return audit.Event{}, err
 				}
 			}
 			moved = o
 			moved.AccountID = to
-			changes, err := Diff(map[string]any{"account_id": o.AccountID, "granted_to": granted},
+			changes, err := audit.Diff(map[string]any{"account_id": o.AccountID, "granted_to": granted},
 				map[string]any{"account_id": to, "granted_to": []int64{}})
 			if err != nil {
-				return AuditEvent{}, err
+				return audit.Event{}, err
 			}
 			if len(changes) > 0 {
-				changes["imei"] = Change{Before: o.IMEI, After: o.IMEI}
-				changes["services"] = Change{Before: services, After: services}
+				changes["imei"] = audit.Change{Before: o.IMEI, After: o.IMEI}
+				changes["services"] = audit.Change{Before: services, After: services}
 			}
-			return AuditEvent{Action: policy.ActionObjectMove, TargetAccountID: to, TargetID: id, Changes: changes}, nil
+			return audit.Event{Action: policy.ActionObjectMove, TargetAccountID: to, TargetID: id, Changes: changes}, nil
 		}})
 	if err != nil {
 		return Object{}, err

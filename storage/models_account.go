@@ -6,6 +6,7 @@ import (
 
 	"github.com/uptrace/bun"
 
+	"github.com/fleetapi/fleetapi/storage/limits"
 	"github.com/fleetapi/fleetapi/tenancy"
 )
 
@@ -39,8 +40,8 @@ type Account struct {
 	QuotaPassengers  *int64 `bun:"quota_passengers" json:"-"`
 	// Quotas and Usage are the limits in force and their current use,
 	// shown by GET and PATCH /accounts/{id} only (nil elsewhere).
-	Quotas *Quotas     `bun:"-" json:"quotas,omitempty"`
-	Usage  *QuotaUsage `bun:"-" json:"usage,omitempty"`
+	Quotas *limits.Quotas     `bun:"-" json:"quotas,omitempty"`
+	Usage  *limits.QuotaUsage `bun:"-" json:"usage,omitempty"`
 }
 
 var _ bun.BeforeAppendModelHook = (*Account)(nil)

@@ -16,6 +16,7 @@ import (
 	"github.com/uptrace/bun"
 
 	"github.com/fleetapi/fleetapi/policy"
+	"github.com/fleetapi/fleetapi/storage/limits"
 )
 
 // Passengers is the passengers resource: POST /passengers (docs/design.md §5).
@@ -150,7 +151,7 @@ func (s *Store) CreatePassenger(ctx context.Context, scope policy.Scope, owner i
 					return err
 				}
 			}
-			if err := check(ctx, tx, owner, QuotaPassengers); err != nil {
+			if err := check(ctx, tx, owner, limits.QuotaPassengers); err != nil {
 				return err
 			}
 			created, err = s.on(tx).insertPassenger(ctx, scope, p)
@@ -159,7 +160,7 @@ func (s *Store) CreatePassenger(ctx context.Context, scope policy.Scope, owner i
 			}
 			return storeIdempotentResponse(ctx, tx, *idem, created)
 		})
-		if !errors.Is(err, errQuotaNear) {
+		if !errors.Is(err, limits.ErrNear) {
 			break
 		}
 	}

@@ -12,9 +12,9 @@ import (
 	"github.com/open-policy-agent/opa/v1/rego"
 
 	"github.com/fleetapi/fleetapi/policy"
-	"github.com/fleetapi/fleetapi/policy/oracle"
 	"github.com/fleetapi/fleetapi/storage"
 	"github.com/fleetapi/fleetapi/tenancy"
+	"github.com/fleetapi/fleetapi/tooling/oracle"
 )
 
 // policyValue evaluates rule of e's policy set on an empty input.

@@ -2,266 +2,54 @@ package storage
 
 import (
 	"context"
-	"errors"
-	"fmt"
 
 	"github.com/uptrace/bun"
 
+	"github.com/fleetapi/fleetapi/storage/limits"
 	"github.com/fleetapi/fleetapi/tenancy"
 )
 
-// Quotas on what a customer creates (docs/design.md §12, docs/management.md
-// "Quotas"). Each account has a limit per quota: its own override (the
-// accounts' quota_* columns, set through PATCH /accounts/{id}) or the
-// platform default (Store.WithQuotas, from FLEET_QUOTA_*). A create checks
-// the limit of the account it counts against in its own transaction,
-// after locking that account's row (FOR NO KEY UPDATE), and counts the account's
-// rows after the lock: two creates in one account wait for each other, and
-// the second counts the first's row, so concurrent creators never exceed
-// a quota. Admin accounts (the operator's own) have no quotas. Operator
-// paths (fleetapi import, fleetapi token create) are not limited.
-
-// Quota names one quota.
-type Quota string
-
-// The quotas: what each counts, for one account.
-const (
-	// QuotaSubaccounts counts the accounts directly below the account
-	// (a user's subaccounts, a manager's users).
-	QuotaSubaccounts Quota = "subaccounts"
-	// QuotaTokens counts the account's active tokens: not revoked, not
-	// expired.
-	QuotaTokens Quota = "tokens"
-	// QuotaDevices counts the devices (objects) the account owns.
-	QuotaDevices Quota = "devices"
-	// QuotaPassengers counts the passengers the account owns (a
-	// subaccount's passengers are its parent's).
-	QuotaPassengers Quota = "passengers"
-)
-
-// AllQuotas lists the quotas in their documented order.
-var AllQuotas = []Quota{QuotaSubaccounts, QuotaTokens, QuotaDevices, QuotaPassengers}
-
-// Quotas holds one limit per quota; nil is unlimited.
-type Quotas struct {
-	Subaccounts *int64 `json:"subaccounts"`
-	Tokens      *int64 `json:"tokens"`
-	Devices     *int64 `json:"devices"`
-	Passengers  *int64 `json:"passengers"`
-}
-
-// quotaField returns the one of the four fields, given for each quota in
-// the order of AllQuotas, that holds quota name (nil for an unknown name):
-// the one place that maps a quota name to a field, for limits and for use.
-func quotaField[T any](name Quota, subaccounts, tokens, devices, passengers *T) *T {
-	switch name {
-	case QuotaSubaccounts:
-		return subaccounts
-	case QuotaTokens:
-		return tokens
-	case QuotaDevices:
-		return devices
-	case QuotaPassengers:
-		return passengers
-	}
-	return nil
-}
-
-// field returns the field of q that holds the limit of name (nil for an
-// unknown name).
-func (q *Quotas) field(name Quota) **int64 {
-	return quotaField(name, &q.Subaccounts, &q.Tokens, &q.Devices, &q.Passengers)
-}
-
-// Get returns the limit of q (nil: unlimited).
-func (q Quotas) Get(name Quota) *int64 {
-	if f := q.field(name); f != nil {
-		return *f
-	}
-	return nil
-}
-
-// Set sets the limit of q.
-func (q *Quotas) Set(name Quota, v *int64) {
-	if f := q.field(name); f != nil {
-		*f = v
-	}
-}
-
-// Map returns the limits by quota name (nil: unlimited).
-func (q Quotas) Map() map[string]any {
-	out := map[string]any{}
-	for _, name := range AllQuotas {
-		var v any
-		if p := q.Get(name); p != nil {
-			v = *p
-		}
-		out[string(name)] = v
-	}
-	return out
-}
-
-// QuotaUsage is how much of each quota an account uses.
-type QuotaUsage struct {
-	Subaccounts int64 `json:"subaccounts"`
-	Tokens      int64 `json:"tokens"`
-	Devices     int64 `json:"devices"`
-	Passengers  int64 `json:"passengers"`
-}
-
-// ErrQuotaExceeded is wrapped by a *QuotaError.
-var ErrQuotaExceeded = errors.New("quota exceeded")
-
-// QuotaError is a create refused because it would exceed a quota of the
-// account: Used rows counted, Limit allowed.
-type QuotaError struct {
-	Quota     Quota
-	AccountID int64
-	Limit     int64
-	Used      int64
-}
-
-func (e *QuotaError) Error() string {
-	return fmt.Sprintf("account %d: the %s quota is %d and %d are used", e.AccountID, e.Quota, e.Limit, e.Used)
-}
-
-// Is makes a *QuotaError an ErrQuotaExceeded.
-func (e *QuotaError) Is(target error) bool { return target == ErrQuotaExceeded }
+// The quotas of an account as storage keeps them (package limits declares
+// and checks them): the account's own overrides in its quota_* columns,
+// the platform defaults of a Store, and the checks of the creates, which
+// lock the account's row before limits counts its use.
 
 // WithQuotas returns a Store over the same database whose platform default
 // quotas are defaults (nil limits: unlimited).
-func (s *Store) WithQuotas(defaults Quotas) *Store {
+func (s *Store) WithQuotas(defaults limits.Quotas) *Store {
 	c := *s
 	c.quotas = defaults
 	return &c
 }
 
 // DefaultQuotas returns the platform default quotas of s.
-func (s *Store) DefaultQuotas() Quotas { return s.quotas }
+func (s *Store) DefaultQuotas() limits.Quotas { return s.quotas }
 
 // overrides returns the account's own quota overrides (nil: the default).
-func (a Account) overrides() Quotas {
-	return Quotas{Subaccounts: a.QuotaSubaccounts, Tokens: a.QuotaTokens, Devices: a.QuotaDevices, Passengers: a.QuotaPassengers}
+func (a Account) overrides() limits.Quotas {
+	return limits.Quotas{Subaccounts: a.QuotaSubaccounts, Tokens: a.QuotaTokens, Devices: a.QuotaDevices, Passengers: a.QuotaPassengers}
 }
 
 // SetOverrides sets the account's quota overrides (nil: the platform
 // default).
-func (a *Account) SetOverrides(q Quotas) {
+func (a *Account) SetOverrides(q limits.Quotas) {
 	a.QuotaSubaccounts, a.QuotaTokens, a.QuotaDevices, a.QuotaPassengers = q.Subaccounts, q.Tokens, q.Devices, q.Passengers
 }
 
 // Overrides returns the account's own quota overrides: nil where the
 // platform default applies.
-func (a Account) Overrides() Quotas { return a.overrides() }
+func (a Account) Overrides() limits.Quotas { return a.overrides() }
 
 // EffectiveQuotas returns the limits in force for a with the platform
-// defaults: its overrides, else the defaults; none for an admin.
-func EffectiveQuotas(a Account, defaults Quotas) Quotas {
-	if a.Type == tenancy.Admin {
-		return Quotas{}
-	}
-	out := defaults
-	for _, name := range AllQuotas {
-		if v := a.overrides().Get(name); v != nil {
-			out.Set(name, v)
-		}
-	}
-	return out
-}
-
-// quotaUsed counts the rows of account that quota q counts, with db (the
-// create's transaction, after the account's row is locked).
-func quotaUsed(ctx context.Context, db bun.IDB, account int64, q Quota) (int64, error) {
-	var n int64
-	var err error
-	switch q {
-	case QuotaSubaccounts:
-		err = db.NewRaw(`SELECT count(*) FROM accounts WHERE manager_id = ?`, account).Scan(ctx, &n)
-	case QuotaTokens:
-		err = db.NewRaw(`SELECT count(*) FROM tokens WHERE account_id = ? AND revoked_at IS NULL
-			AND (expires_at IS NULL OR expires_at > now())`, account).Scan(ctx, &n)
-	case QuotaDevices:
-		// The row counters (docs/architecture.md, "Counters"), kept in the
-		// writing transactions by the triggers: exact, without a scan.
-		err = db.NewRaw(`SELECT COALESCE(sum(n), 0) FROM account_row_counts WHERE resource = 'objects' AND account_id = ?`, account).Scan(ctx, &n)
-	case QuotaPassengers:
-		err = db.NewRaw(`SELECT COALESCE(sum(n), 0) FROM account_row_counts WHERE resource = 'passengers' AND account_id = ?`, account).Scan(ctx, &n)
-	default:
-		err = fmt.Errorf("storage: unknown quota %q", q)
-	}
-	return n, err
-}
-
-// checkQuota locks the account's row (FOR NO KEY UPDATE, which every
-// quota check takes, so that two wait for each other; it does not wait for
-// the KEY SHARE locks that inserts referencing the account take; the
-// create has already taken it in the first step of the lock order,
-// docs/locking.md, so it waits for nothing here) and refuses, with a
-// *QuotaError, one more row of quota q when the account already uses its
-// limit. It runs inside the create's transaction, before the insert.
-func (s *Store) checkQuota(ctx context.Context, db bun.IDB, account int64, q Quota) error {
-	limit, err := s.lockedLimit(ctx, db, account, q, "NO KEY UPDATE")
-	if err != nil || limit == nil {
-		return err
-	}
-	used, err := quotaUsed(ctx, db, account, q)
-	if err != nil {
-		return err
-	}
-	if used+1 > *limit {
-		return &QuotaError{Quota: q, AccountID: account, Limit: *limit, Used: used}
-	}
-	return nil
-}
-
-// errQuotaNear is checkQuotaShared's answer for an account within
-// reach of its limit: the caller reruns its transaction with checkQuota.
-var errQuotaNear = errors.New("storage: quota within reach of its limit")
-
-// checkQuotaShared is checkQuota for the hot creates of a counted quota
-// (passengers, devices: the row counters tell the use in one read),
-// without serialising one account's creates while it is far from its
-// limit. It locks the account's row FOR SHARE, which concurrent creates
-// share but which conflicts with checkQuota's and a management write's
-// FOR NO KEY UPDATE and an erase's FOR UPDATE, and answers nil when the account has
-// no limit, or when its committed use plus the server's max_connections
-// and max_prepared_transactions stays below the limit; otherwise
-// errQuotaNear, and the caller starts again with checkQuota.
-//
-// Why no create exceeds the limit (docs/decisions.md, "Quotas without a
-// queue"): every uncommitted create holds a server connection or a
-// prepared transaction, so at most max_connections +
-// max_prepared_transactions of them are in flight. A create takes the
-// shared path only when committed + that bound < limit, so committed plus
-// in-flight shared creates stays below the limit whenever one starts,
-// and a commit only moves one from in-flight to committed. An exclusive
-// check (checkQuota) waits until no shared create holds the row, so it
-// counts every create that can still commit before it, and shared creates
-// wait while it holds the row.
-func (s *Store) checkQuotaShared(ctx context.Context, db bun.IDB, account int64, q Quota) error {
-	resource := map[Quota]string{QuotaPassengers: "passengers", QuotaDevices: "objects"}[q]
-	if resource == "" {
-		return fmt.Errorf("storage: quota %q has no shared check", q)
-	}
-	limit, err := s.lockedLimit(ctx, db, account, q, "SHARE")
-	if err != nil || limit == nil {
-		return err
-	}
-	var used, inFlight int64
-	if err := db.NewRaw(`SELECT COALESCE(sum(n), 0),
-		current_setting('max_connections')::bigint + current_setting('max_prepared_transactions')::bigint
-		FROM account_row_counts WHERE resource = ? AND account_id = ?`, resource, account).Scan(ctx, &used, &inFlight); err != nil {
-		return err
-	}
-	if used+inFlight < *limit {
-		return nil
-	}
-	return errQuotaNear
+// defaults: its overrides, else the defaults; none for an admin
+// (limits.Effective).
+func EffectiveQuotas(a Account, defaults limits.Quotas) limits.Quotas {
+	return limits.Effective(a.overrides(), a.Type == tenancy.Admin, defaults)
 }
 
 // lockedLimit locks the account's row with the row lock lock (FOR lock)
 // and returns its limit of quota q in force (nil: unlimited).
-func (s *Store) lockedLimit(ctx context.Context, db bun.IDB, account int64, q Quota, lock string) (*int64, error) {
+func (s *Store) lockedLimit(ctx context.Context, db bun.IDB, account int64, q limits.Quota, lock string) (*int64, error) {
 	var a Account
 	if err := db.NewSelect().Model(&a).Where(accountsScope.col("id")+" = ?", account).For(lock).Scan(ctx); err != nil {
 		return nil, err
@@ -271,14 +59,10 @@ func (s *Store) lockedLimit(ctx context.Context, db bun.IDB, account int64, q Qu
 
 // AccountQuotas returns the quotas in force for the account a (EffectiveQuotas
 // with the platform defaults) and how much of each it uses now.
-func (s *Store) AccountQuotas(ctx context.Context, a Account) (Quotas, QuotaUsage, error) {
-	var u QuotaUsage
-	for _, q := range AllQuotas {
-		n, err := quotaUsed(ctx, s.db, a.ID, q)
-		if err != nil {
-			return Quotas{}, QuotaUsage{}, Translate(err)
-		}
-		*quotaField(q, &u.Subaccounts, &u.Tokens, &u.Devices, &u.Passengers) = n
+func (s *Store) AccountQuotas(ctx context.Context, a Account) (limits.Quotas, limits.QuotaUsage, error) {
+	u, err := limits.UsageOf(ctx, s.db, a.ID)
+	if err != nil {
+		return limits.Quotas{}, limits.QuotaUsage{}, Translate(err)
 	}
 	return EffectiveQuotas(a, s.quotas), u, nil
 }
@@ -286,10 +70,37 @@ func (s *Store) AccountQuotas(ctx context.Context, a Account) (Quotas, QuotaUsag
 // QuotasOf returns the quota limits in force for the account id
 // (EffectiveQuotas with the platform defaults): a caller's own, which the
 // quotas it sets on others may not exceed (docs/design.md §12).
-func (s *Store) QuotasOf(ctx context.Context, id int64) (Quotas, error) {
+func (s *Store) QuotasOf(ctx context.Context, id int64) (limits.Quotas, error) {
 	var a Account
 	if err := s.db.NewSelect().Model(&a).Where(accountsScope.col("id")+" = ?", id).Scan(ctx); err != nil {
-		return Quotas{}, translateOwn(err)
+		return limits.Quotas{}, translateOwn(err)
 	}
 	return EffectiveQuotas(a, s.quotas), nil
+}
+
+// checkQuota locks the account's row (FOR NO KEY UPDATE, which every
+// quota check takes, so that two wait for each other; it does not wait for
+// the KEY SHARE locks that inserts referencing the account take; the
+// create has already taken it in the first step of the lock order,
+// docs/locking.md, so it waits for nothing here) and refuses, with a
+// *limits.QuotaError, one more row of quota q when the account already uses its
+// limit. It runs inside the create's transaction, before the insert.
+func (s *Store) checkQuota(ctx context.Context, db bun.IDB, account int64, q limits.Quota) error {
+	limit, err := s.lockedLimit(ctx, db, account, q, "NO KEY UPDATE")
+	if err != nil {
+		return err
+	}
+	return limits.Check(ctx, db, account, q, limit)
+}
+
+// checkQuotaShared is checkQuota for the hot creates of a counted quota
+// (passengers, devices): it locks the account's row FOR SHARE and asks
+// limits.CheckShared, which answers limits.ErrNear for an account within
+// reach of its limit (the reasoning is there).
+func (s *Store) checkQuotaShared(ctx context.Context, db bun.IDB, account int64, q limits.Quota) error {
+	limit, err := s.lockedLimit(ctx, db, account, q, "SHARE")
+	if err != nil {
+		return err
+	}
+	return limits.CheckShared(ctx, db, account, q, limit)
 }

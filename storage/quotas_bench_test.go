@@ -10,6 +10,7 @@ import (
 	"github.com/fleetapi/fleetapi/storage"
 	"github.com/fleetapi/fleetapi/storage/demodata"
 	"github.com/fleetapi/fleetapi/storage/importfile"
+	"github.com/fleetapi/fleetapi/storage/limits"
 	"github.com/fleetapi/fleetapi/storage/storagetest"
 )
 
@@ -24,10 +25,10 @@ func BenchmarkCreatePassengerQuota(b *testing.B) {
 	defaultPassengers := int64(1_000_000)
 	for _, c := range []struct {
 		name   string
-		quotas storage.Quotas
+		quotas limits.Quotas
 	}{
-		{"default", storage.Quotas{Passengers: &defaultPassengers}},
-		{"unlimited", storage.Quotas{}},
+		{"default", limits.Quotas{Passengers: &defaultPassengers}},
+		{"unlimited", limits.Quotas{}},
 	} {
 		b.Run(c.name, func(b *testing.B) {
 			ctx := context.Background()

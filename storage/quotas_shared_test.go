@@ -9,6 +9,7 @@ import (
 
 	"github.com/fleetapi/fleetapi/storage"
 	"github.com/fleetapi/fleetapi/storage/demodata"
+	"github.com/fleetapi/fleetapi/storage/limits"
 )
 
 // TestQuotaSharedCheckCrossesToExclusive: concurrent passenger creates of
@@ -40,7 +41,7 @@ func TestQuotaSharedCheckCrossesToExclusive(t *testing.T) {
 	for _, room := range []int64{inFlight + 12, inFlight + 40} {
 		t.Run(fmt.Sprintf("room_%d", room), func(t *testing.T) {
 			limit := used() + room
-			s := storage.NewStore(db.DB).WithQuotas(storage.Quotas{Passengers: &limit})
+			s := storage.NewStore(db.DB).WithQuotas(limits.Quotas{Passengers: &limit})
 			creators := int(room) + 25
 			const workers = 16
 			var (
@@ -55,7 +56,7 @@ func TestQuotaSharedCheckCrossesToExclusive(t *testing.T) {
 					defer wg.Done()
 					for i := range next {
 						_, _, err := s.CreatePassenger(ctx, scope, acme.ID, storage.Passenger{PassengerName: fmt.Sprintf("room %d", i)}, nil)
-						var qe *storage.QuotaError
+						var qe *limits.QuotaError
 						mu.Lock()
 						switch {
 						case err == nil:

@@ -12,9 +12,9 @@ import (
 	"time"
 
 	"github.com/fleetapi/fleetapi/policy"
-	"github.com/fleetapi/fleetapi/policy/oracle"
 	"github.com/fleetapi/fleetapi/storage"
 	"github.com/fleetapi/fleetapi/tenancy"
+	"github.com/fleetapi/fleetapi/tooling/oracle"
 )
 
 const (

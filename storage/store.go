@@ -8,6 +8,7 @@ import (
 	"github.com/uptrace/bun"
 
 	"github.com/fleetapi/fleetapi/storage/internal/paging"
+	"github.com/fleetapi/fleetapi/storage/limits"
 	"github.com/fleetapi/fleetapi/tenancy"
 )
 
@@ -29,7 +30,7 @@ type Store struct {
 	// with the Stores made from this one (on).
 	scopes *scopeCache
 	// quotas are the platform default quotas (WithQuotas).
-	quotas Quotas
+	quotas limits.Quotas
 	// totals are the kept totals of filtered and searched lists
 	// (paging.Cache), shared like scopes.
 	totals *paging.Cache

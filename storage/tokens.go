@@ -133,7 +133,7 @@ func (s *Store) ListTokens(ctx context.Context, username string) ([]tenancy.Toke
 // tokens_revoke_heirs), after locking what that changes in the lock order
 // of every write (docs/locking.md: the token's account, its heirs'
 // accounts, then the tokens), and returns once every replica's
-// authentication cache refuses it (AwaitAuthAcks). Revoking a revoked
+// authentication cache refuses it (authsync.AwaitAcks). Revoking a revoked
 // token again does nothing and keeps the first revocation time. It
 // returns ErrNotFound for an unknown id (or one erased meanwhile) and
 // ErrUnavailable when the database cannot be reached.

@@ -11,6 +11,8 @@ import (
 	"github.com/uptrace/bun/dialect/pgdialect"
 
 	"github.com/fleetapi/fleetapi/policy"
+	"github.com/fleetapi/fleetapi/storage/audit"
+	"github.com/fleetapi/fleetapi/storage/limits"
 	"github.com/fleetapi/fleetapi/tenancy"
 )
 
@@ -124,25 +126,25 @@ func (s *Store) CreateManagedToken(ctx context.Context, scope policy.Scope, acto
 	if err := ValidateNewToken(in.Permissions, in.ExpiresAt, in.RateLimit, time.Now()); err != nil {
 		return "", ManagedToken{}, false, err
 	}
-	w := ManagementWrite{Accounts: []int64{in.AccountID}, Actor: actor, Change: func(ctx context.Context, tx *Store) (AuditEvent, error) {
-		if err := s.checkQuota(ctx, tx.db, in.AccountID, QuotaTokens); err != nil {
-			return AuditEvent{}, err
+	w := ManagementWrite{Accounts: []int64{in.AccountID}, Actor: actor, Change: func(ctx context.Context, tx *Store) (audit.Event, error) {
+		if err := s.checkQuota(ctx, tx.db, in.AccountID, limits.QuotaTokens); err != nil {
+			return audit.Event{}, err
 		}
 		sec, tok, err := newTokenRow(in.AccountID, in.Name, in.Permissions, in.ExpiresAt, in.RateLimit)
 		if err != nil {
-			return AuditEvent{}, err
+			return audit.Event{}, err
 		}
 		if in.ParentTokenID != 0 {
 			tok.ParentTokenID = &in.ParentTokenID
 		}
 		if _, err := tx.db.NewInsert().Model(tok).Returning("*").Exec(ctx); err != nil {
 			if err = Translate(err); errors.Is(err, ErrConflict) {
-				return AuditEvent{}, fmt.Errorf("%w: %w: %q", ErrConflict, errTokenName, tok.Name)
+				return audit.Event{}, fmt.Errorf("%w: %w: %q", ErrConflict, errTokenName, tok.Name)
 			}
-			return AuditEvent{}, err
+			return audit.Event{}, err
 		}
 		secret, created = sec, tok.managed()
-		return auditEvent(policy.ActionTokenCreate, tok.AccountID, tok.ID, nil, tokenAudit(created))
+		return audit.New(policy.ActionTokenCreate, tok.AccountID, tok.ID, nil, tokenAudit(created))
 	}}
 	// The key stores the token without its secret: a replay cannot show it.
 	if replayed, err = idempotentManage(ctx, s, scope, w, idem, &created); err != nil {
@@ -198,27 +200,27 @@ func (s *Store) RevokeManagedToken(ctx context.Context, scope policy.Scope, acto
 	}
 	return s.revocation(ctx, id, func(lin lineage, last bool) error {
 		_, err := s.ManageInTx(ctx, scope, ManagementWrite{Accounts: []int64{tok.AccountID}, Actor: actor, also: lin.heirLocks(),
-			Change: func(ctx context.Context, tx *Store) (AuditEvent, error) {
+			Change: func(ctx context.Context, tx *Store) (audit.Event, error) {
 				if err := lin.lockTokens(ctx, tx.db, last); err != nil {
-					return AuditEvent{}, err
+					return audit.Event{}, err
 				}
 				var revoked []*time.Time
 				if err := tx.db.NewUpdate().Model((*Token)(nil)).
 					Set("revoked_at = COALESCE(revoked_at, now())").
 					Where("id = ? AND account_id = ?", id, tok.AccountID).
 					Returning("revoked_at").Scan(ctx, &revoked); err != nil {
-					return AuditEvent{}, err
+					return audit.Event{}, err
 				}
 				if len(revoked) != 1 {
-					return AuditEvent{}, fmt.Errorf("%w: token %d", ErrNotFound, id)
+					return audit.Event{}, fmt.Errorf("%w: token %d", ErrNotFound, id)
 				}
-				changes := Changes{}
+				changes := audit.Changes{}
 				if tok.RevokedAt == nil && revoked[0] != nil {
-					changes["revoked_at"] = Change{Before: nil, After: revoked[0].UTC().Format(time.RFC3339Nano)}
+					changes["revoked_at"] = audit.Change{Before: nil, After: revoked[0].UTC().Format(time.RFC3339Nano)}
 				}
-				return AuditEvent{Action: policy.ActionTokenRevoke, TargetAccountID: tok.AccountID, TargetID: id, Changes: changes}, nil
+				return audit.Event{Action: policy.ActionTokenRevoke, TargetAccountID: tok.AccountID, TargetID: id, Changes: changes}, nil
 			},
-			More: func(ctx context.Context, tx *Store) ([]AuditEvent, error) { return heirsRevoked(ctx, tx, id) }})
+			More: func(ctx context.Context, tx *Store) ([]audit.Event, error) { return heirsRevoked(ctx, tx, id) }})
 		return err
 	})
 }
@@ -327,7 +329,7 @@ func (s *Store) revocation(ctx context.Context, id int64, revoke func(lin lineag
 // is the transaction's now(). One token.revoke event each, owned by the
 // heir's account, with its revoked_at (docs/design.md §9: every token minted from
 // it, transitively, each with its audit event).
-func heirsRevoked(ctx context.Context, tx *Store, id int64) ([]AuditEvent, error) {
+func heirsRevoked(ctx context.Context, tx *Store, id int64) ([]audit.Event, error) {
 	var heirs []struct {
 		ID        int64     `bun:"id"`
 		AccountID int64     `bun:"account_id"`
@@ -341,10 +343,10 @@ func heirsRevoked(ctx context.Context, tx *Store, id int64) ([]AuditEvent, error
 		SELECT id, account_id, revoked_at FROM heirs WHERE revoked_at = now() ORDER BY id`, id).Scan(ctx, &heirs); err != nil {
 		return nil, err
 	}
-	out := make([]AuditEvent, len(heirs))
+	out := make([]audit.Event, len(heirs))
 	for i, h := range heirs {
-		out[i] = AuditEvent{Action: policy.ActionTokenRevoke, TargetAccountID: h.AccountID, TargetID: h.ID,
-			Changes: Changes{"revoked_at": Change{Before: nil, After: h.RevokedAt.UTC().Format(time.RFC3339Nano)}}}
+		out[i] = audit.Event{Action: policy.ActionTokenRevoke, TargetAccountID: h.AccountID, TargetID: h.ID,
+			Changes: audit.Changes{"revoked_at": audit.Change{Before: nil, After: h.RevokedAt.UTC().Format(time.RFC3339Nano)}}}
 	}
 	return out, nil
 }

@@ -5,6 +5,7 @@ import (
 	"log/slog"
 
 	"github.com/fleetapi/fleetapi/storage"
+	"github.com/fleetapi/fleetapi/storage/authsync"
 	"github.com/fleetapi/fleetapi/telemetry"
 	"github.com/fleetapi/fleetapi/tenancy"
 )
@@ -23,7 +24,7 @@ func startAuthCache(ctx context.Context, cfg config, auth *tenancy.Authenticator
 		return nil, func() {}, nil
 	}
 	cache := tenancy.NewPrincipalCache(cfg.AuthCacheSize, tenancy.DefaultCacheMaxAge)
-	listener := storage.NewAuthListener(cfg.listenURL(), cache, storage.AuthListenerOptions{Logger: log})
+	listener := authsync.NewListener(cfg.listenURL(), cache, authsync.ListenerOptions{Logger: log})
 	if err := listener.RegisterMetrics(tel.Meter); err != nil {
 		listener.Close()
 		return nil, nil, err
@@ -36,7 +37,10 @@ func startAuthCache(ctx context.Context, cfg config, auth *tenancy.Authenticator
 	}()
 	auth.Cache = cache
 	log.Info("auth cache on", slog.Int("size", cfg.AuthCacheSize))
-	return listener.Sync, func() {
+	// The listener's errors are the driver's: storage's translation
+	// classifies them for the log (a database gone is ErrUnavailable).
+	sync = func(ctx context.Context) error { return storage.Translate(listener.Sync(ctx)) }
+	return sync, func() {
 		cancel()
 		<-done
 		listener.Close()

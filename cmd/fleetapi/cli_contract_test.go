@@ -7,8 +7,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/fleetapi/fleetapi/policy/policydiff"
 	"github.com/fleetapi/fleetapi/storage/storagetest"
+	"github.com/fleetapi/fleetapi/tooling/policydiff"
 )
 
 // TestCLIOneValidationAndFlagOrder (issue 19 item 22): token create takes

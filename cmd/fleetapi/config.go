@@ -14,6 +14,7 @@ import (
 	"github.com/fleetapi/fleetapi/api/metering"
 	"github.com/fleetapi/fleetapi/policy"
 	"github.com/fleetapi/fleetapi/storage"
+	"github.com/fleetapi/fleetapi/storage/limits"
 	"github.com/fleetapi/fleetapi/telemetry"
 	"github.com/fleetapi/fleetapi/tenancy"
 )
@@ -52,7 +53,7 @@ type config struct {
 	AuthFailureLimit int
 	// Quotas are the platform default quotas of every account (docs/design.md §12;
 	// a nil limit is unlimited).
-	Quotas storage.Quotas
+	Quotas limits.Quotas
 	// TrustedProxies are the load balancers whose X-Forwarded-For names
 	// the client.
 	TrustedProxies []netip.Prefix
@@ -127,7 +128,7 @@ func defaultConfig(getenv func(string) string) (config, error) {
 	c.RateLimit = envInt(getenv, "FLEET_RATE_LIMIT", api.DefaultRateLimit, &errs)
 	c.AuthFailureLimit = envInt(getenv, "FLEET_AUTH_FAILURE_LIMIT", api.DefaultAuthFailureLimit, &errs)
 	c.DBMaxConns = envInt(getenv, "FLEET_DB_MAX_CONNS", 16, &errs)
-	for _, q := range storage.AllQuotas {
+	for _, q := range limits.AllQuotas {
 		c.Quotas.Set(q, envQuota(getenv, quotaEnv(q), defaultQuotas.Get(q), &errs))
 	}
 	c.AuthCacheSize = envCount(getenv, "FLEET_AUTH_CACHE_SIZE", tenancy.DefaultCacheSize, &errs)
@@ -222,7 +223,7 @@ func (c config) checkTenantBound() error {
 
 // defaultQuotas are the platform default quotas when FLEET_QUOTA_* are
 // unset (docs/design.md §12, docs/management.md "Quotas").
-var defaultQuotas = storage.Quotas{
+var defaultQuotas = limits.Quotas{
 	Subaccounts: ptrInt(1000), Tokens: ptrInt(1000), Devices: ptrInt(100_000), Passengers: ptrInt(1_000_000),
 }
 
@@ -230,7 +231,7 @@ func ptrInt(n int64) *int64 { return &n }
 
 // quotaEnv is the variable of the platform default of quota q
 // (FLEET_QUOTA_SUBACCOUNTS, ...).
-func quotaEnv(q storage.Quota) string { return "FLEET_QUOTA_" + strings.ToUpper(string(q)) }
+func quotaEnv(q limits.Quota) string { return "FLEET_QUOTA_" + strings.ToUpper(string(q)) }
 
 // parseQuota reads a quota: a number of rows (0 or more), or "unlimited"
 // (nil).
@@ -315,7 +316,7 @@ func (c *config) flags(fs *flag.FlagSet) {
 	fs.Int64Var(&c.PolicyBundleMinSequence, "policy-bundle-min-sequence", c.PolicyBundleMinSequence, "refuse a bundle whose sequence is below this, at start too (FLEET_POLICY_BUNDLE_MIN_SEQUENCE)")
 	fs.StringVar(&c.DecisionLog, "decision-log", c.DecisionLog, "decision log: stdout, a file path, or off (FLEET_DECISION_LOG)")
 	fs.IntVar(&c.RateLimit, "rate-limit", c.RateLimit, "default per-token requests per minute (FLEET_RATE_LIMIT)")
-	for _, q := range storage.AllQuotas {
+	for _, q := range limits.AllQuotas {
 		fs.Func("quota-"+string(q), "platform default quota of "+string(q)+" per account: a number, or unlimited ("+quotaEnv(q)+"; default "+
 			quotaString(defaultQuotas.Get(q))+")", func(v string) error {
 			n, err := parseQuota(v)

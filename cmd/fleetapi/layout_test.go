@@ -13,30 +13,35 @@ const module = "github.com/fleetapi/fleetapi"
 // storageJob is what a sub-package of storage that holds a trusted job
 // (import, demo data, synthetic data, PostgreSQL) may import: the core it
 // works on, never api or cmd, and no other job.
-var storageJob = []string{"storage", "policy", "tenancy", "migrations"}
+var storageJob = []string{"storage", "storage/limits", "storage/audit", "policy", "tenancy", "migrations"}
 
 // allowed lists, per package, the fleetapi packages it may import
 // (docs/design.md §1: arrows point inward; nothing imports api or cmd). storage
-// imports none of its sub-packages, and api none of the trusted jobs: they
-// are for the command line, never for the request path.
+// imports only the jobs that stand below it (authsync, audit, limits: they
+// run no scoped query and import nothing of storage), never the trusted
+// jobs, and api none of the trusted jobs: they are for the command line,
+// never for the request path.
 var allowed = map[string][]string{
 	"tenancy":             {},
 	"telemetry":           {},
 	"migrations":          {},
 	"policy":              {"tenancy"},
-	"storage":             {"policy", "tenancy", "migrations", "storage/internal/paging"},
+	"storage":             {"policy", "tenancy", "migrations", "storage/authsync", "storage/audit", "storage/limits", "storage/internal/paging"},
+	"storage/authsync":    {"tenancy"},
+	"storage/audit":       {"policy", "tenancy"},
+	"storage/limits":      {},
 	"storage/importfile":  storageJob,
 	"storage/demodata":    storageJob,
 	"storage/synth":       storageJob,
 	"storage/pgserver":    storageJob,
 	"storage/storagetest": {"storage", "storage/pgserver", "migrations"},
-	"policy/synthetic":    {"policy", "tenancy"},
-	"policy/oracle":       {"policy"},
-	"policy/mutation":     {"policy"},
-	"policy/policydiff":   {"policy", "policy/oracle", "policy/synthetic", "storage", "tenancy"},
+	"tooling/synthetic":   {"policy", "tenancy"},
+	"tooling/oracle":      {"policy"},
+	"tooling/mutation":    {"policy"},
+	"tooling/policydiff":  {"policy", "tooling/oracle", "tooling/synthetic", "storage", "tenancy"},
 	"api/ratelimit":       {},
 	"api/metering":        {"storage"},
-	"api":                 {"api/ratelimit", "api/metering", "tenancy", "policy", "storage", "telemetry"},
+	"api":                 {"api/ratelimit", "api/metering", "tenancy", "policy", "storage", "storage/audit", "storage/limits", "telemetry"},
 
 	// The paging layer: only storage imports it (internal), and it imports
 	// nothing of fleetapi.
@@ -46,6 +51,9 @@ var allowed = map[string][]string{
 // forbidden lists third-party imports a package must not have.
 var forbidden = map[string][]string{
 	"storage":            {"github.com/go-fuego/fuego"},
+	"storage/authsync":   {"github.com/go-fuego/fuego", "github.com/open-policy-agent/opa"},
+	"storage/audit":      {"github.com/go-fuego/fuego", "github.com/open-policy-agent/opa"},
+	"storage/limits":     {"github.com/go-fuego/fuego", "github.com/open-policy-agent/opa"},
 	"storage/importfile": {"github.com/go-fuego/fuego"},
 	"storage/demodata":   {"github.com/go-fuego/fuego"},
 	"storage/synth":      {"github.com/go-fuego/fuego"},
@@ -110,11 +118,11 @@ func TestDependencyDirection(t *testing.T) {
 	}
 }
 
-// TestEveryStoragePackageChecked: a new package under storage or policy
-// gets an entry in allowed, so that its imports are checked too.
+// TestEveryStoragePackageChecked: a new package under storage, policy or
+// tooling gets an entry in allowed, so that its imports are checked too.
 func TestEveryStoragePackageChecked(t *testing.T) {
 	root := filepath.Join("..", "..")
-	for _, top := range []string{"storage", "policy"} {
+	for _, top := range []string{"storage", "policy", "tooling"} {
 		err := filepath.Walk(filepath.Join(root, top), func(path string, info os.FileInfo, err error) error {
 			if err != nil || !info.IsDir() {
 				return err

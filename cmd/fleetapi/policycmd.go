@@ -13,9 +13,9 @@ import (
 
 	"github.com/fleetapi/fleetapi/api"
 	"github.com/fleetapi/fleetapi/policy"
-	"github.com/fleetapi/fleetapi/policy/mutation"
 	"github.com/fleetapi/fleetapi/storage"
 	"github.com/fleetapi/fleetapi/tenancy"
+	"github.com/fleetapi/fleetapi/tooling/mutation"
 )
 
 func runPolicyTest(ctx context.Context, args []string, _ func(string) string, con console) error {

@@ -10,8 +10,8 @@ import (
 	"time"
 
 	"github.com/fleetapi/fleetapi/policy"
-	"github.com/fleetapi/fleetapi/policy/policydiff"
 	"github.com/fleetapi/fleetapi/storage"
+	"github.com/fleetapi/fleetapi/tooling/policydiff"
 )
 
 // exitWidens is the exit status of `policy diff` when NEW grants anything

@@ -17,9 +17,9 @@ import (
 	"github.com/open-policy-agent/opa/v1/bundle"
 	"github.com/uptrace/bun/dialect/pgdialect"
 
-	"github.com/fleetapi/fleetapi/policy/policydiff"
 	"github.com/fleetapi/fleetapi/storage"
 	"github.com/fleetapi/fleetapi/storage/storagetest"
+	"github.com/fleetapi/fleetapi/tooling/policydiff"
 )
 
 // diffExtra adds subaccounts with every privilege set (none, exactly one,

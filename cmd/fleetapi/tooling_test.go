@@ -15,12 +15,12 @@ import (
 // tooling are the packages that work on policy sets rather than serve
 // requests: mutation testing, the row oracle, synthetic principals and
 // policy diff (STYLE.md: tooling lives apart from the request path).
-var tooling = []string{"policy/mutation", "policy/oracle", "policy/synthetic", "policy/policydiff"}
+var tooling = []string{"tooling/mutation", "tooling/oracle", "tooling/synthetic", "tooling/policydiff"}
 
 // requestPath are the packages a request runs through: the router and
 // its guard, the queries, the policy engine, the principal and the
 // telemetry providers.
-var requestPath = []string{"api", "api/ratelimit", "storage", "policy", "tenancy", "telemetry", "migrations"}
+var requestPath = []string{"api", "api/ratelimit", "storage", "storage/authsync", "storage/audit", "storage/limits", "policy", "tenancy", "telemetry", "migrations"}
 
 // trustedJobs are the whole-table jobs of the command line and the test
 // database helper: the request path does not reach them either.
@@ -47,15 +47,21 @@ func TestToolingOutOfRequestPath(t *testing.T) {
 		t.Fatalf("go list -deps lists %d packages, without the policy engine: %q", len(deps), deps)
 	}
 	// The tooling is in its packages (a module path that does not exist
-	// would pass the check below without a word).
-	args = []string{"list", "-f", "{{.ImportPath}}"}
-	for _, p := range tooling {
-		args = append(args, module+"/"+p)
-	}
-	cmd = exec.Command("go", args...)
+	// would pass the check below without a word), and every package of
+	// the tooling folder is in tooling (a new one is checked too).
+	cmd = exec.Command("go", "list", "-f", "{{.ImportPath}}", "./tooling/...")
 	cmd.Dir = filepath.Join("..", "..")
-	if out, err := cmd.CombinedOutput(); err != nil {
+	out, err = cmd.CombinedOutput()
+	if err != nil {
 		t.Fatalf("go list of the tooling packages: %v\n%s", err, out)
+	}
+	var found []string
+	for _, p := range strings.Fields(string(out)) {
+		found = append(found, strings.TrimPrefix(p, module+"/"))
+	}
+	want := slices.Sorted(slices.Values(tooling))
+	if slices.Sort(found); !slices.Equal(found, want) {
+		t.Errorf("the packages under tooling/ are %q, tooling lists %q", found, want)
 	}
 	for _, bad := range append(slices.Clone(tooling), trustedJobs...) {
 		if slices.Contains(deps, module+"/"+bad) {
@@ -83,7 +89,7 @@ func TestServeDoesNotReachTooling(t *testing.T) {
 	}
 	used := strings.Join(reachedTooling(t, decls, "policyGroup"), "; ")
 	for _, p := range tooling {
-		if p != "policy/synthetic" && p != "policy/oracle" && !strings.Contains(used, module+"/"+p) {
+		if p != "tooling/synthetic" && p != "tooling/oracle" && !strings.Contains(used, module+"/"+p) {
 			t.Errorf("the walk from policyGroup does not find %s (it uses it): the walk is broken; found %s", p, used)
 		}
 	}

@@ -9,6 +9,7 @@ import (
 	"github.com/uptrace/bun/dialect/pgdialect"
 
 	"github.com/fleetapi/fleetapi/storage"
+	"github.com/fleetapi/fleetapi/storage/limits"
 	"github.com/fleetapi/fleetapi/tenancy"
 )
 
@@ -24,19 +25,19 @@ var _ = declareSection(spec[importAccount]{
 // default); CreatedAt, when set, keeps the creation time of an exported
 // account.
 type importAccount struct {
-	Username        string          `json:"username"`
-	Email           string          `json:"email"`
-	Type            string          `json:"type"`
-	Manager         string          `json:"manager,omitempty"`
-	Active          *bool           `json:"active"`
-	ReadOnly        bool            `json:"read_only"`
-	AccountExpire   bool            `json:"account_expire"`
-	AccountExpireDt *storage.Date   `json:"account_expire_dt"`
-	Privileges      []string        `json:"privileges,omitempty"`
-	Objects         []string        `json:"objects,omitempty"`
-	RateLimit       *int            `json:"rate_limit,omitempty"`
-	Quotas          *storage.Quotas `json:"quotas,omitempty"`
-	CreatedAt       *time.Time      `json:"created_at,omitempty"`
+	Username        string         `json:"username"`
+	Email           string         `json:"email"`
+	Type            string         `json:"type"`
+	Manager         string         `json:"manager,omitempty"`
+	Active          *bool          `json:"active"`
+	ReadOnly        bool           `json:"read_only"`
+	AccountExpire   bool           `json:"account_expire"`
+	AccountExpireDt *storage.Date  `json:"account_expire_dt"`
+	Privileges      []string       `json:"privileges,omitempty"`
+	Objects         []string       `json:"objects,omitempty"`
+	RateLimit       *int           `json:"rate_limit,omitempty"`
+	Quotas          *limits.Quotas `json:"quotas,omitempty"`
+	CreatedAt       *time.Time     `json:"created_at,omitempty"`
 }
 
 // loadAccounts inserts the accounts, each after its manager, whether the
@@ -144,7 +145,7 @@ func checkAccount(r record[importAccount]) error {
 		if a.Type == string(tenancy.Admin) {
 			return ref.errorf("an admin has no quotas")
 		}
-		for _, q := range storage.AllQuotas {
+		for _, q := range limits.AllQuotas {
 			if v := a.Quotas.Get(q); v != nil && *v < 0 {
 				return ref.errorf("quotas.%s must be 0 or more, or null for the platform default", q)
 			}
@@ -246,7 +247,7 @@ func dumpAccounts(ctx context.Context, ex *exporter, emit func(importAccount) er
 			AccountExpire: a.AccountExpire, AccountExpireDt: a.AccountExpireDt, Privileges: a.Privileges,
 			Objects: granted[a.ID], RateLimit: a.RateLimit, CreatedAt: &a.CreatedAt,
 		}
-		if q := a.Overrides(); q != (storage.Quotas{}) {
+		if q := a.Overrides(); q != (limits.Quotas{}) {
 			rec.Quotas = &q
 		}
 		if a.ManagerID != nil {

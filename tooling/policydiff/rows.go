@@ -9,9 +9,9 @@ import (
 	"time"
 
 	"github.com/fleetapi/fleetapi/policy"
-	"github.com/fleetapi/fleetapi/policy/oracle"
-	"github.com/fleetapi/fleetapi/policy/synthetic"
 	"github.com/fleetapi/fleetapi/storage"
+	"github.com/fleetapi/fleetapi/tooling/oracle"
+	"github.com/fleetapi/fleetapi/tooling/synthetic"
 )
 
 // diffRows compares every account's scope of every resource, and its

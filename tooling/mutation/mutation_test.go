@@ -17,7 +17,7 @@ func scopeSet(t *testing.T, edit func(tests string) string) string {
 	t.Helper()
 	dir := t.TempDir()
 	for _, f := range []string{"fleet/scope/scope.rego", "fleet/scope/scope_test.rego"} {
-		b, err := os.ReadFile(filepath.Join("..", "rego", filepath.FromSlash(f)))
+		b, err := os.ReadFile(filepath.Join("..", "..", "policy", "rego", filepath.FromSlash(f)))
 		if err != nil {
 			t.Fatal(err)
 		}

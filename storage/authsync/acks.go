@@ -1,4 +1,4 @@
-package storage
+package authsync
 
 import (
 	"context"
@@ -9,8 +9,8 @@ import (
 	"github.com/uptrace/bun"
 )
 
-// AuthAcks is what AwaitAuthAcks waited for.
-type AuthAcks struct {
+// Acks is what AwaitAcks waited for.
+type Acks struct {
 	// Seq is the change's sequence number (0 when it could not be taken).
 	Seq int64
 	// Waited is how long the wait took.
@@ -28,37 +28,37 @@ type AuthAcks struct {
 // acknowledgements; the first look comes after 1ms, the interval doubles.
 const awaitPoll = 20 * time.Millisecond
 
-// AwaitAuthAcks returns once every replica's authentication cache serves
+// AwaitAcks returns once every replica's authentication cache serves
 // nothing older than the changes committed on db before the call (docs/design.md
 // §9: the next request on every replica sees them). It takes a change
-// sequence number and announces it on AuthChannel ("ack:<seq>", delivered
+// sequence number and announces it on Channel ("ack:<seq>", delivered
 // after the notifications of every change committed before), then waits
 // until every replica with a live lease in fleet_auth_replicas has
-// acknowledged it or its lease has ended, and at most DefaultAuthLease:
+// acknowledged it or its lease has ended, and at most DefaultLease:
 // a replica that has not acknowledged by the end of its lease has stopped
-// consulting its cache by then (AuthListener; the reasoning is in
+// consulting its cache by then (Listener; the reasoning is in
 // docs/decisions.md). When the database fails during the wait, it waits
-// out DefaultAuthLease, which gives the same guarantee. ctx ending cuts
+// out DefaultLease, which gives the same guarantee. ctx ending cuts
 // the wait short (the guarantee then does not hold); callers give it a
 // context that outlives the client's.
 //
 // It must run after the change committed, on the primary (db may be a
 // transaction pooler).
-func AwaitAuthAcks(ctx context.Context, db bun.IDB) AuthAcks {
+func AwaitAcks(ctx context.Context, db bun.IDB) Acks {
 	start := time.Now()
-	deadline := start.Add(DefaultAuthLease)
+	deadline := start.Add(DefaultLease)
 	// No statement outlives the bound: a database that hangs ends the
 	// wait at it, as one that fails does.
 	qctx, cancel := context.WithDeadline(ctx, deadline)
 	defer cancel()
-	res := AuthAcks{}
-	finish := func() AuthAcks {
+	res := Acks{}
+	finish := func() Acks {
 		res.Waited = time.Since(start)
 		return res
 	}
-	fail := func(err error) AuthAcks {
+	fail := func(err error) Acks {
 		if res.Err == nil {
-			res.Err = Translate(err)
+			res.Err = err
 		}
 		select {
 		case <-ctx.Done():
@@ -67,7 +67,7 @@ func AwaitAuthAcks(ctx context.Context, db bun.IDB) AuthAcks {
 		return finish()
 	}
 	if err := db.NewRaw(`WITH n AS (SELECT nextval('fleet_auth_seq') AS seq)
-		SELECT seq FROM n, pg_notify(?, ? || seq)`, AuthChannel, ackPrefix).Scan(qctx, &res.Seq); err != nil {
+		SELECT seq FROM n, pg_notify(?, ? || seq)`, Channel, ackPrefix).Scan(qctx, &res.Seq); err != nil {
 		return fail(fmt.Errorf("announce the change: %w", err))
 	}
 	poll := time.Millisecond

@@ -1,10 +1,11 @@
-package storage_test
+package authsync_test
 
 import (
 	"context"
 	"testing"
 
 	"github.com/fleetapi/fleetapi/storage"
+	"github.com/fleetapi/fleetapi/storage/authsync"
 	"github.com/fleetapi/fleetapi/storage/storagetest"
 )
 
@@ -21,7 +22,7 @@ func TestAwaitAuthAcksWaitsOutALease(t *testing.T) {
 		('gone', 'gone replica', now() - interval '1 second', 0)`); err != nil {
 		t.Fatal(err)
 	}
-	res := storage.AwaitAuthAcks(ctx, db.DB)
+	res := authsync.AwaitAcks(ctx, db.DB)
 	if res.Err != nil || res.Seq == 0 {
 		t.Fatalf("wait: %+v", res)
 	}
@@ -36,23 +37,23 @@ func TestAwaitAuthAcksWaitsOutALease(t *testing.T) {
 	if _, err := db.ExecContext(ctx, `UPDATE fleet_auth_replicas SET lease_until = now() + interval '1 hour', acked_seq = 1000000`); err != nil {
 		t.Fatal(err)
 	}
-	if res := storage.AwaitAuthAcks(ctx, db.DB); res.Err != nil || len(res.Unacked) != 0 {
+	if res := authsync.AwaitAcks(ctx, db.DB); res.Err != nil || len(res.Unacked) != 0 {
 		t.Fatalf("with every live lease acknowledged: %+v", res)
 	}
 }
 
 // TestAwaitAuthAcksDatabaseGone: when the database cannot be reached after
-// the change, the wait takes its whole bound (DefaultAuthLease), after
+// the change, the wait takes its whole bound (DefaultLease), after
 // which every replica has applied the change or stopped trusting its
 // cache, and reports the error.
 func TestAwaitAuthAcksDatabaseGone(t *testing.T) {
 	db := storage.Open("postgres://postgres@127.0.0.1:1/fleetapi?sslmode=disable", storage.Options{MaxOpenConns: 1})
 	defer db.Close()
-	res := storage.AwaitAuthAcks(context.Background(), db)
+	res := authsync.AwaitAcks(context.Background(), db)
 	if res.Err == nil {
 		t.Fatalf("no error from an unreachable database: %+v", res)
 	}
-	if res.Waited < storage.DefaultAuthLease {
-		t.Fatalf("waited %s with the database gone, want the whole bound %s", res.Waited, storage.DefaultAuthLease)
+	if res.Waited < authsync.DefaultLease {
+		t.Fatalf("waited %s with the database gone, want the whole bound %s", res.Waited, authsync.DefaultLease)
 	}
 }

@@ -1,4 +1,4 @@
-package storage
+package authsync
 
 import (
 	"context"
@@ -17,7 +17,7 @@ const authMeterName = "github.com/fleetapi/fleetapi/storage/auth"
 // bypass), fleet.auth.cache.invalidations, fleet.auth.cache.evictions,
 // fleet.auth.cache.entries and fleet.auth.listener.connected (1 while the
 // cache is trusted). Every label value is from a fixed set.
-func (l *AuthListener) RegisterMetrics(mp metric.MeterProvider) error {
+func (l *Listener) RegisterMetrics(mp metric.MeterProvider) error {
 	m := mp.Meter(authMeterName)
 	var inst [5]metric.Int64Observable
 	for i, d := range []struct {

@@ -13,9 +13,9 @@ import (
 	"time"
 
 	"github.com/fleetapi/fleetapi/policy"
-	"github.com/fleetapi/fleetapi/policy/synthetic"
 	"github.com/fleetapi/fleetapi/storage"
 	"github.com/fleetapi/fleetapi/tenancy"
+	"github.com/fleetapi/fleetapi/tooling/synthetic"
 )
 
 // Report is the outcome of `policy diff`, and its --json document.

@@ -1,4 +1,4 @@
-package storage_test
+package authsync_test
 
 import (
 	"bytes"
@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/fleetapi/fleetapi/storage"
+	"github.com/fleetapi/fleetapi/storage/authsync"
 	"github.com/fleetapi/fleetapi/storage/importfile"
 	"github.com/fleetapi/fleetapi/storage/storagetest"
 	"github.com/fleetapi/fleetapi/tenancy"
@@ -21,7 +22,7 @@ import (
 
 // TestPrincipalFactsNotified: every part of a principal comes from a
 // table whose changes the triggers of migration 20261210000001 announce
-// on storage.AuthChannel. A new part (device grants, say) fails here
+// on authsync.Channel. A new part (device grants, say) fails here
 // until it has its trigger and its place in this table.
 func TestPrincipalFactsNotified(t *testing.T) {
 	notified := map[string]string{"Token": "tokens", "Account": "accounts", "Ancestors": "accounts", "AncestorsIncomplete": "accounts",
@@ -70,7 +71,7 @@ func authBench(b *testing.B, cached bool) (*tenancy.Authenticator, string) {
 	a := &tenancy.Authenticator{Store: store}
 	if cached {
 		a.Cache = tenancy.NewPrincipalCache(0, 0)
-		l := storage.NewAuthListener(db.DirectURL, a.Cache, storage.AuthListenerOptions{})
+		l := authsync.NewListener(db.DirectURL, a.Cache, authsync.ListenerOptions{})
 		lctx, cancel := context.WithCancel(ctx)
 		done := make(chan struct{})
 		go func() { defer close(done); _ = l.Run(lctx) }()
@@ -125,7 +126,7 @@ func BenchmarkInvalidationDelivery(b *testing.B) {
 	store := storage.NewStore(db.DB)
 	mustLoad(b, db, `{"accounts": [{"username": "mm", "type": "manager"}, {"username": "uu", "type": "user", "manager": "mm"}]}`)
 	cache := tenancy.NewPrincipalCache(0, 0)
-	l := storage.NewAuthListener(db.DirectURL, cache, storage.AuthListenerOptions{})
+	l := authsync.NewListener(db.DirectURL, cache, authsync.ListenerOptions{})
 	lctx, cancel := context.WithCancel(ctx)
 	done := make(chan struct{})
 	go func() { defer close(done); _ = l.Run(lctx) }()
@@ -177,7 +178,7 @@ func TestAuthListenerPartition(t *testing.T) {
 	proxy := storagetest.NewProxy(t, db.DirectURL)
 	cache := tenancy.NewPrincipalCache(0, 0)
 	states := make(chan bool, 16)
-	l := storage.NewAuthListener(proxy.URL, cache, storage.AuthListenerOptions{
+	l := authsync.NewListener(proxy.URL, cache, authsync.ListenerOptions{
 		PingInterval: 200 * time.Millisecond, PingTimeout: time.Second, MinBackoff: time.Hour,
 		OnState: func(c bool) { states <- c },
 	})
@@ -273,7 +274,7 @@ func TestAuthListenerTrustsOnlyAfterSync(t *testing.T) {
 	t.Cleanup(func() { releaseOnce.Do(func() { close(release) }) })
 	states := make(chan bool, 16)
 	var d net.Dialer
-	l := storage.NewAuthListener(db.DirectURL, cache, storage.AuthListenerOptions{
+	l := authsync.NewListener(db.DirectURL, cache, authsync.ListenerOptions{
 		PingTimeout: time.Minute, MinBackoff: time.Hour,
 		// A trust that does not lapse on a loaded machine: the test is
 		// about when it starts.
@@ -351,14 +352,14 @@ func mustLoadT(t *testing.T, db *storagetest.DB, doc string) {
 
 // BenchmarkAwaitAuthAcks measures what a change to a principal adds to its
 // answer with two replicas whose listeners work: a change committed, then
-// AwaitAuthAcks until both acknowledged it (issue 19 item 6). Each
+// AwaitAcks until both acknowledged it (issue 19 item 6). Each
 // iteration fails when a replica had to be waited out instead.
 func BenchmarkAwaitAuthAcks(b *testing.B) {
 	ctx := context.Background()
 	db := storagetest.New(b)
 	mustLoad(b, db, `{"accounts": [{"username": "mgr", "type": "manager"}]}`)
 	for range 2 {
-		l := storage.NewAuthListener(db.DirectURL, tenancy.NewPrincipalCache(0, 0), storage.AuthListenerOptions{})
+		l := authsync.NewListener(db.DirectURL, tenancy.NewPrincipalCache(0, 0), authsync.ListenerOptions{})
 		lctx, cancel := context.WithCancel(ctx)
 		done := make(chan struct{})
 		go func() { defer close(done); _ = l.Run(lctx) }()
@@ -373,7 +374,7 @@ func BenchmarkAwaitAuthAcks(b *testing.B) {
 		if _, err := db.ExecContext(ctx, "UPDATE accounts SET email = ? WHERE username = 'mgr'", fmt.Sprintf("m%d@example.com", i)); err != nil {
 			b.Fatal(err)
 		}
-		res := storage.AwaitAuthAcks(ctx, db.DB)
+		res := authsync.AwaitAcks(ctx, db.DB)
 		if res.Err != nil || len(res.Unacked) != 0 {
 			b.Fatalf("change %d: %+v", res.Seq, res)
 		}

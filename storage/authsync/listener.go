@@ -1,4 +1,4 @@
-package storage
+package authsync
 
 import (
 	"context"
@@ -22,10 +22,10 @@ import (
 	"github.com/fleetapi/fleetapi/tenancy"
 )
 
-// AuthChannel is the notification channel on which the triggers of
+// Channel is the notification channel on which the triggers of
 // migration 20261210000001 announce changes to what principals are made
 // of: payload "token:<id>", "account:<id>" or "all".
-const AuthChannel = "fleet_auth"
+const Channel = "fleet_auth"
 
 // startPingEvery is how often a new listener connection sends its
 // start-up ping again until one comes back.
@@ -36,42 +36,42 @@ const startPingEvery = 100 * time.Millisecond
 const syncPrefix = "sync:"
 
 // ackPrefix starts the payload a writer sends after a change it made
-// (AwaitAuthAcks): "ack:<seq>".
+// (AwaitAcks): "ack:<seq>".
 const ackPrefix = "ack:"
 
 // The timing of the acknowledged invalidation (issue 19 item 6, reasoning
 // in docs/decisions.md): a listener pings itself every
-// DefaultAuthHeartbeat; a ping that comes back proves that every change
+// DefaultHeartbeat; a ping that comes back proves that every change
 // committed before it was sent has been applied, and extends the cache's
-// trust to DefaultAuthTrust after the moment it was sent; the ping's own
-// statement renews the replica's lease to DefaultAuthLease after that
-// moment, as the database's clock counts it. DefaultAuthLease is also the
+// trust to DefaultTrust after the moment it was sent; the ping's own
+// statement renews the replica's lease to DefaultLease after that
+// moment, as the database's clock counts it. DefaultLease is also the
 // longest a writer waits for a replica that does not acknowledge
-// (AwaitAuthAcks); the difference with DefaultAuthTrust is the margin for
+// (AwaitAcks); the difference with DefaultTrust is the margin for
 // clocks that run at slightly different rates and for scheduling.
 const (
-	DefaultAuthHeartbeat = 500 * time.Millisecond
-	DefaultAuthTrust     = 2 * time.Second
-	DefaultAuthLease     = 3 * time.Second
+	DefaultHeartbeat = 500 * time.Millisecond
+	DefaultTrust     = 2 * time.Second
+	DefaultLease     = 3 * time.Second
 )
 
-// AuthListenerOptions tune an AuthListener; zero values take defaults.
-type AuthListenerOptions struct {
+// ListenerOptions tune an Listener; zero values take defaults.
+type ListenerOptions struct {
 	// ApplicationName names the listener's connection in pg_stat_activity
 	// ("fleetapi auth listener" when empty).
 	ApplicationName string
 	// PingInterval is how often the listener sends itself a ping, the
 	// heartbeat that renews its lease and its cache's trust
-	// (DefaultAuthHeartbeat); PingTimeout how long a ping may take to come
+	// (DefaultHeartbeat); PingTimeout how long a ping may take to come
 	// back before the connection is taken as lost (2s). Together they
 	// bound how long a connection that died without a word goes
 	// unnoticed; the cache stops being consulted earlier, at Trust.
 	PingInterval, PingTimeout time.Duration
 	// Trust is how long after sending a ping that came back the cache is
-	// consulted (DefaultAuthTrust); Lease how long after it the replica's
-	// lease runs (DefaultAuthLease). Lease must exceed Trust; Trust is
+	// consulted (DefaultTrust); Lease how long after it the replica's
+	// lease runs (DefaultLease). Lease must exceed Trust; Trust is
 	// lowered when it does not. Writers that cannot read the leases wait
-	// DefaultAuthLease (AwaitAuthAcks): a longer Lease is for tests that
+	// DefaultLease (AwaitAcks): a longer Lease is for tests that
 	// must not lose the cache's trust on a loaded machine, never for
 	// serving.
 	Trust, Lease time.Duration
@@ -92,18 +92,18 @@ type AuthListenerOptions struct {
 	OnState func(connected bool)
 }
 
-func (o AuthListenerOptions) withDefaults() AuthListenerOptions {
+func (o ListenerOptions) withDefaults() ListenerOptions {
 	if o.ApplicationName == "" {
 		o.ApplicationName = "fleetapi auth listener"
 	}
 	if o.PingInterval <= 0 {
-		o.PingInterval = DefaultAuthHeartbeat
+		o.PingInterval = DefaultHeartbeat
 	}
 	if o.Trust <= 0 {
-		o.Trust = DefaultAuthTrust
+		o.Trust = DefaultTrust
 	}
 	if o.Lease <= 0 {
-		o.Lease = DefaultAuthLease
+		o.Lease = DefaultLease
 	}
 	if o.Lease <= o.Trust {
 		o.Trust = max(o.Lease-time.Second, o.Lease/2)
@@ -123,8 +123,8 @@ func (o AuthListenerOptions) withDefaults() AuthListenerOptions {
 	return o
 }
 
-// AuthListener keeps a tenancy.PrincipalCache consistent with the
-// database: it LISTENs on AuthChannel on a connection of its own and
+// Listener keeps a tenancy.PrincipalCache consistent with the
+// database: it LISTENs on Channel on a connection of its own and
 // applies each notification to the cache. The cache is trusted only while
 // the listener is known to receive every notification: from the moment a
 // notification it sent itself after LISTEN came back (so LISTEN is in
@@ -139,16 +139,16 @@ func (o AuthListenerOptions) withDefaults() AuthListenerOptions {
 // being consulted within Trust of its last proof, with nobody acting.
 // The replica also holds a lease in fleet_auth_replicas, renewed by the
 // statement of each ping, and acknowledges there each change a writer
-// announces ("ack:<seq>", AwaitAuthAcks) once it has applied it: a writer
+// announces ("ack:<seq>", AwaitAcks) once it has applied it: a writer
 // waits for every live lease to acknowledge its change, or to end.
-type AuthListener struct {
+type Listener struct {
 	// db sends the listener's own notifications (pings, Sync) and writes
 	// its lease and acknowledgements; conf is the connection configuration
 	// of each LISTEN session.
 	db    *bun.DB
 	conf  pgdriver.Config
 	cache *tenancy.PrincipalCache
-	opts  AuthListenerOptions
+	opts  ListenerOptions
 	// id is the replica's row in fleet_auth_replicas, new for each
 	// listener.
 	id string
@@ -162,10 +162,10 @@ type AuthListener struct {
 	waiters   map[string]chan struct{}
 }
 
-// NewAuthListener returns a listener for cache on the database at dsn,
+// NewListener returns a listener for cache on the database at dsn,
 // which must be the primary itself: LISTEN does not work through a
 // transaction pooler. Call Run to start it and Close when done.
-func NewAuthListener(dsn string, cache *tenancy.PrincipalCache, opts AuthListenerOptions) *AuthListener {
+func NewListener(dsn string, cache *tenancy.PrincipalCache, opts ListenerOptions) *Listener {
 	opts = opts.withDefaults()
 	connector := pgdriver.NewConnector(
 		pgdriver.WithDSN(dsn),
@@ -177,7 +177,7 @@ func NewAuthListener(dsn string, cache *tenancy.PrincipalCache, opts AuthListene
 	)
 	sqldb := sql.OpenDB(connector)
 	sqldb.SetMaxOpenConns(2)
-	return &AuthListener{
+	return &Listener{
 		db:      bun.NewDB(sqldb, pgdialect.New()),
 		conf:    *connector.Config(),
 		cache:   cache,
@@ -188,16 +188,16 @@ func NewAuthListener(dsn string, cache *tenancy.PrincipalCache, opts AuthListene
 }
 
 // Close releases the listener's connections; call it after Run returned.
-func (l *AuthListener) Close() error { return l.db.Close() }
+func (l *Listener) Close() error { return l.db.Close() }
 
 // Connected reports whether the listener is connected and the cache
 // synchronised (the cache is trusted, unless its trust has run out since
 // the last ping came back).
-func (l *AuthListener) Connected() bool { return l.connected.Load() }
+func (l *Listener) Connected() bool { return l.connected.Load() }
 
 // Run keeps the listener connected until ctx ends, then distrusts the
 // cache and returns nil.
-func (l *AuthListener) Run(ctx context.Context) error {
+func (l *Listener) Run(ctx context.Context) error {
 	backoff := l.opts.MinBackoff
 	for {
 		synced, err := l.session(ctx)
@@ -221,7 +221,7 @@ func (l *AuthListener) Run(ctx context.Context) error {
 
 // session connects, LISTENs, synchronises and applies notifications until
 // the connection fails; synced reports whether it got that far.
-func (l *AuthListener) session(ctx context.Context) (synced bool, err error) {
+func (l *Listener) session(ctx context.Context) (synced bool, err error) {
 	// pgdriver's Listener reconnects by itself, inside the receive that met
 	// the error, before returning it: the cache would stay trusted while it
 	// dials and notifications are lost. Its connector here dials once; the
@@ -247,7 +247,7 @@ func (l *AuthListener) session(ctx context.Context) (synced bool, err error) {
 		_ = sdb.Close()
 	}()
 	lctx, cancel := context.WithTimeout(ctx, l.opts.PingTimeout+5*time.Second)
-	err = ln.Listen(lctx, AuthChannel)
+	err = ln.Listen(lctx, Channel)
 	cancel()
 	if err != nil {
 		return false, fmt.Errorf("listen: %w", err)
@@ -342,7 +342,7 @@ const unsyncedAck = `(SELECT CASE WHEN is_called THEN last_value ELSE 0 END FROM
 
 // ping renews the lease and sends a sync notification to the listener
 // itself; it returns its nonce.
-func (l *AuthListener) ping(ctx context.Context, synced bool) (string, error) {
+func (l *Listener) ping(ctx context.Context, synced bool) (string, error) {
 	nonce := newNonce()
 	pctx, cancel := context.WithTimeout(ctx, l.opts.PingTimeout)
 	defer cancel()
@@ -351,14 +351,14 @@ func (l *AuthListener) ping(ctx context.Context, synced bool) (string, error) {
 		acked = bun.Safe(unsyncedAck)
 	}
 	if _, err := l.db.NewRaw(pingSQL, l.id, l.opts.ApplicationName, l.opts.Lease.Microseconds(), acked,
-		AuthChannel, syncPrefix+nonce).Exec(pctx); err != nil {
+		Channel, syncPrefix+nonce).Exec(pctx); err != nil {
 		return "", fmt.Errorf("ping: %w", err)
 	}
 	return nonce, nil
 }
 
 // ack records that the listener has applied every change up to seq.
-func (l *AuthListener) ack(ctx context.Context, seq int64) error {
+func (l *Listener) ack(ctx context.Context, seq int64) error {
 	if seq <= l.applied {
 		return nil
 	}
@@ -374,7 +374,7 @@ func (l *AuthListener) ack(ctx context.Context, seq int64) error {
 
 // forgetOldReplicas deletes the rows of replicas whose lease ended a day
 // ago (stopped or crashed processes); with best effort.
-func (l *AuthListener) forgetOldReplicas(ctx context.Context) {
+func (l *Listener) forgetOldReplicas(ctx context.Context) {
 	ctx, cancel := context.WithTimeout(ctx, l.opts.PingTimeout)
 	defer cancel()
 	_, _ = l.db.NewRaw("DELETE FROM fleet_auth_replicas WHERE lease_until < now() - interval '1 day'").Exec(ctx)
@@ -383,7 +383,7 @@ func (l *AuthListener) forgetOldReplicas(ctx context.Context) {
 // release ends the replica's lease after its cache was distrusted, so
 // that writers do not wait for it; with best effort (the database may be
 // what failed: then the lease runs out by itself).
-func (l *AuthListener) release() {
+func (l *Listener) release() {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
 	defer cancel()
 	_, _ = l.db.NewRaw("UPDATE fleet_auth_replicas SET lease_until = LEAST(lease_until, now()) WHERE id = ?", l.id).Exec(ctx)
@@ -392,7 +392,7 @@ func (l *AuthListener) release() {
 // apply applies one notification to the cache. An unknown payload clears
 // it: whatever changed, nothing stale stays. An acknowledgement that
 // cannot be written ends the session.
-func (l *AuthListener) apply(ctx context.Context, payload string) error {
+func (l *Listener) apply(ctx context.Context, payload string) error {
 	kind, arg, _ := strings.Cut(payload, ":")
 	switch kind {
 	case "sync":
@@ -437,7 +437,7 @@ func (l *AuthListener) apply(ctx context.Context, payload string) error {
 // the cache is bypassed and empty, and Sync returns at once; a disconnect
 // while it waits ends the wait the same way. It returns ctx's error when
 // the notification does not come back in time.
-func (l *AuthListener) Sync(ctx context.Context) error {
+func (l *Listener) Sync(ctx context.Context) error {
 	nonce := newNonce()
 	ch := make(chan struct{})
 	l.mu.Lock()
@@ -452,8 +452,8 @@ func (l *AuthListener) Sync(ctx context.Context) error {
 		delete(l.waiters, nonce)
 		l.mu.Unlock()
 	}()
-	if err := pgdriver.Notify(ctx, l.db, AuthChannel, syncPrefix+nonce); err != nil {
-		return Translate(err)
+	if err := pgdriver.Notify(ctx, l.db, Channel, syncPrefix+nonce); err != nil {
+		return err
 	}
 	select {
 	case <-ch:
@@ -465,7 +465,7 @@ func (l *AuthListener) Sync(ctx context.Context) error {
 
 // setConnected records the listener's state; then runs, when not nil,
 // before the OnState hook is told.
-func (l *AuthListener) setConnected(on bool, then func()) {
+func (l *Listener) setConnected(on bool, then func()) {
 	l.mu.Lock()
 	if !on {
 		l.cache.Distrust()

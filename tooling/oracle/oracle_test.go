@@ -6,8 +6,8 @@ import (
 	"testing"
 
 	"github.com/fleetapi/fleetapi/policy"
-	"github.com/fleetapi/fleetapi/policy/oracle"
 	"github.com/fleetapi/fleetapi/storage"
+	"github.com/fleetapi/fleetapi/tooling/oracle"
 )
 
 // engine is the embedded policy set with storage's resources.
