@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"slices"
 
 	"github.com/uptrace/bun"
 	"github.com/uptrace/bun/dialect/pgdialect"
@@ -54,16 +55,16 @@ const namesOnlyErasedDevices = "(account_id = ANY(?0) OR (cardinality(imei) > 0 
 // order; TestEraseLeavesNoRow fails when a table holding account data is
 // neither here nor kept on purpose (the audit trail, the usage), and
 // TestEraseLeavesNothing when any text or JSON value of any table still
-// names the subtree.
+// names the subtree. The declared resources (declare: services, reports,
+// events, passengers, and any resource added) have no line here:
+// withDeclaredResources derives their steps, and their scrubs, from
+// their descriptors when the package initialises.
 var eraseSteps = []eraseStep{
 	// the stored responses of the subtree's requests, and of anyone's
 	// request that created a row erased below (eraseKeysWhere)
 	{table: "idempotency_keys", where: "account_id = ANY(?0)"},
 	{table: "object_grants", where: "subaccount_id = ANY(?0) OR imei IN (SELECT imei FROM objects WHERE account_id = ANY(?0))"},
-	{table: "services", where: "account_id = ANY(?0)", key: "service_id"},
-	{table: "reports", where: namesOnlyErasedDevices, key: "report_id"},
-	{table: "events", where: namesOnlyErasedDevices, key: "event_id"},
-	{table: "passengers", where: "account_id = ANY(?0)", key: "passenger_id"},
+	// the declared resources' steps go here (withDeclaredResources)
 	{table: "tokens", where: "account_id = ANY(?0)", key: "id"},
 	{table: "objects", where: "account_id = ANY(?0)", key: "id"},
 	{table: "accounts", where: "id = ANY(?0)", key: "id"},
@@ -98,11 +99,43 @@ type eraseScrub struct {
 // report definitions and event rules keep their other devices (those
 // that name only erased devices are deleted by eraseSteps). The audit
 // trail is scrubbed by scrubAudit.
-var eraseScrubs = []eraseScrub{
-	{table: "reports", set: "imei = ARRAY(SELECT x FROM unnest(imei) AS x WHERE x <> ALL(" + erasedIMEIs + "))",
-		where: "account_id <> ALL(?0) AND imei && " + erasedIMEIs + " AND NOT imei <@ " + erasedIMEIs},
-	{table: "events", set: "imei = ARRAY(SELECT x FROM unnest(imei) AS x WHERE x <> ALL(" + erasedIMEIs + "))",
-		where: "account_id <> ALL(?0) AND imei && " + erasedIMEIs + " AND NOT imei <@ " + erasedIMEIs},
+// Derived (withDeclaredResources): one for every declared resource whose
+// imei is a list of devices.
+var eraseScrubs []eraseScrub
+
+func init() { eraseSteps, eraseScrubs = withDeclaredResources(eraseSteps, registry) }
+
+// withDeclaredResources returns steps with a step for every declared
+// resource (declared: the descriptors, in declaration order) that has
+// none, before the tokens' step (after what references their rows, before
+// the devices and accounts they reference), and the scrubs of those whose
+// imei is a list of devices. A resource's rows are those of the subtree's
+// accounts (account_id), and, for a list of devices, the rows of any
+// account naming only erased devices (namesOnlyErasedDevices), the other
+// accounts' rows that name some losing them (the scrub). Its id is the
+// key by which a stored response names a row. A declared resource without
+// account_id is a programming error: it panics while the package
+// initialises, so every test fails.
+func withDeclaredResources(steps []eraseStep, declared []*Descriptor) ([]eraseStep, []eraseScrub) {
+	var derived []eraseStep
+	var scrubs []eraseScrub
+	for _, d := range declared {
+		if slices.ContainsFunc(steps, func(s eraseStep) bool { return s.table == d.table }) {
+			continue // objects: the devices, deleted after every row naming them
+		}
+		if _, ok := d.scope["account_id"]; !ok {
+			panic(fmt.Sprintf("storage: erase: the declared table %s has no account_id: give it an erase step of its own in eraseSteps", d.table))
+		}
+		step := eraseStep{table: d.table, where: "account_id = ANY(?0)", key: d.id.Name}
+		if d.scope["granted_to"] == kindGrantedArray {
+			step.where = namesOnlyErasedDevices
+			scrubs = append(scrubs, eraseScrub{table: d.table, set: "imei = ARRAY(SELECT x FROM unnest(imei) AS x WHERE x <> ALL(" + erasedIMEIs + "))",
+				where: "account_id <> ALL(?0) AND imei && " + erasedIMEIs + " AND NOT imei <@ " + erasedIMEIs})
+		}
+		derived = append(derived, step)
+	}
+	at := slices.IndexFunc(steps, func(s eraseStep) bool { return s.table == "tokens" })
+	return slices.Concat(steps[:at], derived, steps[at:]), scrubs
 }
 
 // EraseTables returns the tables an erase deletes the subtree's rows from,

@@ -3,8 +3,10 @@ package main
 import (
 	"context"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
+	"slices"
 
 	"github.com/fleetapi/fleetapi/storage"
 	"github.com/fleetapi/fleetapi/storage/importfile"
@@ -44,8 +46,8 @@ tenant first (fleetapi tenant export) if its data may be needed again.`)
 		}
 	}
 	fmt.Fprintf(con.out, "  %-17s %d earlier events without the values naming it\n", "audit_events", erased.Scrubbed["audit_events"])
-	for _, table := range []string{"reports", "events"} {
-		if n := erased.Scrubbed[table]; n > 0 {
+	for _, table := range slices.Sorted(maps.Keys(erased.Scrubbed)) {
+		if n := erased.Scrubbed[table]; n > 0 && table != "audit_events" {
 			fmt.Fprintf(con.out, "  %-17s %d rows of other accounts without its devices\n", table, n)
 		}
 	}

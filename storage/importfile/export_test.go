@@ -74,6 +74,7 @@ func TestExportRoundTrip(t *testing.T) {
 		WITH u AS (SELECT min(id) AS id FROM accounts WHERE type = 'user' AND manager_id = (SELECT id FROM accounts WHERE username = 'gen-manager-001'))
 		INSERT INTO passengers (account_id, passenger_name, passenger_phone, created_at)
 		SELECT u.id, 'Ana Silva', '+351 1', '2024-05-05T05:05:05Z' FROM u UNION ALL SELECT u.id, 'Ana Silva', '+351 2', now() FROM u`)
+	fillFromDemo(t, src.DB, "gen-manager-001")
 
 	var file bytes.Buffer
 	res, err := importfile.Export(ctx, src.DB, "gen-manager-001", &file)
@@ -308,7 +309,9 @@ func comparePlaced(t *testing.T, src, dst *bun.DB, root string, placed map[strin
 		want := rowsOf(t, src, table, cols, srcAccounts, srcTokens, members)
 		got := rowsOf(t, dst, table, cols, dstAccounts, dstTokens, dstMembers)
 		if len(want) == 0 {
-			t.Errorf("%s: the source subtree has no rows: the test world must hold some", table)
+			t.Errorf("%s: the source subtree has no rows: the test world must hold some: give the table an import section "+
+				"(storage/importfile/%s.go, with a dump) and records in the demo data (storage/demodata/demodata.json), "+
+				"which fill what synth.Generate does not (fillFromDemo)", table, table)
 		}
 		if !slices.Equal(got, want) {
 			t.Errorf("%s: %d rows after the round trip, want %d; first differences:\n%s", table, len(got), len(want), firstDiff(got, want))
@@ -366,6 +369,7 @@ func TestExportPlacedElsewhere(t *testing.T) {
 		ORDER BY (SELECT count(*) FROM accounts s WHERE s.manager_id = u.id) DESC, u.id LIMIT 1`).Scan(ctx, &customer, &manager); err != nil {
 		t.Fatal(err)
 	}
+	fillFromDemo(t, src.DB, customer)
 	var file bytes.Buffer
 	if _, err := importfile.Export(ctx, src.DB, customer, &file); err != nil {
 		t.Fatal(err)

@@ -50,6 +50,10 @@ type Mutant struct {
 	ID   string `json:"id"`
 	File string `json:"file"`
 	Line int    `json:"line"`
+	// Rule is the name of the rule mutated (its head's reference, such as
+	// "reports" or "granted"): what a reader or a test names a mutant by,
+	// where the line moves with every rule added above it.
+	Rule string `json:"rule"`
 	Kind string `json:"kind"`
 	// Original is the source of the expression (or rule) mutated;
 	// Mutation says what changed, Mutated is the mutated expression as

@@ -32,9 +32,9 @@ func (r Report) write(w io.Writer) {
 	for _, m := range r.Mutants {
 		switch m.Outcome {
 		case "survived":
-			fmt.Fprintf(w, "SURVIVED %s:%d [%s] %s: %s\n    original: %s\n    mutated:  %s\n", m.File, m.Line, m.ID, m.Kind, m.Mutation, m.Original, m.Mutated)
+			fmt.Fprintf(w, "SURVIVED %s:%d (rule %s) [%s] %s: %s\n    original: %s\n    mutated:  %s\n", m.File, m.Line, m.Rule, m.ID, m.Kind, m.Mutation, m.Original, m.Mutated)
 		case "equivalent":
-			fmt.Fprintf(w, "equivalent %s:%d [%s] %s: %s (%s)\n", m.File, m.Line, m.ID, m.Kind, m.Mutation, m.Reason)
+			fmt.Fprintf(w, "equivalent %s:%d (rule %s) [%s] %s: %s (%s)\n", m.File, m.Line, m.Rule, m.ID, m.Kind, m.Mutation, m.Reason)
 		}
 	}
 	fmt.Fprintf(w, "mutation score %.2f%%: %d of %d mutants killed, %d survived, %d equivalent, %d compile errors (not counted); %d workers, %s\n",

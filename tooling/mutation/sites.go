@@ -243,7 +243,7 @@ func applyMutation(mod *ast.Module, i int, kinds, refs map[string][]string) (Mut
 			return
 		}
 		s := sites[i-n]
-		m = Mutant{Line: s.line, Kind: s.kind, Original: s.original, Mutation: s.mutation}
+		m = Mutant{Line: s.line, Rule: rule.Head.Ref().String(), Kind: s.kind, Original: s.original, Mutation: s.mutation}
 		if s.kind == DeleteExpr {
 			deleteExpr(rule, node.(ast.Body), s.index)
 			mutatedNode = node
