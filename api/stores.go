@@ -61,7 +61,7 @@ type quotaStore interface {
 // tokenStore creates and revokes tokens through the management API
 // (tokens.go).
 type tokenStore interface {
-	CreateManagedToken(ctx context.Context, scope policy.Scope, actor storage.Actor, in storage.ManagedTokenInput, idem *storage.IdempotentRequest) (string, storage.ManagedToken, bool, error)
+	CreateManagedToken(ctx context.Context, scope policy.Scope, actor storage.Actor, nt storage.NewManagedToken, idem *storage.IdempotentRequest) (string, storage.ManagedToken, bool, error)
 	ManagedTokenByID(ctx context.Context, scope policy.Scope, id int64) (storage.ManagedToken, error)
 	RevokeManagedToken(ctx context.Context, scope policy.Scope, actor storage.Actor, id int64) error
 }
