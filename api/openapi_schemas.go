@@ -6,10 +6,13 @@ import (
 	"fmt"
 	"maps"
 	"slices"
+	"strconv"
 
 	"github.com/getkin/kin-openapi/openapi3"
 	"github.com/getkin/kin-openapi/openapi3gen"
 	"github.com/go-fuego/fuego"
+
+	"github.com/fleetapi/fleetapi/storage"
 )
 
 // wireType is a component schema generated from a Go wire type: the type
@@ -132,7 +135,7 @@ func errorSchema() wireType {
 	return wireType{name: "Error", value: Error{}, description: "What went wrong (docs/design.md §4).", fields: map[string][]fieldOpt{
 		"code":    {enum(errorCodes()...), desc("Machine-readable error code.")},
 		"message": {desc("Human-readable explanation.")},
-		"details": {freeObject(), desc(`Facts about the failure, for example {"parameter": "per_page", "reason": "must be between 1 and 500"}.`)},
+		"details": {freeObject(), desc(`Facts about the failure, for example {"parameter": "per_page", "reason": "must be between 1 and ` + strconv.Itoa(storage.MaxPerPage) + `"}.`)},
 	}}
 }
 

@@ -55,11 +55,13 @@ func str(p *string) string {
 	return *p
 }
 
-// passengerFrom applies the defaults and the stored form, and validates
-// the passenger (docs/design.md §5). Failures, the text faults of the body
-// included, are one VALIDATION_FAILED with a reason per field.
-func passengerFrom(in PassengerInput, faults textFaults) (storage.Passenger, error) {
-	p := storage.Passenger{
+// passengerFrom builds the passenger of the body, its defaults applied,
+// and checks it with storage's rule (storage.CheckPassenger: the stored
+// form and docs/design.md §5), once: storage stores the checked value as it
+// is. Failures, the text faults of the body included, are one
+// VALIDATION_FAILED with a reason per field.
+func passengerFrom(in PassengerInput, faults textFaults) (storage.CheckedPassenger, error) {
+	p, err := storage.CheckPassenger(storage.Passenger{
 		PassengerName:          str(in.PassengerName),
 		PassengerAssignID:      str(in.PassengerAssignID),
 		PassengerIDN:           str(in.PassengerIDN),
@@ -70,19 +72,22 @@ func passengerFrom(in PassengerInput, faults textFaults) (storage.Passenger, err
 		PassengerClientID:      str(in.PassengerClientID),
 		PassengerActive:        in.PassengerActive == nil || *in.PassengerActive,
 		PassengerPickupPointID: in.PassengerPickupPointID,
+	})
+	var bad storage.InvalidFields
+	if err != nil && !errors.As(err, &bad) {
+		return p, err
 	}
-	p.Normalize()
-	bad := map[string]any{}
-	for field, reason := range p.Validate() {
-		bad[field] = reason
+	fields := map[string]any{}
+	for field, reason := range bad {
+		fields[field] = reason
 	}
 	// A value that was not valid text is reported as such, not by what
 	// encoding/json's replacement of it would fail.
 	for field, reason := range faults {
-		bad[field] = reason
+		fields[field] = reason
 	}
-	if len(bad) > 0 {
-		return p, newError(CodeValidationFailed, "the passenger is not valid", map[string]any{"fields": bad})
+	if len(fields) > 0 {
+		return p, newError(CodeValidationFailed, "the passenger is not valid", map[string]any{"fields": fields})
 	}
 	return p, nil
 }
@@ -130,7 +135,7 @@ func (s *Server) postPassengers(c fuego.ContextWithBody[PassengerInput]) (*Envel
 	if !ok {
 		return nil, errors.New("postPassengers: no authenticated call in context")
 	}
-	idem, err := idempotencyRequest(r, cl.principal.Account.ID, "", p)
+	idem, err := idempotencyRequest(r, cl.principal.Account.ID, "", p.Passenger())
 	if err != nil {
 		return nil, err
 	}
@@ -155,7 +160,7 @@ func (s *Server) postPassengers(c fuego.ContextWithBody[PassengerInput]) (*Envel
 		// authenticates, and this is the answer its next request gets.
 		return nil, newError(CodeInvalidToken, "the caller's account was erased: its tokens no longer authenticate", nil)
 	case errors.Is(err, storage.ErrInvalid):
-		// The database refused a value the api's validation let through.
+		// The database refused a value the rule let through.
 		return nil, newError(CodeValidationFailed, "the passenger is not valid", invalidFields(err))
 	case err != nil:
 		return nil, err

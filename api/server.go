@@ -26,7 +26,6 @@ import (
 	"github.com/fleetapi/fleetapi/api/metering"
 	"github.com/fleetapi/fleetapi/api/ratelimit"
 	"github.com/fleetapi/fleetapi/policy"
-	"github.com/fleetapi/fleetapi/storage"
 	"github.com/fleetapi/fleetapi/tenancy"
 )
 
@@ -79,8 +78,8 @@ type Config struct {
 	Auth   Authenticator
 	Policy Policy
 	// Store reads and writes tenant data, always within a row scope: the
-	// generic list of a resource (storage.List) needs the concrete store.
-	Store *storage.Store
+	// methods the handlers call (stores.go); *storage.Store implements it.
+	Store Store
 	// TracerProvider and Propagator trace requests; no-op and W3C trace
 	// context when nil.
 	TracerProvider trace.TracerProvider

@@ -78,8 +78,10 @@ type CreatedToken struct {
 }
 
 // tokenFrom validates a POST /tokens body: the token asked for, with
-// ExpiresAt nil and RateLimit 0 where the body leaves them to inherit.
-func tokenFrom(in TokenInput, faults textFaults, now time.Time) (storage.ManagedTokenInput, error) {
+// ExpiresAt nil and RateLimit 0 where the body leaves them to inherit,
+// checked with storage's rule (storage.CheckManagedToken) once: storage
+// stores the checked value as it is.
+func tokenFrom(in TokenInput, faults textFaults, now time.Time) (storage.CheckedManagedToken, error) {
 	v := validation{}
 	var out storage.ManagedTokenInput
 	if in.AccountID != nil {
@@ -121,35 +123,37 @@ func tokenFrom(in TokenInput, faults textFaults, now time.Time) (storage.Managed
 	}
 	// Each field's fault under its own name, every one of them: a bad
 	// permission and a past expiry are two faults (issue 34).
+	checked, err := storage.CheckManagedToken(out, now)
 	var bad storage.InvalidFields
-	if errors.As(storage.ValidateNewToken(out.Permissions, out.ExpiresAt, out.RateLimit, now), &bad) {
-		for f, reason := range bad {
-			if _, set := v[f]; !set {
-				v[f] = reason
-			}
+	if err != nil && !errors.As(err, &bad) {
+		return checked, err
+	}
+	for f, reason := range bad {
+		if _, set := v[f]; !set {
+			v[f] = reason
 		}
 	}
 	for f, reason := range faults {
 		v[f] = reason
 	}
-	return out, v.err("the token")
+	return checked, v.err("the token")
 }
 
 // postTokens answers POST /tokens: 201 with the token and its secret.
 func (s *Server) postTokens(c fuego.ContextWithBody[TokenInput]) (*Envelope[CreatedToken], error) {
 	ctx := c.Context()
-	w, err := managementWrite[TokenInput, storage.ManagedTokenInput]{
-		validate: func(in TokenInput, faults textFaults) (storage.ManagedTokenInput, error) {
+	w, err := managementWrite[TokenInput, storage.CheckedManagedToken]{
+		validate: func(in TokenInput, faults textFaults) (storage.CheckedManagedToken, error) {
 			return tokenFrom(in, faults, s.cfg.Now().UTC())
 		},
 		inherit: inheritLimits,
 		create:  "POST /tokens",
-		account: func(nt storage.ManagedTokenInput) *int64 { return &nt.AccountID },
+		account: func(nt storage.CheckedManagedToken) *int64 { id := nt.Input().AccountID; return &id },
 	}.open(s, ctx, c.Request())
 	if err != nil {
 		return nil, err
 	}
-	nt := w.value
+	nt := w.value.Input()
 	effective := nt.RateLimit
 	if effective == 0 {
 		effective = s.cfg.RateLimit
@@ -158,7 +162,7 @@ func (s *Server) postTokens(c fuego.ContextWithBody[TokenInput]) (*Envelope[Crea
 	if err := s.decideManagement(ctx, w.manager, policy.ActionTokenCreate, w.target, change); err != nil {
 		return nil, err
 	}
-	secret, created, replayed, err := s.cfg.Store.CreateManagedToken(ctx, w.scope, actor(ctx, w.manager), nt, w.idem)
+	secret, created, replayed, err := s.cfg.Store.CreateManagedToken(ctx, w.scope, actor(ctx, w.manager), w.value, w.idem)
 	if err != nil {
 		if errors.Is(err, storage.ErrInvalid) {
 			return nil, newError(CodeValidationFailed, "the token is not valid", invalidFields(err))
@@ -168,24 +172,14 @@ func (s *Server) postTokens(c fuego.ContextWithBody[TokenInput]) (*Envelope[Crea
 	return createdEnvelope(c, CreatedToken{created, secret}, replayed), nil
 }
 
-// inheritLimits completes a token asked for by the caller m: the caller's
+// inheritLimits completes a token asked for by the caller m from the
+// caller's own token (storage.CheckedManagedToken.Inherit): the caller's
 // account when none is named, omitted limits inherit the caller's (its
 // expiry, its own rate limit; none: the server default, as for the
 // caller), and the lineage: the new token records the token that mints it,
 // whose revocation revokes it and whose budget its requests also use.
-func inheritLimits(m manager, nt *storage.ManagedTokenInput) {
-	caller := m.principal.Token
-	if nt.AccountID == 0 {
-		nt.AccountID = m.principal.Account.ID
-	}
-	if nt.ExpiresAt == nil && caller.ExpiresAt != nil {
-		t := caller.ExpiresAt.UTC()
-		nt.ExpiresAt = &t
-	}
-	if nt.RateLimit == 0 {
-		nt.RateLimit = caller.RateLimit
-	}
-	nt.ParentTokenID = caller.ID
+func inheritLimits(m manager, nt *storage.CheckedManagedToken) {
+	nt.Inherit(m.principal.Account.ID, m.principal.Token)
 }
 
 // revokeToken is the write of DELETE /tokens/{id}: the token id of an

@@ -108,7 +108,8 @@ type Page[T any] struct {
 // scope of another resource or one storage cannot translate,
 // ErrBadListRequest for a request the api should not have made, and
 // ErrUnavailable when the database cannot be reached.
-func List[T any](ctx context.Context, s *Store, scope policy.Scope, m Model[T], req ListRequest) (Page[T], error) {
+func List[T any](ctx context.Context, from Lister, scope policy.Scope, m Model[T], req ListRequest) (Page[T], error) {
+	s := from.listStore()
 	if err := req.check(); err != nil {
 		return Page[T]{}, err
 	}

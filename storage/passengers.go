@@ -8,8 +8,6 @@ import (
 	"fmt"
 	"net/mail"
 	"reflect"
-	"sort"
-	"strings"
 	"time"
 	"unicode/utf8"
 
@@ -78,6 +76,51 @@ func (p *Passenger) Validate() map[string]string {
 	return bad
 }
 
+// NewPassenger is a passenger to create: a Passenger as given, which
+// CreatePassenger checks (CheckPassenger), or a CheckedPassenger, which
+// passed the check already and is not checked again. The rule of a stored
+// passenger is storage's; whoever checks first (the api, to answer
+// VALIDATION_FAILED before anything else) hands on the checked value, so
+// that a request runs the rule once.
+type NewPassenger interface {
+	// checked is the passenger normalised and validated once.
+	checked() (Passenger, error)
+}
+
+// CheckedPassenger is a passenger normalised (Normalize) and validated
+// (Validate): made only by CheckPassenger.
+type CheckedPassenger struct {
+	p  Passenger
+	ok bool
+}
+
+// CheckPassenger applies the stored form of p (Normalize) and its rules
+// (Validate): the one check of a passenger to create. Its error is an
+// InvalidFields (ErrInvalid) with a reason per failing field.
+func CheckPassenger(p Passenger) (CheckedPassenger, error) {
+	p.Normalize()
+	if bad := p.Validate(); bad != nil {
+		return CheckedPassenger{}, InvalidFields(bad)
+	}
+	return CheckedPassenger{p: p, ok: true}, nil
+}
+
+// Passenger is the checked passenger: in its stored form.
+func (c CheckedPassenger) Passenger() Passenger { return c.p }
+
+func (c CheckedPassenger) checked() (Passenger, error) {
+	if !c.ok {
+		return Passenger{}, errors.New("storage: a CheckedPassenger not made by CheckPassenger")
+	}
+	return c.p, nil
+}
+
+// checked is CheckPassenger's passenger.
+func (p Passenger) checked() (Passenger, error) {
+	c, err := CheckPassenger(p)
+	return c.p, err
+}
+
 // ValidEmail accepts a bare address (no display name, no angle brackets).
 func ValidEmail(s string) bool {
 	a, err := mail.ParseAddress(s)
@@ -99,8 +142,9 @@ type IdempotentRequest struct {
 }
 
 // CreatePassenger stores p as a passenger of the account owner and returns
-// the stored row. p should already be normalised and validated; it is
-// normalised again and a failing validation is ErrInvalid. The new row must
+// the stored row. A Passenger is checked here (CheckPassenger: its stored
+// form, and an InvalidFields when it fails); a CheckedPassenger was
+// checked already and is stored as it is. The new row must
 // be inside scope (a passengers scope): a row the caller could not see is
 // never created (policy.ErrScope).
 //
@@ -115,13 +159,13 @@ type IdempotentRequest struct {
 // ErrInvalid, ErrConflict (a duplicate passenger_assign_id in the account),
 // policy.ErrScope, ErrIdempotencyKeyReused, ErrNotFound (the owner or the
 // caller was erased meanwhile) and ErrUnavailable.
-func (s *Store) CreatePassenger(ctx context.Context, scope policy.Scope, owner int64, p Passenger, idem *IdempotentRequest) (created Passenger, replayed bool, err error) {
+func (s *Store) CreatePassenger(ctx context.Context, scope policy.Scope, owner int64, np NewPassenger, idem *IdempotentRequest) (created Passenger, replayed bool, err error) {
 	if _, err := s.compiledFor(scope, Passengers.Descriptor); err != nil {
 		return Passenger{}, false, err
 	}
-	p.Normalize()
-	if bad := p.Validate(); bad != nil {
-		return Passenger{}, false, fmt.Errorf("%w: passenger: %s", ErrInvalid, describeFields(bad))
+	p, err := np.checked()
+	if err != nil {
+		return Passenger{}, false, err
 	}
 	p.PassengerID = 0
 	p.AccountID = owner
@@ -308,15 +352,4 @@ func responseSubject(db bun.IDB, created any) (string, int64, error) {
 		return "", 0, fmt.Errorf("idempotency: a response of type %T names no row by a bigint key", created)
 	}
 	return t.Name, t.PKs[0].Value(v).Int(), nil
-}
-
-// describeFields renders validation failures as "field: reason" in field
-// order.
-func describeFields(bad map[string]string) string {
-	parts := make([]string, 0, len(bad))
-	for f, reason := range bad {
-		parts = append(parts, f+": "+reason)
-	}
-	sort.Strings(parts)
-	return strings.Join(parts, "; ")
 }

@@ -2,6 +2,7 @@ package storage
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"slices"
@@ -105,6 +106,73 @@ type ManagedTokenInput struct {
 	ParentTokenID int64
 }
 
+// NewManagedToken is a token to create through the management API: a
+// ManagedTokenInput as given, which CreateManagedToken checks
+// (ValidateNewToken, now), or a CheckedManagedToken, which passed the check
+// already and is not checked again: the api checks first (every field's
+// fault at once, before the decision) and hands on the checked value.
+type NewManagedToken interface {
+	// checkedToken is the token to create, checked once.
+	checkedToken() (ManagedTokenInput, error)
+}
+
+// CheckedManagedToken is a token to create that passed ValidateNewToken:
+// made only by CheckManagedToken. Its JSON form is its input's (the
+// idempotency key's request hash).
+type CheckedManagedToken struct {
+	in ManagedTokenInput
+	ok bool
+}
+
+// CheckManagedToken checks in at now (ValidateNewToken): the one check of
+// a token to create through the management API. Its error is an
+// InvalidFields (ErrInvalid).
+func CheckManagedToken(in ManagedTokenInput, now time.Time) (CheckedManagedToken, error) {
+	if err := ValidateNewToken(in.Permissions, in.ExpiresAt, in.RateLimit, now); err != nil {
+		return CheckedManagedToken{}, err
+	}
+	return CheckedManagedToken{in: in, ok: true}, nil
+}
+
+// Input is the checked token.
+func (c CheckedManagedToken) Input() ManagedTokenInput { return c.in }
+
+// Inherit completes the token from the caller's own token, which mints it:
+// the caller's account when none is named, the caller's expiry and rate
+// limit where the token leaves them to inherit, and its lineage (the
+// caller's token is its parent, docs/design.md §9). What it inherits passed
+// the rule when the caller's token was made, and the caller's token
+// authenticated the request: the result needs no second check.
+func (c *CheckedManagedToken) Inherit(account int64, caller tenancy.Token) {
+	if c.in.AccountID == 0 {
+		c.in.AccountID = account
+	}
+	if c.in.ExpiresAt == nil && caller.ExpiresAt != nil {
+		t := caller.ExpiresAt.UTC()
+		c.in.ExpiresAt = &t
+	}
+	if c.in.RateLimit == 0 {
+		c.in.RateLimit = caller.RateLimit
+	}
+	c.in.ParentTokenID = caller.ID
+}
+
+// MarshalJSON is the input's JSON form.
+func (c CheckedManagedToken) MarshalJSON() ([]byte, error) { return json.Marshal(c.in) }
+
+func (c CheckedManagedToken) checkedToken() (ManagedTokenInput, error) {
+	if !c.ok {
+		return ManagedTokenInput{}, errors.New("storage: a CheckedManagedToken not made by CheckManagedToken")
+	}
+	return c.in, nil
+}
+
+// checkedToken is the input checked now.
+func (in ManagedTokenInput) checkedToken() (ManagedTokenInput, error) {
+	c, err := CheckManagedToken(in, time.Now())
+	return c.in, err
+}
+
 // errTokenName is wrapped by the ErrConflict of a token name the account
 // already has.
 var errTokenName = errors.New("the account already has a token of this name")
@@ -116,14 +184,16 @@ var errTokenName = errors.New("the account already has a token of this name")
 // returns the secret, to be shown once, and the token. With idem, a retry
 // with the same request returns the first token without a secret
 // (replayed; only its hash was stored) and writes nothing; with another
-// request it is ErrIdempotencyKeyReused. It returns ErrInvalid as
-// CreateToken does, and ErrConflict when the account has a token of that
-// name.
-func (s *Store) CreateManagedToken(ctx context.Context, scope policy.Scope, actor Actor, in ManagedTokenInput, idem *IdempotentRequest) (secret string, created ManagedToken, replayed bool, err error) {
+// request it is ErrIdempotencyKeyReused. A ManagedTokenInput is checked
+// here (ErrInvalid as CreateToken returns it); a CheckedManagedToken was
+// checked already. It returns ErrConflict when the account has a token of
+// that name.
+func (s *Store) CreateManagedToken(ctx context.Context, scope policy.Scope, actor Actor, nt NewManagedToken, idem *IdempotentRequest) (secret string, created ManagedToken, replayed bool, err error) {
 	if _, err := s.compiledFor(scope, accountsScope); err != nil {
 		return "", ManagedToken{}, false, err
 	}
-	if err := ValidateNewToken(in.Permissions, in.ExpiresAt, in.RateLimit, time.Now()); err != nil {
+	in, err := nt.checkedToken()
+	if err != nil {
 		return "", ManagedToken{}, false, err
 	}
 	w := ManagementWrite{Accounts: []int64{in.AccountID}, Actor: actor, Change: func(ctx context.Context, tx *Store) (audit.Event, error) {

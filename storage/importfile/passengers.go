@@ -2,6 +2,7 @@ package importfile
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"maps"
 	"slices"
@@ -26,7 +27,8 @@ type importPassenger struct {
 	PassengerID     dbAssigned `json:"passenger_id,omitzero"`
 }
 
-// loadPassenger inserts a passenger, normalised as docs/design.md §5 says.
+// loadPassenger inserts a passenger, checked as every passenger to create
+// (storage.CheckPassenger: normalised and validated as docs/design.md §5 says).
 // Passenger names are not unique in an account, so the natural key counts
 // too: the k-th record of an account and (trimmed) name in the file is
 // skipped when the account already has k passengers of that name, which
@@ -40,10 +42,14 @@ func loadPassenger(ctx context.Context, im *importer, ref recordRef, p importPas
 	row := p.Passenger
 	row.AccountID = acct.ID
 	row.PassengerActive = p.PassengerActive == nil || *p.PassengerActive
-	row.Normalize()
-	if bad := row.Validate(); bad != nil {
+	checked, err := storage.CheckPassenger(row)
+	var bad storage.InvalidFields
+	if errors.As(err, &bad) {
 		return false, ref.errorf("%s", fieldErrors(bad))
+	} else if err != nil {
+		return false, err
 	}
+	row = checked.Passenger()
 	if p.CreatedAt != nil {
 		row.CreatedAt = *p.CreatedAt
 	}

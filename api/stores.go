@@ -1,0 +1,107 @@
+package api
+
+import (
+	"context"
+	"time"
+
+	"github.com/fleetapi/fleetapi/policy"
+	"github.com/fleetapi/fleetapi/storage"
+	"github.com/fleetapi/fleetapi/storage/limits"
+	"github.com/fleetapi/fleetapi/tenancy"
+)
+
+// The store as the handlers use it: one small interface per handler set,
+// each with only the methods that set calls, declared here by their
+// consumer (as Authenticator and Policy are). Every read and write takes
+// the row scope the policy decided; the wiring (cmd/fleetapi) passes the
+// *storage.Store, which implements them all.
+
+// Store is every store method the api calls (Config.Store).
+type Store interface {
+	listStore
+	managedAccountStore
+	accountStore
+	quotaStore
+	tokenStore
+	objectStore
+	grantStore
+	eraseStore
+	passengerStore
+	eventStore
+	dueStore
+	usageStore
+}
+
+// The concrete store is the api's store.
+var _ Store = (*storage.Store)(nil)
+
+// listStore is what the lists read (lists.go, manage.go): storage.List is
+// a generic function of the store, so the lists name its storage.Lister.
+type listStore interface {
+	storage.Lister
+}
+
+// managedAccountStore loads the target of a management request (manage.go).
+type managedAccountStore interface {
+	ManagedAccount(ctx context.Context, scope policy.Scope, id int64) (storage.Account, []tenancy.Account, bool, error)
+}
+
+// accountStore creates and updates accounts (accounts.go).
+type accountStore interface {
+	CreateAccount(ctx context.Context, scope policy.Scope, actor storage.Actor, a storage.Account, idem *storage.IdempotentRequest) (storage.Account, bool, error)
+	UpdateAccount(ctx context.Context, scope policy.Scope, actor storage.Actor, id int64, patch storage.AccountPatch) (storage.Account, error)
+}
+
+// quotaStore reads the quota limits and their use (accounts.go).
+type quotaStore interface {
+	AccountQuotas(ctx context.Context, a storage.Account) (limits.Quotas, limits.QuotaUsage, error)
+	QuotasOf(ctx context.Context, id int64) (limits.Quotas, error)
+	DefaultQuotas() limits.Quotas
+}
+
+// tokenStore creates and revokes tokens through the management API
+// (tokens.go).
+type tokenStore interface {
+	CreateManagedToken(ctx context.Context, scope policy.Scope, actor storage.Actor, nt storage.NewManagedToken, idem *storage.IdempotentRequest) (string, storage.ManagedToken, bool, error)
+	ManagedTokenByID(ctx context.Context, scope policy.Scope, id int64) (storage.ManagedToken, error)
+	RevokeManagedToken(ctx context.Context, scope policy.Scope, actor storage.Actor, id int64) error
+}
+
+// objectStore creates, reads and moves objects (objects.go).
+type objectStore interface {
+	CreateObject(ctx context.Context, scope policy.Scope, actor storage.Actor, o storage.Object, idem *storage.IdempotentRequest) (storage.Object, bool, error)
+	ManagedObject(ctx context.Context, scope policy.Scope, id int64) (storage.Object, error)
+	MoveObject(ctx context.Context, scope policy.Scope, actor storage.Actor, id, to int64) (storage.Object, error)
+}
+
+// grantStore reads and replaces a subaccount's grants (grants.go).
+type grantStore interface {
+	GrantedObjects(ctx context.Context, scope policy.Scope, id int64, req storage.ListRequest) (storage.Page[storage.Object], error)
+	ParentDevices(ctx context.Context, scope policy.Scope, id int64, imei []string) ([]string, error)
+	ReplaceGrants(ctx context.Context, scope policy.Scope, actor storage.Actor, id int64, imei []string) ([]storage.Object, error)
+}
+
+// eraseStore erases an account (erase.go).
+type eraseStore interface {
+	EraseManagedAccount(ctx context.Context, scope policy.Scope, actor storage.Actor, id int64) (storage.Erased, error)
+}
+
+// passengerStore creates passengers (passengers.go).
+type passengerStore interface {
+	CreatePassenger(ctx context.Context, scope policy.Scope, owner int64, p storage.NewPassenger, idem *storage.IdempotentRequest) (storage.Passenger, bool, error)
+}
+
+// eventStore reads one event (events.go).
+type eventStore interface {
+	EventByID(ctx context.Context, scope policy.Scope, id int64) (storage.Event, error)
+}
+
+// dueStore reads the services due (services.go).
+type dueStore interface {
+	DueServices(ctx context.Context, scope policy.Scope, today time.Time, limit int) ([]storage.DueService, error)
+}
+
+// usageStore reads the usage totals (usage.go).
+type usageStore interface {
+	UsageTotals(ctx context.Context, scope policy.Scope, req storage.UsageRequest) (storage.UsagePage, error)
+}
