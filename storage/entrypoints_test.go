@@ -100,7 +100,7 @@ func TestTenantEntryPointsTakeAScope(t *testing.T) {
 		}
 		files = append(files, f)
 	}
-	handles := map[string]bool{"*Store": true, "bun.IDB": true, "*bun.DB": true, "bun.Tx": true}
+	handles := map[string]bool{"*Store": true, "Lister": true, "bun.IDB": true, "*bun.DB": true, "bun.Tx": true}
 	var funcs []string
 	found := map[string]bool{}
 	for _, f := range files {
