@@ -9,6 +9,7 @@ import (
 
 	"github.com/fleetapi/fleetapi/storage"
 	"github.com/fleetapi/fleetapi/storage/demodata"
+	"github.com/fleetapi/fleetapi/storage/storagetest"
 )
 
 // TestEraseAndCounterFold: an erase holds count_generation from its delete
@@ -41,22 +42,7 @@ func TestEraseAndCounterFold(t *testing.T) {
 	if _, err := hold.ExecContext(ctx, "BEGIN; UPDATE count_generation SET generation = generation + 1"); err != nil {
 		t.Fatal(err)
 	}
-	// waiting returns once n backends of the test database wait for a
-	// lock, or done has a result.
-	waiting := func(n int, done <-chan error) {
-		t.Helper()
-		for {
-			var blocked int
-			if err := db.NewRaw("SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock'").
-				Scan(ctx, &blocked); err != nil {
-				t.Fatal(err)
-			}
-			if blocked >= n || len(done) > 0 {
-				return
-			}
-			time.Sleep(time.Millisecond)
-		}
-	}
+	waiting := func(n int, done <-chan error) { t.Helper(); waitForLockWaiters(t, db, n, done) }
 	erased, folded := make(chan error, 1), make(chan error, 1)
 	go func() {
 		_, err := store.EraseAccount(ctx, "acme", false)
@@ -114,20 +100,7 @@ func TestEraseNotPassedBySharedLocks(t *testing.T) {
 	if _, err := hold.ExecContext(ctx, fmt.Sprintf("BEGIN; SELECT id FROM accounts WHERE id = %d FOR KEY SHARE", acme.ID)); err != nil {
 		t.Fatal(err)
 	}
-	waiting := func(n int, done <-chan error) {
-		t.Helper()
-		for {
-			var blocked int
-			if err := db.NewRaw("SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock'").
-				Scan(ctx, &blocked); err != nil {
-				t.Fatal(err)
-			}
-			if blocked >= n || len(done) > 0 {
-				return
-			}
-			time.Sleep(time.Millisecond)
-		}
-	}
+	waiting := func(n int, done <-chan error) { t.Helper(); waitForLockWaiters(t, db, n, done) }
 	erased, created := make(chan error, 1), make(chan error, 1)
 	go func() {
 		_, err := store.EraseAccount(ctx, "acme", false)
@@ -158,5 +131,22 @@ func TestEraseNotPassedBySharedLocks(t *testing.T) {
 	}
 	if left != 0 {
 		t.Errorf("%d passengers of the erased account left", left)
+	}
+}
+
+// waitForLockWaiters returns once n backends of db's database wait for a
+// lock, or done has a result.
+func waitForLockWaiters(t *testing.T, db *storagetest.DB, n int, done <-chan error) {
+	t.Helper()
+	for {
+		var blocked int
+		if err := db.NewRaw("SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock'").
+			Scan(context.Background(), &blocked); err != nil {
+			t.Fatal(err)
+		}
+		if blocked >= n || len(done) > 0 {
+			return
+		}
+		time.Sleep(time.Millisecond)
 	}
 }
