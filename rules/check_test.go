@@ -157,7 +157,7 @@ func TestParamEval(t *testing.T) {
 		{"t = on", "ON", false, true},  // case matters
 		{"t = true", true, true, true}, // a bool as "true"
 		{"t != true", false, true, true},
-		{`t = "30"`, 30.0, true, true},   // a quoted VALUE is a string: "30" = "30"
+		{`t = "30"`, 30.0, true, true},    // a quoted VALUE is a string: "30" = "30"
 		{`t = "30.0"`, 30.0, false, true}, // "30" != "30.0" as strings
 		{"t = 5", true, false, true},      // "true" != "5"
 		{"t > 30", nil, false, false},

@@ -127,7 +127,7 @@ func TestEvaluateTypes(t *testing.T) {
 			{min: 10, speed: num(0)},
 			{min: 11, speed: num(0), fires: "10"},
 			{min: 20, speed: num(0)},
-			{min: 21},              // no speed: unchanged
+			{min: 21},                // no speed: unchanged
 			{min: 22, speed: num(3)}, // moves: re-armed
 			{min: 23, speed: num(0)}, // since minute 23
 			{min: 40, speed: num(0), fires: "17"},
