@@ -72,8 +72,11 @@ func step(rule Rule, c compiled, old RuleState, prev *Snapshot, r Reading) (Rule
 			return old, hit{}
 		}
 		v := *r.Speed
-		return level(old, v > c.num, formatNumber(v),
-			"Overspeed: "+formatNumber(v)+" km/h > "+formatNumber(c.num)+ruleOf(rule))
+		s, fire := level(old, v > c.num)
+		if !fire {
+			return s, hit{}
+		}
+		return s, hit{true, formatNumber(v), "Overspeed: " + formatNumber(v) + " km/h > " + formatNumber(c.num) + ruleOf(rule)}
 	case SOS, DoorOpen:
 		name, what := "sos", "SOS"
 		if rule.Type == DoorOpen {
@@ -87,7 +90,11 @@ func step(rule Rule, c compiled, old RuleState, prev *Snapshot, r Reading) (Rule
 		if !known {
 			return old, hit{}
 		}
-		return level(old, holds, formatAttr(v), what+": "+name+" is "+formatAttr(v)+ruleOf(rule))
+		s, fire := level(old, holds)
+		if !fire {
+			return s, hit{}
+		}
+		return s, hit{true, formatAttr(v), what + ": " + name + " is " + formatAttr(v) + ruleOf(rule)}
 	case Param:
 		e := c.param
 		v, ok := r.Attributes[e.name]
@@ -98,8 +105,11 @@ func step(rule Rule, c compiled, old RuleState, prev *Snapshot, r Reading) (Rule
 		if !known {
 			return old, hit{}
 		}
-		return level(old, holds, formatAttr(v),
-			"Parameter: "+e.name+" is "+formatAttr(v)+", "+e.op+" "+e.text+ruleOf(rule))
+		s, fire := level(old, holds)
+		if !fire {
+			return s, hit{}
+		}
+		return s, hit{true, formatAttr(v), "Parameter: " + e.name + " is " + formatAttr(v) + ", " + e.op + " " + e.text + ruleOf(rule)}
 	case FuelDrop:
 		cur, ok := attrNumber(r.Attributes["fuel"])
 		if !ok {
@@ -110,8 +120,12 @@ func step(rule Rule, c compiled, old RuleState, prev *Snapshot, r Reading) (Rule
 			return RuleState{}, hit{}
 		}
 		drop := before - cur
-		return level(old, drop >= c.num, formatNumber(drop),
-			"Fuel drop: "+formatNumber(drop)+" (from "+formatNumber(before)+" to "+formatNumber(cur)+") ≥ "+formatNumber(c.num)+ruleOf(rule))
+		s, fire := level(old, drop >= c.num)
+		if !fire {
+			return s, hit{}
+		}
+		return s, hit{true, formatNumber(drop),
+			"Fuel drop: " + formatNumber(drop) + " (from " + formatNumber(before) + " to " + formatNumber(cur) + ") ≥ " + formatNumber(c.num) + ruleOf(rule)}
 	case Stopped:
 		return stopped(rule, c, old, r)
 	case IgnitionOn, IgnitionOff:
@@ -134,14 +148,14 @@ func step(rule Rule, c compiled, old RuleState, prev *Snapshot, r Reading) (Rule
 // level is the transition of a condition read on one reading: it fires when
 // the condition holds and did not on the rule's previous reading, and
 // re-arms when it does not hold.
-func level(old RuleState, holds bool, value, message string) (RuleState, hit) {
+func level(old RuleState, holds bool) (RuleState, bool) {
 	if !holds {
-		return RuleState{}, hit{}
+		return RuleState{}, false
 	}
 	if old.Fired {
-		return old, hit{}
+		return old, false
 	}
-	return RuleState{Fired: true}, hit{true, value, message}
+	return RuleState{Fired: true}, true
 }
 
 // stopped fires on the reading that shows speed 0 for at least checked_value

@@ -220,7 +220,7 @@ func TestEvaluateRuleOrderAndStale(t *testing.T) {
 	if len(st.Rules) != 2 || !st.Rules["3"].Fired || !st.Rules["1"].Fired {
 		t.Fatalf("state %+v", st.Rules)
 	}
-	before, _ := stateJSON(t, st)
+	before := stateJSON(t, st)
 	for _, old := range []int{0, -1} {
 		same, fired := Evaluate(rs, nil, st, Reading{Time: at(old), Speed: num(0), Attributes: attrs{"sos": false}})
 		if len(fired) != 0 || !reflect.DeepEqual(same, st) {
@@ -228,7 +228,7 @@ func TestEvaluateRuleOrderAndStale(t *testing.T) {
 		}
 	}
 	next, _ := Evaluate(rs[:1], nil, st, Reading{Time: at(1), Speed: num(0)})
-	if after, _ := stateJSON(t, st); after != before {
+	if after := stateJSON(t, st); after != before {
 		t.Errorf("Evaluate modified its input state:\n%s\n%s", before, after)
 	}
 	if _, ok := next.Rules["1"]; ok || len(next.Rules) != 1 {

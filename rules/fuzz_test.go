@@ -147,10 +147,10 @@ func FuzzEvaluate(f *testing.F) {
 				tm = tm.Add(-time.Minute)
 			}
 			r := fuzzReading(tm, b)
-			before, _ := stateJSON(t, mem)
+			before := stateJSON(t, mem)
 			fired := evaluate(t, berlin, &mem, &wire, r)
 			if !last.IsZero() && !tm.After(last) {
-				if after, _ := stateJSON(t, mem); len(fired) > 0 || after != before {
+				if after := stateJSON(t, mem); len(fired) > 0 || after != before {
 					t.Fatalf("a stale reading fired %+v or changed %s to %s", fired, before, after)
 				}
 				continue
@@ -218,8 +218,8 @@ func same(t *testing.T, mem, wire *State, f1, f2 []Fired) {
 	if !reflect.DeepEqual(f1, f2) {
 		t.Fatalf("in memory %+v\nthrough JSON %+v", f1, f2)
 	}
-	a, _ := stateJSON(t, *mem)
-	b, _ := stateJSON(t, *wire)
+	a := stateJSON(t, *mem)
+	b := stateJSON(t, *wire)
 	if a != b {
 		t.Fatalf("in memory %s\nthrough JSON %s", a, b)
 	}
@@ -227,7 +227,7 @@ func same(t *testing.T, mem, wire *State, f1, f2 []Fired) {
 	if err := json.Unmarshal([]byte(b), &back); err != nil {
 		t.Fatal(err)
 	}
-	if c, _ := stateJSON(t, back); c != b {
+	if c := stateJSON(t, back); c != b {
 		t.Fatalf("round trip %s → %s", b, c)
 	}
 	*wire = back

@@ -7,13 +7,13 @@ import (
 )
 
 // stateJSON encodes a state as storage stores it.
-func stateJSON(t testing.TB, st State) (string, error) {
+func stateJSON(t testing.TB, st State) string {
 	t.Helper()
 	b, err := json.Marshal(st)
 	if err != nil {
 		t.Fatal(err)
 	}
-	return string(b), nil
+	return string(b)
 }
 
 // decodeState decodes a stored state.
@@ -30,7 +30,7 @@ func decodeState(t testing.TB, s string) State {
 // decodes to one that evaluates safely, and a state evaluates the same
 // after a round trip through JSON as before it.
 func TestStateJSON(t *testing.T) {
-	if s, _ := stateJSON(t, State{}); s != "{}" {
+	if s := stateJSON(t, State{}); s != "{}" {
 		t.Errorf("zero state %s", s)
 	}
 	rs := []Rule{
@@ -58,8 +58,8 @@ func TestStateJSON(t *testing.T) {
 			t.Errorf("%s: prev %+v", stored, next.Prev)
 		}
 		next, _ = Silence(rs, nil, next, at(0), at(60))
-		s, _ := stateJSON(t, next)
-		if again, _ := stateJSON(t, decodeState(t, s)); again != s {
+		s := stateJSON(t, next)
+		if again := stateJSON(t, decodeState(t, s)); again != s {
 			t.Errorf("%s: round trip %s → %s", stored, s, again)
 		}
 	}
@@ -81,11 +81,11 @@ func TestStateJSON(t *testing.T) {
 		if !reflect.DeepEqual(f1, f2) {
 			t.Fatalf("reading %d: %+v\nthrough JSON %+v", i, f1, f2)
 		}
-		s, _ := stateJSON(t, wire)
+		s := stateJSON(t, wire)
 		wire = decodeState(t, s)
 	}
-	a, _ := stateJSON(t, mem)
-	b, _ := stateJSON(t, wire)
+	a := stateJSON(t, mem)
+	b := stateJSON(t, wire)
 	if a != b {
 		t.Errorf("in memory %s\nthrough JSON %s", a, b)
 	}

@@ -46,7 +46,16 @@ var allowed = map[string][]string{
 	// The paging layer: only storage imports it (internal), and it imports
 	// nothing of fleetapi.
 	"storage/internal/paging": {},
+
+	// The rule evaluation domain: readings and rules in, what fired out; it
+	// imports nothing of fleetapi (and only the standard library:
+	// stdlibOnly).
+	"rules": {},
 }
+
+// stdlibOnly lists the packages that import nothing but the standard
+// library: domains with no adapter, which anything may call.
+var stdlibOnly = []string{"rules"}
 
 // forbidden lists third-party imports a package must not have.
 var forbidden = map[string][]string{
@@ -115,6 +124,23 @@ func TestDependencyDirection(t *testing.T) {
 	})
 	if err != nil {
 		t.Fatal(err)
+	}
+}
+
+// TestStdlibOnly keeps the packages of stdlibOnly on the standard library:
+// an import path whose first element has no dot is the standard library's.
+func TestStdlibOnly(t *testing.T) {
+	root := filepath.Join("..", "..")
+	for _, pkg := range stdlibOnly {
+		bp, err := build.ImportDir(filepath.Join(root, pkg), 0)
+		if err != nil {
+			t.Fatalf("%s: %v", pkg, err)
+		}
+		for _, imp := range bp.Imports {
+			if first, _, _ := strings.Cut(imp, "/"); strings.Contains(first, ".") {
+				t.Errorf("%s imports %s: only the standard library is allowed", pkg, imp)
+			}
+		}
 	}
 }
 
