@@ -65,8 +65,11 @@ type State struct {
 	// Rules holds each rule's state by rule id (as a decimal string: JSON
 	// object keys); a rule absent is armed with nothing remembered.
 	Rules map[string]RuleState `json:"rules,omitempty"`
-	// Prev holds what the previous evaluated reading reported of the values
-	// the transition types compare (ignition, attributes, fuel, speed).
+	// Prev holds what the previous evaluated readings reported of the values
+	// the transition types compare: the newest one's time, the last
+	// reported ignition and the last reported numeric fuel (Attributes
+	// "fuel"). A rule that remembers nothing is not stored, so the state of
+	// a device with no condition in force is {"prev":{...}}.
 	Prev *Snapshot `json:"prev,omitempty"`
 }
 
@@ -82,7 +85,9 @@ type RuleState struct {
 	Silence *time.Time `json:"silence,omitempty"`
 }
 
-// Snapshot is what a previous reading reported.
+// Snapshot is what the previous readings reported. Speed is not written
+// (stopped keeps its own Since per rule); it is read by nothing and kept so
+// that a stored state holding it still decodes.
 type Snapshot struct {
 	Time       time.Time      `json:"time"`
 	Speed      *float64       `json:"speed,omitempty"`
