@@ -259,36 +259,49 @@ func (o *fuzzOracle) check(t *testing.T, loc *time.Location, r Reading, fired []
 			}
 		}
 	}
-	speedEnds := func(limit float64) bool { return r.Speed != nil && *r.Speed <= limit }
-	attrEnds := func(name string, holds func(any) (bool, bool)) bool {
+	// Each condition read on this reading: known, and whether it holds.
+	speed := func(limit float64) (bool, bool) { return r.Speed != nil && *r.Speed > limit, r.Speed != nil }
+	attr := func(name string, holds func(any) (bool, bool)) (bool, bool) {
 		v, ok := r.Attributes[name]
 		if !ok {
-			return false
+			return false, false
 		}
-		h, known := holds(v)
-		return known && !h
+		return holds(v)
 	}
 	param := func(cv string) func(any) (bool, bool) {
 		e, _ := parseParam(cv)
 		return e.eval
 	}
-	fuelEnds := false
-	if cur, ok := attrNumber(r.Attributes["fuel"]); ok {
-		fuelEnds = o.fuel == nil || *o.fuel-cur < 10
+	fuel := func() (bool, bool) {
+		cur, ok := attrNumber(r.Attributes["fuel"])
+		if !ok {
+			return false, false
+		}
+		before := o.fuel
 		o.fuel = &cur
+		return before != nil && *before-cur >= 10, true
 	}
-	ends := map[int64]bool{
-		1:  speedEnds(90),
-		4:  attrEnds("sos", truthy),
-		5:  attrEnds("door", truthy),
-		6:  attrEnds("t", param("t > 30")),
-		7:  attrEnds("m", param(`m != "x"`)),
-		8:  fuelEnds,
-		9:  r.Speed != nil && *r.Speed > 0,
-		10: true,
-		11: speedEnds(50),
-		12: attrEnds("sos", truthy),
+	conditions := map[int64]func() (bool, bool){
+		1:  func() (bool, bool) { return speed(90) },
+		4:  func() (bool, bool) { return attr("sos", truthy) },
+		5:  func() (bool, bool) { return attr("door", truthy) },
+		6:  func() (bool, bool) { return attr("t", param("t > 30")) },
+		7:  func() (bool, bool) { return attr("m", param(`m != "x"`)) },
+		8:  fuel,
+		9:  func() (bool, bool) { return r.Speed != nil && *r.Speed == 0, r.Speed != nil },
+		11: func() (bool, bool) { return speed(50) },
+		12: func() (bool, bool) { return attr("sos", truthy) },
 	}
+	ends := map[int64]bool{10: true}
+	for id, cond := range conditions {
+		holds, known := cond()
+		if seen[id] && !holds {
+			t.Fatalf("rule %d fired while its condition does not hold: %+v on %+v", id, fired, r)
+		}
+		ends[id] = known && !holds
+	}
+	// stopped ends only when the device moves, not at a speed of 0.
+	ends[9] = r.Speed != nil && *r.Speed > 0
 	if r.Ignition != nil {
 		on := *r.Ignition
 		if seen[2] && (!on || o.ignition == nil || *o.ignition) || seen[3] && (on || o.ignition == nil || !*o.ignition) {
