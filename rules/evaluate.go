@@ -119,7 +119,7 @@ func step(rule Rule, c compiled, old RuleState, prev *Snapshot, r Reading) (Rule
 		if !ok {
 			return RuleState{}, hit{}
 		}
-		drop := before - cur
+		drop := roundMicro(before - cur)
 		s, fire := level(old, drop >= c.num)
 		if !fire {
 			return s, hit{}
@@ -203,6 +203,16 @@ func advance(prev *Snapshot, r Reading) *Snapshot {
 		s.Attributes = map[string]any{"fuel": f}
 	}
 	return s
+}
+
+// roundMicro rounds a difference of two readings' values to millionths, so
+// that 0.3 − 0.1 is a drop of 0.2 (not 0.19999999999999998) both when it is
+// compared and when it is written.
+func roundMicro(v float64) float64 {
+	if math.Abs(v) >= 1e12 {
+		return v
+	}
+	return math.Round(v*1e6) / 1e6
 }
 
 // prevFuel is the fuel a previous snapshot remembers.

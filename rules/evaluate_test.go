@@ -114,6 +114,12 @@ func TestEvaluateTypes(t *testing.T) {
 			{min: 1, speed: num(10)},
 			{min: 2, attrs: attrs{"fuel": 75.0}, fires: "25"},
 		}},
+		{"fuel_drop_fractions", Rule{Type: FuelDrop, CheckedValue: "0.2"}, []rd{
+			{min: 0, attrs: attrs{"fuel": 0.3}},
+			{min: 1, attrs: attrs{"fuel": 0.1}, fires: "0.2"}, // not 0.19999999999999998
+			{min: 2, attrs: attrs{"fuel": 10.3}},
+			{min: 3, attrs: attrs{"fuel": 10.1}, fires: "0.2"},
+		}},
 		{"fuel_drop_small_steps_never", Rule{Type: FuelDrop, CheckedValue: "20"}, []rd{
 			{min: 0, attrs: attrs{"fuel": 100.0}},
 			{min: 1, attrs: attrs{"fuel": 85.0}},
