@@ -151,7 +151,28 @@ func describeDown(ctx context.Context, db *bun.DB, mg migrate.Migration, con con
 				continue // the table is not there: nothing of it is lost
 			}
 			fmt.Fprintf(con.out, "    -- drops table %s with its %d rows\n", t, n)
+			if err := describePartitions(ctx, db, t, con); err != nil {
+				return err
+			}
 		}
+	}
+	return nil
+}
+
+// describePartitions names the partitions of a partitioned table a down
+// file drops (dropping the parent drops them) with how many rows each holds.
+func describePartitions(ctx context.Context, db *bun.DB, table string, con console) error {
+	var parts []string
+	if err := db.NewRaw(`SELECT c.relname FROM pg_inherits i JOIN pg_class c ON c.oid = i.inhrelid
+		WHERE i.inhparent = to_regclass(?) ORDER BY c.relname`, table).Scan(ctx, &parts); err != nil {
+		return fmt.Errorf("migrate down: the partitions of %s: %w", table, storage.Translate(err))
+	}
+	for _, p := range parts {
+		var n int64
+		if err := db.NewRaw("SELECT count(*) FROM ?", bun.Ident(p)).Scan(ctx, &n); err != nil {
+			continue
+		}
+		fmt.Fprintf(con.out, "    -- drops table %s with its %d rows (a partition of %s)\n", p, n, table)
 	}
 	return nil
 }
