@@ -221,6 +221,7 @@ func appendAccount(b []byte, a *Account) []byte {
 	b = appendStringField(b, `,"active":`, a.Active)
 	b = appendStringField(b, `,"account_expire":`, a.AccountExpire)
 	b = appendStringField(b, `,"account_expire_dt":`, a.AccountExpireDt)
+	b = appendStringField(b, `,"timezone":`, a.Timezone)
 	p := &a.Permissions
 	b = appendBoolField(b, `,"permissions":{"read_only":`, p.ReadOnly)
 	b = appendStrings(append(b, `,"privileges":`...), p.Privileges)
