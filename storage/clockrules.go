@@ -71,8 +71,8 @@ const silentCandidates = `SELECT o.id, o.account_id FROM objects AS o
 		SELECT 1 FROM events AS e
 		WHERE e.account_id = o.account_id AND e.active AND e.type = 'connection_no'
 		  AND (e.imei = '{}' OR o.imei = ANY(e.imei))
-		  AND btrim(e.checked_value) ~ '^[0-9]{1,12}(\.[0-9]{1,6})?$'
-		  AND extract(epoch FROM (?::timestamptz - o.last_time)) >= btrim(e.checked_value)::numeric * 60
+		  AND btrim(e.checked_value) ~ '^[0-9]{1,12}(\.[0-9]{1,6}){0,1}$'
+		  AND extract(epoch FROM (CAST(? AS timestamptz) - o.last_time)) >= btrim(e.checked_value)::numeric * 60
 		  AND NOT COALESCE(CASE WHEN (o.rule_state #>> ARRAY['rules', e.event_id::text, 'silence']) ~ '^[0-9]{4}-[0-9]{2}-[0-9]{2}T'
 		      THEN (o.rule_state #>> ARRAY['rules', e.event_id::text, 'silence'])::timestamptz = o.last_time END, false))
 	ORDER BY o.id LIMIT ?`

@@ -25,6 +25,7 @@ var allowed = map[string][]string{
 	"tenancy":             {},
 	"telemetry":           {},
 	"rules":               {},
+	"clock":               {"storage"},
 	"migrations":          {},
 	"policy":              {"tenancy"},
 	"storage":             {"policy", "tenancy", "migrations", "rules", "storage/authsync", "storage/audit", "storage/limits", "storage/internal/paging"},
