@@ -650,7 +650,7 @@ func accountSettings() []accountSetting {
 			"The account's budget in requests per minute, shared by every token of the account and of its subaccounts; a token's own rate_limit only narrows it (docs/design.md §12). null: none.",
 			"Requests per minute for every token of the account and of its subaccounts; not above the caller's own account limit (403 MANAGEMENT_DENIED exceeds_account). Omitted or null: the caller's own account limit, or none when it has none.",
 			"Requests per minute for every token of the account and of its subaccounts, or null for none; not on one's own account, not above the caller's own account limit (403 MANAGEMENT_DENIED exceeds_account)."},
-		{"timezone", nil, []fieldOpt{minLen(1), maxLen(64)}, false,
+		{"timezone", nil, []fieldOpt{minLen(1), maxLen(storage.MaxTimezone), pattern(storage.TimezonePattern)}, false,
 			"The IANA time zone in which the account's event rules read week_days and day_time (docs/design.md §14), for example \"Europe/Paris\"; default \"UTC\".",
 			"An IANA time zone name of the embedded time zone database, for example \"Europe/Paris\" (not \"Local\"); omitted: \"UTC\".",
 			"An IANA time zone name of the embedded time zone database, for example \"Europe/Paris\" (not \"Local\"); one's own account too."},

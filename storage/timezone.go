@@ -18,14 +18,19 @@ const DefaultTimezone = "UTC"
 // errors say it.
 const TimezoneRule = `an IANA time zone name such as "Europe/Paris" or "UTC"`
 
-// maxTimezone bounds a time zone name (the column's check).
-const maxTimezone = 64
+// MaxTimezone bounds a time zone name (the column's check).
+const MaxTimezone = 64
+
+// TimezonePattern is the shape of an IANA zone name (timezoneName), for
+// the OpenAPI document: letters first, then letters, digits, '_', '+',
+// '-', in up to three '/'-separated parts.
+const TimezonePattern = `^[A-Za-z][A-Za-z0-9_+-]*(/[A-Za-z0-9_+-]+){0,2}$`
 
 // timezoneName is the shape of an IANA zone name: letters first, then
 // letters, digits, '_', '+', '-', in up to three '/'-separated parts. It
 // refuses paths ("../../etc/passwd", "/UTC"), control characters and
 // empty parts before time.LoadLocation reads anything.
-var timezoneName = regexp.MustCompile(`^[A-Za-z][A-Za-z0-9_+-]*(/[A-Za-z0-9_+-]+){0,2}$`)
+var timezoneName = regexp.MustCompile(TimezonePattern)
 
 // LoadTimezone returns the location of the IANA time zone name, or false
 // when name is not one: empty, "Local" (the server's own zone, which
@@ -33,7 +38,7 @@ var timezoneName = regexp.MustCompile(`^[A-Za-z][A-Za-z0-9_+-]*(/[A-Za-z0-9_+-]+
 // system directories' aliases the embedded database does not hold
 // ("posix/...", "right/..."), or refused by time.LoadLocation.
 func LoadTimezone(name string) (*time.Location, bool) {
-	if name == "" || name == "Local" || len(name) > maxTimezone || !timezoneName.MatchString(name) {
+	if name == "" || name == "Local" || len(name) > MaxTimezone || !timezoneName.MatchString(name) {
 		return nil, false
 	}
 	if strings.HasPrefix(name, "posix/") || strings.HasPrefix(name, "right/") {
