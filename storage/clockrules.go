@@ -135,10 +135,10 @@ func (s *Store) silenceDevice(ctx context.Context, c candidate, now time.Time) (
 			return err
 		}
 		var st rules.State
-		if len(d.RuleState) > 0 {
+		if len(d.RuleState) > 0 && json.Unmarshal(d.RuleState, &st) != nil {
 			// A state that does not decode (written behind our back)
 			// starts over: every rule armed.
-			_ = json.Unmarshal(d.RuleState, &st)
+			st = rules.State{}
 		}
 		before, _ := json.Marshal(st)
 		next, fired := rules.Silence(rs, TimezoneOrUTC(d.Timezone), st, *d.LastTime, now)

@@ -2,6 +2,7 @@ package storage
 
 import (
 	"context"
+	"strings"
 	"time"
 
 	"github.com/uptrace/bun"
@@ -30,15 +31,16 @@ func insertFired(ctx context.Context, db bun.IDB, rows []firedRow) (map[int64]in
 		return nil, nil
 	}
 	values := make([]any, 0, len(rows)*11)
-	sql := "INSERT INTO notifications (account_id, event_id, service_id, type, imei, object_id, time, value, lat, lon, message) VALUES "
+	var sql strings.Builder
+	sql.WriteString("INSERT INTO notifications (account_id, event_id, service_id, type, imei, object_id, time, value, lat, lon, message) VALUES ")
 	for i, r := range rows {
 		if i > 0 {
-			sql += ", "
+			sql.WriteString(", ")
 		}
-		sql += "(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
+		sql.WriteString("(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)")
 		values = append(values, r.AccountID, r.EventID, r.ServiceID, r.Type, r.IMEI, r.ObjectID, r.Time, r.Value, r.Lat, r.Lon, r.Message)
 	}
-	if _, err := db.NewRaw(sql, values...).Exec(ctx); err != nil {
+	if _, err := db.NewRaw(sql.String(), values...).Exec(ctx); err != nil {
 		return nil, err
 	}
 	created := map[int64]int64{}

@@ -36,3 +36,30 @@ func TestLoadTimezone(t *testing.T) {
 		t.Fatalf("imported %v", got)
 	}
 }
+
+// TestExportTimezoneRoundTrip: tenant export writes each account's
+// timezone and an import of the file restores it (TestExportRoundTrip
+// compares every column too, this one alone).
+func TestExportTimezoneRoundTrip(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	_, src := newStore(t)
+	importJSON(t, src, []byte(`{"accounts":[{"username":"tz-root","type":"user","timezone":"Pacific/Auckland"},
+		{"username":"tz-sub","type":"subaccount","manager":"tz-root"}]}`))
+	var file bytes.Buffer
+	if _, err := importfile.Export(ctx, src.DB, "tz-root", &file); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(file.String(), `"timezone":"Pacific/Auckland"`) || !strings.Contains(file.String(), `"timezone":"UTC"`) {
+		t.Fatalf("the export does not carry the time zones:\n%s", file.String())
+	}
+	_, dst := newStore(t)
+	importJSON(t, dst, file.Bytes())
+	var got []string
+	if err := dst.NewRaw("SELECT username || '=' || timezone FROM accounts ORDER BY username").Scan(ctx, &got); err != nil {
+		t.Fatal(err)
+	}
+	if strings.Join(got, ",") != "tz-root=Pacific/Auckland,tz-sub=UTC" {
+		t.Fatalf("after the round trip: %v", got)
+	}
+}
