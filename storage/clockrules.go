@@ -144,9 +144,12 @@ func (s *Store) silenceDevice(ctx context.Context, c candidate, now time.Time) (
 		next, fired := rules.Silence(rs, TimezoneOrUTC(d.Timezone), st, *d.LastTime, now)
 		rows := make([]firedRow, 0, len(fired))
 		for _, f := range fired {
-			id := f.RuleID
+			id, at := f.RuleID, f.Time
+			if at.IsZero() {
+				at = now // the clock's time (rules.Fired.Time)
+			}
 			rows = append(rows, firedRow{AccountID: d.AccountID, EventID: &id, Type: f.Type, IMEI: d.IMEI, ObjectID: d.ID,
-				Time: f.Time, Value: f.Value, Lat: d.Lat, Lon: d.Lon, Message: f.Message})
+				Time: at, Value: f.Value, Lat: d.Lat, Lon: d.Lon, Message: f.Message})
 		}
 		if out.Notifications, err = insertFired(ctx, tx, rows); err != nil {
 			return err
