@@ -165,12 +165,11 @@ func (l *loop) once(ctx context.Context) {
 	}
 }
 
-// release gives the lease up when this replica held it, on a context of
-// its own (ctx has ended), bounded to a few seconds.
+// release gives the lease up, on a context of its own (ctx has ended),
+// bounded to a few seconds. It is asked whether or not the last tick held
+// it (a renewal cut short by the stop itself may have committed): a lease
+// of another holder is left alone.
 func (l *loop) release(ctx context.Context) {
-	if !l.held {
-		return
-	}
 	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
 	defer cancel()
 	if err := l.Store.ReleaseLease(rctx, storage.ClockLease, l.Holder); err != nil {

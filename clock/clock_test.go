@@ -80,11 +80,16 @@ func TestLeaseOneSweeperAndHandover(t *testing.T) {
 	stopA()
 	waitFor(t, "b to take over after a's stop", func() bool { return rec.by()["b"] >= 3 })
 	stopB()
+	var left int
+	if err := db.NewRaw(`SELECT count(*) FROM fleet_leases`).Scan(context.Background(), &left); err != nil || left != 0 {
+		t.Fatalf("%d leases left after both stopped (%v): a graceful stop releases", left, err)
+	}
 
 	// A dead holder: its lease row stays, running for 2 s; a loop of c
 	// does not sweep until the lease has expired, then takes it.
 	ctx := context.Background()
-	if _, err := db.NewRaw(`UPDATE fleet_leases SET holder = 'dead', lease_until = clock_timestamp() + interval '2 seconds' WHERE name = ?`,
+	if _, err := db.NewRaw(`INSERT INTO fleet_leases (name, holder, lease_until) VALUES (?, 'dead', clock_timestamp() + interval '2 seconds')
+		ON CONFLICT (name) DO UPDATE SET holder = EXCLUDED.holder, lease_until = EXCLUDED.lease_until`,
 		storage.ClockLease).Exec(ctx); err != nil {
 		t.Fatal(err)
 	}
