@@ -245,6 +245,7 @@ type AccountSettings struct {
 	AccountExpireDt *string  `json:"account_expire_dt,omitempty"`
 	Privileges      []string `json:"privileges,omitempty"`
 	RateLimit       *int     `json:"rate_limit,omitempty"`
+	Timezone        *string  `json:"timezone,omitempty"`
 }
 
 // AccountInput is the body of POST /accounts (docs/design.md §9): the
@@ -285,6 +286,14 @@ func (v validation) date(p *string) *storage.Date {
 		return nil
 	}
 	return &d
+}
+
+// timezone checks an account's timezone: an IANA name of the embedded
+// time zone database (storage.ValidTimezone), never "Local" or empty.
+func (v validation) timezone(p *string) {
+	if p != nil && !storage.ValidTimezone(*p) {
+		v["timezone"] = storage.TimezoneRule
+	}
 }
 
 // rateLimit checks an account's rate_limit (docs/design.md §12): requests per
@@ -340,6 +349,11 @@ func accountFrom(in AccountInput, faults textFaults) (storage.Account, error) {
 	a.Privileges = v.privileges(in.Privileges)
 	v.rateLimit(in.RateLimit)
 	a.RateLimit = in.RateLimit
+	v.timezone(in.Timezone)
+	a.Timezone = storage.DefaultTimezone
+	if in.Timezone != nil {
+		a.Timezone = *in.Timezone
+	}
 	if _, badType := v["type"]; !badType && len(in.Privileges) > 0 && a.Type != tenancy.Subaccount {
 		// Judged against a valid type only: a bad type is its own fault,
 		// not also one of privileges (one fault per field, issue 34).
@@ -413,7 +427,7 @@ func accountChange(a storage.Account, defaults limits.Quotas) map[string]any {
 	}
 	return map[string]any{"username": a.Username, "email": a.Email, "type": string(a.Type), "manager_id": manager,
 		"active": a.Active, "read_only": a.ReadOnly, "account_expire": a.AccountExpire, "account_expire_dt": dt,
-		"privileges": anys([]string(a.Privileges)), "rate_limit": rate, "quotas": quotas}
+		"privileges": anys([]string(a.Privileges)), "rate_limit": rate, "quotas": quotas, "timezone": a.Timezone}
 }
 
 // ownQuotas returns the quota limits in force of the caller of m, as the
@@ -529,6 +543,14 @@ func patchFrom(in AccountPatchInput, present map[string]json.RawMessage, faults 
 			if in.RateLimit != nil {
 				change[key] = *in.RateLimit
 			}
+		case "timezone":
+			if isNull {
+				v[key] = storage.TimezoneRule
+				continue
+			}
+			v.timezone(in.Timezone)
+			p.Timezone = in.Timezone
+			change[key] = *in.Timezone
 		case "quotas":
 			set, c := v.quotas(in.Quotas, raw, defaults)
 			if c == nil {
@@ -628,6 +650,10 @@ func accountSettings() []accountSetting {
 			"The account's budget in requests per minute, shared by every token of the account and of its subaccounts; a token's own rate_limit only narrows it (docs/design.md §12). null: none.",
 			"Requests per minute for every token of the account and of its subaccounts; not above the caller's own account limit (403 MANAGEMENT_DENIED exceeds_account). Omitted or null: the caller's own account limit, or none when it has none.",
 			"Requests per minute for every token of the account and of its subaccounts, or null for none; not on one's own account, not above the caller's own account limit (403 MANAGEMENT_DENIED exceeds_account)."},
+		{"timezone", nil, []fieldOpt{minLen(1), maxLen(storage.MaxTimezone), pattern(storage.TimezonePattern)}, false,
+			"The IANA time zone in which the account's event rules read week_days and day_time (docs/design.md §14), for example \"Europe/Paris\"; default \"UTC\".",
+			"An IANA time zone name of the embedded time zone database, for example \"Europe/Paris\" (not \"Local\"); omitted: \"UTC\".",
+			"An IANA time zone name of the embedded time zone database, for example \"Europe/Paris\" (not \"Local\"); one's own account too."},
 	}
 }
 
@@ -698,12 +724,13 @@ func exampleManagedAccount() storage.Account {
 	d := storage.NewDate(time.Date(2027, 3, 31, 0, 0, 0, 0, time.UTC))
 	return storage.Account{ID: 14, Username: "acme-ci", Email: "ci@acme.example", Type: tenancy.Subaccount, ManagerID: ptr(int64(4)),
 		Active: true, AccountExpire: true, AccountExpireDt: &d, Privileges: storage.StringList{"reports"},
-		CreatedAt: time.Date(2026, 1, 15, 9, 30, 0, 0, time.UTC)}
+		Timezone: "Europe/Paris", CreatedAt: time.Date(2026, 1, 15, 9, 30, 0, 0, time.UTC)}
 }
 
 func exampleAccountInput() AccountInput {
 	return AccountInput{Username: ptr("acme-ci"), Type: ptr("subaccount"), ManagerID: ptr(int64(4)),
-		AccountSettings: AccountSettings{Email: ptr("ci@acme.example"), AccountExpire: ptr(true), AccountExpireDt: ptr("2027-03-31"), Privileges: []string{"reports"}}}
+		AccountSettings: AccountSettings{Email: ptr("ci@acme.example"), AccountExpire: ptr(true), AccountExpireDt: ptr("2027-03-31"), Privileges: []string{"reports"},
+			Timezone: ptr("Europe/Paris")}}
 }
 
 func exampleAccountPatch() AccountPatchInput {

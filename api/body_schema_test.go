@@ -62,11 +62,11 @@ func TestBodiesAgreeWithSchema(t *testing.T) {
 		"POST /accounts": {"acme-all", "/api/v2/accounts", func(n int) map[string]any {
 			return map[string]any{"username": fmt.Sprintf("schema-sub-%d", n), "email": "s@acme.example", "type": "subaccount",
 				"manager_id": acme, "active": true, "read_only": false, "account_expire": false,
-				"account_expire_dt": "2099-12-31", "privileges": []any{"reports"}, "rate_limit": 60, "quotas": map[string]any{"tokens": 5}}
+				"account_expire_dt": "2099-12-31", "privileges": []any{"reports"}, "rate_limit": 60, "quotas": map[string]any{"tokens": 5}, "timezone": "Europe/Lisbon"}
 		}},
 		"PATCH /accounts/{id}": {"acme-all", fmt.Sprintf("/api/v2/accounts/%d", night), func(int) map[string]any {
 			return map[string]any{"email": "night@acme.example", "active": true, "read_only": false, "account_expire": false,
-				"account_expire_dt": "2099-12-31", "privileges": []any{"reports"}, "rate_limit": 60, "quotas": map[string]any{"tokens": 5}}
+				"account_expire_dt": "2099-12-31", "privileges": []any{"reports"}, "rate_limit": 60, "quotas": map[string]any{"tokens": 5}, "timezone": "Asia/Tokyo"}
 		}},
 		"PUT /accounts/{id}/objects": {"acme-all", fmt.Sprintf("/api/v2/accounts/%d/objects", night), func(int) map[string]any {
 			return map[string]any{"imei": []any{"356938035643809"}}

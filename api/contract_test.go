@@ -125,7 +125,7 @@ func (f *failures) Fatalf(format string, args ...any) {
 func TestContractCatchesMismatches(t *testing.T) {
 	const rid = "0123456789abcdef"
 	me := `{"success":true,"data":{"id":3,"username":"acme","email":"ops@acme.example","manager_id":2,"type":"user",` +
-		`"active":"true","account_expire":"false","account_expire_dt":"","permissions":{"read_only":false,` +
+		`"active":"true","account_expire":"false","account_expire_dt":"","timezone":"UTC","permissions":{"read_only":false,` +
 		`"privileges":["reports"],"token":["*"],"routes":{"GET /me":true}}},"meta":{"request_id":"` + rid + `"}}`
 	envelope := `{"success":false,"error":{"code":"NOT_FOUND","message":"no such route"},"meta":{"request_id":"` + rid + `"}}`
 	tests := []struct {

@@ -81,7 +81,7 @@ func BenchmarkEncodeEvent(b *testing.B) {
 		WeekDays: storage.StringList{"mon", "tue", "wed", "thu", "fri"}, DayTime: storage.JSONObject{"from": "08:00", "to": "18:00"},
 		IMEI: storage.StringList{"356938035643809"}, CheckedValue: "90", RouteTrigger: "off", ZoneTrigger: "off",
 		NotifySystem: true, NotifyEmail: true, NotifyEmailAddress: "ops@example.com", CmdGateway: "gprs", CmdType: "ascii"}
-	benchEncode(b, &Envelope[storage.Event]{Success: true, Data: ev, Meta: Meta{RequestID: "0123456789abcdef0123456789abcdef"}})
+	benchEncode(b, &Envelope[Event]{Success: true, Data: wireEvent(ev), Meta: Meta{RequestID: "0123456789abcdef0123456789abcdef"}})
 }
 
 // BenchmarkParseListRequest: parsing and validating the query string of a

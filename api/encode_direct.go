@@ -43,8 +43,10 @@ func (e *Envelope[T]) appendJSON(b []byte) ([]byte, bool, error) {
 // with about the size it writes; false for other types.
 func directData(data any) (write func([]byte) ([]byte, error), size int, ok bool) {
 	switch d := data.(type) {
-	case storage.Event:
+	case Event:
 		return func(b []byte) ([]byte, error) { return appendEvent(b, &d) }, itemBytes, true
+	case []Event:
+		return func(b []byte) ([]byte, error) { return appendItems(b, d, appendEvent) }, len(d) * itemBytes, true
 	case []Service:
 		return func(b []byte) ([]byte, error) { return appendItems(b, d, appendService) }, len(d) * itemBytes, true
 	case []DueService:
@@ -174,8 +176,9 @@ func appendMeta(b []byte, m *Meta) []byte {
 }
 
 // appendEvent writes an event rule as encoding/json does, fields in the
-// struct's order.
-func appendEvent(b []byte, ev *storage.Event) ([]byte, error) {
+// struct's order, the computed evaluable and reason last.
+func appendEvent(b []byte, w *Event) ([]byte, error) {
+	ev := &w.Event
 	b = appendIntField(b, `{"event_id":`, ev.EventID)
 	b = appendStringField(b, `,"type":`, ev.Type)
 	b = appendStringField(b, `,"name":`, ev.Name)
@@ -204,6 +207,8 @@ func appendEvent(b []byte, ev *storage.Event) ([]byte, error) {
 	b = appendStringField(b, `,"cmd_gateway":`, ev.CmdGateway)
 	b = appendStringField(b, `,"cmd_type":`, ev.CmdType)
 	b = appendStringField(b, `,"cmd_string":`, ev.CmdString)
+	b = appendBoolField(b, `,"evaluable":`, w.Evaluable)
+	b = appendStringField(b, `,"reason":`, w.Reason)
 	return append(b, '}'), nil
 }
 
@@ -221,6 +226,7 @@ func appendAccount(b []byte, a *Account) []byte {
 	b = appendStringField(b, `,"active":`, a.Active)
 	b = appendStringField(b, `,"account_expire":`, a.AccountExpire)
 	b = appendStringField(b, `,"account_expire_dt":`, a.AccountExpireDt)
+	b = appendStringField(b, `,"timezone":`, a.Timezone)
 	p := &a.Permissions
 	b = appendBoolField(b, `,"permissions":{"read_only":`, p.ReadOnly)
 	b = appendStrings(append(b, `,"privileges":`...), p.Privileges)

@@ -65,11 +65,22 @@ func TestAppendEventMatchesEncoder(t *testing.T) {
 		events = append(events, ev)
 	}
 	metas := []Meta{{}, {RequestID: "req-1"}, {RequestID: "<&>\u2028", Paging: &Paging{Page: 2, PerPage: 12, Total: 30, Pages: 3}}}
+	var page []Event
 	for i, ev := range events {
+		w := Event{Event: ev, Evaluable: i%2 == 0}
+		if !w.Evaluable {
+			w.Reason = strs[i%len(strs)]
+		}
+		page = append(page, w)
 		for _, success := range []bool{true, false} {
-			matchesEncoder(t, fmt.Sprintf("event %d", i), &Envelope[storage.Event]{Success: success, Data: ev, Meta: metas[i%len(metas)]})
+			matchesEncoder(t, fmt.Sprintf("event %d", i), &Envelope[Event]{Success: success, Data: w, Meta: metas[i%len(metas)]})
 		}
 	}
+	// The list of GET /events takes the hand-written path too.
+	matchesEncoder(t, "events", &Envelope[[]Event]{Success: true, Data: page, Meta: metas[2]})
+	matchesEncoder(t, "no_events", &Envelope[[]Event]{Success: true, Data: []Event{}, Meta: metas[1]})
+	matchesEncoder(t, "nil_events", &Envelope[[]Event]{Success: true, Meta: metas[1]})
+	matchesEncoder(t, "wired", &Envelope[[]Event]{Success: true, Data: []Event{wireEvent(base)}, Meta: metas[1]})
 }
 
 // TestAppendServicesMatchEncoder: the hand-written service and due pages

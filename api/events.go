@@ -3,30 +3,31 @@ package api
 import (
 	"github.com/go-fuego/fuego"
 
+	"github.com/fleetapi/fleetapi/rules"
 	"github.com/fleetapi/fleetapi/storage"
 )
 
 // registerEvents declares GET /events (a list route of the events
 // resource) and GET /events/{id}.
 func (s *Server) registerEvents(g *fuego.Server) {
-	listRoute(g, s, storage.Events, same[storage.Event], authErrors(), []fuego.RouteOption{
+	listRoute(g, s, storage.Events, events, authErrors(), []fuego.RouteOption{
 		fuego.OptionOperationID("get_events"), fuego.OptionTags("Events"),
 		fuego.OptionSummary("Paged list of event rules"),
 		fuego.OptionDescription("The event rules the caller may see. Needs the token permission GET /events; a subaccount also needs the event_notifications privilege."),
-		respondsPage(eventSchema(), []storage.Event{exampleEvent()}),
+		respondsPage(eventSchema(), []Event{exampleWireEvent()}),
 	})
 	fuego.Get(g, "/events/{id}", s.getEvent, routeOptions(oneErrors(), []fuego.RouteOption{
 		fuego.OptionOperationID("get_event"), fuego.OptionTags("Events"),
 		fuego.OptionSummary("Read one event rule"),
 		fuego.OptionDescription("One event rule by id. A rule outside the caller's scope is 404, like one that does not exist. " +
 			"Needs the token permission GET /events/{id}; a subaccount also needs the event_notifications privilege."),
-		respondsOne(eventSchema(), exampleEvent()),
+		respondsOne(eventSchema(), exampleWireEvent()),
 	}, pathID("id", "Event rule id.", exampleEvent().EventID))...)
 }
 
 // getEvent answers GET /events/{id}. A rule outside the caller's scope is
 // NOT_FOUND, exactly like one that does not exist.
-func (s *Server) getEvent(c fuego.ContextNoBody) (*Envelope[storage.Event], error) {
+func (s *Server) getEvent(c fuego.ContextNoBody) (*Envelope[Event], error) {
 	id, err := idParamOnly(c)
 	if err != nil {
 		return nil, err
@@ -40,12 +41,41 @@ func (s *Server) getEvent(c fuego.ContextNoBody) (*Envelope[storage.Event], erro
 	if err != nil {
 		return nil, err
 	}
-	return &Envelope[storage.Event]{Data: ev}, nil
+	return &Envelope[Event]{Data: wireEvent(ev)}, nil
 }
+
+// Event is the wire form of an event rule (docs/api.md §7, docs/design.md
+// §14): the stored rule and two computed fields, whether the rules
+// package can evaluate it and, when not, why (rules.Check). They are not
+// stored, so no list filters or sorts by them.
+type Event struct {
+	storage.Event
+	// Evaluable is false for a rule that never fires: a malformed
+	// checked_value, week_days or day_time, or a type kept but not
+	// evaluated (zone_in, zone_out, route_out) or unknown.
+	Evaluable bool `json:"evaluable"`
+	// Reason says why the rule is not evaluable; empty when it is.
+	Reason string `json:"reason"`
+}
+
+// wireEvent is the wire form of a stored event rule.
+func wireEvent(ev storage.Event) Event {
+	ok, reason := rules.Check(ev.Rule())
+	if ok {
+		reason = ""
+	}
+	return Event{Event: ev, Evaluable: ok, Reason: reason}
+}
+
+// events is the wire form of event rules.
+func events(rows []storage.Event) []Event { return wireRows(rows, wireEvent) }
 
 // eventSchema is the Event component.
 func eventSchema() wireType {
-	return wireType{name: "Event", value: storage.Event{}, description: "An event rule (docs/api.md §7).", fields: map[string][]fieldOpt{
+	return wireType{name: "Event", value: Event{}, description: "An event rule (docs/api.md §7).", fields: map[string][]fieldOpt{
+		"evaluable": {desc("Computed, not stored (no filter, no sort): whether the rule can fire (docs/design.md §14). false for a malformed " +
+			"checked_value, week_days or day_time, and for the types kept but not evaluated (zone_in, zone_out, route_out) or unknown.")},
+		"reason":               {desc("Why the rule is not evaluable, for people; empty when it is.")},
 		"event_id":             {desc("Id of the event rule."), minimum(1)},
 		"type":                 {desc(`Kind of event, for example "overspeed".`)},
 		"name":                 {desc("Name of the rule.")},
@@ -72,6 +102,11 @@ func eventSchema() wireType {
 		"cmd_string":           {desc("The command.")},
 	}}
 }
+
+// exampleWireEvent is the example's rule as the wire shows it: an
+// overspeed of "90", evaluable (written out, not asked of rules.Check, so
+// that the document does not depend on the rules' wording).
+func exampleWireEvent() Event { return Event{Event: exampleEvent(), Evaluable: true} }
 
 // exampleEvent is the event rule of the examples; its id is the example of
 // the path parameter of GET /events/{id}.

@@ -27,10 +27,12 @@ type Account struct {
 	ManagerID int64  `json:"manager_id" description:"The managing account (a subaccount's parent user); 0 when none."`
 	Type      string `json:"type" enum:"admin,manager,user,subaccount"`
 	// Active and AccountExpire are the strings "true" and "false".
-	Active          string      `json:"active" enum:"true,false"`
-	AccountExpire   string      `json:"account_expire" enum:"true,false"`
-	AccountExpireDt string      `json:"account_expire_dt" description:"YYYY-MM-DD, or empty when the account has no expiry date."`
-	Permissions     Permissions `json:"permissions"`
+	Active          string `json:"active" enum:"true,false"`
+	AccountExpire   string `json:"account_expire" enum:"true,false"`
+	AccountExpireDt string `json:"account_expire_dt" description:"YYYY-MM-DD, or empty when the account has no expiry date."`
+	// Timezone is an extra field beyond the spec's (docs/design.md §5).
+	Timezone    string      `json:"timezone"`
+	Permissions Permissions `json:"permissions"`
 }
 
 // Permissions is the effective permission set computed by the policy.
@@ -39,6 +41,15 @@ type Permissions struct {
 	Privileges []string        `json:"privileges"`
 	Token      []string        `json:"token"`
 	Routes     map[string]bool `json:"routes"`
+}
+
+// orUTC is an account's time zone as /me shows it: UTC for a principal
+// loaded without one.
+func orUTC(tz string) string {
+	if tz == "" {
+		return "UTC"
+	}
+	return tz
 }
 
 func boolString(b bool) string {
@@ -72,6 +83,7 @@ func (s *Server) getMe(c fuego.ContextNoBody) (*Envelope[Account], error) {
 		Type:          string(a.Type),
 		Active:        boolString(a.Active),
 		AccountExpire: boolString(a.AccountExpire),
+		Timezone:      orUTC(a.Timezone),
 		Permissions:   perms,
 	}
 	if !a.ExpireDate.IsZero() {
@@ -92,6 +104,7 @@ func accountSchema() wireType {
 		"active":            {enum("true", "false"), desc(`"true" when the account may use the API.`)},
 		"account_expire":    {enum("true", "false"), desc(`"true" when the account expires on account_expire_dt.`)},
 		"account_expire_dt": {pattern(`^([0-9]{4}-[0-9]{2}-[0-9]{2})?$`)},
+		"timezone":          {desc(`The IANA time zone in which the account's event rules read week_days and day_time (docs/design.md §14), for example "Europe/Paris"; an extra field beyond the spec's.`)},
 		"permissions":       {ref("Permissions")},
 	}, uses: []wireType{{name: "Permissions", value: Permissions{},
 		description: "The effective permission set of the token and its account, computed by the policy.",
@@ -108,7 +121,7 @@ func accountSchema() wireType {
 // TestOpenAPIMeExampleRoutes checks).
 func exampleAccount() Account {
 	return Account{ID: 4, Username: "acme", Email: "ops@acme.example", ManagerID: 3, Type: "user",
-		Active: "true", AccountExpire: "false", Permissions: Permissions{
+		Active: "true", AccountExpire: "false", Timezone: "Europe/Paris", Permissions: Permissions{
 			ReadOnly: false, Privileges: []string{"event_notifications", "reports"}, Token: []string{"*"},
 			Routes: exampleRoutes(),
 		}}

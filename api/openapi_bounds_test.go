@@ -80,11 +80,12 @@ func TestSchemaBoundsAccepted(t *testing.T) {
 		"POST /accounts": {func(n int) map[string]any {
 			return map[string]any{"username": fmt.Sprintf("bound-sub-%d", n), "email": "s@acme.example", "type": "subaccount",
 				"manager_id": acme, "active": true, "read_only": false, "account_expire": false,
-				"account_expire_dt": "2099-12-31", "privileges": []any{"reports"}, "rate_limit": 60}
+				"account_expire_dt": "2099-12-31", "privileges": []any{"reports"}, "rate_limit": 60, "timezone": "Europe/Lisbon"}
 		}},
 		"PATCH /accounts/{id}": {func(int) map[string]any {
 			return map[string]any{"email": "night@acme.example", "active": true, "read_only": false, "account_expire": false,
-				"account_expire_dt": "2099-12-31", "privileges": []any{"reports"}, "rate_limit": 60, "quotas": map[string]any{"tokens": 5}}
+				"account_expire_dt": "2099-12-31", "privileges": []any{"reports"}, "rate_limit": 60, "quotas": map[string]any{"tokens": 5},
+				"timezone": "Asia/Tokyo"}
 		}},
 		"PUT /accounts/{id}/objects": {func(int) map[string]any { return map[string]any{"imei": []any{"356938035643809"}} }},
 		"POST /objects": {func(n int) map[string]any {
@@ -279,6 +280,12 @@ func boundExceptions(c boundCase) (boundException, bool) {
 		}
 	}
 	switch {
+	case c.field == "timezone" && c.value != nil && !storage.ValidTimezone(fmt.Sprint(c.value)):
+		// Of the shape of a zone name, but none of the time zone database.
+		return boundException{http.StatusBadRequest, "VALIDATION_FAILED", func(d map[string]any) bool {
+			f, _ := d["fields"].(map[string]any)
+			return len(f) == 1 && f["timezone"] != nil
+		}}, true
 	case c.field == "after":
 		// A cursor is a server-made value: a made-up one fails its checksum.
 		return boundException{http.StatusBadRequest, "INVALID_PARAMETER", param("after", "")}, true

@@ -301,7 +301,7 @@ func oDecide(t *oTree, c oCase) string {
 	// change through the API".
 	if c.action == ActionAccountUpdate {
 		for k := range c.change {
-			if !slices.Contains([]string{"email", "active", "read_only", "account_expire", "account_expire_dt", "privileges", "rate_limit", "quotas"}, k) {
+			if !slices.Contains([]string{"email", "active", "read_only", "account_expire", "account_expire_dt", "privileges", "rate_limit", "quotas", "timezone"}, k) {
 				return "immutable_field"
 			}
 		}
@@ -415,6 +415,7 @@ var (
 		{"rate_limit": 50}, {"rate_limit": 100}, {"rate_limit": 101}, {"rate_limit": nil},
 		{"quotas": map[string]any{"devices": int64(5)}}, {"quotas": map[string]any{"devices": int64(6), "passengers": int64(100)}},
 		{"quotas": map[string]any{"tokens": nil}}, {"quotas": map[string]any{"subaccounts": int64(1000), "tokens": int64(0)}},
+		{"timezone": "Europe/Lisbon"},
 	}
 	oracleExpiry = time.Date(2026, 6, 1, 0, 0, 0, 0, time.UTC)
 	// oracleCreateQuotas are the quotas of account.create cases: within

@@ -61,7 +61,7 @@ func accountAudit(a Account) map[string]any {
 		"username": a.Username, "email": a.Email, "type": string(a.Type), "manager_id": manager,
 		"active": a.Active, "read_only": a.ReadOnly, "account_expire": a.AccountExpire,
 		"account_expire_dt": dt, "privileges": []string(a.Privileges.orEmpty()), "rate_limit": rate,
-		"quotas": a.overrides().Map(),
+		"quotas": a.overrides().Map(), "timezone": a.Timezone,
 	}
 }
 
@@ -114,6 +114,9 @@ type AccountPatch struct {
 	// Quotas are the quota overrides asked for: a nil value returns the
 	// quota to the platform default.
 	Quotas map[limits.Quota]*int64
+	// Timezone is the account's new time zone (nil: unchanged), an IANA
+	// name the API validated (ValidTimezone).
+	Timezone *string
 }
 
 // UpdateAccount applies patch to the account id (account.update, docs/design.md
@@ -150,6 +153,9 @@ func (s *Store) UpdateAccount(ctx context.Context, scope policy.Scope, actor Act
 			if patch.SetRateLimit {
 				a.RateLimit = patch.RateLimit
 			}
+			if patch.Timezone != nil {
+				a.Timezone = *patch.Timezone
+			}
 			q := a.overrides()
 			for name, v := range patch.Quotas {
 				q.Set(name, v)
@@ -163,7 +169,7 @@ func (s *Store) UpdateAccount(ctx context.Context, scope policy.Scope, actor Act
 			if len(changes) > 0 {
 				if _, err := tx.db.NewUpdate().Model(&a).
 					Column("email", "active", "read_only", "account_expire", "account_expire_dt", "privileges", "rate_limit",
-						"quota_subaccounts", "quota_tokens", "quota_devices", "quota_passengers").
+						"quota_subaccounts", "quota_tokens", "quota_devices", "quota_passengers", "timezone").
 					WherePK().Exec(ctx); err != nil {
 					return audit.Event{}, err
 				}

@@ -41,6 +41,10 @@ var unscopedStore = map[string]string{
 	"ExportUsage":          "usage_daily and accounts: the operator's billing export (a trusted CLI job)",
 	"FoldCounters":         "account_row_counts only: moves counts between an account's own stripes, reads and returns no row",
 	"Purge":                "idempotency_keys and tokens past their lifetime, every account's: serve's periodic purge, returns counts only",
+	"SweepSilence":         "objects, events, notifications of every account: the clock's connection_no rules (a server job under its lease, on no caller's behalf), returns counts only",
+	"SweepServiceDays":     "objects, services, service_states, notifications of every account: the clock's services due by the day (a server job under its lease), returns counts only",
+	"TryLease":             "fleet_leases: a background job's lease, not a tenant table",
+	"ReleaseLease":         "fleet_leases: a background job's lease, not a tenant table",
 }
 
 // unscopedFuncs are the exported functions of package storage that take a
@@ -54,6 +58,8 @@ var unscopedFuncs = map[string]string{
 	"NewReplicas":        "replica health checks: WAL positions, no table",
 	"SuspendRowCounting": "generate's bulk load (a trusted job): disables the counting triggers in its own transaction",
 	"ResumeRowCounting":  "generate's bulk load (a trusted job): recounts every account's rows, as the migration's backfill does",
+	"TryLease":           "fleet_leases: a background job's lease, not a tenant table",
+	"ReleaseLease":       "fleet_leases: a background job's lease, not a tenant table",
 }
 
 var scopeType = reflect.TypeFor[policy.Scope]()

@@ -30,7 +30,10 @@ type Account struct {
 	// RateLimit is the account's budget in requests per minute, shared by
 	// every token of the account and of its subaccounts (docs/design.md §12); nil:
 	// none.
-	RateLimit *int      `bun:"rate_limit" json:"rate_limit"`
+	RateLimit *int `bun:"rate_limit" json:"rate_limit"`
+	// Timezone is the IANA name in which the account's event rules read
+	// week_days and day_time (docs/design.md §14; ValidTimezone).
+	Timezone  string    `bun:"timezone,nullzero,notnull,default:'UTC'" json:"timezone"`
 	CreatedAt time.Time `bun:"created_at,nullzero,notnull,default:current_timestamp" json:"created_at" list:"sort"`
 	// The account's quota overrides (docs/design.md §12; nil: the platform
 	// default). The wire shows the limits in force (Quotas) instead.
@@ -65,6 +68,7 @@ func (a Account) Tenancy() tenancy.Account {
 		Privileges:    []string(a.Privileges.orEmpty()),
 		ManagerID:     orZero(a.ManagerID),
 		RateLimit:     orZero(a.RateLimit),
+		Timezone:      a.Timezone,
 	}
 	if a.AccountExpireDt != nil {
 		t.ExpireDate = a.AccountExpireDt.Time

@@ -49,6 +49,8 @@ type Account struct {
 	// by every token of the account and of its subaccounts (docs/design.md §12);
 	// 0 when it has none.
 	RateLimit int
+	// Timezone is the account's IANA time zone name (docs/design.md §14).
+	Timezone string
 }
 
 // Expired reports whether the account has expired on the given day: it is

@@ -12,6 +12,7 @@ import (
 
 	"github.com/fleetapi/fleetapi/api"
 	"github.com/fleetapi/fleetapi/api/metering"
+	"github.com/fleetapi/fleetapi/clock"
 	"github.com/fleetapi/fleetapi/policy"
 	"github.com/fleetapi/fleetapi/storage"
 	"github.com/fleetapi/fleetapi/storage/limits"
@@ -87,6 +88,10 @@ type config struct {
 	// a revoked or expired token is kept (0: forever).
 	PurgeInterval  time.Duration
 	TokenRetention time.Duration
+	// ClockInterval is how often the holder of the clock's lease sweeps
+	// the clock's rules (connection_no, services due by the day: package
+	// clock); 0 never (this replica never takes the lease).
+	ClockInterval time.Duration
 	// LogFlushInterval is how long the server's log lines may wait in
 	// memory before they are written to stdout; 0 writes each at once.
 	LogFlushInterval time.Duration
@@ -143,6 +148,7 @@ func defaultConfig(getenv func(string) string) (config, error) {
 	c.CounterFoldInterval = envDuration(getenv, "FLEET_COUNTER_FOLD_INTERVAL", storage.DefaultCounterFoldInterval, &errs)
 	c.PurgeInterval = envDuration(getenv, "FLEET_PURGE_INTERVAL", storage.DefaultPurgeInterval, &errs)
 	c.TokenRetention = envDuration(getenv, "FLEET_TOKEN_RETENTION", storage.DefaultTokenRetention, &errs)
+	c.ClockInterval = envDuration(getenv, "FLEET_CLOCK_INTERVAL", clock.DefaultInterval, &errs)
 	c.LogFlushInterval = envDuration(getenv, "FLEET_LOG_FLUSH_INTERVAL", telemetry.DefaultLogFlushInterval, &errs)
 	c.DrainDelay = envDuration(getenv, "FLEET_DRAIN_DELAY", 0, &errs)
 	c.ShutdownTimeout = envDuration(getenv, "FLEET_SHUTDOWN_TIMEOUT", 15*time.Second, &errs)
@@ -339,6 +345,7 @@ func (c *config) flags(fs *flag.FlagSet) {
 	fs.DurationVar(&c.LogFlushInterval, "log-flush-interval", c.LogFlushInterval, "how long log lines may wait in memory before they are written; 0 writes each at once (FLEET_LOG_FLUSH_INTERVAL)")
 	fs.DurationVar(&c.CounterFoldInterval, "counter-fold-interval", c.CounterFoldInterval, "fold the row counters' stripes into one row per account this often; 0 never (FLEET_COUNTER_FOLD_INTERVAL)")
 	fs.DurationVar(&c.PurgeInterval, "purge-interval", c.PurgeInterval, "purge expired idempotency keys and dead tokens this often; 0 never (FLEET_PURGE_INTERVAL)")
+	fs.DurationVar(&c.ClockInterval, "clock-interval", c.ClockInterval, "sweep the clock's rules (connection_no, services due by the day) this often while this replica holds their lease; 0 never (FLEET_CLOCK_INTERVAL)")
 	fs.DurationVar(&c.TokenRetention, "token-retention", c.TokenRetention, "keep a revoked or expired token this long, then purge it; 0 keeps it forever (FLEET_TOKEN_RETENTION)")
 	fs.DurationVar(&c.DrainDelay, "drain-delay", c.DrainDelay, "on shutdown, how long /readyz answers 503 before the listener closes (FLEET_DRAIN_DELAY)")
 	fs.DurationVar(&c.ShutdownTimeout, "shutdown-timeout", c.ShutdownTimeout, "how long in-flight requests may take to finish on shutdown (FLEET_SHUTDOWN_TIMEOUT)")

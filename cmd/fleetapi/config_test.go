@@ -126,6 +126,25 @@ func TestPurgeConfig(t *testing.T) {
 	}
 }
 
+// TestClockConfig: FLEET_CLOCK_INTERVAL, its default (15 s), 0 (this
+// replica never sweeps) and the values refused.
+func TestClockConfig(t *testing.T) {
+	env := func(vars map[string]string) func(string) string { return func(k string) string { return vars[k] } }
+	c, err := defaultConfig(env(nil))
+	if err != nil || c.ClockInterval != 15*time.Second {
+		t.Fatalf("default: %v %s", err, c.ClockInterval)
+	}
+	c, err = defaultConfig(env(map[string]string{"FLEET_CLOCK_INTERVAL": "0"}))
+	if err != nil || c.ClockInterval != 0 {
+		t.Fatalf("zero: %v %s", err, c.ClockInterval)
+	}
+	for _, v := range []string{"-1s", "15", "soon"} {
+		if _, err := defaultConfig(env(map[string]string{"FLEET_CLOCK_INTERVAL": v})); err == nil {
+			t.Errorf("FLEET_CLOCK_INTERVAL=%s accepted", v)
+		}
+	}
+}
+
 // TestTenantBoundConfig: FLEET_TENANT_MAX_IN_FLIGHT (default 4, 0 off)
 // and FLEET_TENANT_QUEUE_TIMEOUT (default 1 s), their flags, and the
 // refusal of a bound that is not below the pool (FLEET_DB_MAX_CONNS).

@@ -24,9 +24,11 @@ var storageJob = []string{"storage", "storage/limits", "storage/audit", "policy"
 var allowed = map[string][]string{
 	"tenancy":             {},
 	"telemetry":           {},
+	"rules":               {},
+	"clock":               {"storage"},
 	"migrations":          {},
 	"policy":              {"tenancy"},
-	"storage":             {"policy", "tenancy", "migrations", "storage/authsync", "storage/audit", "storage/limits", "storage/internal/paging"},
+	"storage":             {"policy", "tenancy", "migrations", "rules", "storage/authsync", "storage/audit", "storage/limits", "storage/internal/paging"},
 	"storage/authsync":    {"tenancy"},
 	"storage/audit":       {"policy", "tenancy"},
 	"storage/limits":      {},
@@ -41,7 +43,7 @@ var allowed = map[string][]string{
 	"tooling/policydiff":  {"policy", "tooling/oracle", "tooling/synthetic", "storage", "tenancy"},
 	"api/ratelimit":       {},
 	"api/metering":        {"storage"},
-	"api":                 {"api/ratelimit", "api/metering", "tenancy", "policy", "storage", "storage/audit", "storage/limits", "telemetry"},
+	"api":                 {"api/ratelimit", "api/metering", "tenancy", "policy", "rules", "storage", "storage/audit", "storage/limits", "telemetry"},
 
 	// The paging layer: only storage imports it (internal), and it imports
 	// nothing of fleetapi.

@@ -299,6 +299,7 @@ func serve(ctx context.Context, cfg config, getenv func(string) string, con cons
 	defer stopMeter()
 	defer startCounterFold(ctx, cfg.CounterFoldInterval, store, log)()
 	defer startPurge(ctx, cfg.PurgeInterval, cfg.TokenRetention, store, log)()
+	defer startClock(ctx, cfg.ClockInterval, store, log)()
 	srv, err := api.New(api.Config{
 		Auth:               auth,
 		AuthSync:           authSync,

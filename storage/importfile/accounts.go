@@ -38,6 +38,9 @@ type importAccount struct {
 	RateLimit       *int           `json:"rate_limit,omitempty"`
 	Quotas          *limits.Quotas `json:"quotas,omitempty"`
 	CreatedAt       *time.Time     `json:"created_at,omitempty"`
+	// Timezone is the account's IANA time zone (docs/design.md §14);
+	// omitted: UTC.
+	Timezone string `json:"timezone,omitempty"`
 }
 
 // loadAccounts inserts the accounts, each after its manager, whether the
@@ -126,6 +129,8 @@ func checkAccount(r record[importAccount]) error {
 		return ref.errorf("an admin has no manager")
 	case a.Manager == a.Username:
 		return ref.errorf("an account cannot manage itself")
+	case a.Timezone != "" && !storage.ValidTimezone(a.Timezone):
+		return ref.errorf("timezone %q: want %s", a.Timezone, storage.TimezoneRule)
 	case a.Email != "" && !storage.ValidEmail(a.Email):
 		return ref.errorf("email %q is not a valid address", a.Email)
 	case len(a.Objects) > 0 && a.Type != string(tenancy.Subaccount):
@@ -181,6 +186,10 @@ func (im *importer) importAccount(ctx context.Context, r record[importAccount], 
 		AccountExpireDt: a.AccountExpireDt,
 		Privileges:      storage.StringList(a.Privileges),
 		RateLimit:       a.RateLimit,
+		Timezone:        a.Timezone,
+	}
+	if row.Timezone == "" {
+		row.Timezone = storage.DefaultTimezone
 	}
 	if a.Quotas != nil {
 		row.QuotaSubaccounts, row.QuotaTokens, row.QuotaDevices, row.QuotaPassengers = a.Quotas.Subaccounts, a.Quotas.Tokens, a.Quotas.Devices, a.Quotas.Passengers
@@ -245,7 +254,7 @@ func dumpAccounts(ctx context.Context, ex *exporter, emit func(importAccount) er
 		rec := importAccount{
 			Username: a.Username, Email: a.Email, Type: string(a.Type), Active: &a.Active, ReadOnly: a.ReadOnly,
 			AccountExpire: a.AccountExpire, AccountExpireDt: a.AccountExpireDt, Privileges: a.Privileges,
-			Objects: granted[a.ID], RateLimit: a.RateLimit, CreatedAt: &a.CreatedAt,
+			Objects: granted[a.ID], RateLimit: a.RateLimit, CreatedAt: &a.CreatedAt, Timezone: a.Timezone,
 		}
 		if q := a.Overrides(); q != (limits.Quotas{}) {
 			rec.Quotas = &q

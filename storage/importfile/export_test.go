@@ -50,7 +50,7 @@ func TestExportRoundTrip(t *testing.T) {
 	// and outside the subtree, revoked, expired and used tokens, two
 	// passengers of one name, old creation times.
 	exec(t, src.DB, `UPDATE accounts SET manager_id = NULL, rate_limit = 900, created_at = '2025-01-02T03:04:05.123456Z' WHERE username = 'gen-manager-001'`)
-	exec(t, src.DB, `UPDATE accounts SET rate_limit = 300, quota_devices = 50, quota_tokens = 7
+	exec(t, src.DB, `UPDATE accounts SET rate_limit = 300, quota_devices = 50, quota_tokens = 7, timezone = 'America/Sao_Paulo'
 		WHERE id = (SELECT min(id) FROM accounts WHERE type = 'user' AND manager_id = (SELECT id FROM accounts WHERE username = 'gen-manager-001'))`)
 	exec(t, src.DB, `UPDATE accounts SET quota_subaccounts = 0, quota_passengers = 12
 		WHERE id = (SELECT max(id) FROM accounts WHERE type = 'user' AND manager_id = (SELECT id FROM accounts WHERE username = 'gen-manager-001'))`)
@@ -100,6 +100,9 @@ func TestExportRoundTrip(t *testing.T) {
 		}
 	}
 	compareSubtree(t, src.DB, dst.DB, "gen-manager-001")
+	if !strings.Contains(file.String(), `"timezone":"America/Sao_Paulo"`) {
+		t.Error("the export does not carry an account's timezone")
+	}
 
 	again, err := importfile.Load(ctx, dst.DB, bytes.NewReader(file.Bytes()))
 	if err != nil {

@@ -128,7 +128,7 @@ actions := {
 all_privileges := ["event_notifications", "reports"]
 
 # updatable are the fields account.update may change.
-updatable := {"email", "active", "read_only", "account_expire", "account_expire_dt", "privileges", "rate_limit", "quotas"}
+updatable := {"email", "active", "read_only", "account_expire", "account_expire_dt", "privileges", "rate_limit", "quotas", "timezone"}
 
 # own_limits are the fields nobody changes on its own account.
 own_limits := {"active", "read_only", "account_expire", "account_expire_dt", "privileges", "rate_limit", "quotas"}

@@ -417,6 +417,7 @@ test_own_limits if {
 			d.details.fields == [field]
 		}
 		decide(caller(c), "account.update", c, {"email": "me@example.com"}).allow
+		decide(caller(c), "account.update", c, {"timezone": "Europe/Paris"}).allow
 	}
 }
 
