@@ -24,7 +24,6 @@ var storageJob = []string{"storage", "storage/limits", "storage/audit", "policy"
 var allowed = map[string][]string{
 	"tenancy":             {},
 	"telemetry":           {},
-	"rules":               {},
 	"clock":               {"storage"},
 	"migrations":          {},
 	"policy":              {"tenancy"},
