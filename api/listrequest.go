@@ -99,6 +99,24 @@ func parseList(rawQuery string, d *storage.Descriptor) (storage.ListRequest, *li
 			}
 		case paramOrder:
 			req.Desc, err = parseChoice(name, v, "asc", "desc")
+		case paramFrom, paramTo:
+			// The range extension (docs/api.md §6): a list whose descriptor
+			// has a range field takes the half-open interval [from, to) of it.
+			rf, ok := d.RangeField()
+			if !ok {
+				err = invalidParam(name, "unknown parameter")
+				break
+			}
+			t, terr := storage.ParseTimestamp(v)
+			if terr != nil {
+				err = invalidParam(name, reasonTime)
+				break
+			}
+			op := storage.FilterFrom
+			if name == paramTo {
+				op = storage.FilterTo
+			}
+			req.Filters = append(req.Filters, storage.Filter{Field: rf, Value: t, Op: op})
 		case paramSort:
 			f, ok := d.Field(v)
 			if !ok || !f.Sort {

@@ -150,6 +150,9 @@ type operationDoc struct {
 	example     any
 	// noContent marks an operation whose success answers no body (204).
 	noContent bool
+	// stream marks an operation whose success is a stream of Server-Sent
+	// Events (text/event-stream), each event's data one data item.
+	stream bool
 	// request is the wire type of the request body, with its example.
 	request        *wireType
 	requestExample any
@@ -192,6 +195,15 @@ func documented(f func(*operationDoc)) fuego.RouteOption {
 func respondsOne[W any](data wireType, example W) fuego.RouteOption {
 	return documented(func(d *operationDoc) {
 		d.data, d.example = data, Envelope[W]{Success: true, Data: example, Meta: exampleMeta()}
+	})
+}
+
+// respondsEventStream declares the success response of a stream of
+// Server-Sent Events (text/event-stream) whose data are of the wire type
+// data, with example as one event's data.
+func respondsEventStream[W any](data wireType, example W) fuego.RouteOption {
+	return documented(func(d *operationDoc) {
+		d.data, d.example, d.stream = data, example, true
 	})
 }
 
@@ -277,6 +289,14 @@ func listParams(d *storage.Descriptor, list string) []fuego.RouteOption {
 		if f.Filter {
 			opts = append(opts, filterParam(f)...)
 		}
+	}
+	if rf, ok := d.RangeField(); ok {
+		stamp := "an RFC 3339 timestamp YYYY-MM-DDTHH:MM:SS[.ffffff] then Z or ±HH:MM up to ±15:59, years 0001 to 9999 in UTC"
+		opts = append(opts,
+			fuego.OptionQuery(paramFrom, fmt.Sprintf("Extension beyond the spec (a range): only items whose %s is at or after this instant, %s.", rf.Name, stamp)),
+			paramSchema(q, paramFrom, timestampSchema),
+			fuego.OptionQuery(paramTo, fmt.Sprintf("Extension beyond the spec (a range): only items whose %s is before this instant (exclusive), %s.", rf.Name, stamp)),
+			paramSchema(q, paramTo, timestampSchema))
 	}
 	return opts
 }

@@ -39,6 +39,10 @@ type Field struct {
 	// Sort, Filter and Search say what a list request may do with the
 	// field (the list tag: sort, filter, search=<position>).
 	Sort, Filter, Search bool
+	// Range (the list tag's range, on one KindTime field of a resource at
+	// most): the list takes the parameters from and to, a half-open
+	// interval [from, to) of the field (Filter.Op).
+	Range bool
 }
 
 // IntRange returns the values a filter on the integer field f may take:
@@ -123,6 +127,17 @@ func (d *Descriptor) Field(name string) (Field, bool) {
 	}
 	for _, f := range d.fields {
 		if f.Name == name {
+			return f, true
+		}
+	}
+	return Field{}, false
+}
+
+// RangeField returns the field the parameters from and to bound (the
+// list tag's range), and whether the resource has one.
+func (d *Descriptor) RangeField() (Field, bool) {
+	for _, f := range d.fields {
+		if f.Range {
 			return f, true
 		}
 	}
@@ -276,6 +291,8 @@ func describe(t *schema.Table) (*Descriptor, error) {
 				field.Sort = true
 			case "filter":
 				field.Filter = true
+			case "range":
+				field.Range = true
 			case "search":
 				pos, err := strconv.Atoi(value)
 				if err != nil || pos < 1 || positions[pos].Name != "" {
@@ -295,6 +312,18 @@ func describe(t *schema.Table) (*Descriptor, error) {
 			d.nullable[f.Name] = true
 		}
 		d.fields = append(d.fields, field)
+	}
+	ranged := 0
+	for _, f := range d.fields {
+		if f.Range {
+			ranged++
+			if f.Kind != KindTime {
+				return nil, fmt.Errorf("field %s: range wants a time field", f.Name)
+			}
+		}
+	}
+	if ranged > 1 {
+		return nil, fmt.Errorf("table %s: %d range fields, want at most one", d.table, ranged)
 	}
 	for pos := 1; pos <= len(positions); pos++ {
 		f, ok := positions[pos]
