@@ -11,3 +11,10 @@ CREATE TABLE notification_streams (
     lease_until timestamptz NOT NULL
 );
 CREATE INDEX notification_streams_account_id_idx ON notification_streams (account_id);
+
+--bun:split
+
+-- GET /notifications filters on event_id: a filter value the column could
+-- never hold is refused by the API, which reads the bound from this CHECK
+-- (storage TestListingKindsMatchColumns).
+ALTER TABLE notifications ADD CONSTRAINT notifications_event_id_check CHECK (event_id >= 0);
