@@ -11,7 +11,7 @@ import (
 
 // The notifications apply last: they name the devices, event rules and
 // service records before them.
-var _ = declareSection(spec[importNotification]{name: "notifications", after: "passengers", key: []string{"account", "imei", "time", "type"},
+var _ = declareSection(spec[importNotification]{name: "notifications", after: "passengers", key: []string{"account", "imei", "type"},
 	load: loadNotification, dump: dumpNotifications})
 
 // importNotification is a record of the notifications section: the
@@ -42,7 +42,9 @@ func (derivedField) UnmarshalJSON([]byte) error {
 
 // loadNotification inserts a notification of the record's account about
 // one of its devices, naming at most one of its event rules and service
-// records. A record whose account, imei, time and type exist is skipped.
+// records. A record whose account, imei, time and type exist is skipped
+// (the section's key names a record in errors without its time: a key is
+// text, and a time that does not parse is the record's error).
 func loadNotification(ctx context.Context, im *importer, ref recordRef, n importNotification) (bool, error) {
 	acct, err := im.owner(ctx, ref, n.Account)
 	if err != nil {
