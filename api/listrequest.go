@@ -61,7 +61,7 @@ func parseListRequest(rawQuery, list string, d *storage.Descriptor) (storage.Lis
 // first (listHandler's adjust: the default order of GET /audit-events)
 // and then applies it (applyCursor).
 func parseList(rawQuery string, d *storage.Descriptor) (storage.ListRequest, *listCursor, error) {
-	req := storage.ListRequest{Page: 1, PerPage: storage.DefaultPerPage, Sort: d.ID()}
+	req := storage.ListRequest{Page: 1, PerPage: storage.DefaultPerPage, Sort: d.ID(), Desc: d.DefaultDesc()}
 	q, perr := parseQuery(rawQuery)
 	if perr != nil {
 		return req, nil, perr

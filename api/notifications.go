@@ -2,10 +2,8 @@ package api
 
 import (
 	"context"
-	"math"
 	"time"
 
-	"github.com/getkin/kin-openapi/openapi3"
 	"github.com/go-fuego/fuego"
 
 	"github.com/fleetapi/fleetapi/policy"
@@ -16,12 +14,11 @@ import (
 // notifications resource, newest first), GET /notifications/{id} and GET
 // /notifications/stream (notifystream.go) (docs/design.md §14).
 func (s *Server) registerNotifications(g *fuego.Server) {
-	q := openapi3.ParameterInQuery
 	path := "/" + string(storage.Notifications.Resource())
 	scope := func(ctx context.Context) (policy.Scope, error) {
 		return s.scopeFor(ctx, storage.Notifications.Resource())
 	}
-	fuego.Get(g, path, listHandler(s, path, storage.Notifications, same[storage.Notification], notificationsNewestFirst, scope),
+	fuego.Get(g, path, listHandler(s, path, storage.Notifications, same[storage.Notification], notificationsRange, scope),
 		routeOptions(authErrors(), listParams(storage.Notifications.Descriptor, path), []fuego.RouteOption{
 			fuego.OptionOperationID("get_notifications"), fuego.OptionTags("Events"),
 			fuego.OptionSummary("Paged list of notifications"),
@@ -29,10 +26,6 @@ func (s *Server) registerNotifications(g *fuego.Server) {
 				"newest first by default (sort id, order desc). from and to bound time to [from, to). " +
 				"Needs the token permission GET /notifications; a subaccount also needs the event_notifications privilege " +
 				"and sees the notifications of the devices granted to it."),
-			paramSchema(q, paramOrder, func(s *openapi3.Schema) { s.Default = "desc" }),
-			// The default order's cursor: newest first, from the last id.
-			paramExample(q, paramAfter, exampleCursor(storage.Notifications.Descriptor, path,
-				storage.Cursor{Sort: storage.Notifications.ID(), Desc: true, ID: math.MaxInt64})),
 			respondsPage(notificationSchema(), []storage.Notification{exampleNotification()}),
 		})...)
 	fuego.Get(g, path+"/{id}", s.getNotification, routeOptions(oneErrors(), []fuego.RouteOption{
@@ -45,14 +38,10 @@ func (s *Server) registerNotifications(g *fuego.Server) {
 	s.registerNotificationStream(g)
 }
 
-// notificationsNewestFirst completes a request of GET /notifications:
-// newest first (id descending) unless the query names an order, and a
-// range whose to is not after its from is refused.
-func notificationsNewestFirst(raw string, req *storage.ListRequest) error {
-	q, _ := parseQuery(raw) // parseList has parsed it without error
-	if _, ok := q[paramOrder]; !ok {
-		req.Desc = true
-	}
+// notificationsRange completes a request of GET /notifications (newest
+// first by the descriptor's default order): a range whose to is not after
+// its from is refused.
+func notificationsRange(_ string, req *storage.ListRequest) error {
 	var from, to *time.Time
 	for _, f := range req.Filters {
 		t, _ := f.Value.(time.Time)

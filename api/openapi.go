@@ -264,7 +264,7 @@ func listParams(d *storage.Descriptor, list string) []fuego.RouteOption {
 			"Returns the items strictly after it in the same order, with the same scope, filters and search; send it to the list that gave it "+
 			"with the sort, order, filters and search it was made for (per_page may change), and no page beyond 1. meta.total stays the whole list's total."),
 		paramSchema(q, paramAfter, func(s *openapi3.Schema) { s.WithMinLength(1).WithMaxLength(maxCursor).WithPattern(cursorPattern) }),
-		paramExample(q, paramAfter, exampleCursor(d, list, storage.Cursor{Sort: d.ID()})),
+		paramExample(q, paramAfter, exampleCursor(d, list, exampleFirstCursor(d))),
 	}
 	if len(d.SearchFields()) > 0 {
 		// Declared only where parseListRequest takes it: a resource without
@@ -279,7 +279,7 @@ func listParams(d *storage.Descriptor, list string) []fuego.RouteOption {
 			}))
 	}
 	opts = append(opts,
-		fuego.OptionQuery(paramOrder, "Sort direction.", fuego.ParamDefault("asc")),
+		fuego.OptionQuery(paramOrder, "Sort direction.", fuego.ParamDefault(order(d.DefaultDesc()))),
 		paramSchema(q, paramOrder, func(s *openapi3.Schema) { s.WithEnum("asc", "desc") }),
 		fuego.OptionQuery(paramSort, "Field used for ordering; "+d.ID().Name+" breaks ties, so pages are stable.",
 			fuego.ParamDefault(d.ID().Name)),
@@ -336,6 +336,16 @@ func filterParam(f storage.Field) []fuego.RouteOption {
 		return []fuego.RouteOption{fuego.OptionQuery(f.Name, desc), paramSchema(q, f.Name, timestampSchema)}
 	}
 	return []fuego.RouteOption{fuego.OptionQuery(f.Name, desc)}
+}
+
+// exampleFirstCursor is the cursor of the after parameter's example of a
+// list of d in its default order: by id, ascending, or newest first from
+// the last id.
+func exampleFirstCursor(d *storage.Descriptor) storage.Cursor {
+	if d.DefaultDesc() {
+		return storage.Cursor{Sort: d.ID(), Desc: true, ID: math.MaxInt64}
+	}
+	return storage.Cursor{Sort: d.ID()}
 }
 
 // routeOptions joins option lists.

@@ -89,6 +89,9 @@ type Descriptor struct {
 	// counted: the table's rows are counted per account (declared with
 	// the option counted; counters.go).
 	counted bool
+	// newestFirst: the list's default order is descending (declared with
+	// the option newestFirst).
+	newestFirst bool
 	// index is the struct field index of the id and of every listed field
 	// by name, and nullable names the listed columns that may hold NULL
 	// (no notnull tag): the keyset cursor reads the last row's values
@@ -230,6 +233,19 @@ func counted(d *Descriptor) error {
 	d.counted = true
 	return nil
 }
+
+// newestFirst declares a resource whose list is in descending order when
+// the request names none (GET /notifications: newest first, docs/design.md
+// §14); every other list is ascending by default (§4.2).
+func newestFirst(d *Descriptor) error {
+	d.newestFirst = true
+	return nil
+}
+
+// DefaultDesc reports whether the list's default order is descending
+// (declared with the option newestFirst): the api starts every request of
+// the list from it, and its OpenAPI document says so.
+func (d *Descriptor) DefaultDesc() bool { return d.newestFirst }
 
 // declare derives the descriptor of the tenant resource whose bun model is
 // T, applies the options of its declaration (counted) and registers it. A

@@ -17,7 +17,9 @@ import (
 // account_row_counts on every insert batch and a version bump besides, on
 // the ingestion's hot path, for a total only the unfiltered first page of
 // a list reads. Its totals count rows (docs/decisions.md, "Notifications").
-var Notifications = declare[Notification]()
+// Its list is newest first (id descending) unless the request names an
+// order.
+var Notifications = declare[Notification](newestFirst)
 
 // Notification is a row of notifications: what fired (docs/design.md §14).
 // event_id is null for a service notification, service_id for an event
