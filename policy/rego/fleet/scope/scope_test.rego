@@ -136,12 +136,12 @@ test_state_must_be_boolean_sees_nothing if {
 }
 
 # A notification is seen by its account and the accounts above it, never
-# by a sibling or the account below (a subaccount only through a grant of
+# by another tree or the account below (a subaccount only through a grant of
 # its device, with event_notifications).
 test_notifications_of_the_tree if {
 	admits("notifications", account("user", []), row(7, 3, 0))
 	admits("notifications", account("manager", []), row(12, 7, 0))
-	not admits("notifications", account("user", []), row(8, 3, 0))
+	not admits("notifications", account("user", []), row(8, 1, 0))
 	not admits("notifications", account("manager", []), row(3, 1, 0))
 	not admits("notifications", account("subaccount", ["event_notifications"]), row(7, 3, 0))
 }
