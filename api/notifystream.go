@@ -6,6 +6,7 @@ import (
 	"errors"
 	"net/http"
 	"strconv"
+	"sync/atomic"
 	"time"
 
 	"github.com/getkin/kin-openapi/openapi3"
@@ -156,7 +157,8 @@ func (s *Server) streamNotifications(w http.ResponseWriter, r *http.Request) {
 	sctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	written := make(chan struct{})
-	go s.streamWriter(sctx, cancel, w, out, final, written)
+	var progress atomic.Int64 // frames the writer has written
+	go s.streamWriter(sctx, cancel, w, out, final, written, &progress)
 	finish := func(last []byte) {
 		if last != nil {
 			final <- last
@@ -179,7 +181,7 @@ func (s *Server) streamNotifications(w http.ResponseWriter, r *http.Request) {
 	header := r.Header.Get("Authorization")
 	method, route := routeOf(r)
 
-	// send queues frames; false when the buffer is full (a slow reader).
+	// send queues a frame unless the buffer is full.
 	send := func(frame []byte) bool {
 		select {
 		case out <- frame:
@@ -188,15 +190,28 @@ func (s *Server) streamNotifications(w http.ResponseWriter, r *http.Request) {
 			return false
 		}
 	}
-	// fetch sends every notification after the cursor that the stream's
-	// current scope admits.
+	// fetch sends the notifications after the cursor that the stream's
+	// current scope admits, at most as many as the buffer has room for
+	// (a burst never overflows it). A buffer found full twice with no
+	// frame written in between is a slow reader: ok is false.
+	fullAt := int64(-1)
 	fetch := func() (ok bool, err error) {
 		for {
+			room := cap(out) - len(out)
+			if room == 0 {
+				done := progress.Load()
+				if done == fullAt {
+					return false, nil
+				}
+				fullAt = done
+				return true, nil // read again at the next wake or re-check
+			}
 			scope, err := s.cfg.Policy.Scope(sctx, st.input, res)
 			if err != nil {
 				return false, err
 			}
-			rows, err := s.cfg.Store.NotificationsAfter(sctx, scope, cursor, streamBatch)
+			batch := min(streamBatch, room)
+			rows, err := s.cfg.Store.NotificationsAfter(sctx, scope, cursor, batch)
 			if err != nil {
 				return false, err
 			}
@@ -206,11 +221,11 @@ func (s *Server) streamNotifications(w http.ResponseWriter, r *http.Request) {
 					return false, err
 				}
 				if !send(frame) {
-					return false, nil
+					return false, errors.New("notification stream: the buffer filled beyond its room")
 				}
 				cursor = n.Cursor
 			}
-			if len(rows) < streamBatch {
+			if len(rows) < batch {
 				return true, nil
 			}
 		}
@@ -246,11 +261,7 @@ func (s *Server) streamNotifications(w http.ResponseWriter, r *http.Request) {
 				return
 			}
 		case <-heartbeat.C:
-			if !send(frameHeartbeat) {
-				s.endStream(r, nil, false, finish, free)
-				return
-			}
-			continue
+			send(frameHeartbeat) // none while the buffer is full: events are pending
 		case <-recheck.C:
 			if !check() {
 				finish(nil)
@@ -288,9 +299,10 @@ func (s *Server) endStream(r *http.Request, err error, _ bool, finish func([]byt
 
 // streamWriter writes the stream's frames to w as they come, each written
 // and flushed within the write timeout (extended per write: the server's
-// WriteTimeout does not cut a stream), then the final frame when out is
-// closed. A failed write cancels the stream.
-func (s *Server) streamWriter(ctx context.Context, cancel context.CancelFunc, w http.ResponseWriter, out <-chan []byte, final <-chan []byte, done chan<- struct{}) {
+// WriteTimeout does not cut a stream), counting them in progress, then the
+// final frame when out is closed. A failed write cancels the stream.
+func (s *Server) streamWriter(ctx context.Context, cancel context.CancelFunc, w http.ResponseWriter, out <-chan []byte, final <-chan []byte, done chan<- struct{},
+	progress *atomic.Int64) {
 	defer close(done)
 	rc := http.NewResponseController(w)
 	write := func(b []byte) bool {
@@ -319,6 +331,7 @@ func (s *Server) streamWriter(ctx context.Context, cancel context.CancelFunc, w 
 			continue // drain: the stream is over
 		}
 		write(b)
+		progress.Add(1)
 	}
 	select {
 	case b := <-final:

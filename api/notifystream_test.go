@@ -495,3 +495,27 @@ func TestNotificationStreamGrantRemoved(t *testing.T) {
 		t.Fatalf("event %+v, want notification %d of the device still granted", ev, n3)
 	}
 }
+
+// TestNotificationStreamBurst: a reader that keeps up receives a burst
+// far larger than its stream's buffer (one statement inserting 200
+// notifications), in order, and is not taken for a slow reader.
+func TestNotificationStreamBurst(t *testing.T) {
+	t.Parallel()
+	a, srv := newStreamServer(t, 4)
+	acme := demoToken(t, "acme-all")
+	s, status, body := openStream(t, srv.URL, acme, false)
+	if s == nil {
+		t.Fatalf("open: %d %s", status, body)
+	}
+	var ids []int64
+	if err := a.db.NewRaw(`INSERT INTO notifications (account_id, type, imei, object_id, time, message)
+		SELECT o.account_id, 'burst', o.imei, o.id, now(), 'burst ' || g FROM objects o, generate_series(1, 200) g
+		WHERE o.imei = ? RETURNING id`, acmeVan).Scan(context.Background(), &ids); err != nil {
+		t.Fatal(err)
+	}
+	for i, id := range ids {
+		if ev := s.next(t); ev.id != fmt.Sprint(id) {
+			t.Fatalf("event %d: %+v, want notification %d", i, ev, id)
+		}
+	}
+}
