@@ -519,3 +519,43 @@ func TestNotificationStreamBurst(t *testing.T) {
 		}
 	}
 }
+
+// TestNotificationStreamOutlivesTimeouts: a stream is exempt from the
+// request timeout, from the server's read and write timeouts (it extends
+// its own deadlines) and from the tenant's slots of requests in flight:
+// with all four far shorter than the stream's life (counted in heartbeats
+// of 50 ms: twenty of them outlast every bound below), it keeps going,
+// and the tenant's other requests still get their slot.
+func TestNotificationStreamOutlivesTimeouts(t *testing.T) {
+	t.Parallel()
+	wakeups := api.NewWakeups()
+	a := newTestAPIWith(t, func(c *api.Config) {
+		streamConfig(wakeups, 0)(c)
+		c.RequestTimeout = 100 * time.Millisecond
+		c.TenantMaxInFlight = 1
+	})
+	srv := httptest.NewUnstartedServer(a.handler)
+	srv.Config.ReadTimeout = 200 * time.Millisecond
+	srv.Config.WriteTimeout = 200 * time.Millisecond
+	srv.Start()
+	t.Cleanup(srv.Close)
+	acme := demoToken(t, "acme-all")
+	s1, status, body := openStream(t, srv.URL, acme, false)
+	if s1 == nil {
+		t.Fatalf("first stream: %d %s", status, body)
+	}
+	s2, status, body := openStream(t, srv.URL, acme, false)
+	if s2 == nil {
+		t.Fatalf("second stream with one slot in flight: %d %s", status, body)
+	}
+	for range 20 {
+		s1.waitComment(t, "heartbeat")
+	}
+	if r := a.get("/api/v2/notifications", acme); r.status != http.StatusOK {
+		t.Fatalf("a list beside two streams: %d %s", r.status, r.raw)
+	}
+	id := insertNotification(t, a.db, acmeTruck, "overspeed", "after the timeouts")
+	if ev := s1.next(t); ev.id != fmt.Sprint(id) {
+		t.Fatalf("event %+v, want %d", ev, id)
+	}
+}
