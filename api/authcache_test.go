@@ -61,6 +61,9 @@ type replicaOptions struct {
 	// dial, when not nil, dials the listener's LISTEN session
 	// (ListenerOptions.Dial).
 	dial func(ctx context.Context, network, addr string) (net.Conn, error)
+	// configure, when not nil, adjusts the server's configuration
+	// (the notification streams' settings) before it is built.
+	configure func(*api.Config)
 }
 
 var replicaSeq atomic.Int64
@@ -125,7 +128,7 @@ func newCachedReplica(t *testing.T, db *storagetest.DB, opts replicaOptions) *ca
 		r.listener.Close()
 	})
 	now := func() time.Time { return time.Now().Add(time.Duration(r.offset.Load())) }
-	srv, err := api.New(api.Config{
+	cfg := api.Config{
 		Auth:             &tenancy.Authenticator{Store: store, Cache: r.cache, Now: now},
 		AuthSync:         r.listener.Sync,
 		Policy:           engine,
@@ -133,7 +136,11 @@ func newCachedReplica(t *testing.T, db *storagetest.DB, opts replicaOptions) *ca
 		Ready:            store,
 		Now:              now,
 		AuthFailureLimit: 10000,
-	})
+	}
+	if opts.configure != nil {
+		opts.configure(&cfg)
+	}
+	srv, err := api.New(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -96,14 +96,14 @@ func encodeCursor(resource, list string, req storage.ListRequest, c *storage.Cur
 // search. base64url of the first 8 bytes of the SHA-256 of their JSON.
 func queryDigest(req storage.ListRequest) (string, error) {
 	filters := slices.Clone(req.Filters)
-	slices.SortFunc(filters, func(a, b storage.Filter) int { return strings.Compare(a.Field.Name, b.Field.Name) })
+	slices.SortFunc(filters, func(a, b storage.Filter) int { return strings.Compare(filterKey(a), filterKey(b)) })
 	parts := make([]any, 0, 2*len(filters)+1)
 	for _, f := range filters {
 		v, err := fieldJSON(f.Value)
 		if err != nil {
 			return "", fmt.Errorf("cursor: filter %s: %w", f.Field.Name, err)
 		}
-		parts = append(parts, f.Field.Name, v)
+		parts = append(parts, filterKey(f), v)
 	}
 	parts = append(parts, req.Search)
 	raw, err := json.Marshal(parts)
@@ -112,6 +112,19 @@ func queryDigest(req storage.ListRequest) (string, error) {
 	}
 	sum := sha256.Sum256(raw)
 	return base64.RawURLEncoding.EncodeToString(sum[:cursorCheck]), nil
+}
+
+// filterKey names a filter in a cursor's query digest: the field's name
+// for an exact match (as before the range extension, so that those
+// cursors keep their digest), the parameter (from, to) for a range bound.
+func filterKey(f storage.Filter) string {
+	switch f.Op {
+	case storage.FilterFrom:
+		return paramFrom
+	case storage.FilterTo:
+		return paramTo
+	}
+	return f.Field.Name
 }
 
 // order is the order parameter's value of a direction.

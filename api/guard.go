@@ -48,7 +48,14 @@ func (s *Server) guard(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		// Bound the work of the request: past the timeout its context ends
 		// and a database call that was waiting fails fast with 503.
+		// A stream (streamRoute) stays open: it has no timeout, and its
+		// writes extend their own deadlines (notifystream.go).
+		_, route := routeOf(r)
 		ctx, cancel := context.WithTimeout(r.Context(), s.cfg.RequestTimeout)
+		if route == streamRoute {
+			cancel()
+			ctx, cancel = context.WithCancel(r.Context())
+		}
 		defer cancel()
 		// One policy revision answers the whole request: its decision here
 		// and its scopes in the handler (docs/design.md §10, hot reload).
@@ -129,13 +136,17 @@ func (s *Server) serveAuthenticated(ctx context.Context, w http.ResponseWriter, 
 			return
 		}
 	}
-	// The tenant's slot last: a request refused above holds none.
-	release, err := s.enterTenant(ctx, p)
-	if err != nil {
-		s.writeError(w, r, err)
-		return
+	// The tenant's slot last: a request refused above holds none. A
+	// stream holds none: it is bounded by its own limit (the account's
+	// open streams), not by the requests in flight.
+	if route != streamRoute {
+		release, err := s.enterTenant(ctx, p)
+		if err != nil {
+			s.writeError(w, r, err)
+			return
+		}
+		defer release()
 	}
-	defer release()
 	ctx = context.WithValue(ctx, callKey{}, call{principal: p, input: in, usage: usage})
 	next.ServeHTTP(w, r.WithContext(ctx))
 }

@@ -61,7 +61,7 @@ func parseListRequest(rawQuery, list string, d *storage.Descriptor) (storage.Lis
 // first (listHandler's adjust: the default order of GET /audit-events)
 // and then applies it (applyCursor).
 func parseList(rawQuery string, d *storage.Descriptor) (storage.ListRequest, *listCursor, error) {
-	req := storage.ListRequest{Page: 1, PerPage: storage.DefaultPerPage, Sort: d.ID()}
+	req := storage.ListRequest{Page: 1, PerPage: storage.DefaultPerPage, Sort: d.ID(), Desc: d.DefaultDesc()}
 	q, perr := parseQuery(rawQuery)
 	if perr != nil {
 		return req, nil, perr
@@ -99,6 +99,24 @@ func parseList(rawQuery string, d *storage.Descriptor) (storage.ListRequest, *li
 			}
 		case paramOrder:
 			req.Desc, err = parseChoice(name, v, "asc", "desc")
+		case paramFrom, paramTo:
+			// The range extension (docs/api.md §6): a list whose descriptor
+			// has a range field takes the half-open interval [from, to) of it.
+			rf, ok := d.RangeField()
+			if !ok {
+				err = invalidParam(name, "unknown parameter")
+				break
+			}
+			t, terr := storage.ParseTimestamp(v)
+			if terr != nil {
+				err = invalidParam(name, reasonTime)
+				break
+			}
+			op := storage.FilterFrom
+			if name == paramTo {
+				op = storage.FilterTo
+			}
+			req.Filters = append(req.Filters, storage.Filter{Field: rf, Value: t, Op: op})
 		case paramSort:
 			f, ok := d.Field(v)
 			if !ok || !f.Sort {

@@ -34,13 +34,20 @@ func (a *testAPI) list(t *testing.T, path, token string) ([]map[string]any, map[
 // listRoutes are the list routes, one per listed descriptor of storage
 // (listings): a resource declared with list fields is tested here without
 // a list to update. id is its id field, table its table.
-var listRoutes = func() []struct{ path, table, id string } {
-	var out []struct{ path, table, id string }
+var listRoutes = func() []listRouteCase {
+	var out []listRouteCase
 	for _, l := range listings {
-		out = append(out, struct{ path, table, id string }{l.path, l.listing.Table(), l.listing.ID().Name})
+		out = append(out, listRouteCase{l.path, l.listing.Table(), l.listing.ID().Name, l.listing})
 	}
 	return out
 }()
+
+// listRouteCase is a list route of the derived tests: its path, table,
+// id field and descriptor.
+type listRouteCase struct {
+	path, table, id string
+	d               *storage.Descriptor
+}
 
 func TestListParameterBounds(t *testing.T) {
 	a := newTestAPI(t)
@@ -60,6 +67,14 @@ func TestListParameterBounds(t *testing.T) {
 	}
 	for _, r := range listRoutes {
 		for _, tt := range tests {
+			// A list without search fields refuses search as an unknown
+			// parameter, and one without a sortable name sort=name.
+			if strings.HasPrefix(tt.query, "search=") && len(r.d.SearchFields()) == 0 {
+				tt.param = "search"
+			}
+			if f, ok := r.d.Field("name"); tt.query == "sort=name" && (!ok || !f.Sort) {
+				tt.param = "sort"
+			}
 			t.Run(r.path+"?"+tt.query, func(t *testing.T) {
 				res := a.get(r.path+"?"+tt.query, tok)
 				if tt.param == "" {
@@ -88,8 +103,12 @@ func TestListDefaultsAndPaging(t *testing.T) {
 				t.Fatalf("total %d, items %d", total, len(all))
 			}
 			for i := 1; i < len(all); i++ {
-				if all[i-1][r.id].(float64) >= all[i][r.id].(float64) {
-					t.Fatalf("default order is not %s ascending", r.id)
+				prev, cur := all[i-1][r.id].(float64), all[i][r.id].(float64)
+				if r.d.DefaultDesc() {
+					prev, cur = cur, prev // newest first (the descriptor's default)
+				}
+				if prev >= cur {
+					t.Fatalf("default order is not %s %s", r.id, map[bool]string{false: "ascending", true: "descending"}[r.d.DefaultDesc()])
 				}
 			}
 			var seen []float64

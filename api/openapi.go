@@ -150,6 +150,9 @@ type operationDoc struct {
 	example     any
 	// noContent marks an operation whose success answers no body (204).
 	noContent bool
+	// stream marks an operation whose success is a stream of Server-Sent
+	// Events (text/event-stream), each event's data one data item.
+	stream bool
 	// request is the wire type of the request body, with its example.
 	request        *wireType
 	requestExample any
@@ -192,6 +195,15 @@ func documented(f func(*operationDoc)) fuego.RouteOption {
 func respondsOne[W any](data wireType, example W) fuego.RouteOption {
 	return documented(func(d *operationDoc) {
 		d.data, d.example = data, Envelope[W]{Success: true, Data: example, Meta: exampleMeta()}
+	})
+}
+
+// respondsEventStream declares the success response of a stream of
+// Server-Sent Events (text/event-stream) whose data are of the wire type
+// data, with example as one event's data.
+func respondsEventStream[W any](data wireType, example W) fuego.RouteOption {
+	return documented(func(d *operationDoc) {
+		d.data, d.example, d.stream = data, example, true
 	})
 }
 
@@ -252,7 +264,7 @@ func listParams(d *storage.Descriptor, list string) []fuego.RouteOption {
 			"Returns the items strictly after it in the same order, with the same scope, filters and search; send it to the list that gave it "+
 			"with the sort, order, filters and search it was made for (per_page may change), and no page beyond 1. meta.total stays the whole list's total."),
 		paramSchema(q, paramAfter, func(s *openapi3.Schema) { s.WithMinLength(1).WithMaxLength(maxCursor).WithPattern(cursorPattern) }),
-		paramExample(q, paramAfter, exampleCursor(d, list, storage.Cursor{Sort: d.ID()})),
+		paramExample(q, paramAfter, exampleCursor(d, list, exampleFirstCursor(d))),
 	}
 	if len(d.SearchFields()) > 0 {
 		// Declared only where parseListRequest takes it: a resource without
@@ -267,7 +279,7 @@ func listParams(d *storage.Descriptor, list string) []fuego.RouteOption {
 			}))
 	}
 	opts = append(opts,
-		fuego.OptionQuery(paramOrder, "Sort direction.", fuego.ParamDefault("asc")),
+		fuego.OptionQuery(paramOrder, "Sort direction.", fuego.ParamDefault(order(d.DefaultDesc()))),
 		paramSchema(q, paramOrder, func(s *openapi3.Schema) { s.WithEnum("asc", "desc") }),
 		fuego.OptionQuery(paramSort, "Field used for ordering; "+d.ID().Name+" breaks ties, so pages are stable.",
 			fuego.ParamDefault(d.ID().Name)),
@@ -277,6 +289,14 @@ func listParams(d *storage.Descriptor, list string) []fuego.RouteOption {
 		if f.Filter {
 			opts = append(opts, filterParam(f)...)
 		}
+	}
+	if rf, ok := d.RangeField(); ok {
+		stamp := "an RFC 3339 timestamp YYYY-MM-DDTHH:MM:SS[.ffffff] then Z or ±HH:MM up to ±15:59, years 0001 to 9999 in UTC"
+		opts = append(opts,
+			fuego.OptionQuery(paramFrom, fmt.Sprintf("Extension beyond the spec (a range): only items whose %s is at or after this instant, %s.", rf.Name, stamp)),
+			paramSchema(q, paramFrom, timestampSchema),
+			fuego.OptionQuery(paramTo, fmt.Sprintf("Extension beyond the spec (a range): only items whose %s is before this instant (exclusive), %s.", rf.Name, stamp)),
+			paramSchema(q, paramTo, timestampSchema))
 	}
 	return opts
 }
@@ -316,6 +336,16 @@ func filterParam(f storage.Field) []fuego.RouteOption {
 		return []fuego.RouteOption{fuego.OptionQuery(f.Name, desc), paramSchema(q, f.Name, timestampSchema)}
 	}
 	return []fuego.RouteOption{fuego.OptionQuery(f.Name, desc)}
+}
+
+// exampleFirstCursor is the cursor of the after parameter's example of a
+// list of d in its default order: by id, ascending, or newest first from
+// the last id.
+func exampleFirstCursor(d *storage.Descriptor) storage.Cursor {
+	if d.DefaultDesc() {
+		return storage.Cursor{Sort: d.ID(), Desc: true, ID: math.MaxInt64}
+	}
+	return storage.Cursor{Sort: d.ID()}
 }
 
 // routeOptions joins option lists.

@@ -151,8 +151,8 @@ func finishOpenAPI(gen *openapi3.T) (*openapi3.T, error) {
 func operationTypes(docs []*operationDoc) []wireType {
 	types := []wireType{errorSchema()}
 	for _, d := range docs {
-		if d.noContent {
-			continue
+		if d.noContent || d.stream {
+			continue // a stream's data type is declared by its list
 		}
 		types = append(types, d.data)
 		types = append(types, d.data.uses...)
@@ -219,6 +219,14 @@ func finishOperation(op *openapi3.Operation, responses openapi3.ResponseBodies) 
 			out.Responses.Set(code, &openapi3.ResponseRef{Value: noContentResponse(status)})
 			continue
 		}
+		if status < 400 && d.stream {
+			resp, err := eventStreamResponse(status, d)
+			if err != nil {
+				return nil, nil, err
+			}
+			out.Responses.Set(code, &openapi3.ResponseRef{Value: resp})
+			continue
+		}
 		if status < 400 {
 			ex, err := jsonValue(d.example)
 			if err != nil {
@@ -241,6 +249,29 @@ func finishOperation(op *openapi3.Operation, responses openapi3.ResponseBodies) 
 		out.Responses.Set(code, &openapi3.ResponseRef{Ref: "#/components/responses/" + er.name})
 	}
 	return out, d, nil
+}
+
+// eventStreamResponse is the success response of a stream of Server-Sent
+// Events: text/event-stream, its example one event of d's example.
+func eventStreamResponse(status int, d *operationDoc) (*openapi3.Response, error) {
+	data, err := json.Marshal(d.example)
+	if err != nil {
+		return nil, err
+	}
+	id := ""
+	if n, ok := d.example.(storage.Notification); ok {
+		id = fmt.Sprintf("id: %d\n", n.ID)
+	}
+	example := id + "event: notification\ndata: " + string(data) + "\n\n: heartbeat\n\n"
+	desc := http.StatusText(status) + ". A stream of Server-Sent Events: each event's id is the " + d.data.name +
+		"'s id, its event \"notification\", its data one " + d.data.name + " (components.schemas." + d.data.name + ") as JSON on one line; " +
+		"comment lines (starting with a colon) are heartbeats and hints."
+	headers := openapi3.Headers{
+		"X-Request-Id": headerRef("X-Request-Id"), "RateLimit-Limit": headerRef("RateLimit-Limit"),
+		"RateLimit-Remaining": headerRef("RateLimit-Remaining"), "RateLimit-Reset": headerRef("RateLimit-Reset"),
+	}
+	return &openapi3.Response{Description: &desc, Headers: headers,
+		Content: openapi3.Content{"text/event-stream": &openapi3.MediaType{Schema: openapi3.NewStringSchema().NewRef(), Example: example}}}, nil
 }
 
 // successResponse is the success response of an operation.
@@ -348,8 +379,8 @@ func addEnvelopeSchemas(schemas openapi3.Schemas, docs []*operationDoc) {
 		openapi3.Schemas{"success": openapi3.NewSchemaRef("", failure), "error": componentRef("Error"), "meta": componentRef("Meta")})
 
 	for _, d := range docs {
-		if d.noContent {
-			continue
+		if d.noContent || d.stream {
+			continue // a stream's data type is declared by its list
 		}
 		name := d.data.name
 		data, meta, what := componentRef(name), componentRef("Meta"), "one "+name

@@ -78,6 +78,12 @@ func TestDeclaredParametersAreAccepted(t *testing.T) {
 	sent := 0
 	for _, path := range paths {
 		for method, op := range doc.Paths.Value(path).Operations() {
+			if ok := op.Responses.Status(http.StatusOK); ok != nil && ok.Value.Content.Get("text/event-stream") != nil {
+				// A stream stays open under the recorder: its header
+				// Last-Event-ID is sent over a real connection by
+				// TestNotificationStreamResume.
+				continue
+			}
 			var body string
 			if op.RequestBody != nil {
 				mt := op.RequestBody.Value.Content.Get("application/json")

@@ -95,7 +95,8 @@ func TestOpenAPIValid(t *testing.T) {
 var wantOperations = map[string]string{
 	"get_me": "GET /me", "get_services": "GET /services", "get_services_due": "GET /services/due",
 	"create_passenger": "POST /passengers", "get_reports": "GET /reports", "get_events": "GET /events",
-	"get_event":    "GET /events/{id}",
+	"get_event":        "GET /events/{id}",
+	"get_notification": "GET /notifications/{id}", "get_notifications_stream": "GET /notifications/stream",
 	"get_accounts": "GET /accounts", "create_account": "POST /accounts", "get_account": "GET /accounts/{id}",
 	"update_account": "PATCH /accounts/{id}", "erase_account": "DELETE /accounts/{id}", "get_audit_events": "GET /audit-events",
 	"get_tokens": "GET /tokens", "create_token": "POST /tokens", "revoke_token": "DELETE /tokens/{id}",
@@ -157,7 +158,7 @@ func TestOpenAPIContract(t *testing.T) {
 		}
 	}
 	for id, route := range wantOperations {
-		if strings.HasPrefix(route, "GET /") && slices.ContainsFunc(listRoutes, func(l struct{ path, table, id string }) bool {
+		if strings.HasPrefix(route, "GET /") && slices.ContainsFunc(listRoutes, func(l listRouteCase) bool {
 			return l.path == api.BasePath+strings.TrimPrefix(route, "GET ")
 		}) {
 			continue // checked above
@@ -227,7 +228,7 @@ func checkOperation(t *testing.T, method string, op *openapi3.Operation) {
 		want = append(want, "200")
 	}
 	// A route naming an account or row answers 404 outside the scope.
-	if slices.Contains([]string{"get_event", "get_account", "create_account", "update_account", "erase_account", "create_token", "revoke_token",
+	if slices.Contains([]string{"get_event", "get_notification", "get_account", "create_account", "update_account", "erase_account", "create_token", "revoke_token",
 		"get_account_objects", "replace_account_objects", "create_object", "move_object", "get_usage"}, op.OperationID) {
 		want = append(want, "404")
 	}
@@ -239,6 +240,13 @@ func checkOperation(t *testing.T, method string, op *openapi3.Operation) {
 		if code == "204" {
 			if len(r.Value.Content) != 0 || r.Value.Headers["X-Request-Id"] == nil {
 				t.Errorf("response 204: content %v, headers %v", r.Value.Content, r.Value.Headers)
+			}
+			continue
+		}
+		if es := r.Value.Content.Get("text/event-stream"); es != nil && code == "200" && op.OperationID == "get_notifications_stream" {
+			// the one stream: Server-Sent Events, their data the list's items
+			if len(r.Value.Content) != 1 || es.Example == nil || r.Value.Headers["X-Request-Id"] == nil {
+				t.Errorf("response 200 of the stream: content %v, headers %v", r.Value.Content, r.Value.Headers)
 			}
 			continue
 		}

@@ -92,7 +92,7 @@ func everyRoute(t *testing.T) []struct {
 			t.Fatalf("%s takes a body: add one to routeBodies", r)
 		}
 		path := api.BasePath + strings.ReplaceAll(r.Template, "{id}", "1")
-		query := slices.ContainsFunc(listRoutes, func(l struct{ path, table, id string }) bool {
+		query := slices.ContainsFunc(listRoutes, func(l listRouteCase) bool {
 			return r.Method == http.MethodGet && l.path == path
 		})
 		out = append(out, struct {
@@ -412,17 +412,28 @@ func TestFilterValuesTheDatabaseRefuses(t *testing.T) {
 			if !ok {
 				continue // the integer kinds: TestNonCanonicalNumbersAreRejected
 			}
-			for _, v := range cases.bad {
-				t.Run(l.path+"?"+f.Name+"="+v, func(t *testing.T) {
-					wantInvalidParam(t, a.doRaw(http.MethodGet, l.path, f.Name+"="+rawValue(kind, v), "", tok), f.Name)
-				})
+			// The field's parameters: its exact-match filter, and from and
+			// to on the range field (the range extension).
+			var params []string
+			if f.Filter {
+				params = append(params, f.Name)
 			}
-			for _, v := range cases.good {
-				t.Run(l.path+"?"+f.Name+"="+v, func(t *testing.T) {
-					if res := a.doRaw(http.MethodGet, l.path, f.Name+"="+rawValue(kind, v), "", tok); res.status != http.StatusOK {
-						t.Fatalf("status %d: %s", res.status, res.raw)
-					}
-				})
+			if f.Range {
+				params = append(params, "from", "to")
+			}
+			for _, param := range params {
+				for _, v := range cases.bad {
+					t.Run(l.path+"?"+param+"="+v, func(t *testing.T) {
+						wantInvalidParam(t, a.doRaw(http.MethodGet, l.path, param+"="+rawValue(kind, v), "", tok), param)
+					})
+				}
+				for _, v := range cases.good {
+					t.Run(l.path+"?"+param+"="+v, func(t *testing.T) {
+						if res := a.doRaw(http.MethodGet, l.path, param+"="+rawValue(kind, v), "", tok); res.status != http.StatusOK {
+							t.Fatalf("status %d: %s", res.status, res.raw)
+						}
+					})
+				}
 			}
 		}
 	}

@@ -136,6 +136,23 @@ type Config struct {
 	// (the server's trouble) rather than a 429 (the tenant's load); 0:
 	// TenantQueueTimeout (no slot given back during the whole wait).
 	TenantStuckAfter time.Duration
+	// Wakeups, when not nil, wakes the open notification streams when a
+	// notification is stored (the replica's LISTEN session on
+	// fleet_notifications); without it they poll every StreamRecheck.
+	Wakeups *Wakeups
+	// StreamHeartbeat is the time between two heartbeat comments of a
+	// notification stream (DefaultStreamHeartbeat when zero).
+	StreamHeartbeat time.Duration
+	// StreamsPerAccount is the most open notification streams of one
+	// account across the replicas (DefaultStreamsPerAccount when zero).
+	StreamsPerAccount int
+	// StreamBuffer is the most events a stream buffers for a slow reader
+	// (DefaultStreamBuffer when zero).
+	StreamBuffer int
+	// StreamRecheck is the time between two re-checks of an open stream
+	// (DefaultStreamRecheck when zero); StreamWriteTimeout bounds one
+	// write to its client (DefaultStreamWriteTimeout when zero).
+	StreamRecheck, StreamWriteTimeout time.Duration
 }
 
 // Server is the fleetapi HTTP API.
@@ -194,6 +211,15 @@ func New(cfg Config) (*Server, error) {
 	}
 	if cfg.RequestTimeout <= 0 {
 		cfg.RequestTimeout = 10 * time.Second
+	}
+	cfg.StreamHeartbeat = orDefaultDuration(cfg.StreamHeartbeat, DefaultStreamHeartbeat)
+	cfg.StreamRecheck = orDefaultDuration(cfg.StreamRecheck, DefaultStreamRecheck)
+	cfg.StreamWriteTimeout = orDefaultDuration(cfg.StreamWriteTimeout, DefaultStreamWriteTimeout)
+	if cfg.StreamsPerAccount <= 0 {
+		cfg.StreamsPerAccount = DefaultStreamsPerAccount
+	}
+	if cfg.StreamBuffer <= 0 {
+		cfg.StreamBuffer = DefaultStreamBuffer
 	}
 	m, err := newMetrics(cfg.MeterProvider)
 	if err != nil {
@@ -287,6 +313,7 @@ func (s *Server) registerRoutes() {
 	s.registerPassengers(v2)
 	s.registerReports(v2)
 	s.registerEvents(v2)
+	s.registerNotifications(v2)
 	s.registerObjects(v2)
 	s.registerAccounts(v2)
 	s.registerErase(v2)

@@ -28,6 +28,7 @@ type Store interface {
 	eraseStore
 	passengerStore
 	eventStore
+	notificationStore
 	dueStore
 	usageStore
 }
@@ -94,6 +95,18 @@ type passengerStore interface {
 // eventStore reads one event (events.go).
 type eventStore interface {
 	EventByID(ctx context.Context, scope policy.Scope, id int64) (storage.Event, error)
+}
+
+// notificationStore reads notifications (notifications.go) and keeps the
+// notification streams' cursors and slots (notifystream.go).
+type notificationStore interface {
+	NotificationByID(ctx context.Context, scope policy.Scope, id int64) (storage.Notification, error)
+	NotificationStreamStart(ctx context.Context) (storage.NotificationCursor, error)
+	NotificationStreamCursor(ctx context.Context, scope policy.Scope, id int64) (storage.NotificationCursor, error)
+	NotificationsAfter(ctx context.Context, scope policy.Scope, after storage.NotificationCursor, limit int) ([]storage.StreamedNotification, error)
+	OpenStreamSlot(ctx context.Context, accountID int64, limit int, lease time.Duration) (int64, error)
+	RenewStreamSlot(ctx context.Context, id int64, lease time.Duration) (bool, error)
+	CloseStreamSlot(ctx context.Context, id int64) error
 }
 
 // dueStore reads the services due (services.go).

@@ -39,6 +39,10 @@ type Field struct {
 	// Sort, Filter and Search say what a list request may do with the
 	// field (the list tag: sort, filter, search=<position>).
 	Sort, Filter, Search bool
+	// Range (the list tag's range, on one KindTime field of a resource at
+	// most): the list takes the parameters from and to, a half-open
+	// interval [from, to) of the field (Filter.Op).
+	Range bool
 }
 
 // IntRange returns the values a filter on the integer field f may take:
@@ -85,6 +89,9 @@ type Descriptor struct {
 	// counted: the table's rows are counted per account (declared with
 	// the option counted; counters.go).
 	counted bool
+	// newestFirst: the list's default order is descending (declared with
+	// the option newestFirst).
+	newestFirst bool
 	// index is the struct field index of the id and of every listed field
 	// by name, and nullable names the listed columns that may hold NULL
 	// (no notnull tag): the keyset cursor reads the last row's values
@@ -123,6 +130,17 @@ func (d *Descriptor) Field(name string) (Field, bool) {
 	}
 	for _, f := range d.fields {
 		if f.Name == name {
+			return f, true
+		}
+	}
+	return Field{}, false
+}
+
+// RangeField returns the field the parameters from and to bound (the
+// list tag's range), and whether the resource has one.
+func (d *Descriptor) RangeField() (Field, bool) {
+	for _, f := range d.fields {
+		if f.Range {
 			return f, true
 		}
 	}
@@ -216,6 +234,19 @@ func counted(d *Descriptor) error {
 	return nil
 }
 
+// newestFirst declares a resource whose list is in descending order when
+// the request names none (GET /notifications: newest first, docs/design.md
+// §14); every other list is ascending by default (§4.2).
+func newestFirst(d *Descriptor) error {
+	d.newestFirst = true
+	return nil
+}
+
+// DefaultDesc reports whether the list's default order is descending
+// (declared with the option newestFirst): the api starts every request of
+// the list from it, and its OpenAPI document says so.
+func (d *Descriptor) DefaultDesc() bool { return d.newestFirst }
+
 // declare derives the descriptor of the tenant resource whose bun model is
 // T, applies the options of its declaration (counted) and registers it. A
 // model it cannot describe is a programming error: it panics while the
@@ -276,6 +307,8 @@ func describe(t *schema.Table) (*Descriptor, error) {
 				field.Sort = true
 			case "filter":
 				field.Filter = true
+			case "range":
+				field.Range = true
 			case "search":
 				pos, err := strconv.Atoi(value)
 				if err != nil || pos < 1 || positions[pos].Name != "" {
@@ -295,6 +328,18 @@ func describe(t *schema.Table) (*Descriptor, error) {
 			d.nullable[f.Name] = true
 		}
 		d.fields = append(d.fields, field)
+	}
+	ranged := 0
+	for _, f := range d.fields {
+		if f.Range {
+			ranged++
+			if f.Kind != KindTime {
+				return nil, fmt.Errorf("field %s: range wants a time field", f.Name)
+			}
+		}
+	}
+	if ranged > 1 {
+		return nil, fmt.Errorf("table %s: %d range fields, want at most one", d.table, ranged)
 	}
 	for pos := 1; pos <= len(positions); pos++ {
 		f, ok := positions[pos]

@@ -65,6 +65,8 @@ var eraseSteps = []eraseStep{
 	{table: "idempotency_keys", where: "account_id = ANY(?0)"},
 	{table: "object_grants", where: "subaccount_id = ANY(?0) OR imei IN (SELECT imei FROM objects WHERE account_id = ANY(?0))"},
 	// the declared resources' steps go here (withDeclaredResources)
+	// the subtree's open notification streams: a stream whose slot is gone ends
+	{table: "notification_streams", where: "account_id = ANY(?0)"},
 	{table: "tokens", where: "account_id = ANY(?0)", key: "id"},
 	{table: "objects", where: "account_id = ANY(?0)", key: "id"},
 	{table: "accounts", where: "id = ANY(?0)", key: "id"},

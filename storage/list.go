@@ -8,6 +8,7 @@ import (
 	"math"
 	"reflect"
 	"strings"
+	"time"
 
 	"github.com/uptrace/bun"
 	"github.com/uptrace/bun/dialect/pgdialect"
@@ -31,7 +32,22 @@ var ErrBadListRequest = errors.New("bad list request")
 type Filter struct {
 	Field Field
 	Value any
+	// Op is how the value bounds the field: FilterEqual (the zero value,
+	// the exact-match filters) or, on the descriptor's range field
+	// (Descriptor.RangeField) with a time.Time value, FilterFrom (field >=
+	// value) or FilterTo (field < value).
+	Op FilterOp
 }
+
+// FilterOp is the comparison of a Filter.
+type FilterOp int
+
+// The comparisons of a filter.
+const (
+	FilterEqual FilterOp = iota // field = value
+	FilterFrom                  // field >= value (the list parameter from)
+	FilterTo                    // field < value (the list parameter to)
+)
 
 // ListRequest is a list request parsed with the resource's descriptor: its
 // fields are the descriptor's own, so storage does not check names again.
@@ -661,6 +677,19 @@ func applyFilters(q *bun.SelectQuery, d *Descriptor, req ListRequest) error {
 	for _, f := range req.Filters {
 		// A guard, not a parse: the api took the field from d, so only a
 		// field of another resource (a programming error) fails here.
+		if f.Op != FilterEqual {
+			rf, ok := d.RangeField()
+			t, isTime := f.Value.(time.Time)
+			if !ok || rf != f.Field || !isTime || (f.Op != FilterFrom && f.Op != FilterTo) {
+				return fmt.Errorf("%w: range %q, not the range field of %s", ErrBadListRequest, f.Field.Name, d.resource)
+			}
+			if f.Op == FilterFrom {
+				q.Where(d.col(f.Field.Name)+" >= ?", t)
+			} else {
+				q.Where(d.col(f.Field.Name)+" < ?", t)
+			}
+			continue
+		}
 		if df, ok := d.Field(f.Field.Name); !ok || df != f.Field || !df.Filter {
 			return fmt.Errorf("%w: filter %q, not a filterable field of %s", ErrBadListRequest, f.Field.Name, d.resource)
 		}

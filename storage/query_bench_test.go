@@ -66,7 +66,7 @@ func BenchmarkBuildListQuery(b *testing.B) {
 		{"user_page", "user", ListRequest{Page: 1, PerPage: 50, Sort: field("service_id")}},
 		{"manager_page_100", "manager", ListRequest{Page: 100, PerPage: 50, Sort: field("service_id")}},
 		{"admin_search", "admin", ListRequest{Page: 1, PerPage: 50, Sort: field("service_id"), Search: "tachograph"}},
-		{"subaccount_filtered", "subaccount", ListRequest{Page: 1, PerPage: 50, Sort: field("name"), Filters: []Filter{{field("odo"), true}}}},
+		{"subaccount_filtered", "subaccount", ListRequest{Page: 1, PerPage: 50, Sort: field("name"), Filters: []Filter{{Field: field("odo"), Value: true}}}},
 	} {
 		b.Run(tc.name, func(b *testing.B) {
 			b.ReportAllocs()

@@ -73,6 +73,8 @@ type PrincipalCache struct {
 	// byAccount indexes each entry under its account and every ancestor,
 	// so that a change to an account drops the principals below it.
 	byAccount map[int64]map[*list.Element]struct{}
+	// changed is closed, and replaced, by every invalidation (Changed).
+	changed chan struct{}
 
 	hits, misses, bypasses, invalidations, evictions atomic.Uint64
 }
@@ -96,8 +98,25 @@ func NewPrincipalCache(size int, maxAge time.Duration) *PrincipalCache {
 	return &PrincipalCache{
 		size: size, maxAge: maxAge, lru: list.New(),
 		byHash: map[TokenHash]*list.Element{}, byToken: map[int64]*list.Element{},
-		byAccount: map[int64]map[*list.Element]struct{}{},
+		byAccount: map[int64]map[*list.Element]struct{}{}, changed: make(chan struct{}),
 	}
+}
+
+// Changed returns a channel closed by the next invalidation (a token, an
+// account, everything, or the loss of trust): the open notification
+// streams wait on it to re-authenticate their token at once (a revoked
+// token's stream ends within a second on every replica). Call it again
+// after it fires for the next one.
+func (c *PrincipalCache) Changed() <-chan struct{} {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.changed
+}
+
+// signal wakes the waiters of Changed; c.mu is held.
+func (c *PrincipalCache) signal() {
+	close(c.changed)
+	c.changed = make(chan struct{})
 }
 
 // Get returns the principal cached under hash. The outcome is CacheBypass
@@ -186,6 +205,7 @@ func (c *PrincipalCache) InvalidateToken(id int64) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.epoch++
+	c.signal()
 	c.invalidations.Add(1)
 	if el, ok := c.byToken[id]; ok {
 		c.remove(el)
@@ -198,6 +218,7 @@ func (c *PrincipalCache) InvalidateAccount(id int64) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.epoch++
+	c.signal()
 	c.invalidations.Add(1)
 	for el := range c.byAccount[id] {
 		c.remove(el)
@@ -209,6 +230,7 @@ func (c *PrincipalCache) Clear() {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.epoch++
+	c.signal()
 	c.invalidations.Add(1)
 	c.clear()
 }
@@ -259,6 +281,7 @@ func (c *PrincipalCache) Distrust() {
 // it is consulted, until when (zero: no end); c.mu is held.
 func (c *PrincipalCache) restart(trusted bool, until time.Time) {
 	c.epoch++
+	c.signal()
 	c.clear()
 	c.trusted = trusted
 	c.until = until

@@ -40,6 +40,16 @@ type Authenticator struct {
 	Now func() time.Time
 }
 
+// Invalidated returns a channel closed by the cache's next invalidation
+// (PrincipalCache.Changed), or nil (a channel that never fires) without a
+// cache.
+func (a *Authenticator) Invalidated() <-chan struct{} {
+	if a.Cache == nil {
+		return nil
+	}
+	return a.Cache.Changed()
+}
+
 // Authenticate verifies the Authorization header value and returns its
 // Principal. It returns ErrNoCredentials, ErrInvalidToken or ErrTokenExpired
 // for a caller that is not authenticated, and the store's error otherwise.

@@ -114,6 +114,11 @@ type config struct {
 	// AuthCacheSize bounds the authentication cache (principals); 0 turns
 	// it off.
 	AuthCacheSize int
+	// StreamHeartbeat is the time between two heartbeat comments of a
+	// notification stream; StreamsPerAccount the most open streams of one
+	// account across the replicas.
+	StreamHeartbeat   time.Duration
+	StreamsPerAccount int
 }
 
 // defaultConfig reads the FLEET_* variables, with docs/design.md §7's defaults.
@@ -138,6 +143,11 @@ func defaultConfig(getenv func(string) string) (config, error) {
 	}
 	c.AuthCacheSize = envCount(getenv, "FLEET_AUTH_CACHE_SIZE", tenancy.DefaultCacheSize, &errs)
 	c.RequestTimeout = envDuration(getenv, "FLEET_REQUEST_TIMEOUT", 10*time.Second, &errs)
+	c.StreamHeartbeat = envDuration(getenv, "FLEET_STREAM_HEARTBEAT", api.DefaultStreamHeartbeat, &errs)
+	c.StreamsPerAccount = envInt(getenv, "FLEET_STREAMS_PER_ACCOUNT", api.DefaultStreamsPerAccount, &errs)
+	if c.StreamHeartbeat == 0 || c.StreamsPerAccount < 1 {
+		errs = append(errs, errors.New("FLEET_STREAM_HEARTBEAT and FLEET_STREAMS_PER_ACCOUNT must be above zero"))
+	}
 	c.TenantMaxInFlight = envCount(getenv, "FLEET_TENANT_MAX_IN_FLIGHT", DefaultTenantMaxInFlight, &errs)
 	c.TenantQueueTimeout = envDuration(getenv, "FLEET_TENANT_QUEUE_TIMEOUT", api.DefaultTenantQueueTimeout, &errs)
 	c.UsageFlushInterval = envDuration(getenv, "FLEET_USAGE_FLUSH_INTERVAL", metering.DefaultInterval, &errs)
@@ -337,6 +347,8 @@ func (c *config) flags(fs *flag.FlagSet) {
 	fs.IntVar(&c.AuthFailureLimit, "auth-failure-limit", c.AuthFailureLimit, "failed authentications per minute per client address (FLEET_AUTH_FAILURE_LIMIT)")
 	fs.IntVar(&c.AuthCacheSize, "auth-cache-size", c.AuthCacheSize, "authenticated principals kept in memory, invalidated through LISTEN/NOTIFY; 0 turns the cache off (FLEET_AUTH_CACHE_SIZE)")
 	fs.IntVar(&c.DBMaxConns, "db-max-conns", c.DBMaxConns, "database connections per replica (FLEET_DB_MAX_CONNS)")
+	fs.DurationVar(&c.StreamHeartbeat, "stream-heartbeat", c.StreamHeartbeat, "time between two heartbeat comments of a notification stream (FLEET_STREAM_HEARTBEAT)")
+	fs.IntVar(&c.StreamsPerAccount, "streams-per-account", c.StreamsPerAccount, "most open notification streams of one account across the replicas, then 429 RATE_LIMITED (FLEET_STREAMS_PER_ACCOUNT)")
 	fs.DurationVar(&c.RequestTimeout, "request-timeout", c.RequestTimeout, "bound on one request's work, then 503 (FLEET_REQUEST_TIMEOUT)")
 	fs.IntVar(&c.TenantMaxInFlight, "tenant-max-in-flight", c.TenantMaxInFlight, "requests one tenant (an account; a subaccount counts as its parent) may have in flight on this replica, and so database connections it may hold; below --db-max-conns; 0: no bound (FLEET_TENANT_MAX_IN_FLIGHT)")
 	fs.DurationVar(&c.TenantQueueTimeout, "tenant-queue-timeout", c.TenantQueueTimeout, "how long a request over its tenant's bound waits for a slot, then 429 RATE_LIMITED (FLEET_TENANT_QUEUE_TIMEOUT)")

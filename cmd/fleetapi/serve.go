@@ -300,7 +300,12 @@ func serve(ctx context.Context, cfg config, getenv func(string) string, con cons
 	defer startCounterFold(ctx, cfg.CounterFoldInterval, store, log)()
 	defer startPurge(ctx, cfg.PurgeInterval, cfg.TokenRetention, store, log)()
 	defer startClock(ctx, cfg.ClockInterval, store, log)()
+	wakeups, stopWakes := startNotificationWakes(ctx, cfg, log)
+	defer stopWakes()
 	srv, err := api.New(api.Config{
+		Wakeups:            wakeups,
+		StreamHeartbeat:    cfg.StreamHeartbeat,
+		StreamsPerAccount:  cfg.StreamsPerAccount,
 		Auth:               auth,
 		AuthSync:           authSync,
 		Policy:             engine,

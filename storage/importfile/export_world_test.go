@@ -81,6 +81,7 @@ func fillFromDemo(t *testing.T, db *bun.DB, root string) {
 					imei[j] = devices[(i+j)%len(devices)]
 				}
 			}
+			renameReferences(t, db, owner, rec)
 		}
 		t.Logf("%s: the synthetic data holds none of the subtree's rows: %d records of the demo data added, owned by %s", table, len(recs), owner)
 	}
@@ -90,5 +91,31 @@ func fillFromDemo(t *testing.T, db *bun.DB, root string) {
 	}
 	if _, err := importfile.Load(ctx, db, bytes.NewReader(b)); err != nil {
 		t.Fatalf("the demo data's records of %v, loaded for %s: %v", slices.Sorted(maps.Keys(file)), owner, err)
+	}
+}
+
+// renameReferences points a record's names of other records (a
+// notification's event rule and service record) at records of owner,
+// which the synthetic data made under other names: the first of owner's
+// (for a service record, of the record's device), or none when owner has
+// none.
+func renameReferences(t *testing.T, db *bun.DB, owner string, rec map[string]any) {
+	t.Helper()
+	for field, query := range map[string]string{
+		"event":   `SELECT e.name FROM events e JOIN accounts a ON a.id = e.account_id WHERE a.username = ? ORDER BY e.event_id LIMIT 1`,
+		"service": `SELECT s.name FROM services s JOIN accounts a ON a.id = s.account_id WHERE a.username = ? AND s.imei = ? ORDER BY s.service_id LIMIT 1`,
+	} {
+		if _, ok := rec[field]; !ok {
+			continue
+		}
+		var names []string
+		if err := db.NewRaw(query, owner, rec["imei"]).Scan(context.Background(), &names); err != nil {
+			t.Fatal(err)
+		}
+		if len(names) == 0 {
+			delete(rec, field)
+		} else {
+			rec[field] = names[0]
+		}
 	}
 }

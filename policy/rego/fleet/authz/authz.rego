@@ -50,6 +50,9 @@ route_privilege := {
 	"GET /reports": "reports",
 	"GET /events": "event_notifications",
 	"GET /events/{id}": "event_notifications",
+	"GET /notifications": "event_notifications",
+	"GET /notifications/{id}": "event_notifications",
+	"GET /notifications/stream": "event_notifications",
 }
 
 # open_routes need no token permission: any valid token reads its own account.

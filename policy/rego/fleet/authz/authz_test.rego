@@ -96,6 +96,9 @@ test_privilege_required if {
 		["/reports", "reports"],
 		["/events", "event_notifications"],
 		["/events/{id}", "event_notifications"],
+		["/notifications", "event_notifications"],
+		["/notifications/{id}", "event_notifications"],
+		["/notifications/stream", "event_notifications"],
 	]
 	every c in cases {
 		inp := object.union(sub([]), {"request": {"method": "GET", "route": c[0]}})

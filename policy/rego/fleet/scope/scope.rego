@@ -5,7 +5,7 @@
 #
 #   Input: input.account {id, type, manager_id, active, expired, privileges}
 #   is known (schemas/input.json). The row is the UNKNOWN input.<resource>
-#   (services, reports, events, passengers, objects): each rule here is partially
+#   (services, reports, events, passengers, objects, notifications): each rule here is partially
 #   evaluated with that unknown through OPA's rego/compile (target ucast) and
 #   the residue becomes the SQL WHERE clause.
 #
@@ -23,6 +23,7 @@
 #   - input.events: schema.row
 #   - input.passengers: schema.row
 #   - input.objects: schema.row
+#   - input.notifications: schema.row
 package fleet.scope
 
 # usable: the account may use the API at all.
@@ -69,6 +70,22 @@ passengers if visible(input.passengers)
 passengers if {
 	subaccount
 	input.passengers.account_id == input.account.manager_id
+}
+
+# notifications: who sees a notification is who may see its rule (its
+# account and the accounts above it, like events; a subaccount with
+# event_notifications when its one device is granted). A service
+# notification is seen like its service row (services: account, tree,
+# device granted), under the same privilege, which GET /notifications*
+# needs of a subaccount anyway (authz route_privilege): the scope's columns
+# cannot tell the two apart, and need not.
+notifications if unrestricted
+
+notifications if visible(input.notifications)
+
+notifications if {
+	holds("event_notifications")
+	granted(input.notifications)
 }
 
 # objects are the devices: a subaccount sees those of its parent granted to it.

@@ -10,7 +10,7 @@ account(type, privileges) := {
 # row builds a known row of a resource (virtual columns included).
 row(account_id, manager_id, granted_to) := {"account_id": account_id, "manager_id": manager_id, "granted_to": granted_to}
 
-resources := ["services", "reports", "events", "passengers", "objects"]
+resources := ["services", "reports", "events", "passengers", "objects", "notifications"]
 
 admits(resource, acct, r) if {
 	scope[resource] with input as {"account": acct, resource: r}
@@ -46,7 +46,7 @@ test_user if {
 
 test_subaccount_granted_rows if {
 	acct := account("subaccount", ["reports", "event_notifications"])
-	every res in ["services", "reports", "events", "objects"] {
+	every res in ["services", "reports", "events", "objects", "notifications"] {
 		admits(res, acct, row(3, 1, 7))
 		not admits(res, acct, row(3, 1, 8))
 		not admits(res, acct, row(4, 1, 7))
@@ -58,6 +58,7 @@ test_subaccount_needs_privilege if {
 	acct := account("subaccount", [])
 	not admits("reports", acct, row(3, 1, 7))
 	not admits("events", acct, row(3, 1, 7))
+	not admits("notifications", acct, row(3, 1, 7))
 	admits("services", acct, row(3, 1, 7))
 }
 
@@ -67,10 +68,13 @@ test_subaccount_exactly_one_privilege if {
 	only_reports := account("subaccount", ["reports"])
 	admits("reports", only_reports, row(3, 1, 7))
 	not admits("events", only_reports, row(3, 1, 7))
+	not admits("notifications", only_reports, row(3, 1, 7))
 	admits("services", only_reports, row(3, 1, 7))
 
 	only_events := account("subaccount", ["event_notifications"])
 	admits("events", only_events, row(3, 1, 7))
+	admits("notifications", only_events, row(3, 1, 7))
+	not admits("notifications", only_events, row(3, 1, 8))
 	not admits("reports", only_events, row(3, 1, 7))
 	admits("services", only_events, row(3, 1, 7))
 }
@@ -129,4 +133,15 @@ test_state_must_be_boolean_sees_nothing if {
 			not admits(res, acct, row(3, 7, 7))
 		}
 	}
+}
+
+# A notification is seen by its account and the accounts above it, never
+# by another tree or the account below (a subaccount only through a grant of
+# its device, with event_notifications).
+test_notifications_of_the_tree if {
+	admits("notifications", account("user", []), row(7, 3, 0))
+	admits("notifications", account("manager", []), row(12, 7, 0))
+	not admits("notifications", account("user", []), row(8, 1, 0))
+	not admits("notifications", account("manager", []), row(3, 1, 0))
+	not admits("notifications", account("subaccount", ["event_notifications"]), row(7, 3, 0))
 }
