@@ -145,7 +145,7 @@ func (s *Store) ingest(ctx context.Context, tx bun.Tx, c *compiledScope, imeis [
 	// 1. The devices of the caller's scope among the imeis: one query.
 	var inScope []ingestDevice
 	err := s.selectIn(Objects.Descriptor, c.page, (*Object)(nil)).
-		ColumnExpr(Objects.col("id") + ", " + Objects.col("imei") + ", " + Objects.col("account_id")).
+		ColumnExpr(Objects.col("id")+", "+Objects.col("imei")+", "+Objects.col("account_id")).
 		Where(Objects.col("imei")+" = ANY(?)", pgdialect.Array(imeis)).
 		Scan(ctx, &inScope)
 	if err != nil {
