@@ -29,14 +29,14 @@ type Object struct {
 	Name        string         `bun:"name,notnull" json:"name" list:"sort,filter,search=2"`
 	Odometer    int64          `bun:"odometer,notnull" json:"odometer"`
 	EngineHours int64          `bun:"engine_hours,notnull" json:"engine_hours"`
-	LastTime    *time.Time     `bun:"last_time,scanonly" json:"last_time"`
-	Lat         *float64       `bun:"lat,scanonly" json:"lat"`
-	Lon         *float64       `bun:"lon,scanonly" json:"lon"`
-	Speed       *float64       `bun:"speed,scanonly" json:"speed"`
-	Heading     *float64       `bun:"heading,scanonly" json:"heading"`
-	Altitude    *float64       `bun:"altitude,scanonly" json:"altitude"`
-	Ignition    *bool          `bun:"ignition,scanonly" json:"ignition"`
-	Attributes  map[string]any `bun:"attributes,type:jsonb,scanonly" json:"attributes"`
+	LastTime    *time.Time     `bun:"last_time,nullzero" json:"last_time"`
+	Lat         *float64       `bun:"lat,nullzero" json:"lat"`
+	Lon         *float64       `bun:"lon,nullzero" json:"lon"`
+	Speed       *float64       `bun:"speed,nullzero" json:"speed"`
+	Heading     *float64       `bun:"heading,nullzero" json:"heading"`
+	Altitude    *float64       `bun:"altitude,nullzero" json:"altitude"`
+	Ignition    *bool          `bun:"ignition,nullzero" json:"ignition"`
+	Attributes  map[string]any `bun:"attributes,type:jsonb,nullzero" json:"attributes"`
 }
 
 var _ bun.AfterScanRowHook = (*Object)(nil)
