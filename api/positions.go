@@ -28,13 +28,19 @@ func (s *Server) registerPositions(g *fuego.Server) {
 			fuego.OptionSummary("A device's position history"),
 			fuego.OptionDescription("The stored readings of one device of the caller's data scope (a subaccount: a device granted to it; " +
 				"404 otherwise, the same as a device that does not exist), time ascending, from (inclusive) to to (exclusive), at most " +
-				"31 days apart: to defaults to now, from to one day before to. A page holds at most per_page positions; a full page " +
+				"31 days apart: to defaults to one day after from, or now without from; from to one day before to. A page holds at most per_page positions; a full page " +
 				"may have more after it: pass its last time as after. Kept for the positions retention. Needs the token permission " +
 				"GET /objects/{id}/positions."),
 			fuego.OptionQuery("from", "RFC 3339: the first instant (inclusive); default: one day before to."),
-			fuego.OptionQuery("to", "RFC 3339: the end (exclusive); default: now."),
+			paramSchema(openapi3.ParameterInQuery, "from", dateTimeParam),
+			fuego.OptionQuery("to", "RFC 3339: the end (exclusive); default: one day after from, or now."),
+			paramSchema(openapi3.ParameterInQuery, "to", dateTimeParam),
 			fuego.OptionQueryInt(paramPerPage, "Positions per page, 1 to 500.", fuego.ParamDefault(defaultPositionsPerPage)),
+			paramSchema(openapi3.ParameterInQuery, paramPerPage, func(s *openapi3.Schema) {
+				s.WithFormat("int32").WithMin(1).WithMax(maxPositionsPerPage)
+			}),
 			fuego.OptionQuery(paramAfter, "RFC 3339: the time of the previous page's last position (keyset paging)."),
+			paramSchema(openapi3.ParameterInQuery, paramAfter, dateTimeParam),
 			respondsList(positionSchema(), []storage.Position{examplePosition()}),
 		}, pathID("id", "Device id.", exampleObject().ID))...)
 }
@@ -58,9 +64,9 @@ func (s *Server) getPositions(c fuego.ContextNoBody) (*Envelope[[]storage.Positi
 		if len(vs) != 1 {
 			return nil, invalidParam(name, "given more than once")
 		}
-		t, err := time.Parse(time.RFC3339Nano, vs[0])
+		t, err := storage.ParseTimestamp(vs[0])
 		if err != nil {
-			return nil, invalidParam(name, "must be an RFC 3339 date and time with a UTC offset")
+			return nil, invalidParam(name, "must be an RFC 3339 date and time (YYYY-MM-DDTHH:MM:SS[.ffffff] and Z or ±HH:MM)")
 		}
 		return &t, nil
 	}
@@ -92,17 +98,24 @@ func (s *Server) getPositions(c fuego.ContextNoBody) (*Envelope[[]storage.Positi
 		}
 		req.PerPage = int(n)
 	}
-	req.To = s.cfg.Now()
-	if to != nil {
+	switch {
+	case to != nil:
 		req.To = *to
+	case from != nil:
+		req.To = from.Add(defaultPositionsSpan)
+	default:
+		req.To = s.cfg.Now()
 	}
 	req.From = req.To.Add(-defaultPositionsSpan)
+	if first := time.Date(1, 1, 1, 0, 0, 0, 0, time.UTC); req.From.Before(first) {
+		req.From = first // PostgreSQL's timestamps start at year 1 here too
+	}
 	if from != nil {
 		req.From = *from
 	}
 	switch {
-	case !req.From.Before(req.To):
-		return nil, invalidParam("from", "must be before to")
+	case req.From.After(req.To):
+		return nil, invalidParam("from", "must not be after to")
 	case req.To.Sub(req.From) > maxPositionsSpan:
 		return nil, invalidParam("to", "at most 31 days after from")
 	}
@@ -142,3 +155,7 @@ func examplePosition() storage.Position {
 	return storage.Position{Time: time.Date(2027, 3, 1, 8, 15, 0, 0, time.UTC), Lat: ptr(38.7223), Lon: ptr(-9.1393), Speed: ptr(87.5),
 		Heading: ptr(270.0), Odometer: ptr(120351.4), Ignition: ptr(true), Attributes: map[string]any{"fuel": 61.5}}
 }
+
+// dateTimeParam declares a query parameter an RFC 3339 date and time
+// as storage.ParseTimestamp reads it.
+func dateTimeParam(s *openapi3.Schema) { timestampSchema(s) }

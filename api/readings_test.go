@@ -44,6 +44,10 @@ func batch(items ...map[string]any) string {
 // at is an RFC 3339 time d from now.
 func at(d time.Duration) string { return time.Now().UTC().Add(d).Format(time.RFC3339Nano) }
 
+// atS is at to the second (the positions' parameters take at most six
+// fractional digits).
+func atS(d time.Duration) string { return time.Now().UTC().Add(d).Format(time.RFC3339) }
+
 // ingestResult is the data of a 200 of POST /readings.
 type ingestResult struct {
 	Accepted   int `json:"accepted"`
@@ -134,7 +138,7 @@ func TestReadingsStoreAndState(t *testing.T) {
 	}
 	// The history, time ascending, paged by after.
 	id := int64(d["id"].(float64))
-	res := a.get(fmt.Sprintf("/api/v2/objects/%d/positions?per_page=2&from=%s", id, at(-time.Hour)), tok)
+	res := a.get(fmt.Sprintf("/api/v2/objects/%d/positions?per_page=2&from=%s", id, atS(-time.Hour)), tok)
 	if res.status != http.StatusOK {
 		t.Fatalf("positions: %d %s", res.status, res.raw)
 	}
@@ -143,7 +147,7 @@ func TestReadingsStoreAndState(t *testing.T) {
 		t.Fatalf("first page %v", page)
 	}
 	last := page[1].(map[string]any)["time"].(string)
-	res = a.get(fmt.Sprintf("/api/v2/objects/%d/positions?per_page=2&from=%s&after=%s", id, at(-time.Hour), last), tok)
+	res = a.get(fmt.Sprintf("/api/v2/objects/%d/positions?per_page=2&from=%s&after=%s", id, atS(-time.Hour), last), tok)
 	if rest := res.body["data"].([]any); len(rest) != 1 || rest[0].(map[string]any)["speed"] != 55.5 {
 		t.Fatalf("second page %v", rest)
 	}
@@ -420,8 +424,8 @@ func TestPositionsScope(t *testing.T) {
 			t.Errorf("%s: %v", c.token, res.body["data"])
 		}
 	}
-	for _, q := range []string{"from=yesterday", "to=" + at(-40*24*time.Hour) + "&from=" + at(0), "per_page=501", "per_page=0", "color=red",
-		"from=" + at(-40*24*time.Hour) + "&to=" + at(0)} {
+	for _, q := range []string{"from=yesterday", "to=" + atS(-40*24*time.Hour) + "&from=" + atS(0), "per_page=501", "per_page=0", "color=red",
+		"from=" + atS(-40*24*time.Hour) + "&to=" + atS(0), "from=" + at(-time.Hour)} {
 		if res := a.get(path(id("Truck 7"))+"?"+strings.ReplaceAll(q, "+", "%2B"), acme); res.status != 400 || res.errorCode(t) != "INVALID_PARAMETER" {
 			t.Errorf("?%s: %d %s", q, res.status, res.raw)
 		}
