@@ -23,21 +23,22 @@ import (
 type killable struct {
 	cmd    *exec.Cmd
 	logs   *syncBuffer
-	exited chan error
+	exited chan struct{} // closed when the process has exited
+	err    error         // its exit, once exited is closed
 	origin string
 }
 
 // startKillable runs bin serve on dbURL and waits for its address.
 func startKillable(t *testing.T, bin, dbURL string) *killable {
 	t.Helper()
-	k := &killable{logs: &syncBuffer{}, exited: make(chan error, 1)}
+	k := &killable{logs: &syncBuffer{}, exited: make(chan struct{})}
 	k.cmd = exec.Command(bin, "serve", "--allow-demo-tokens")
 	k.cmd.Env = append(cleanEnv(), "FLEET_DATABASE_URL="+dbURL, "FLEET_ADDR=127.0.0.1:0", "FLEET_DECISION_LOG=off", "FLEET_RATE_LIMIT=100000")
 	k.cmd.Stdout, k.cmd.Stderr = k.logs, k.logs
 	if err := k.cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	go func() { k.exited <- k.cmd.Wait() }()
+	go func() { k.err = k.cmd.Wait(); close(k.exited) }()
 	t.Cleanup(func() {
 		_ = k.cmd.Process.Kill()
 		<-k.exited
@@ -49,8 +50,8 @@ func startKillable(t *testing.T, bin, dbURL string) *killable {
 			return k
 		}
 		select {
-		case err := <-k.exited:
-			t.Fatalf("fleetapi serve exited: %v\n%s", err, k.logs.String())
+		case <-k.exited:
+			t.Fatalf("fleetapi serve exited: %v\n%s", k.err, k.logs.String())
 		case <-time.After(20 * time.Millisecond):
 		}
 	}
