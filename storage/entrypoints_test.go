@@ -41,6 +41,7 @@ var unscopedStore = map[string]string{
 	"ExportUsage":          "usage_daily and accounts: the operator's billing export (a trusted CLI job)",
 	"FoldCounters":         "account_row_counts only: moves counts between an account's own stripes, reads and returns no row",
 	"Purge":                "idempotency_keys and tokens past their lifetime, every account's: serve's periodic purge, returns counts only",
+	"MaintainPositions":    "positions partitions and notifications past the retention, every account's: serve's maintenance, returns counts only",
 }
 
 // unscopedFuncs are the exported functions of package storage that take a
@@ -54,6 +55,7 @@ var unscopedFuncs = map[string]string{
 	"NewReplicas":        "replica health checks: WAL positions, no table",
 	"SuspendRowCounting": "generate's bulk load (a trusted job): disables the counting triggers in its own transaction",
 	"ResumeRowCounting":  "generate's bulk load (a trusted job): recounts every account's rows, as the migration's backfill does",
+	"TryLease":           "fleet_leases: a replica's job lease, no tenant row",
 }
 
 var scopeType = reflect.TypeFor[policy.Scope]()
