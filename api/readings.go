@@ -104,6 +104,10 @@ func (s *Server) postReadings(c fuego.ContextWithBody[ReadingsInput]) (*Envelope
 			return nil, err
 		}
 		result.Accepted, result.Duplicates = res.Accepted, res.Duplicates
+		if cl, ok := callFrom(ctx); ok && cl.usage != nil {
+			// Usage metering: the caller's (docs/design.md §12, §14).
+			cl.usage.readings, cl.usage.notifications = int64(res.Accepted), int64(res.Notifications)
+		}
 		for k, o := range res.Outcomes {
 			if o == storage.ReadingUnknownDevice {
 				result.Rejected = append(result.Rejected, ReadingRejection{Index: index[k], Code: CodeUnknownDevice,

@@ -496,3 +496,23 @@ func TestReadingsListVersionsUnmoved(t *testing.T) {
 		t.Fatalf("list versions moved:\nbefore %s\nafter  %s", before, after)
 	}
 }
+
+// TestReadingsMetered: usage counts the readings a caller's batches stored
+// (duplicates not) and the notifications they created, per account and
+// day, and GET /usage shows them.
+func TestReadingsMetered(t *testing.T) {
+	a := newTestAPI(t)
+	m, meter := meteredServer(t, a, time.Now)
+	tok := demoToken(t, "acme-all")
+	body := batch(map[string]any{"imei": truck7, "time": at(-2 * time.Minute)}, map[string]any{"imei": truck7, "time": at(-time.Minute)},
+		map[string]any{"imei": "000000000000000", "time": at(-time.Minute)})
+	m.postReadings(tok, body).ingest(t)
+	m.postReadings(tok, body).ingest(t) // duplicates: nothing more
+	if err := meter.Flush(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	items, _ := usageItems(t, a, demoToken(t, "fleetco-all"), fmt.Sprintf("account_id=%d", a.accountID(t, "acme")))
+	if len(items) != 1 || items[0].ReadingsAccepted != 2 || items[0].NotificationsCreated != 0 || items[0].Routes["POST /readings"] != 2 {
+		t.Fatalf("usage %+v, want 2 readings accepted over 2 requests", items)
+	}
+}
