@@ -57,25 +57,9 @@ func (s *Server) registerReadings(g *fuego.Server) {
 
 // postReadings answers POST /readings: 200 with each item's outcome.
 func (s *Server) postReadings(c fuego.ContextWithBody[ReadingsInput]) (*Envelope[ReadingsResult], error) {
-	r := c.Request()
-	if err := noParams(r.URL.RawQuery); err != nil {
-		return nil, err
-	}
-	in, faults, err := decodeBody[readingsBody](r.Body)
+	in, err := validBody(c.Request(), readingsShape)
 	if err != nil {
 		return nil, err
-	}
-	if len(faults) > 0 {
-		// Text that is not valid UTF-8 is a fault of the body, not of one
-		// reading: the bytes are not JSON text (RFC 8259 §8.1).
-		f := slices.Sorted(maps.Keys(faults))[0]
-		return nil, invalidBody(fmt.Sprintf("field %q: %s", f, faults[f]), map[string]any{"field": f})
-	}
-	switch {
-	case in.Readings == nil:
-		return nil, invalidBody(`"readings" is required: {"readings": [...]}`, map[string]any{"field": "readings"})
-	case len(in.Readings) == 0 || len(in.Readings) > MaxReadings:
-		return nil, invalidBody(fmt.Sprintf("readings: 1 to %d items, not %d", MaxReadings, len(in.Readings)), map[string]any{"field": "readings"})
 	}
 	now := s.cfg.Now()
 	result := ReadingsResult{Rejected: []ReadingRejection{}}
@@ -125,4 +109,22 @@ func (s *Server) positionsRetention() time.Duration {
 		return s.cfg.PositionsRetention
 	}
 	return storage.DefaultPositionsRetention
+}
+
+// readingsShape checks the shape of a POST /readings body (the items are
+// judged one by one after it): 1 to MaxReadings items, and every string
+// valid text. Text that is not valid UTF-8 is a fault of the body, not of
+// one reading: the bytes are not JSON text (RFC 8259 §8.1).
+func readingsShape(in readingsBody, faults textFaults) (readingsBody, error) {
+	if len(faults) > 0 {
+		f := slices.Sorted(maps.Keys(faults))[0]
+		return in, invalidBody(fmt.Sprintf("field %q: %s", f, faults[f]), map[string]any{"field": f})
+	}
+	switch {
+	case in.Readings == nil:
+		return in, invalidBody(`"readings" is required: {"readings": [...]}`, map[string]any{"field": "readings"})
+	case len(in.Readings) == 0 || len(in.Readings) > MaxReadings:
+		return in, invalidBody(fmt.Sprintf("readings: 1 to %d items, not %d", MaxReadings, len(in.Readings)), map[string]any{"field": "readings"})
+	}
+	return in, nil
 }
