@@ -25,6 +25,4 @@ routes := [
 	"POST /objects",
 	"PATCH /objects/{id}",
 	"GET /usage",
-	"POST /readings",
-	"GET /objects/{id}/positions",
 ]
