@@ -37,6 +37,9 @@ func keysetLists(t *testing.T, ids ...int64) []keysetList {
 		if op == nil || op.Parameters.GetByInAndName(openapi3.ParameterInQuery, "after") == nil {
 			continue
 		}
+		if path == "/objects/{id}/positions" {
+			continue // its after is a time, not a cursor (docs/design.md §14): TestReadingsStoreAndState pages it
+		}
 		l := keysetList{path: path}
 		for _, pr := range op.Parameters {
 			p := pr.Value

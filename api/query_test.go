@@ -71,6 +71,7 @@ var routeBodies = map[string]string{
 	"PUT /accounts/{id}/objects": `{"imei":[]}`,
 	"POST /objects":              `{"imei":"query-test","account_id":1}`,
 	"PATCH /objects/{id}":        `{"account_id":1}`,
+	"POST /readings":             `{"readings":[{"imei":"query-test","time":"2027-01-01T00:00:00Z"}]}`,
 }
 
 // everyRoute is one call of each route of the client API (tenancy.Routes:
@@ -212,6 +213,8 @@ func TestNonCanonicalNumbersAreRejected(t *testing.T) {
 		intParam{usage, "page", "1", "2147483647", []string{"0", "-1", "2147483648", "9223372036854775808"}},
 		intParam{usage, "per_page", "1", "500", []string{"0", "-1", "501", "2147483648"}},
 		intParam{usage, "account_id", "1", "1", []string{"0", "-1", "-9223372036854775808", "9223372036854775808", "99999999999999999999999"}})
+	// GET /objects/{id}/positions (docs/design.md §14): per_page 1..500.
+	params = append(params, intParam{api.BasePath + "/objects/" + sub + "/positions", "per_page", "1", "500", []string{"0", "-1", "501", "2147483648"}})
 	for _, l := range append(append(managementLists[:0:0], listings...), managementLists...) {
 		for _, f := range l.listing.Fields() {
 			switch f.Kind {

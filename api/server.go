@@ -153,6 +153,10 @@ type Config struct {
 	// (DefaultStreamRecheck when zero); StreamWriteTimeout bounds one
 	// write to its client (DefaultStreamWriteTimeout when zero).
 	StreamRecheck, StreamWriteTimeout time.Duration
+	// PositionsRetention is how long positions are kept
+	// (FLEET_POSITIONS_RETENTION): POST /readings refuses older readings
+	// (READING_TOO_OLD). storage.DefaultPositionsRetention when 0.
+	PositionsRetention time.Duration
 }
 
 // Server is the fleetapi HTTP API.
@@ -321,4 +325,6 @@ func (s *Server) registerRoutes() {
 	s.registerTokens(v2)
 	s.registerGrants(v2)
 	s.registerUsage(v2)
+	s.registerReadings(v2)
+	s.registerPositions(v2)
 }

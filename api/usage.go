@@ -28,6 +28,9 @@ type usageWriter struct {
 	statusRecorder
 	bytes int64
 	rows  int
+	// readings and notifications are what a POST /readings stored and
+	// fired (postReadings sets them).
+	readings, notifications int64
 	// done is set when the guard's chain returned; false in meter means a
 	// panic, which the recovery answers 500.
 	done bool
@@ -70,7 +73,8 @@ func (s *Server) meter(u *usageWriter, r *http.Request, p tenancy.Principal) {
 		}
 	}
 	s.cfg.Usage.Record(metering.Request{AccountID: p.Account.ID, Ancestors: ancestors, BilledAccountID: billed,
-		Method: r.Method, At: s.cfg.Now(), Route: route, Status: status, Rows: u.rows, BytesOut: u.bytes})
+		Method: r.Method, At: s.cfg.Now(), Route: route, Status: status, Rows: u.rows, BytesOut: u.bytes,
+		Readings: u.readings, Notifications: u.notifications})
 }
 
 // routeNames maps each route's mux pattern to its permission form.
@@ -218,15 +222,17 @@ func usageSchema() wireType {
 	return wireType{name: "Usage", value: storage.UsageTotal{},
 		description: "What the API served one account in one period (docs/design.md §12): the sums over its routes, and the requests of each route.",
 		fields: map[string][]fieldOpt{
-			"account_id":    {minimum(1), desc("The account: the authenticated token's (a subaccount's requests are its own).")},
-			"period":        {desc(`The UTC day ("2026-11-25") or, with group=month, the month ("2026-11").`)},
-			"requests":      {minimum(0), desc("Requests answered (every status but 401).")},
-			"rows_returned": {minimum(0), desc("Items returned by list routes.")},
-			"writes":        {minimum(0), desc("Requests of POST, PUT, PATCH or DELETE answered 2xx.")},
-			"errors_4xx":    {minimum(0), desc("Answers with a 4xx status (401 excepted: those are attributed to nobody).")},
-			"errors_5xx":    {minimum(0), desc("Answers with a 5xx status.")},
-			"bytes_out":     {minimum(0), desc("Bytes of the response bodies.")},
-			"routes":        {desc(`Requests per route template, "METHOD /template" (for example "GET /services/{id}").`)},
+			"account_id":            {minimum(1), desc("The account: the authenticated token's (a subaccount's requests are its own).")},
+			"period":                {desc(`The UTC day ("2026-11-25") or, with group=month, the month ("2026-11").`)},
+			"requests":              {minimum(0), desc("Requests answered (every status but 401).")},
+			"rows_returned":         {minimum(0), desc("Items returned by list routes.")},
+			"writes":                {minimum(0), desc("Requests of POST, PUT, PATCH or DELETE answered 2xx.")},
+			"errors_4xx":            {minimum(0), desc("Answers with a 4xx status (401 excepted: those are attributed to nobody).")},
+			"errors_5xx":            {minimum(0), desc("Answers with a 5xx status.")},
+			"bytes_out":             {minimum(0), desc("Bytes of the response bodies.")},
+			"readings_accepted":     {minimum(0), desc("Readings the account's POST /readings requests stored (docs/design.md §14).")},
+			"notifications_created": {minimum(0), desc("Notifications those requests created: rules fired, services entering soon or expired.")},
+			"routes":                {desc(`Requests per route template, "METHOD /template" (for example "GET /services/{id}").`)},
 		}}
 }
 

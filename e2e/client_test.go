@@ -494,6 +494,37 @@ func TestGeneratedClient(t *testing.T) {
 		}
 		failure(t, other.HTTPResponse, other.JSON404, http.StatusNotFound, client.ErrorCodeNOTFOUND)
 	})
+	t.Run("readings_and_positions", func(t *testing.T) {
+		when := time.Now().UTC().Add(-time.Minute).Truncate(time.Second)
+		in := client.ReadingsInput{Readings: []client.ReadingInput{
+			{Imei: "356938035643809", Time: when, Speed: nullable.NewNullableWithValue(42.5)},
+			{Imei: "000000000000000", Time: when},
+		}}
+		r, err := acme.PostReadingsWithResponse(ctx, in)
+		if err != nil || r.JSON200 == nil || r.JSON200.Data.Accepted != 1 || len(r.JSON200.Data.Rejected) != 1 ||
+			r.JSON200.Data.Rejected[0].Code != client.ReadingRejectionCodeUNKNOWNDEVICE {
+			t.Fatalf("POST /readings: %v %d %s", err, r.StatusCode(), r.Body)
+		}
+		sub, err := c.bearer("acme-night-all").PostReadingsWithResponse(ctx, in)
+		if err != nil {
+			t.Fatal(err)
+		}
+		failure(t, sub.HTTPResponse, sub.JSON403, http.StatusForbidden, client.ErrorCodePRIVILEGEREQUIRED)
+		objs, err := acme.GetObjectsWithResponse(ctx, &client.GetObjectsParams{Imei: ptr("356938035643809")})
+		if err != nil || objs.JSON200 == nil || len(objs.JSON200.Data) != 1 {
+			t.Fatalf("GET /objects: %v", err)
+		}
+		from := when.Add(-time.Hour)
+		p, err := acme.GetObjectPositionsWithResponse(ctx, objs.JSON200.Data[0].Id, &client.GetObjectPositionsParams{From: &from})
+		if err != nil || p.JSON200 == nil || len(p.JSON200.Data) != 1 {
+			t.Fatalf("GET /objects/{id}/positions: %v %d %s", err, p.StatusCode(), p.Body)
+		}
+		none, err := c.bearer("northwind-all").GetObjectPositionsWithResponse(ctx, objs.JSON200.Data[0].Id, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		failure(t, none.HTTPResponse, none.JSON404, http.StatusNotFound, client.ErrorCodeNOTFOUND)
+	})
 	t.Run("create_passenger_errors", func(t *testing.T) {
 		r, err := acme.CreatePassengerWithResponse(ctx, nil, client.PassengerInput{PassengerName: "  "})
 		if err != nil {

@@ -49,6 +49,7 @@ var unscopedStore = map[string]string{
 	"OpenStreamSlot":          "notification_streams of the calling principal's own account (the stream limit), after the route's decision",
 	"RenewStreamSlot":         "notification_streams: the lease of the caller's own stream slot, by the id OpenStreamSlot returned",
 	"CloseStreamSlot":         "notification_streams: frees the caller's own stream slot, by the id OpenStreamSlot returned",
+	"MaintainPositions":       "positions partitions and notifications past the retention, every account's: serve's maintenance, returns counts only",
 }
 
 // unscopedFuncs are the exported functions of package storage that take a

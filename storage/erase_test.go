@@ -53,7 +53,7 @@ func TestEraseLeavesNoRow(t *testing.T) {
 	if err := db.NewRaw(`
 		SELECT c.relname AS table, a.attname AS column
 		FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace JOIN pg_attribute a ON a.attrelid = c.oid
-		WHERE n.nspname = 'public' AND c.relkind = 'r' AND a.attnum > 0 AND NOT a.attisdropped
+		WHERE n.nspname = 'public' AND c.relkind IN ('r', 'p') AND NOT c.relispartition AND a.attnum > 0 AND NOT a.attisdropped
 		  AND (a.attname IN ('account_id', 'manager_id') OR a.attname LIKE '%\_account\_id'
 		       OR EXISTS (SELECT 1 FROM pg_constraint f WHERE f.conrelid = c.oid AND f.contype = 'f'
 		                  AND f.conkey = ARRAY[a.attnum] AND f.confrelid = 'accounts'::regclass))

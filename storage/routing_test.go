@@ -90,6 +90,9 @@ var primaryOnly = map[string]string{
 	"OpenStreamSlot":           "a write (the stream limit's slot, in its transaction)",
 	"RenewStreamSlot":          "a write (the stream slot's lease)",
 	"CloseStreamSlot":          "a write (frees the stream slot)",
+	"IngestReadings":           "a write (POST /readings: the batch's one transaction)",
+	"MaintainPositions":        "a write (serve's positions maintenance under its lease)",
+	"Positions":                "GET /objects/{id}/positions: a gateway reads back what it just posted (a replica read may follow)",
 }
 
 // TestReadRouting enumerates the entry points (every exported method of

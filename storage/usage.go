@@ -44,6 +44,10 @@ type UsageDaily struct {
 	Errors4xx    int64  `bun:"errors_4xx"`
 	Errors5xx    int64  `bun:"errors_5xx"`
 	BytesOut     int64  `bun:"bytes_out"`
+	// ReadingsAccepted and NotificationsCreated count live data (POST
+	// /readings, docs/design.md §14).
+	ReadingsAccepted     int64 `bun:"readings_accepted"`
+	NotificationsCreated int64 `bun:"notifications_created"`
 	// Ancestors are the accounts above AccountID when it was counted,
 	// nearest first; BilledAccountID the account billed for it
 	// (UsageCount).
@@ -76,6 +80,9 @@ type UsageCount struct {
 	// Errors4xx and Errors5xx, the answers of those classes; BytesOut, the
 	// response bodies' bytes.
 	Requests, RowsReturned, Writes, Errors4xx, Errors5xx, BytesOut int64
+	// ReadingsAccepted and NotificationsCreated: what the requests' POST
+	// /readings batches stored and fired (docs/design.md §14).
+	ReadingsAccepted, NotificationsCreated int64
 }
 
 // AddUsage adds the counts to usage_daily in one statement: a row that
@@ -106,6 +113,7 @@ func (s *Store) AddUsage(ctx context.Context, counts []UsageCount) error {
 	n := len(rows)
 	acc, billed, req, ret, wr, e4, e5, out := make([]int64, n), make([]int64, n), make([]int64, n), make([]int64, n), make([]int64, n), make([]int64, n), make([]int64, n), make([]int64, n)
 	days, routes, ancestors := make([]string, n), make([]string, n), make([]string, n)
+	readings, notes := make([]int64, n), make([]int64, n)
 	for i, r := range rows {
 		c := r.c
 		acc[i], days[i], routes[i] = c.AccountID, r.day, c.Route
@@ -115,13 +123,17 @@ func (s *Store) AddUsage(ctx context.Context, counts []UsageCount) error {
 			billed[i] = c.AccountID
 		}
 		req[i], ret[i], wr[i], e4[i], e5[i], out[i] = c.Requests, c.RowsReturned, c.Writes, c.Errors4xx, c.Errors5xx, c.BytesOut
+		readings[i], notes[i] = c.ReadingsAccepted, c.NotificationsCreated
 	}
 	_, err := s.db.ExecContext(ctx, `INSERT INTO usage_daily AS u
-    (account_id, day, route, requests, rows_returned, writes, errors_4xx, errors_5xx, bytes_out, ancestors, billed_account_id)
+    (account_id, day, route, requests, rows_returned, writes, errors_4xx, errors_5xx, bytes_out, ancestors, billed_account_id,
+     readings_accepted, notifications_created)
 SELECT v.account_id, v.day::date, v.route, v.requests, v.rows_returned, v.writes, v.errors_4xx, v.errors_5xx, v.bytes_out,
-    v.ancestors::bigint[], v.billed_account_id
-FROM unnest(?::bigint[], ?::text[], ?::text[], ?::bigint[], ?::bigint[], ?::bigint[], ?::bigint[], ?::bigint[], ?::bigint[], ?::text[], ?::bigint[])
-    WITH ORDINALITY AS v(account_id, day, route, requests, rows_returned, writes, errors_4xx, errors_5xx, bytes_out, ancestors, billed_account_id, n)
+    v.ancestors::bigint[], v.billed_account_id, v.readings_accepted, v.notifications_created
+FROM unnest(?::bigint[], ?::text[], ?::text[], ?::bigint[], ?::bigint[], ?::bigint[], ?::bigint[], ?::bigint[], ?::bigint[], ?::text[], ?::bigint[],
+    ?::bigint[], ?::bigint[])
+    WITH ORDINALITY AS v(account_id, day, route, requests, rows_returned, writes, errors_4xx, errors_5xx, bytes_out, ancestors, billed_account_id,
+    readings_accepted, notifications_created, n)
 ORDER BY v.n
 ON CONFLICT (account_id, day, route) DO UPDATE SET
     requests = u.requests + EXCLUDED.requests,
@@ -129,9 +141,12 @@ ON CONFLICT (account_id, day, route) DO UPDATE SET
     writes = u.writes + EXCLUDED.writes,
     errors_4xx = u.errors_4xx + EXCLUDED.errors_4xx,
     errors_5xx = u.errors_5xx + EXCLUDED.errors_5xx,
-    bytes_out = u.bytes_out + EXCLUDED.bytes_out`,
+    bytes_out = u.bytes_out + EXCLUDED.bytes_out,
+    readings_accepted = u.readings_accepted + EXCLUDED.readings_accepted,
+    notifications_created = u.notifications_created + EXCLUDED.notifications_created`,
 		pgdialect.Array(acc), pgdialect.Array(days), pgdialect.Array(routes), pgdialect.Array(req), pgdialect.Array(ret),
-		pgdialect.Array(wr), pgdialect.Array(e4), pgdialect.Array(e5), pgdialect.Array(out), pgdialect.Array(ancestors), pgdialect.Array(billed))
+		pgdialect.Array(wr), pgdialect.Array(e4), pgdialect.Array(e5), pgdialect.Array(out), pgdialect.Array(ancestors), pgdialect.Array(billed),
+		pgdialect.Array(readings), pgdialect.Array(notes))
 	return translateOwn(err)
 }
 
@@ -151,15 +166,18 @@ type UsageRequest struct {
 type UsageTotal struct {
 	AccountID int64 `bun:"account_id" json:"account_id"`
 	// Period is the day ("2026-11-25") or the month ("2026-11").
-	Period       string           `bun:"-" json:"period"`
-	Start        time.Time        `bun:"period" json:"-"`
-	Requests     int64            `bun:"requests" json:"requests"`
-	RowsReturned int64            `bun:"rows_returned" json:"rows_returned"`
-	Writes       int64            `bun:"writes" json:"writes"`
-	Errors4xx    int64            `bun:"errors_4xx" json:"errors_4xx"`
-	Errors5xx    int64            `bun:"errors_5xx" json:"errors_5xx"`
-	BytesOut     int64            `bun:"bytes_out" json:"bytes_out"`
-	Routes       map[string]int64 `bun:"routes,type:jsonb" json:"routes"`
+	Period       string    `bun:"-" json:"period"`
+	Start        time.Time `bun:"period" json:"-"`
+	Requests     int64     `bun:"requests" json:"requests"`
+	RowsReturned int64     `bun:"rows_returned" json:"rows_returned"`
+	Writes       int64     `bun:"writes" json:"writes"`
+	Errors4xx    int64     `bun:"errors_4xx" json:"errors_4xx"`
+	Errors5xx    int64     `bun:"errors_5xx" json:"errors_5xx"`
+	BytesOut     int64     `bun:"bytes_out" json:"bytes_out"`
+	// ReadingsAccepted and NotificationsCreated: live data (docs/design.md §14).
+	ReadingsAccepted     int64            `bun:"readings_accepted" json:"readings_accepted"`
+	NotificationsCreated int64            `bun:"notifications_created" json:"notifications_created"`
+	Routes               map[string]int64 `bun:"routes,type:jsonb" json:"routes"`
 }
 
 // UsagePage is a page of UsageTotals and the number of (account, period)
@@ -192,6 +210,7 @@ func (s *Store) UsageTotals(ctx context.Context, scope policy.Scope, req UsageRe
 		ColumnExpr(usageScope.col("route")+" AS route").
 		ColumnExpr("sum(requests) AS requests, sum(rows_returned) AS rows_returned, sum(writes) AS writes").
 		ColumnExpr("sum(errors_4xx) AS errors_4xx, sum(errors_5xx) AS errors_5xx, sum(bytes_out) AS bytes_out").
+		ColumnExpr("sum(readings_accepted) AS readings_accepted, sum(notifications_created) AS notifications_created").
 		Where(usageScope.col("day")+" BETWEEN ?::date AND ?::date", req.From.String(), req.To.String()).
 		GroupExpr("1, 2, 3")
 	if req.AccountID != 0 {
@@ -207,6 +226,7 @@ func (s *Store) UsageTotals(ctx context.Context, scope policy.Scope, req UsageRe
 		ColumnExpr("account_id, period").
 		ColumnExpr("sum(requests)::bigint AS requests, sum(rows_returned)::bigint AS rows_returned, sum(writes)::bigint AS writes").
 		ColumnExpr("sum(errors_4xx)::bigint AS errors_4xx, sum(errors_5xx)::bigint AS errors_5xx, sum(bytes_out)::bigint AS bytes_out").
+		ColumnExpr("sum(readings_accepted)::bigint AS readings_accepted, sum(notifications_created)::bigint AS notifications_created").
 		ColumnExpr("jsonb_object_agg(route, requests) AS routes").
 		GroupExpr("account_id, period").OrderExpr("period, account_id").
 		Limit(int64(req.PerPage)).Offset(int64(req.Page-1)*int64(req.PerPage)).Scan(ctx, &page.Items)

@@ -81,6 +81,9 @@ type Request struct {
 	Rows int
 	// BytesOut is the size of the response body.
 	BytesOut int64
+	// Readings and Notifications are what a POST /readings stored and
+	// fired (docs/design.md §14).
+	Readings, Notifications int64
 }
 
 type key struct {
@@ -91,6 +94,7 @@ type key struct {
 
 type counts struct {
 	requests, rows, writes, e4xx, e5xx, bytes int64
+	readings, notifications                   int64
 	// ancestors and billed are the account's (accounts do not move: the
 	// first request's stand for the key's).
 	ancestors []int64
@@ -175,7 +179,8 @@ func (m *Meter) Interval() time.Duration { return m.interval }
 // Record counts one answered request. A write is a request of another
 // method than GET or HEAD answered 2xx.
 func (m *Meter) Record(r Request) {
-	c := counts{requests: 1, rows: int64(r.Rows), bytes: r.BytesOut, ancestors: r.Ancestors, billed: r.BilledAccountID}
+	c := counts{requests: 1, rows: int64(r.Rows), bytes: r.BytesOut, ancestors: r.Ancestors, billed: r.BilledAccountID,
+		readings: r.Readings, notifications: r.Notifications}
 	switch {
 	case r.Status >= 500:
 		c.e5xx = 1
@@ -225,6 +230,8 @@ func (c *counts) add(o counts) {
 	c.e4xx += o.e4xx
 	c.e5xx += o.e5xx
 	c.bytes += o.bytes
+	c.readings += o.readings
+	c.notifications += o.notifications
 }
 
 // Run flushes every interval, and at once when the in-memory bound is
@@ -281,7 +288,8 @@ func (m *Meter) Flush(ctx context.Context) error {
 	for k, c := range batch {
 		rows = append(rows, storage.UsageCount{AccountID: k.account, Ancestors: c.ancestors, BilledAccountID: c.billed,
 			Day: time.Unix(k.day*86400, 0).UTC(), Route: k.route,
-			Requests: c.requests, RowsReturned: c.rows, Writes: c.writes, Errors4xx: c.e4xx, Errors5xx: c.e5xx, BytesOut: c.bytes})
+			Requests: c.requests, RowsReturned: c.rows, Writes: c.writes, Errors4xx: c.e4xx, Errors5xx: c.e5xx, BytesOut: c.bytes,
+			ReadingsAccepted: c.readings, NotificationsCreated: c.notifications})
 	}
 	span.SetAttributes(attribute.Int("fleet.usage.rows", len(rows)))
 	err := m.sink.AddUsage(ctx, rows)

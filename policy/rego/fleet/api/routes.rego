@@ -28,4 +28,6 @@ routes := [
 	"POST /objects",
 	"PATCH /objects/{id}",
 	"GET /usage",
+	"POST /readings",
+	"GET /objects/{id}/positions",
 ]
