@@ -703,6 +703,60 @@ func (e PermissionsPrivileges) Valid() bool {
 	}
 }
 
+// Defines values for PositionListSuccess.
+const (
+	PositionListSuccessTrue PositionListSuccess = true
+)
+
+// Valid indicates whether the value is a known member of the PositionListSuccess enum.
+func (e PositionListSuccess) Valid() bool {
+	switch e {
+	case PositionListSuccessTrue:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for ReadingRejectionCode.
+const (
+	ReadingRejectionCodeINVALIDREADING  ReadingRejectionCode = "INVALID_READING"
+	ReadingRejectionCodeREADINGINFUTURE ReadingRejectionCode = "READING_IN_FUTURE"
+	ReadingRejectionCodeREADINGTOOOLD   ReadingRejectionCode = "READING_TOO_OLD"
+	ReadingRejectionCodeUNKNOWNDEVICE   ReadingRejectionCode = "UNKNOWN_DEVICE"
+)
+
+// Valid indicates whether the value is a known member of the ReadingRejectionCode enum.
+func (e ReadingRejectionCode) Valid() bool {
+	switch e {
+	case ReadingRejectionCodeINVALIDREADING:
+		return true
+	case ReadingRejectionCodeREADINGINFUTURE:
+		return true
+	case ReadingRejectionCodeREADINGTOOOLD:
+		return true
+	case ReadingRejectionCodeUNKNOWNDEVICE:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for ReadingsResultResponseSuccess.
+const (
+	ReadingsResultResponseSuccessTrue ReadingsResultResponseSuccess = true
+)
+
+// Valid indicates whether the value is a known member of the ReadingsResultResponseSuccess enum.
+func (e ReadingsResultResponseSuccess) Valid() bool {
+	switch e {
+	case ReadingsResultResponseSuccessTrue:
+		return true
+	default:
+		return false
+	}
+}
+
 // Defines values for ReportSchedulePeriod.
 const (
 	ReportSchedulePeriodD     ReportSchedulePeriod = "d"
@@ -775,6 +829,7 @@ const (
 	TokenInputPermissionsGETnotificationsId     TokenInputPermissions = "GET /notifications/{id}"
 	TokenInputPermissionsGETnotificationsstream TokenInputPermissions = "GET /notifications/stream"
 	TokenInputPermissionsGETobjects             TokenInputPermissions = "GET /objects"
+	TokenInputPermissionsGETobjectsIdpositions  TokenInputPermissions = "GET /objects/{id}/positions"
 	TokenInputPermissionsGETreports             TokenInputPermissions = "GET /reports"
 	TokenInputPermissionsGETservices            TokenInputPermissions = "GET /services"
 	TokenInputPermissionsGETservicesdue         TokenInputPermissions = "GET /services/due"
@@ -787,6 +842,7 @@ const (
 	TokenInputPermissionsPOSTaccounts           TokenInputPermissions = "POST /accounts"
 	TokenInputPermissionsPOSTobjects            TokenInputPermissions = "POST /objects"
 	TokenInputPermissionsPOSTpassengers         TokenInputPermissions = "POST /passengers"
+	TokenInputPermissionsPOSTreadings           TokenInputPermissions = "POST /readings"
 	TokenInputPermissionsPOSTtokens             TokenInputPermissions = "POST /tokens"
 	TokenInputPermissionsPUT                    TokenInputPermissions = "PUT *"
 	TokenInputPermissionsPUTaccountsIdobjects   TokenInputPermissions = "PUT /accounts/{id}/objects"
@@ -827,6 +883,8 @@ func (e TokenInputPermissions) Valid() bool {
 		return true
 	case TokenInputPermissionsGETobjects:
 		return true
+	case TokenInputPermissionsGETobjectsIdpositions:
+		return true
 	case TokenInputPermissionsGETreports:
 		return true
 	case TokenInputPermissionsGETservices:
@@ -850,6 +908,8 @@ func (e TokenInputPermissions) Valid() bool {
 	case TokenInputPermissionsPOSTobjects:
 		return true
 	case TokenInputPermissionsPOSTpassengers:
+		return true
+	case TokenInputPermissionsPOSTreadings:
 		return true
 	case TokenInputPermissionsPOSTtokens:
 		return true
@@ -1488,6 +1548,9 @@ type Account struct {
 	// Permissions The effective permission set of the token and its account, computed by the policy.
 	Permissions Permissions `json:"permissions"`
 
+	// Timezone The IANA time zone in which the account's event rules read week_days and day_time (docs/design.md §14), for example "Europe/Paris"; an extra field beyond the spec's.
+	Timezone string `json:"timezone"`
+
 	// Type Place of the account in the account tree.
 	Type AccountType `json:"type"`
 
@@ -1538,6 +1601,9 @@ type AccountInput struct {
 	// ReadOnly Defaults to false.
 	ReadOnly nullable.Nullable[bool] `json:"read_only,omitempty"`
 
+	// Timezone An IANA time zone name of the embedded time zone database, for example "Europe/Paris" (not "Local"); omitted: "UTC".
+	Timezone nullable.Nullable[string] `json:"timezone,omitempty"`
+
 	// Type Required. Nobody creates an admin through the API.
 	Type AccountInputType `json:"type"`
 
@@ -1581,6 +1647,9 @@ type AccountPatchInput struct {
 
 	// ReadOnly Read-only; not on one's own account.
 	ReadOnly *bool `json:"read_only,omitempty"`
+
+	// Timezone An IANA time zone name of the embedded time zone database, for example "Europe/Paris" (not "Local"); one's own account too.
+	Timezone *string `json:"timezone,omitempty"`
 }
 
 // AccountPatchInputPrivileges defines model for AccountPatchInput.Privileges.
@@ -1860,6 +1929,9 @@ type Event struct {
 	// EmailTemplateId E-mail template (0: the default).
 	EmailTemplateId int64 `json:"email_template_id"`
 
+	// Evaluable Computed, not stored (no filter, no sort): whether the rule can fire (docs/design.md §14). false for a malformed checked_value, week_days or day_time, and for the types kept but not evaluated (zone_in, zone_out, route_out) or unknown.
+	Evaluable bool `json:"evaluable"`
+
 	// EventId Id of the event rule.
 	EventId int64 `json:"event_id"`
 
@@ -1886,6 +1958,9 @@ type Event struct {
 
 	// NotifyTelegram Whether to notify by Telegram.
 	NotifyTelegram bool `json:"notify_telegram"`
+
+	// Reason Why the rule is not evaluable, for people; empty when it is.
+	Reason string `json:"reason"`
 
 	// RouteTrigger Trigger on entering or leaving the routes.
 	RouteTrigger EventRouteTrigger `json:"route_trigger"`
@@ -2033,6 +2108,9 @@ type ManagedAccount struct {
 
 	// ReadOnly Whether the account is read-only.
 	ReadOnly bool `json:"read_only"`
+
+	// Timezone The IANA time zone in which the account's event rules read week_days and day_time (docs/design.md §14), for example "Europe/Paris"; default "UTC".
+	Timezone string `json:"timezone"`
 
 	// Type Place in the tree: admin, manager, user or subaccount.
 	Type ManagedAccountType `json:"type"`
@@ -2213,20 +2291,44 @@ type Object struct {
 	// AccountId Id of the account that owns the device.
 	AccountId int64 `json:"account_id"`
 
-	// EngineHours Current engine hours (h).
+	// Altitude Altitude (m); null: never reported.
+	Altitude nullable.Nullable[float64] `json:"altitude"`
+
+	// Attributes The newest value of each attribute reported; null: never reported.
+	Attributes nullable.Nullable[map[string]interface{}] `json:"attributes"`
+
+	// EngineHours Current engine hours (h): the whole part of the newest reading that reported them.
 	EngineHours int64 `json:"engine_hours"`
+
+	// Heading Heading (degrees); null: never reported.
+	Heading nullable.Nullable[float64] `json:"heading"`
 
 	// Id Id of the device.
 	Id int64 `json:"id"`
 
+	// Ignition Ignition; null: never reported.
+	Ignition nullable.Nullable[bool] `json:"ignition"`
+
 	// Imei IMEI of the device, unique across the platform.
 	Imei string `json:"imei"`
+
+	// LastTime Time of the newest accepted reading (docs/design.md §14); null: never reported.
+	LastTime nullable.Nullable[time.Time] `json:"last_time"`
+
+	// Lat Latitude of the newest reading that reported a position; null: never reported.
+	Lat nullable.Nullable[float64] `json:"lat"`
+
+	// Lon Longitude of the newest reading that reported a position; null: never reported.
+	Lon nullable.Nullable[float64] `json:"lon"`
 
 	// Name Name of the device.
 	Name string `json:"name"`
 
-	// Odometer Current odometer (km).
+	// Odometer Current odometer (km): the whole part of the newest reading that reported one.
 	Odometer int64 `json:"odometer"`
+
+	// Speed Speed (km/h) of the newest reading that reported one; null: never reported.
+	Speed nullable.Nullable[float64] `json:"speed"`
 }
 
 // ObjectInput A device to register (docs/design.md §9). Absent and null optional fields take their defaults (empty name, zero readings). Field names are exact; unknown and repeated keys are rejected.
@@ -2383,6 +2485,140 @@ type Permissions struct {
 
 // PermissionsPrivileges defines model for Permissions.Privileges.
 type PermissionsPrivileges string
+
+// Position A stored reading of a device (docs/design.md §14); null: not reported.
+type Position struct {
+	// Altitude Altitude (m).
+	Altitude nullable.Nullable[float64] `json:"altitude"`
+
+	// Attributes The reading's attributes.
+	Attributes map[string]interface{} `json:"attributes"`
+
+	// EngineHours Engine hours (h) as reported.
+	EngineHours nullable.Nullable[float64] `json:"engine_hours"`
+
+	// Heading Heading (degrees).
+	Heading nullable.Nullable[float64] `json:"heading"`
+
+	// Ignition Ignition on.
+	Ignition nullable.Nullable[bool] `json:"ignition"`
+
+	// Lat Latitude (degrees).
+	Lat nullable.Nullable[float64] `json:"lat"`
+
+	// Lon Longitude (degrees).
+	Lon nullable.Nullable[float64] `json:"lon"`
+
+	// Odometer Odometer (km) as reported.
+	Odometer nullable.Nullable[float64] `json:"odometer"`
+
+	// Speed Speed (km/h).
+	Speed nullable.Nullable[float64] `json:"speed"`
+
+	// Time The reading's time.
+	Time time.Time `json:"time"`
+}
+
+// PositionList The success envelope holding a list of Position.
+type PositionList struct {
+	Data []Position `json:"data"`
+
+	// Meta Facts about the response.
+	Meta Meta `json:"meta"`
+
+	// Success Always true on success.
+	Success PositionListSuccess `json:"success"`
+}
+
+// PositionListSuccess Always true on success.
+type PositionListSuccess bool
+
+// ReadingInput One reading of a device. A null optional field is not reported, like an absent one.
+type ReadingInput struct {
+	// Altitude Altitude (m).
+	Altitude nullable.Nullable[float64] `json:"altitude,omitempty"`
+
+	// Attributes At most 32 names of 1 to 64 characters; each value a number, a boolean or a string of at most 256 characters (for example sos, door, fuel, temp1).
+	Attributes *map[string]interface{} `json:"attributes,omitempty"`
+
+	// EngineHours Engine hours (h); the device's engine hours take the whole part.
+	EngineHours nullable.Nullable[float64] `json:"engine_hours,omitempty"`
+
+	// Heading Heading (degrees).
+	Heading nullable.Nullable[float64] `json:"heading,omitempty"`
+
+	// Ignition Ignition on.
+	Ignition nullable.Nullable[bool] `json:"ignition,omitempty"`
+
+	// Imei Required: the device's IMEI.
+	Imei string `json:"imei"`
+
+	// Lat Latitude (degrees); with lon.
+	Lat nullable.Nullable[float64] `json:"lat,omitempty"`
+
+	// Lon Longitude (degrees); with lat.
+	Lon nullable.Nullable[float64] `json:"lon,omitempty"`
+
+	// Odometer Odometer (km); the device's odometer takes its whole part.
+	Odometer nullable.Nullable[float64] `json:"odometer,omitempty"`
+
+	// Speed Speed (km/h).
+	Speed nullable.Nullable[float64] `json:"speed,omitempty"`
+
+	// Time Required: RFC 3339; at most 5 minutes ahead of the server's clock, not older than the positions retention.
+	Time time.Time `json:"time"`
+}
+
+// ReadingRejection An item of the batch that was not stored.
+type ReadingRejection struct {
+	// Code Why.
+	Code ReadingRejectionCode `json:"code"`
+
+	// Field The field at fault (attributes.NAME for an attribute).
+	Field string `json:"field"`
+
+	// Index Index of the item in readings.
+	Index int `json:"index"`
+
+	// Message For people.
+	Message string `json:"message"`
+}
+
+// ReadingRejectionCode Why.
+type ReadingRejectionCode string
+
+// ReadingsInput A batch of readings (docs/design.md §14). Field names are exact; unknown and repeated keys are 400, like text that is not valid UTF-8. Each item is judged on its own (the answer's rejected list).
+type ReadingsInput struct {
+	// Readings 1 to 1000 readings.
+	Readings []ReadingInput `json:"readings"`
+}
+
+// ReadingsResult What became of a batch: accepted (stored now), duplicates (stored before, or twice in the batch) and the rejected items.
+type ReadingsResult struct {
+	// Accepted Readings stored by this request.
+	Accepted int `json:"accepted"`
+
+	// Duplicates Readings whose imei and time were stored before (or earlier in the batch): nothing stored twice.
+	Duplicates int `json:"duplicates"`
+
+	// Rejected The items not stored, by index.
+	Rejected []ReadingRejection `json:"rejected"`
+}
+
+// ReadingsResultResponse The success envelope holding one ReadingsResult.
+type ReadingsResultResponse struct {
+	// Data What became of a batch: accepted (stored now), duplicates (stored before, or twice in the batch) and the rejected items.
+	Data ReadingsResult `json:"data"`
+
+	// Meta Facts about the response.
+	Meta Meta `json:"meta"`
+
+	// Success Always true on success.
+	Success ReadingsResultResponseSuccess `json:"success"`
+}
+
+// ReadingsResultResponseSuccess Always true on success.
+type ReadingsResultResponseSuccess bool
 
 // Report A report definition (docs/api.md §7).
 type Report struct {
@@ -2568,8 +2804,14 @@ type Usage struct {
 	// Errors5xx Answers with a 5xx status.
 	Errors5xx int64 `json:"errors_5xx"`
 
+	// NotificationsCreated Notifications those requests created: rules fired, services entering soon or expired.
+	NotificationsCreated int64 `json:"notifications_created"`
+
 	// Period The UTC day ("2026-11-25") or, with group=month, the month ("2026-11").
 	Period string `json:"period"`
+
+	// ReadingsAccepted Readings the account's POST /readings requests stored (docs/design.md §14).
+	ReadingsAccepted int64 `json:"readings_accepted"`
 
 	// Requests Requests answered (every status but 401).
 	Requests int64 `json:"requests"`
@@ -2931,6 +3173,21 @@ type CreateObjectParams struct {
 	IdempotencyKey *string `json:"Idempotency-Key,omitempty"`
 }
 
+// GetObjectPositionsParams defines parameters for GetObjectPositions.
+type GetObjectPositionsParams struct {
+	// From RFC 3339: the first instant (inclusive); default: one day before to.
+	From *time.Time `form:"from,omitempty" json:"from,omitempty"`
+
+	// To RFC 3339: the end (exclusive); default: one day after from, or now.
+	To *time.Time `form:"to,omitempty" json:"to,omitempty"`
+
+	// PerPage Positions per page, 1 to 500.
+	PerPage *int32 `form:"per_page,omitempty" json:"per_page,omitempty"`
+
+	// After RFC 3339: the time of the previous page's last position (keyset paging).
+	After *time.Time `form:"after,omitempty" json:"after,omitempty"`
+}
+
 // CreatePassengerParams defines parameters for CreatePassenger.
 type CreatePassengerParams struct {
 	// IdempotencyKey Makes a retried create return the first response; the same key with another body is 409 IDEMPOTENCY_KEY_REUSED.
@@ -3179,6 +3436,9 @@ type MoveObjectJSONRequestBody = ObjectMove
 
 // CreatePassengerJSONRequestBody defines body for CreatePassenger for application/json ContentType.
 type CreatePassengerJSONRequestBody = PassengerInput
+
+// PostReadingsJSONRequestBody defines body for PostReadings for application/json ContentType.
+type PostReadingsJSONRequestBody = ReadingsInput
 
 // CreateTokenJSONRequestBody defines body for CreateToken for application/json ContentType.
 type CreateTokenJSONRequestBody = TokenInput
@@ -4004,7 +4264,7 @@ type ClientInterface interface {
 
 	// UpdateAccountWithBody Change an account the caller manages
 	//
-	// Changes email, active, read_only, account_expire, account_expire_dt, privileges, rate_limit and quotas (privileges: subaccounts only). Any other field is 400 INVALID_BODY. Nobody changes its own limits (403 MANAGEMENT_DENIED own_account), privileges come only from those the caller holds, and quotas above the caller's own only from an admin (exceeds_own_quota). Needs the token permission PATCH /accounts/{id} and write access.
+	// Changes email, active, read_only, account_expire, account_expire_dt, privileges, rate_limit, timezone and quotas (privileges: subaccounts only). Any other field is 400 INVALID_BODY. Nobody changes its own limits (403 MANAGEMENT_DENIED own_account), privileges come only from those the caller holds, and quotas above the caller's own only from an admin (exceeds_own_quota). Needs the token permission PATCH /accounts/{id} and write access.
 	//
 	// Takes any type of body and a specified content type.
 	//
@@ -4013,7 +4273,7 @@ type ClientInterface interface {
 
 	// UpdateAccount Change an account the caller manages
 	//
-	// Changes email, active, read_only, account_expire, account_expire_dt, privileges, rate_limit and quotas (privileges: subaccounts only). Any other field is 400 INVALID_BODY. Nobody changes its own limits (403 MANAGEMENT_DENIED own_account), privileges come only from those the caller holds, and quotas above the caller's own only from an admin (exceeds_own_quota). Needs the token permission PATCH /accounts/{id} and write access.
+	// Changes email, active, read_only, account_expire, account_expire_dt, privileges, rate_limit, timezone and quotas (privileges: subaccounts only). Any other field is 400 INVALID_BODY. Nobody changes its own limits (403 MANAGEMENT_DENIED own_account), privileges come only from those the caller holds, and quotas above the caller's own only from an admin (exceeds_own_quota). Needs the token permission PATCH /accounts/{id} and write access.
 	//
 	// Takes a body of the `application/json` content type.
 	//
@@ -4137,6 +4397,13 @@ type ClientInterface interface {
 	// Corresponds with PATCH /objects/{id} (the `MoveObject` operationId).
 	MoveObject(ctx context.Context, id int64, body MoveObjectJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
 
+	// GetObjectPositions A device's position history
+	//
+	// The stored readings of one device of the caller's data scope (a subaccount: a device granted to it; 404 otherwise, the same as a device that does not exist), time ascending, from (inclusive) to to (exclusive), at most 31 days apart: to defaults to one day after from, or now without from; from to one day before to. A page holds at most per_page positions; a full page may have more after it: pass its last time as after. Kept for the positions retention. Needs the token permission GET /objects/{id}/positions.
+	//
+	// Corresponds with GET /objects/{id}/positions (the `GetObjectPositions` operationId).
+	GetObjectPositions(ctx context.Context, id int64, params *GetObjectPositionsParams, reqEditors ...RequestEditorFn) (*http.Response, error)
+
 	// CreatePassengerWithBody Create a passenger
 	//
 	// Creates a passenger in the caller's account (a subaccount's passenger belongs to its parent). Needs the token permission POST /passengers and an account that is not read-only.
@@ -4154,6 +4421,24 @@ type ClientInterface interface {
 	//
 	// Corresponds with POST /passengers (the `CreatePassenger` operationId).
 	CreatePassenger(ctx context.Context, params *CreatePassengerParams, body CreatePassengerJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// PostReadingsWithBody Send device readings
+	//
+	// Stores a batch of 1 to 1000 readings of the caller's devices (docs/design.md §14), body at most 1 MiB (413 above). A malformed body (not {"readings": [objects]}, an empty or too long list, unknown or repeated keys, text that is not valid UTF-8) is 400 INVALID_BODY and stores nothing. Otherwise each item is judged on its own: the answer is 200 with the number accepted, the number of duplicates (a reading is identified by imei and time: a retried batch stores nothing twice) and the rejected items with their index, code and field: UNKNOWN_DEVICE (no device of the caller's data scope has the imei: another tenant's device and one that does not exist answer alike), INVALID_READING (a field missing, out of range or of the wrong type), READING_IN_FUTURE (more than 5 minutes ahead of the server's clock), READING_TOO_OLD (older than the positions retention). Accepted readings are durable when the answer is sent. A reading newer than the device's newest moves its current state (GET /objects) and is evaluated once against the account's active event rules; an older one is history only. Subaccounts never ingest (403 PRIVILEGE_REQUIRED). Needs the token permission POST /readings and write access.
+	//
+	// Takes any type of body and a specified content type.
+	//
+	// Corresponds with POST /readings (the `PostReadings` operationId).
+	PostReadingsWithBody(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// PostReadings Send device readings
+	//
+	// Stores a batch of 1 to 1000 readings of the caller's devices (docs/design.md §14), body at most 1 MiB (413 above). A malformed body (not {"readings": [objects]}, an empty or too long list, unknown or repeated keys, text that is not valid UTF-8) is 400 INVALID_BODY and stores nothing. Otherwise each item is judged on its own: the answer is 200 with the number accepted, the number of duplicates (a reading is identified by imei and time: a retried batch stores nothing twice) and the rejected items with their index, code and field: UNKNOWN_DEVICE (no device of the caller's data scope has the imei: another tenant's device and one that does not exist answer alike), INVALID_READING (a field missing, out of range or of the wrong type), READING_IN_FUTURE (more than 5 minutes ahead of the server's clock), READING_TOO_OLD (older than the positions retention). Accepted readings are durable when the answer is sent. A reading newer than the device's newest moves its current state (GET /objects) and is evaluated once against the account's active event rules; an older one is history only. Subaccounts never ingest (403 PRIVILEGE_REQUIRED). Needs the token permission POST /readings and write access.
+	//
+	// Takes a body of the `application/json` content type.
+	//
+	// Corresponds with POST /readings (the `PostReadings` operationId).
+	PostReadings(ctx context.Context, body PostReadingsJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// GetReports Paged list of reports
 	//
@@ -4307,7 +4592,7 @@ func (c *Client) GetAccount(ctx context.Context, id int64, reqEditors ...Request
 
 // UpdateAccountWithBody Change an account the caller manages
 //
-// Changes email, active, read_only, account_expire, account_expire_dt, privileges, rate_limit and quotas (privileges: subaccounts only). Any other field is 400 INVALID_BODY. Nobody changes its own limits (403 MANAGEMENT_DENIED own_account), privileges come only from those the caller holds, and quotas above the caller's own only from an admin (exceeds_own_quota). Needs the token permission PATCH /accounts/{id} and write access.
+// Changes email, active, read_only, account_expire, account_expire_dt, privileges, rate_limit, timezone and quotas (privileges: subaccounts only). Any other field is 400 INVALID_BODY. Nobody changes its own limits (403 MANAGEMENT_DENIED own_account), privileges come only from those the caller holds, and quotas above the caller's own only from an admin (exceeds_own_quota). Needs the token permission PATCH /accounts/{id} and write access.
 //
 // Takes any type of body and a specified content type.
 //
@@ -4326,7 +4611,7 @@ func (c *Client) UpdateAccountWithBody(ctx context.Context, id int64, contentTyp
 
 // UpdateAccount Change an account the caller manages
 //
-// Changes email, active, read_only, account_expire, account_expire_dt, privileges, rate_limit and quotas (privileges: subaccounts only). Any other field is 400 INVALID_BODY. Nobody changes its own limits (403 MANAGEMENT_DENIED own_account), privileges come only from those the caller holds, and quotas above the caller's own only from an admin (exceeds_own_quota). Needs the token permission PATCH /accounts/{id} and write access.
+// Changes email, active, read_only, account_expire, account_expire_dt, privileges, rate_limit, timezone and quotas (privileges: subaccounts only). Any other field is 400 INVALID_BODY. Nobody changes its own limits (403 MANAGEMENT_DENIED own_account), privileges come only from those the caller holds, and quotas above the caller's own only from an admin (exceeds_own_quota). Needs the token permission PATCH /accounts/{id} and write access.
 //
 // Takes a body of the `application/json` content type.
 //
@@ -4610,6 +4895,23 @@ func (c *Client) MoveObject(ctx context.Context, id int64, body MoveObjectJSONRe
 	return c.Client.Do(req)
 }
 
+// GetObjectPositions A device's position history
+//
+// The stored readings of one device of the caller's data scope (a subaccount: a device granted to it; 404 otherwise, the same as a device that does not exist), time ascending, from (inclusive) to to (exclusive), at most 31 days apart: to defaults to one day after from, or now without from; from to one day before to. A page holds at most per_page positions; a full page may have more after it: pass its last time as after. Kept for the positions retention. Needs the token permission GET /objects/{id}/positions.
+//
+// Corresponds with GET /objects/{id}/positions (the `GetObjectPositions` operationId).
+func (c *Client) GetObjectPositions(ctx context.Context, id int64, params *GetObjectPositionsParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewGetObjectPositionsRequest(c.Server, id, params)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
 // CreatePassengerWithBody Create a passenger
 //
 // Creates a passenger in the caller's account (a subaccount's passenger belongs to its parent). Needs the token permission POST /passengers and an account that is not read-only.
@@ -4638,6 +4940,44 @@ func (c *Client) CreatePassengerWithBody(ctx context.Context, params *CreatePass
 // Corresponds with POST /passengers (the `CreatePassenger` operationId).
 func (c *Client) CreatePassenger(ctx context.Context, params *CreatePassengerParams, body CreatePassengerJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewCreatePassengerRequest(c.Server, params, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// PostReadingsWithBody Send device readings
+//
+// Stores a batch of 1 to 1000 readings of the caller's devices (docs/design.md §14), body at most 1 MiB (413 above). A malformed body (not {"readings": [objects]}, an empty or too long list, unknown or repeated keys, text that is not valid UTF-8) is 400 INVALID_BODY and stores nothing. Otherwise each item is judged on its own: the answer is 200 with the number accepted, the number of duplicates (a reading is identified by imei and time: a retried batch stores nothing twice) and the rejected items with their index, code and field: UNKNOWN_DEVICE (no device of the caller's data scope has the imei: another tenant's device and one that does not exist answer alike), INVALID_READING (a field missing, out of range or of the wrong type), READING_IN_FUTURE (more than 5 minutes ahead of the server's clock), READING_TOO_OLD (older than the positions retention). Accepted readings are durable when the answer is sent. A reading newer than the device's newest moves its current state (GET /objects) and is evaluated once against the account's active event rules; an older one is history only. Subaccounts never ingest (403 PRIVILEGE_REQUIRED). Needs the token permission POST /readings and write access.
+//
+// Takes any type of body and a specified content type.
+//
+// Corresponds with POST /readings (the `PostReadings` operationId).
+func (c *Client) PostReadingsWithBody(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewPostReadingsRequestWithBody(c.Server, contentType, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// PostReadings Send device readings
+//
+// Stores a batch of 1 to 1000 readings of the caller's devices (docs/design.md §14), body at most 1 MiB (413 above). A malformed body (not {"readings": [objects]}, an empty or too long list, unknown or repeated keys, text that is not valid UTF-8) is 400 INVALID_BODY and stores nothing. Otherwise each item is judged on its own: the answer is 200 with the number accepted, the number of duplicates (a reading is identified by imei and time: a retried batch stores nothing twice) and the rejected items with their index, code and field: UNKNOWN_DEVICE (no device of the caller's data scope has the imei: another tenant's device and one that does not exist answer alike), INVALID_READING (a field missing, out of range or of the wrong type), READING_IN_FUTURE (more than 5 minutes ahead of the server's clock), READING_TOO_OLD (older than the positions retention). Accepted readings are durable when the answer is sent. A reading newer than the device's newest moves its current state (GET /objects) and is evaluated once against the account's active event rules; an older one is history only. Subaccounts never ingest (403 PRIVILEGE_REQUIRED). Needs the token permission POST /readings and write access.
+//
+// Takes a body of the `application/json` content type.
+//
+// Corresponds with POST /readings (the `PostReadings` operationId).
+func (c *Client) PostReadings(ctx context.Context, body PostReadingsJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewPostReadingsRequest(c.Server, body)
 	if err != nil {
 		return nil, err
 	}
@@ -6401,6 +6741,103 @@ func NewMoveObjectRequestWithBody(server string, id int64, contentType string, b
 	return req, nil
 }
 
+// NewGetObjectPositionsRequest constructs an http.Request for the GetObjectPositions method
+func NewGetObjectPositionsRequest(server string, id int64, params *GetObjectPositionsParams) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "id", id, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "integer", Format: "int64"})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/objects/%s/positions", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	if params != nil {
+		// queryValues collects non-styled parameters (passthrough, JSON)
+		// that are safe to round-trip through url.Values.Encode().
+		queryValues := queryURL.Query()
+		// rawQueryFragments collects pre-encoded query fragments from
+		// styled parameters, preserving literal commas as delimiters
+		// per the OpenAPI spec (e.g. "color=blue,black,brown").
+		var rawQueryFragments []string
+
+		if params.From != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "from", *params.From, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: "date-time"}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.To != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "to", *params.To, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: "date-time"}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.PerPage != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "per_page", *params.PerPage, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "integer", Format: "int32"}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.After != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "after", *params.After, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: "date-time"}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if encoded := queryValues.Encode(); encoded != "" {
+			rawQueryFragments = append(rawQueryFragments, encoded)
+		}
+		queryURL.RawQuery = strings.Join(rawQueryFragments, "&")
+	}
+
+	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
 // NewCreatePassengerRequest calls the generic CreatePassenger builder with application/json body
 func NewCreatePassengerRequest(server string, params *CreatePassengerParams, body CreatePassengerJSONRequestBody) (*http.Request, error) {
 	var bodyReader io.Reader
@@ -6452,6 +6889,46 @@ func NewCreatePassengerRequestWithBody(server string, params *CreatePassengerPar
 		}
 
 	}
+
+	return req, nil
+}
+
+// NewPostReadingsRequest calls the generic PostReadings builder with application/json body
+func NewPostReadingsRequest(server string, body PostReadingsJSONRequestBody) (*http.Request, error) {
+	var bodyReader io.Reader
+	buf, err := json.Marshal(body)
+	if err != nil {
+		return nil, err
+	}
+	bodyReader = bytes.NewReader(buf)
+	return NewPostReadingsRequestWithBody(server, "application/json", bodyReader)
+}
+
+// NewPostReadingsRequestWithBody constructs an http.Request for the PostReadings method, with any body, and a specified content type
+func NewPostReadingsRequestWithBody(server string, contentType string, body io.Reader) (*http.Request, error) {
+	var err error
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/readings")
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodPost, queryURL.String(), body)
+	if err != nil {
+		return nil, err
+	}
+
+	req.Header.Add("Content-Type", contentType)
 
 	return req, nil
 }
@@ -7575,7 +8052,7 @@ type ClientWithResponsesInterface interface {
 
 	// UpdateAccountWithBodyWithResponse Change an account the caller manages
 	//
-	// Changes email, active, read_only, account_expire, account_expire_dt, privileges, rate_limit and quotas (privileges: subaccounts only). Any other field is 400 INVALID_BODY. Nobody changes its own limits (403 MANAGEMENT_DENIED own_account), privileges come only from those the caller holds, and quotas above the caller's own only from an admin (exceeds_own_quota). Needs the token permission PATCH /accounts/{id} and write access.
+	// Changes email, active, read_only, account_expire, account_expire_dt, privileges, rate_limit, timezone and quotas (privileges: subaccounts only). Any other field is 400 INVALID_BODY. Nobody changes its own limits (403 MANAGEMENT_DENIED own_account), privileges come only from those the caller holds, and quotas above the caller's own only from an admin (exceeds_own_quota). Needs the token permission PATCH /accounts/{id} and write access.
 	//
 	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 	//
@@ -7584,7 +8061,7 @@ type ClientWithResponsesInterface interface {
 
 	// UpdateAccountWithResponse Change an account the caller manages
 	//
-	// Changes email, active, read_only, account_expire, account_expire_dt, privileges, rate_limit and quotas (privileges: subaccounts only). Any other field is 400 INVALID_BODY. Nobody changes its own limits (403 MANAGEMENT_DENIED own_account), privileges come only from those the caller holds, and quotas above the caller's own only from an admin (exceeds_own_quota). Needs the token permission PATCH /accounts/{id} and write access.
+	// Changes email, active, read_only, account_expire, account_expire_dt, privileges, rate_limit, timezone and quotas (privileges: subaccounts only). Any other field is 400 INVALID_BODY. Nobody changes its own limits (403 MANAGEMENT_DENIED own_account), privileges come only from those the caller holds, and quotas above the caller's own only from an admin (exceeds_own_quota). Needs the token permission PATCH /accounts/{id} and write access.
 	//
 	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 	//
@@ -7726,6 +8203,15 @@ type ClientWithResponsesInterface interface {
 	// Corresponds with PATCH /objects/{id} (the `MoveObject` operationId).
 	MoveObjectWithResponse(ctx context.Context, id int64, body MoveObjectJSONRequestBody, reqEditors ...RequestEditorFn) (*MoveObjectResponse, error)
 
+	// GetObjectPositionsWithResponse A device's position history
+	//
+	// The stored readings of one device of the caller's data scope (a subaccount: a device granted to it; 404 otherwise, the same as a device that does not exist), time ascending, from (inclusive) to to (exclusive), at most 31 days apart: to defaults to one day after from, or now without from; from to one day before to. A page holds at most per_page positions; a full page may have more after it: pass its last time as after. Kept for the positions retention. Needs the token permission GET /objects/{id}/positions.
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /objects/{id}/positions (the `GetObjectPositions` operationId).
+	GetObjectPositionsWithResponse(ctx context.Context, id int64, params *GetObjectPositionsParams, reqEditors ...RequestEditorFn) (*GetObjectPositionsResponse, error)
+
 	// CreatePassengerWithBodyWithResponse Create a passenger
 	//
 	// Creates a passenger in the caller's account (a subaccount's passenger belongs to its parent). Needs the token permission POST /passengers and an account that is not read-only.
@@ -7743,6 +8229,24 @@ type ClientWithResponsesInterface interface {
 	//
 	// Corresponds with POST /passengers (the `CreatePassenger` operationId).
 	CreatePassengerWithResponse(ctx context.Context, params *CreatePassengerParams, body CreatePassengerJSONRequestBody, reqEditors ...RequestEditorFn) (*CreatePassengerResponse, error)
+
+	// PostReadingsWithBodyWithResponse Send device readings
+	//
+	// Stores a batch of 1 to 1000 readings of the caller's devices (docs/design.md §14), body at most 1 MiB (413 above). A malformed body (not {"readings": [objects]}, an empty or too long list, unknown or repeated keys, text that is not valid UTF-8) is 400 INVALID_BODY and stores nothing. Otherwise each item is judged on its own: the answer is 200 with the number accepted, the number of duplicates (a reading is identified by imei and time: a retried batch stores nothing twice) and the rejected items with their index, code and field: UNKNOWN_DEVICE (no device of the caller's data scope has the imei: another tenant's device and one that does not exist answer alike), INVALID_READING (a field missing, out of range or of the wrong type), READING_IN_FUTURE (more than 5 minutes ahead of the server's clock), READING_TOO_OLD (older than the positions retention). Accepted readings are durable when the answer is sent. A reading newer than the device's newest moves its current state (GET /objects) and is evaluated once against the account's active event rules; an older one is history only. Subaccounts never ingest (403 PRIVILEGE_REQUIRED). Needs the token permission POST /readings and write access.
+	//
+	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /readings (the `PostReadings` operationId).
+	PostReadingsWithBodyWithResponse(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*PostReadingsResponse, error)
+
+	// PostReadingsWithResponse Send device readings
+	//
+	// Stores a batch of 1 to 1000 readings of the caller's devices (docs/design.md §14), body at most 1 MiB (413 above). A malformed body (not {"readings": [objects]}, an empty or too long list, unknown or repeated keys, text that is not valid UTF-8) is 400 INVALID_BODY and stores nothing. Otherwise each item is judged on its own: the answer is 200 with the number accepted, the number of duplicates (a reading is identified by imei and time: a retried batch stores nothing twice) and the rejected items with their index, code and field: UNKNOWN_DEVICE (no device of the caller's data scope has the imei: another tenant's device and one that does not exist answer alike), INVALID_READING (a field missing, out of range or of the wrong type), READING_IN_FUTURE (more than 5 minutes ahead of the server's clock), READING_TOO_OLD (older than the positions retention). Accepted readings are durable when the answer is sent. A reading newer than the device's newest moves its current state (GET /objects) and is evaluated once against the account's active event rules; an older one is history only. Subaccounts never ingest (403 PRIVILEGE_REQUIRED). Needs the token permission POST /readings and write access.
+	//
+	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /readings (the `PostReadings` operationId).
+	PostReadingsWithResponse(ctx context.Context, body PostReadingsJSONRequestBody, reqEditors ...RequestEditorFn) (*PostReadingsResponse, error)
 
 	// GetReportsWithResponse Paged list of reports
 	//
@@ -10661,6 +11165,169 @@ func (r MoveObjectResponse) ContentType() string {
 	return ""
 }
 
+// GetObjectPositionsResponse200Headers the declared response headers of an HTTP 200 response for GetObjectPositions
+type GetObjectPositionsResponse200Headers struct {
+	RateLimitLimit     *int64
+	RateLimitRemaining *int64
+	RateLimitReset     *int64
+	XRequestId         string
+}
+
+// GetObjectPositionsResponse400Headers the declared response headers of an HTTP 400 response for GetObjectPositions
+type GetObjectPositionsResponse400Headers struct {
+	RateLimitLimit     *int64
+	RateLimitRemaining *int64
+	RateLimitReset     *int64
+	XRequestId         string
+}
+
+// GetObjectPositionsResponse401Headers the declared response headers of an HTTP 401 response for GetObjectPositions
+type GetObjectPositionsResponse401Headers struct {
+	XRequestId string
+}
+
+// GetObjectPositionsResponse403Headers the declared response headers of an HTTP 403 response for GetObjectPositions
+type GetObjectPositionsResponse403Headers struct {
+	RateLimitLimit     *int64
+	RateLimitRemaining *int64
+	RateLimitReset     *int64
+	XRequestId         string
+}
+
+// GetObjectPositionsResponse404Headers the declared response headers of an HTTP 404 response for GetObjectPositions
+type GetObjectPositionsResponse404Headers struct {
+	RateLimitLimit     *int64
+	RateLimitRemaining *int64
+	RateLimitReset     *int64
+	XRequestId         string
+}
+
+// GetObjectPositionsResponse429Headers the declared response headers of an HTTP 429 response for GetObjectPositions
+type GetObjectPositionsResponse429Headers struct {
+	RateLimitLimit     *int64
+	RateLimitRemaining *int64
+	RateLimitReset     *int64
+	RetryAfter         int64
+	XRequestId         string
+}
+
+// GetObjectPositionsResponse500Headers the declared response headers of an HTTP 500 response for GetObjectPositions
+type GetObjectPositionsResponse500Headers struct {
+	XRequestId string
+}
+
+// GetObjectPositionsResponse503Headers the declared response headers of an HTTP 503 response for GetObjectPositions
+type GetObjectPositionsResponse503Headers struct {
+	RetryAfter int64
+	XRequestId string
+}
+
+type GetObjectPositionsResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *PositionList
+	// JSON400 the response for an HTTP 400 `application/json` response
+	JSON400 *BadRequest
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthorized
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *Forbidden
+	// JSON404 the response for an HTTP 404 `application/json` response
+	JSON404 *NotFound
+	// JSON429 the response for an HTTP 429 `application/json` response
+	JSON429 *TooManyRequests
+	// JSON500 the response for an HTTP 500 `application/json` response
+	JSON500 *InternalError
+	// JSON503 the response for an HTTP 503 `application/json` response
+	JSON503 *ServiceUnavailable
+	// Headers200 the parsed response headers for an HTTP 200 response
+	Headers200 *GetObjectPositionsResponse200Headers
+	// Headers400 the parsed response headers for an HTTP 400 response
+	Headers400 *GetObjectPositionsResponse400Headers
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *GetObjectPositionsResponse401Headers
+	// Headers403 the parsed response headers for an HTTP 403 response
+	Headers403 *GetObjectPositionsResponse403Headers
+	// Headers404 the parsed response headers for an HTTP 404 response
+	Headers404 *GetObjectPositionsResponse404Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *GetObjectPositionsResponse429Headers
+	// Headers500 the parsed response headers for an HTTP 500 response
+	Headers500 *GetObjectPositionsResponse500Headers
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *GetObjectPositionsResponse503Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r GetObjectPositionsResponse) GetJSON200() *PositionList {
+	return r.JSON200
+}
+
+// GetJSON400 returns the response for an HTTP 400 `application/json` response
+func (r GetObjectPositionsResponse) GetJSON400() *BadRequest {
+	return r.JSON400
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r GetObjectPositionsResponse) GetJSON401() *Unauthorized {
+	return r.JSON401
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r GetObjectPositionsResponse) GetJSON403() *Forbidden {
+	return r.JSON403
+}
+
+// GetJSON404 returns the response for an HTTP 404 `application/json` response
+func (r GetObjectPositionsResponse) GetJSON404() *NotFound {
+	return r.JSON404
+}
+
+// GetJSON429 returns the response for an HTTP 429 `application/json` response
+func (r GetObjectPositionsResponse) GetJSON429() *TooManyRequests {
+	return r.JSON429
+}
+
+// GetJSON500 returns the response for an HTTP 500 `application/json` response
+func (r GetObjectPositionsResponse) GetJSON500() *InternalError {
+	return r.JSON500
+}
+
+// GetJSON503 returns the response for an HTTP 503 `application/json` response
+func (r GetObjectPositionsResponse) GetJSON503() *ServiceUnavailable {
+	return r.JSON503
+}
+
+// GetBody returns the raw response body bytes
+func (r GetObjectPositionsResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r GetObjectPositionsResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r GetObjectPositionsResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r GetObjectPositionsResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
 // CreatePassengerResponse201Headers the declared response headers of an HTTP 201 response for CreatePassenger
 type CreatePassengerResponse201Headers struct {
 	IdempotentReplayed *string
@@ -10853,6 +11520,186 @@ func (r CreatePassengerResponse) StatusCode() int {
 
 // ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
 func (r CreatePassengerResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// PostReadingsResponse200Headers the declared response headers of an HTTP 200 response for PostReadings
+type PostReadingsResponse200Headers struct {
+	RateLimitLimit     *int64
+	RateLimitRemaining *int64
+	RateLimitReset     *int64
+	XRequestId         string
+}
+
+// PostReadingsResponse400Headers the declared response headers of an HTTP 400 response for PostReadings
+type PostReadingsResponse400Headers struct {
+	RateLimitLimit     *int64
+	RateLimitRemaining *int64
+	RateLimitReset     *int64
+	XRequestId         string
+}
+
+// PostReadingsResponse401Headers the declared response headers of an HTTP 401 response for PostReadings
+type PostReadingsResponse401Headers struct {
+	XRequestId string
+}
+
+// PostReadingsResponse403Headers the declared response headers of an HTTP 403 response for PostReadings
+type PostReadingsResponse403Headers struct {
+	RateLimitLimit     *int64
+	RateLimitRemaining *int64
+	RateLimitReset     *int64
+	XRequestId         string
+}
+
+// PostReadingsResponse413Headers the declared response headers of an HTTP 413 response for PostReadings
+type PostReadingsResponse413Headers struct {
+	RateLimitLimit     *int64
+	RateLimitRemaining *int64
+	RateLimitReset     *int64
+	XRequestId         string
+}
+
+// PostReadingsResponse415Headers the declared response headers of an HTTP 415 response for PostReadings
+type PostReadingsResponse415Headers struct {
+	RateLimitLimit     *int64
+	RateLimitRemaining *int64
+	RateLimitReset     *int64
+	XRequestId         string
+}
+
+// PostReadingsResponse429Headers the declared response headers of an HTTP 429 response for PostReadings
+type PostReadingsResponse429Headers struct {
+	RateLimitLimit     *int64
+	RateLimitRemaining *int64
+	RateLimitReset     *int64
+	RetryAfter         int64
+	XRequestId         string
+}
+
+// PostReadingsResponse500Headers the declared response headers of an HTTP 500 response for PostReadings
+type PostReadingsResponse500Headers struct {
+	XRequestId string
+}
+
+// PostReadingsResponse503Headers the declared response headers of an HTTP 503 response for PostReadings
+type PostReadingsResponse503Headers struct {
+	RetryAfter int64
+	XRequestId string
+}
+
+type PostReadingsResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *ReadingsResultResponse
+	// JSON400 the response for an HTTP 400 `application/json` response
+	JSON400 *BadRequest
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthorized
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *Forbidden
+	// JSON413 the response for an HTTP 413 `application/json` response
+	JSON413 *PayloadTooLarge
+	// JSON415 the response for an HTTP 415 `application/json` response
+	JSON415 *UnsupportedMediaType
+	// JSON429 the response for an HTTP 429 `application/json` response
+	JSON429 *TooManyRequests
+	// JSON500 the response for an HTTP 500 `application/json` response
+	JSON500 *InternalError
+	// JSON503 the response for an HTTP 503 `application/json` response
+	JSON503 *ServiceUnavailable
+	// Headers200 the parsed response headers for an HTTP 200 response
+	Headers200 *PostReadingsResponse200Headers
+	// Headers400 the parsed response headers for an HTTP 400 response
+	Headers400 *PostReadingsResponse400Headers
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *PostReadingsResponse401Headers
+	// Headers403 the parsed response headers for an HTTP 403 response
+	Headers403 *PostReadingsResponse403Headers
+	// Headers413 the parsed response headers for an HTTP 413 response
+	Headers413 *PostReadingsResponse413Headers
+	// Headers415 the parsed response headers for an HTTP 415 response
+	Headers415 *PostReadingsResponse415Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *PostReadingsResponse429Headers
+	// Headers500 the parsed response headers for an HTTP 500 response
+	Headers500 *PostReadingsResponse500Headers
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *PostReadingsResponse503Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r PostReadingsResponse) GetJSON200() *ReadingsResultResponse {
+	return r.JSON200
+}
+
+// GetJSON400 returns the response for an HTTP 400 `application/json` response
+func (r PostReadingsResponse) GetJSON400() *BadRequest {
+	return r.JSON400
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r PostReadingsResponse) GetJSON401() *Unauthorized {
+	return r.JSON401
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r PostReadingsResponse) GetJSON403() *Forbidden {
+	return r.JSON403
+}
+
+// GetJSON413 returns the response for an HTTP 413 `application/json` response
+func (r PostReadingsResponse) GetJSON413() *PayloadTooLarge {
+	return r.JSON413
+}
+
+// GetJSON415 returns the response for an HTTP 415 `application/json` response
+func (r PostReadingsResponse) GetJSON415() *UnsupportedMediaType {
+	return r.JSON415
+}
+
+// GetJSON429 returns the response for an HTTP 429 `application/json` response
+func (r PostReadingsResponse) GetJSON429() *TooManyRequests {
+	return r.JSON429
+}
+
+// GetJSON500 returns the response for an HTTP 500 `application/json` response
+func (r PostReadingsResponse) GetJSON500() *InternalError {
+	return r.JSON500
+}
+
+// GetJSON503 returns the response for an HTTP 503 `application/json` response
+func (r PostReadingsResponse) GetJSON503() *ServiceUnavailable {
+	return r.JSON503
+}
+
+// GetBody returns the raw response body bytes
+func (r PostReadingsResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r PostReadingsResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r PostReadingsResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r PostReadingsResponse) ContentType() string {
 	if r.HTTPResponse != nil {
 		return r.HTTPResponse.Header.Get("Content-Type")
 	}
@@ -12054,7 +12901,7 @@ func (c *ClientWithResponses) GetAccountWithResponse(ctx context.Context, id int
 
 // UpdateAccountWithBodyWithResponse Change an account the caller manages
 //
-// Changes email, active, read_only, account_expire, account_expire_dt, privileges, rate_limit and quotas (privileges: subaccounts only). Any other field is 400 INVALID_BODY. Nobody changes its own limits (403 MANAGEMENT_DENIED own_account), privileges come only from those the caller holds, and quotas above the caller's own only from an admin (exceeds_own_quota). Needs the token permission PATCH /accounts/{id} and write access.
+// Changes email, active, read_only, account_expire, account_expire_dt, privileges, rate_limit, timezone and quotas (privileges: subaccounts only). Any other field is 400 INVALID_BODY. Nobody changes its own limits (403 MANAGEMENT_DENIED own_account), privileges come only from those the caller holds, and quotas above the caller's own only from an admin (exceeds_own_quota). Needs the token permission PATCH /accounts/{id} and write access.
 //
 // Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 //
@@ -12069,7 +12916,7 @@ func (c *ClientWithResponses) UpdateAccountWithBodyWithResponse(ctx context.Cont
 
 // UpdateAccountWithResponse Change an account the caller manages
 //
-// Changes email, active, read_only, account_expire, account_expire_dt, privileges, rate_limit and quotas (privileges: subaccounts only). Any other field is 400 INVALID_BODY. Nobody changes its own limits (403 MANAGEMENT_DENIED own_account), privileges come only from those the caller holds, and quotas above the caller's own only from an admin (exceeds_own_quota). Needs the token permission PATCH /accounts/{id} and write access.
+// Changes email, active, read_only, account_expire, account_expire_dt, privileges, rate_limit, timezone and quotas (privileges: subaccounts only). Any other field is 400 INVALID_BODY. Nobody changes its own limits (403 MANAGEMENT_DENIED own_account), privileges come only from those the caller holds, and quotas above the caller's own only from an admin (exceeds_own_quota). Needs the token permission PATCH /accounts/{id} and write access.
 //
 // Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 //
@@ -12307,6 +13154,21 @@ func (c *ClientWithResponses) MoveObjectWithResponse(ctx context.Context, id int
 	return ParseMoveObjectResponse(rsp)
 }
 
+// GetObjectPositionsWithResponse A device's position history
+//
+// The stored readings of one device of the caller's data scope (a subaccount: a device granted to it; 404 otherwise, the same as a device that does not exist), time ascending, from (inclusive) to to (exclusive), at most 31 days apart: to defaults to one day after from, or now without from; from to one day before to. A page holds at most per_page positions; a full page may have more after it: pass its last time as after. Kept for the positions retention. Needs the token permission GET /objects/{id}/positions.
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /objects/{id}/positions (the `GetObjectPositions` operationId).
+func (c *ClientWithResponses) GetObjectPositionsWithResponse(ctx context.Context, id int64, params *GetObjectPositionsParams, reqEditors ...RequestEditorFn) (*GetObjectPositionsResponse, error) {
+	rsp, err := c.GetObjectPositions(ctx, id, params, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseGetObjectPositionsResponse(rsp)
+}
+
 // CreatePassengerWithBodyWithResponse Create a passenger
 //
 // Creates a passenger in the caller's account (a subaccount's passenger belongs to its parent). Needs the token permission POST /passengers and an account that is not read-only.
@@ -12335,6 +13197,36 @@ func (c *ClientWithResponses) CreatePassengerWithResponse(ctx context.Context, p
 		return nil, err
 	}
 	return ParseCreatePassengerResponse(rsp)
+}
+
+// PostReadingsWithBodyWithResponse Send device readings
+//
+// Stores a batch of 1 to 1000 readings of the caller's devices (docs/design.md §14), body at most 1 MiB (413 above). A malformed body (not {"readings": [objects]}, an empty or too long list, unknown or repeated keys, text that is not valid UTF-8) is 400 INVALID_BODY and stores nothing. Otherwise each item is judged on its own: the answer is 200 with the number accepted, the number of duplicates (a reading is identified by imei and time: a retried batch stores nothing twice) and the rejected items with their index, code and field: UNKNOWN_DEVICE (no device of the caller's data scope has the imei: another tenant's device and one that does not exist answer alike), INVALID_READING (a field missing, out of range or of the wrong type), READING_IN_FUTURE (more than 5 minutes ahead of the server's clock), READING_TOO_OLD (older than the positions retention). Accepted readings are durable when the answer is sent. A reading newer than the device's newest moves its current state (GET /objects) and is evaluated once against the account's active event rules; an older one is history only. Subaccounts never ingest (403 PRIVILEGE_REQUIRED). Needs the token permission POST /readings and write access.
+//
+// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /readings (the `PostReadings` operationId).
+func (c *ClientWithResponses) PostReadingsWithBodyWithResponse(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*PostReadingsResponse, error) {
+	rsp, err := c.PostReadingsWithBody(ctx, contentType, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParsePostReadingsResponse(rsp)
+}
+
+// PostReadingsWithResponse Send device readings
+//
+// Stores a batch of 1 to 1000 readings of the caller's devices (docs/design.md §14), body at most 1 MiB (413 above). A malformed body (not {"readings": [objects]}, an empty or too long list, unknown or repeated keys, text that is not valid UTF-8) is 400 INVALID_BODY and stores nothing. Otherwise each item is judged on its own: the answer is 200 with the number accepted, the number of duplicates (a reading is identified by imei and time: a retried batch stores nothing twice) and the rejected items with their index, code and field: UNKNOWN_DEVICE (no device of the caller's data scope has the imei: another tenant's device and one that does not exist answer alike), INVALID_READING (a field missing, out of range or of the wrong type), READING_IN_FUTURE (more than 5 minutes ahead of the server's clock), READING_TOO_OLD (older than the positions retention). Accepted readings are durable when the answer is sent. A reading newer than the device's newest moves its current state (GET /objects) and is evaluated once against the account's active event rules; an older one is history only. Subaccounts never ingest (403 PRIVILEGE_REQUIRED). Needs the token permission POST /readings and write access.
+//
+// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /readings (the `PostReadings` operationId).
+func (c *ClientWithResponses) PostReadingsWithResponse(ctx context.Context, body PostReadingsJSONRequestBody, reqEditors ...RequestEditorFn) (*PostReadingsResponse, error) {
+	rsp, err := c.PostReadings(ctx, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParsePostReadingsResponse(rsp)
 }
 
 // GetReportsWithResponse Paged list of reports
@@ -17359,6 +18251,283 @@ func ParseMoveObjectResponse(rsp *http.Response) (*MoveObjectResponse, error) {
 	return response, nil
 }
 
+// ParseGetObjectPositionsResponse parses an HTTP response from a GetObjectPositionsWithResponse call
+func ParseGetObjectPositionsResponse(rsp *http.Response) (*GetObjectPositionsResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &GetObjectPositionsResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest PositionList
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest BadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Forbidden
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest NotFound
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest TooManyRequests
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest InternalError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON500 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest ServiceUnavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON503 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 200:
+		var headers GetObjectPositionsResponse200Headers
+		if values := rsp.Header.Values("RateLimit-Limit"); len(values) > 0 {
+			var value int64
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: "int64"}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitLimit = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Remaining"); len(values) > 0 {
+			var value int64
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Remaining", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: "int64"}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitRemaining = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Reset"); len(values) > 0 {
+			var value int64
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Reset", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: "int64"}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitReset = &value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers200 = &headers
+	case rsp.StatusCode == 400:
+		var headers GetObjectPositionsResponse400Headers
+		if values := rsp.Header.Values("RateLimit-Limit"); len(values) > 0 {
+			var value int64
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: "int64"}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitLimit = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Remaining"); len(values) > 0 {
+			var value int64
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Remaining", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: "int64"}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitRemaining = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Reset"); len(values) > 0 {
+			var value int64
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Reset", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: "int64"}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitReset = &value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers400 = &headers
+	case rsp.StatusCode == 401:
+		var headers GetObjectPositionsResponse401Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers401 = &headers
+	case rsp.StatusCode == 403:
+		var headers GetObjectPositionsResponse403Headers
+		if values := rsp.Header.Values("RateLimit-Limit"); len(values) > 0 {
+			var value int64
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: "int64"}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitLimit = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Remaining"); len(values) > 0 {
+			var value int64
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Remaining", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: "int64"}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitRemaining = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Reset"); len(values) > 0 {
+			var value int64
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Reset", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: "int64"}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitReset = &value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers403 = &headers
+	case rsp.StatusCode == 404:
+		var headers GetObjectPositionsResponse404Headers
+		if values := rsp.Header.Values("RateLimit-Limit"); len(values) > 0 {
+			var value int64
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: "int64"}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitLimit = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Remaining"); len(values) > 0 {
+			var value int64
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Remaining", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: "int64"}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitRemaining = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Reset"); len(values) > 0 {
+			var value int64
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Reset", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: "int64"}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitReset = &value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers404 = &headers
+	case rsp.StatusCode == 429:
+		var headers GetObjectPositionsResponse429Headers
+		if values := rsp.Header.Values("RateLimit-Limit"); len(values) > 0 {
+			var value int64
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: "int64"}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitLimit = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Remaining"); len(values) > 0 {
+			var value int64
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Remaining", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: "int64"}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitRemaining = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Reset"); len(values) > 0 {
+			var value int64
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Reset", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: "int64"}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitReset = &value
+		}
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int64
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: "int64"}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers429 = &headers
+	case rsp.StatusCode == 500:
+		var headers GetObjectPositionsResponse500Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers500 = &headers
+	case rsp.StatusCode == 503:
+		var headers GetObjectPositionsResponse503Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int64
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: "int64"}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers503 = &headers
+	}
+
+	return response, nil
+}
+
 // ParseCreatePassengerResponse parses an HTTP response from a CreatePassengerWithResponse call
 func ParseCreatePassengerResponse(rsp *http.Response) (*CreatePassengerResponse, error) {
 	bodyBytes, err := io.ReadAll(rsp.Body)
@@ -17699,6 +18868,321 @@ func ParseCreatePassengerResponse(rsp *http.Response) (*CreatePassengerResponse,
 		response.Headers500 = &headers
 	case rsp.StatusCode == 503:
 		var headers CreatePassengerResponse503Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int64
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: "int64"}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers503 = &headers
+	}
+
+	return response, nil
+}
+
+// ParsePostReadingsResponse parses an HTTP response from a PostReadingsWithResponse call
+func ParsePostReadingsResponse(rsp *http.Response) (*PostReadingsResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &PostReadingsResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest ReadingsResultResponse
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest BadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Forbidden
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 413:
+		var dest PayloadTooLarge
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON413 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 415:
+		var dest UnsupportedMediaType
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON415 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest TooManyRequests
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest InternalError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON500 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest ServiceUnavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON503 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 200:
+		var headers PostReadingsResponse200Headers
+		if values := rsp.Header.Values("RateLimit-Limit"); len(values) > 0 {
+			var value int64
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: "int64"}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitLimit = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Remaining"); len(values) > 0 {
+			var value int64
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Remaining", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: "int64"}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitRemaining = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Reset"); len(values) > 0 {
+			var value int64
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Reset", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: "int64"}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitReset = &value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers200 = &headers
+	case rsp.StatusCode == 400:
+		var headers PostReadingsResponse400Headers
+		if values := rsp.Header.Values("RateLimit-Limit"); len(values) > 0 {
+			var value int64
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: "int64"}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitLimit = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Remaining"); len(values) > 0 {
+			var value int64
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Remaining", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: "int64"}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitRemaining = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Reset"); len(values) > 0 {
+			var value int64
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Reset", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: "int64"}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitReset = &value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers400 = &headers
+	case rsp.StatusCode == 401:
+		var headers PostReadingsResponse401Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers401 = &headers
+	case rsp.StatusCode == 403:
+		var headers PostReadingsResponse403Headers
+		if values := rsp.Header.Values("RateLimit-Limit"); len(values) > 0 {
+			var value int64
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: "int64"}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitLimit = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Remaining"); len(values) > 0 {
+			var value int64
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Remaining", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: "int64"}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitRemaining = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Reset"); len(values) > 0 {
+			var value int64
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Reset", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: "int64"}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitReset = &value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers403 = &headers
+	case rsp.StatusCode == 413:
+		var headers PostReadingsResponse413Headers
+		if values := rsp.Header.Values("RateLimit-Limit"); len(values) > 0 {
+			var value int64
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: "int64"}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitLimit = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Remaining"); len(values) > 0 {
+			var value int64
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Remaining", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: "int64"}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitRemaining = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Reset"); len(values) > 0 {
+			var value int64
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Reset", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: "int64"}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitReset = &value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers413 = &headers
+	case rsp.StatusCode == 415:
+		var headers PostReadingsResponse415Headers
+		if values := rsp.Header.Values("RateLimit-Limit"); len(values) > 0 {
+			var value int64
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: "int64"}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitLimit = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Remaining"); len(values) > 0 {
+			var value int64
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Remaining", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: "int64"}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitRemaining = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Reset"); len(values) > 0 {
+			var value int64
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Reset", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: "int64"}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitReset = &value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers415 = &headers
+	case rsp.StatusCode == 429:
+		var headers PostReadingsResponse429Headers
+		if values := rsp.Header.Values("RateLimit-Limit"); len(values) > 0 {
+			var value int64
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: "int64"}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitLimit = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Remaining"); len(values) > 0 {
+			var value int64
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Remaining", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: "int64"}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitRemaining = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Reset"); len(values) > 0 {
+			var value int64
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Reset", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: "int64"}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitReset = &value
+		}
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int64
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: "int64"}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers429 = &headers
+	case rsp.StatusCode == 500:
+		var headers PostReadingsResponse500Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers500 = &headers
+	case rsp.StatusCode == 503:
+		var headers PostReadingsResponse503Headers
 		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
 			var value int64
 			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: "int64"}); err != nil {
