@@ -1,0 +1,180 @@
+package bench
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"hash/fnv"
+	"strconv"
+	"time"
+
+	"github.com/uptrace/bun"
+)
+
+// The simulated drive of the ingest workload: every device of the data set
+// (or the first --ingest-devices) drives the same cycle of 12 readings,
+// each device at its own phase, so that at any moment devices of every
+// account are accelerating, speeding, braking and parked. A cycle crosses
+// every overspeed threshold the generator draws (90 to 130 km/h) up and
+// down once, switches the ignition off and on, lets the fuel fall below 10
+// and rise again and the temperature cross 8: the generated overspeed,
+// ignition_on/off and param rules fire now and then and re-arm, as a real
+// fleet's do.
+
+// driveSpeeds is the speed (km/h) of each step of the cycle.
+var driveSpeeds = [...]float64{0, 0, 35, 70, 95, 118, 136, 112, 88, 60, 30, 8}
+
+// driveStep is the simulated time a step stands for (the odometer's and
+// engine hours' advance); the reading's time is the wall clock's.
+const driveStep = 20 * time.Second
+
+// device is one driven device: what the drive needs to continue it.
+type device struct {
+	imei      string
+	accountID int64
+	phase     int
+	step      int
+	odometer  float64
+	hours     float64
+	// lastMS is the time of its newest reading (Unix milliseconds): the
+	// next one is later, so that each device's readings move forward.
+	lastMS int64
+}
+
+// reading is one reading as the harness sends it, the JSON item of POST
+// /readings (docs/design.md §14); the floor converts it for storage.
+type reading struct {
+	IMEI        string         `json:"imei"`
+	Time        time.Time      `json:"time"`
+	Lat         float64        `json:"lat"`
+	Lon         float64        `json:"lon"`
+	Speed       float64        `json:"speed"`
+	Heading     float64        `json:"heading"`
+	Altitude    float64        `json:"altitude"`
+	Odometer    float64        `json:"odometer"`
+	EngineHours float64        `json:"engine_hours"`
+	Ignition    bool           `json:"ignition"`
+	Attributes  map[string]any `json:"attributes"`
+}
+
+// loadFleet reads the devices to drive from the database, in id order:
+// every device, or the first limit when limit > 0. Each starts at its
+// stored odometer and engine hours.
+func loadFleet(ctx context.Context, db *bun.DB, limit int) ([]*device, error) {
+	var rows []struct {
+		IMEI      string   `bun:"imei"`
+		AccountID int64    `bun:"account_id"`
+		Odometer  *float64 `bun:"odometer"`
+		Hours     *float64 `bun:"engine_hours"`
+	}
+	q := "SELECT imei, account_id, odometer::float8 AS odometer, engine_hours::float8 AS engine_hours FROM objects ORDER BY id"
+	if limit > 0 {
+		q += " LIMIT " + strconv.Itoa(limit)
+	}
+	if err := db.NewRaw(q).Scan(ctx, &rows); err != nil {
+		return nil, fmt.Errorf("devices: %w", err)
+	}
+	if len(rows) == 0 {
+		return nil, fmt.Errorf("devices: the database holds none")
+	}
+	out := make([]*device, len(rows))
+	for i, r := range rows {
+		d := &device{imei: r.IMEI, accountID: r.AccountID, phase: phaseOf(r.IMEI)}
+		if r.Odometer != nil {
+			d.odometer = *r.Odometer
+		}
+		if r.Hours != nil {
+			d.hours = *r.Hours
+		}
+		out[i] = d
+	}
+	return out, nil
+}
+
+// phaseOf spreads the devices over the cycle, the same for a device in
+// every run.
+func phaseOf(imei string) int {
+	f := fnv.New32a()
+	f.Write([]byte(imei))
+	return int(f.Sum32() % uint32(len(driveSpeeds)))
+}
+
+// next is the device's next reading at the wall-clock time now: the next
+// step of its cycle, at a time after its previous reading's.
+func (d *device) next(now time.Time) reading {
+	ms := max(now.UnixMilli(), d.lastMS+1)
+	d.lastMS = ms
+	s := (d.step + d.phase) % len(driveSpeeds)
+	d.step++
+	speed := driveSpeeds[s]
+	d.odometer += speed * driveStep.Hours()
+	if speed > 0 {
+		d.hours += driveStep.Hours()
+	}
+	return reading{
+		IMEI:        d.imei,
+		Time:        time.UnixMilli(ms).UTC(),
+		Lat:         50 + float64(d.phase)/100 + float64(s)/1000,
+		Lon:         10 + float64(s)/500,
+		Speed:       speed,
+		Heading:     float64(30 * s),
+		Altitude:    120,
+		Odometer:    round1(d.odometer),
+		EngineHours: round1(d.hours),
+		Ignition:    speed > 0,
+		// fuel falls 7 a step from 80 (below 10 at the cycle's end), the
+		// temperature rises 1 a step from 4 (above 8 at steps 5 and 11)
+		Attributes: map[string]any{"fuel": float64(80 - 7*s), "temp1": float64(4 + s%6)},
+	}
+}
+
+// round1 rounds to one decimal, as a tracker reports.
+func round1(v float64) float64 { return float64(int64(v*10+0.5)) / 10 }
+
+// gateway is one client of the workload: it posts for its own share of
+// the devices, round robin, so each device's readings leave in time order
+// from one client (as a real gateway keeps a device's connection).
+type gateway struct {
+	devices []*device
+	next    int
+}
+
+// gateways deals the devices out to n gateways: device i to gateway i mod
+// n, so every gateway posts for devices of many accounts.
+func gateways(devs []*device, n int) []*gateway {
+	out := make([]*gateway, n)
+	for i := range out {
+		out[i] = &gateway{}
+	}
+	for i, d := range devs {
+		g := out[i%n]
+		g.devices = append(g.devices, d)
+	}
+	return out
+}
+
+// batch is the gateway's next size readings (fewer when it drives fewer
+// devices: a batch never holds a device twice).
+func (g *gateway) batch(size int, now time.Time) []reading {
+	size = min(size, len(g.devices))
+	out := make([]reading, size)
+	for i := range out {
+		out[i] = g.devices[g.next].next(now)
+		g.next = (g.next + 1) % len(g.devices)
+	}
+	return out
+}
+
+// readingsBody is the body of POST /readings for rs.
+func readingsBody(rs []reading) ([]byte, error) {
+	return json.Marshal(struct {
+		Readings []reading `json:"readings"`
+	}{rs})
+}
+
+// readingKey identifies a reading (docs/design.md §14: imei and time) to
+// match a notification with the batch that carried its reading.
+type readingKey struct {
+	imei string
+	ms   int64
+}
