@@ -54,6 +54,7 @@ type ingestResult struct {
 // streamResult is what the notification stream read during a run.
 type streamResult struct {
 	events, matched, unmatched int64
+	reconnects                 int64
 	latency                    stats.Percentiles
 	err                        error
 }

@@ -26,6 +26,9 @@ func (r ingestResult) line() string {
 	if s := r.stream; s != nil {
 		out += fmt.Sprintf("\n%-8s stream: %d notifications read, %d matched to their batch, reading → notification p50 %s p99 %s max %s ms",
 			"", s.events, s.matched, ms(s.latency.P50), ms(s.latency.P99), ms(s.latency.Max))
+		if s.reconnects > 0 {
+			out += fmt.Sprintf(", reopened %d times", s.reconnects)
+		}
 		if s.err != nil {
 			out += " (" + s.err.Error() + ")"
 		}

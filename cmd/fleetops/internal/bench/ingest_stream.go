@@ -63,8 +63,9 @@ type streamWatch struct {
 	mu        sync.Mutex
 	latencies []time.Duration
 	events    int64 // notification events read
-	unmatched int64 // events whose reading this run did not send
-	err       error // why the stream ended early
+	unmatched  int64 // events whose reading this run did not send
+	reconnects int64 // times the server closed the stream and it was reopened
+	err        error // why the stream ended early
 }
 
 // streamNotification is what the harness reads of a streamed notification.
@@ -74,44 +75,73 @@ type streamNotification struct {
 }
 
 // openStream opens GET /notifications/stream with token and reads it in
-// the background until stop; it returns once the server answered 200.
+// the background until stop, reconnecting with Last-Event-ID when the
+// server closes it (a slow reader's hint); it returns once the server
+// answered the first request 200.
 func (h *harness) openStream(ctx context.Context, token string, log *sentLog) (*streamWatch, error) {
 	ctx, cancel := context.WithCancel(ctx)
-	req, err := http.NewRequestWithContext(ctx, "GET", h.cfg.BaseURL+base+"/notifications/stream", nil)
+	w := &streamWatch{log: log, cancel: cancel, done: make(chan struct{})}
+	body, err := h.streamRequest(ctx, token, "")
 	if err != nil {
 		cancel()
 		return nil, err
 	}
+	go func() {
+		defer close(w.done)
+		lastID := ""
+		for {
+			readErr := readEvents(body, func(id, event, data string) {
+				if id != "" {
+					lastID = id
+				}
+				if event == "notification" {
+					w.note(data, time.Now())
+				}
+			})
+			body.Close()
+			if ctx.Err() != nil {
+				return
+			}
+			w.mu.Lock()
+			w.reconnects++
+			w.mu.Unlock()
+			var err error
+			if body, err = h.streamRequest(ctx, token, lastID); err != nil {
+				if ctx.Err() == nil {
+					w.mu.Lock()
+					w.err = fmt.Errorf("notification stream ended (%v) and did not reopen: %v", readErr, err)
+					w.mu.Unlock()
+				}
+				return
+			}
+		}
+	}()
+	return w, nil
+}
+
+// streamRequest opens the stream, after lastID when not empty, and returns
+// its body.
+func (h *harness) streamRequest(ctx context.Context, token, lastID string) (io.ReadCloser, error) {
+	req, err := http.NewRequestWithContext(ctx, "GET", h.cfg.BaseURL+base+"/notifications/stream", nil)
+	if err != nil {
+		return nil, err
+	}
 	req.Header.Set("Authorization", "Bearer "+token)
 	req.Header.Set("Accept", "text/event-stream")
+	if lastID != "" {
+		req.Header.Set("Last-Event-ID", lastID)
+	}
 	// a client of its own: the harness's has a 30 s timeout per request
 	resp, err := (&http.Client{}).Do(req)
 	if err != nil {
-		cancel()
 		return nil, fmt.Errorf("notification stream: %w", err)
 	}
 	if resp.StatusCode != http.StatusOK {
 		b, _ := io.ReadAll(io.LimitReader(resp.Body, 300))
 		resp.Body.Close()
-		cancel()
 		return nil, fmt.Errorf("notification stream: status %d: %s", resp.StatusCode, b)
 	}
-	w := &streamWatch{log: log, cancel: cancel, done: make(chan struct{})}
-	go func() {
-		defer close(w.done)
-		defer resp.Body.Close()
-		err := readEvents(resp.Body, func(event, data string) {
-			if event == "notification" {
-				w.note(data, time.Now())
-			}
-		})
-		if ctx.Err() == nil {
-			w.mu.Lock()
-			w.err = fmt.Errorf("notification stream ended: %v", err)
-			w.mu.Unlock()
-		}
-	}()
-	return w, nil
+	return resp.Body, nil
 }
 
 // note records one notification event's latency, read at t.
@@ -143,19 +173,20 @@ func (w *streamWatch) stop(grace time.Duration) streamResult {
 	<-w.done
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	r := streamResult{events: w.events, unmatched: w.unmatched, err: w.err}
+	r := streamResult{events: w.events, unmatched: w.unmatched, reconnects: w.reconnects, err: w.err}
 	r.latency = percentilesOf(w.latencies)
 	r.matched = int64(len(w.latencies))
 	return r
 }
 
 // readEvents reads Server-Sent Events from r and calls on with each event's
-// type (default "message") and data (lines joined by "\n"); comments
-// (heartbeats) are skipped. It returns when r ends.
-func readEvents(r io.Reader, on func(event, data string)) error {
+// last id (empty when it has none), type (default "message") and data
+// (lines joined by "\n"); comments (heartbeats) are skipped. It returns
+// when r ends.
+func readEvents(r io.Reader, on func(id, event, data string)) error {
 	sc := bufio.NewScanner(r)
 	sc.Buffer(make([]byte, 64<<10), 1<<20)
-	event, data, has := "", []string(nil), false
+	id, event, data, has := "", "", []string(nil), false
 	for sc.Scan() {
 		line := sc.Text()
 		switch {
@@ -164,9 +195,9 @@ func readEvents(r io.Reader, on func(event, data string)) error {
 				if event == "" {
 					event = "message"
 				}
-				on(event, strings.Join(data, "\n"))
+				on(id, event, strings.Join(data, "\n"))
 			}
-			event, data, has = "", nil, false
+			id, event, data, has = "", "", nil, false
 		case strings.HasPrefix(line, ":"):
 		default:
 			field, value, _ := strings.Cut(line, ":")
@@ -176,7 +207,9 @@ func readEvents(r io.Reader, on func(event, data string)) error {
 				event, has = value, true
 			case "data":
 				data, has = append(data, value), true
-			case "id", "retry":
+			case "id":
+				id, has = value, true
+			case "retry":
 				has = true
 			}
 		}

@@ -150,9 +150,9 @@ func TestReadEvents(t *testing.T) {
 	in := ": heartbeat\n\nid: 7\nevent: notification\ndata: {\"imei\":\"1\",\ndata: \"time\":\"2026-11-29T12:00:00.5Z\"}\n\n" +
 		"retry: 1000\n\ndata: plain\n\n: another comment\nid: 8\nevent: notification\ndata: {}\n\n"
 	var got []string
-	err := readEvents(strings.NewReader(in), func(event, data string) { got = append(got, event+"|"+data) })
+	err := readEvents(strings.NewReader(in), func(id, event, data string) { got = append(got, id+"|"+event+"|"+data) })
 	// "retry" alone makes an event without data, which the harness ignores
-	want := []string{"notification|{\"imei\":\"1\",\n\"time\":\"2026-11-29T12:00:00.5Z\"}", "message|", "message|plain", "notification|{}"}
+	want := []string{"7|notification|{\"imei\":\"1\",\n\"time\":\"2026-11-29T12:00:00.5Z\"}", "|message|", "|message|plain", "8|notification|{}"}
 	if !slices.Equal(got, want) || err == nil {
 		t.Fatalf("events %q (%v), want %q", got, err, want)
 	}
