@@ -60,9 +60,9 @@ type streamWatch struct {
 	cancel context.CancelFunc
 	done   chan struct{}
 
-	mu        sync.Mutex
-	latencies []time.Duration
-	events    int64 // notification events read
+	mu         sync.Mutex
+	latencies  []time.Duration
+	events     int64 // notification events read
 	unmatched  int64 // events whose reading this run did not send
 	reconnects int64 // times the server closed the stream and it was reopened
 	err        error // why the stream ended early
