@@ -85,7 +85,7 @@ func (h *harness) runIngest(ctx context.Context, name string, gws []*gateway, du
 	fail := func(msg string) {
 		mu.Lock()
 		if res.firstError == "" {
-			res.firstError = msg
+			res.firstError = strings.TrimSpace(msg)
 		}
 		mu.Unlock()
 	}
@@ -313,10 +313,14 @@ func (h *harness) ingestWorkload(ctx context.Context) error {
 		if rate == 0 {
 			rate = runs[0].throughput() / 2
 		}
-		if reads, loaded, err = h.readsBeside(ctx, gws, rate, api); err != nil {
-			return err
+		if rate > 0 {
+			if reads, loaded, err = h.readsBeside(ctx, gws, rate, api); err != nil {
+				return err
+			}
+			fmt.Fprintln(h.out, loaded.line())
+		} else {
+			fmt.Fprintln(h.out, "reads beside ingestion: not measured (the API accepted no reading)")
 		}
-		fmt.Fprintln(h.out, loaded.line())
 	}
 	table := ingestMarkdown(runs, loaded, reads)
 	fmt.Fprintln(h.out)
