@@ -39,6 +39,8 @@ type device struct {
 	// lastMS is the time of its newest reading (Unix milliseconds): the
 	// next one is later, so that each device's readings move forward.
 	lastMS int64
+	// reported is whether the device had a reading before the run.
+	reported bool
 }
 
 // reading is one reading as the harness sends it, the JSON item of POST
@@ -66,8 +68,10 @@ func loadFleet(ctx context.Context, db *bun.DB, limit int) ([]*device, error) {
 		AccountID int64    `bun:"account_id"`
 		Odometer  *float64 `bun:"odometer"`
 		Hours     *float64 `bun:"engine_hours"`
+		Reported  bool     `bun:"reported"`
 	}
-	q := "SELECT imei, account_id, odometer::float8 AS odometer, engine_hours::float8 AS engine_hours FROM objects ORDER BY id"
+	q := `SELECT imei, account_id, odometer::float8 AS odometer, engine_hours::float8 AS engine_hours,
+		last_time IS NOT NULL AS reported FROM objects ORDER BY id`
 	if limit > 0 {
 		q += " LIMIT " + strconv.Itoa(limit)
 	}
@@ -79,7 +83,7 @@ func loadFleet(ctx context.Context, db *bun.DB, limit int) ([]*device, error) {
 	}
 	out := make([]*device, len(rows))
 	for i, r := range rows {
-		d := &device{imei: r.IMEI, accountID: r.AccountID, phase: phaseOf(r.IMEI)}
+		d := &device{imei: r.IMEI, accountID: r.AccountID, phase: phaseOf(r.IMEI), reported: r.Reported}
 		if r.Odometer != nil {
 			d.odometer = *r.Odometer
 		}
@@ -161,6 +165,17 @@ func (g *gateway) batch(size int, now time.Time) []reading {
 	for i := range out {
 		out[i] = g.devices[g.next].next(now)
 		g.next = (g.next + 1) % len(g.devices)
+	}
+	return out
+}
+
+// unreported are the gateway's devices without a reading yet.
+func (g *gateway) unreported() []*device {
+	var out []*device
+	for _, d := range g.devices {
+		if !d.reported {
+			out = append(out, d)
+		}
 	}
 	return out
 }
