@@ -388,7 +388,7 @@ func (h *harness) prime(ctx context.Context, gws []*gateway, api postFunc) error
 		return fmt.Errorf("ingest: priming the devices: %w", first)
 	}
 	if total > 0 {
-		fmt.Fprintf(h.out, "primed %d devices without a reading (their first reading, untimed) in %s\n", total, stats.Seconds(time.Since(start)))
+		fmt.Fprintf(h.out, "primed %d devices without a reading (their first reading, untimed) in %s s\n", total, stats.Seconds(time.Since(start)))
 	}
 	return ctx.Err()
 }

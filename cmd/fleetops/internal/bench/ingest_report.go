@@ -10,7 +10,7 @@ import (
 
 // line is the text report of one ingest run.
 func (r ingestResult) line() string {
-	out := fmt.Sprintf("%-8s %.0f readings/s accepted (%d in %s, %d batches of %d from %d clients), batch p50 %s p99 %s ms, %d errors, %d rejected, %d duplicates, %d notifications created",
+	out := fmt.Sprintf("%-8s %.0f readings/s accepted (%d in %s s, %d batches of %d from %d clients), batch p50 %s p99 %s ms, %d errors, %d rejected, %d duplicates, %d notifications created",
 		r.name, r.throughput(), r.accepted, stats.Seconds(r.elapsed), r.batches, r.batch, r.clients,
 		ms(r.latency.P50), ms(r.latency.P99), r.errors, r.rejected, r.duplicates, r.notifications)
 	if r.rate > 0 {
