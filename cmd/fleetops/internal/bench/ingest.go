@@ -70,11 +70,12 @@ func percentilesOf(d []time.Duration) stats.Percentiles {
 	return stats.PercentilesOf(d)
 }
 
-// runIngest drives the gateways for dur (until ctx ends when dur is 0),
-// each posting its next batch as soon as the previous one is answered, or
-// paced so that together they post rate readings a second. log, when not
-// nil, notes each batch's send time for the stream.
-func (h *harness) runIngest(ctx context.Context, name string, gws []*gateway, dur time.Duration, rate float64, post postFunc, log *sentLog) ingestResult {
+// runIngest drives the gateways for dur (until stop is closed when dur is
+// 0), each posting its next batch as soon as the previous one is answered,
+// or paced so that together they post rate readings a second. A batch in
+// flight at the end completes and counts (its readings are stored). log,
+// when not nil, notes each batch's send time for the stream.
+func (h *harness) runIngest(ctx context.Context, name string, gws []*gateway, dur time.Duration, stop <-chan struct{}, rate float64, post postFunc, log *sentLog) ingestResult {
 	res := ingestResult{name: name, rate: rate, clients: len(gws), batch: h.cfg.Batch, load: procfs.ReadLoadAverage().OneMinute()}
 	var (
 		mu        sync.Mutex
@@ -100,11 +101,21 @@ func (h *harness) runIngest(ctx context.Context, name string, gws []*gateway, du
 		wg.Go(func() {
 			// staggered starts when paced, so the batches do not leave together
 			next := start.Add(interval * time.Duration(i) / time.Duration(len(gws)))
-			for ctx.Err() == nil && (dur == 0 || time.Now().Before(deadline)) {
+			stopped := func() bool {
+				select {
+				case <-stop:
+					return true
+				default:
+					return ctx.Err() != nil || (dur > 0 && !time.Now().Before(deadline))
+				}
+			}
+			for !stopped() {
 				if interval > 0 {
 					if wait := time.Until(next); wait > 0 {
 						select {
 						case <-ctx.Done():
+							return
+						case <-stop:
 							return
 						case <-time.After(wait):
 						}
@@ -250,7 +261,7 @@ func (h *harness) measuredIngest(ctx context.Context, name string, gws []*gatewa
 	}
 	stopRSS := procfs.SamplePeakRSS(h.cfg.ServerPID, 100*time.Millisecond)
 	server := startCPU(h.cfg.ServerPID)
-	res := h.runIngest(ctx, name, gws, h.cfg.IngestDuration, rate, post, log)
+	res := h.runIngest(ctx, name, gws, h.cfg.IngestDuration, nil, rate, post, log)
 	if h.cfg.ServerPID != 0 {
 		res.serverCPU = server.perRequest(res.accepted)
 	}
@@ -286,7 +297,7 @@ func (h *harness) ingestWorkload(ctx context.Context) error {
 	}
 	if !h.cfg.NoAPI {
 		if h.cfg.Warmup > 0 {
-			warm := h.runIngest(ctx, "warm-up", gws, h.cfg.Warmup, 0, api, nil)
+			warm := h.runIngest(ctx, "warm-up", gws, h.cfg.Warmup, nil, 0, api, nil)
 			fmt.Fprintf(h.out, "warm-up: %d readings accepted, %d errors %s\n", warm.accepted, warm.errors, warm.firstError)
 		}
 		res, err := h.apiWithStream(ctx, gws, api)
@@ -461,13 +472,13 @@ func (h *harness) readsBeside(ctx context.Context, gws []*gateway, rate float64,
 	if err := measure(false); err != nil {
 		return nil, nil, err
 	}
-	bg, stop := context.WithCancel(ctx)
+	stop := make(chan struct{})
 	done := make(chan ingestResult, 1)
 	go func() {
-		done <- h.runIngest(bg, fmt.Sprintf("API at %.0f/s, beside reads", rate), gws, 0, rate, api, nil)
+		done <- h.runIngest(ctx, fmt.Sprintf("API at %.0f/s, beside reads", rate), gws, 0, stop, rate, api, nil)
 	}()
 	err := measure(true)
-	stop()
+	close(stop)
 	res := <-done
 	return pairs, &res, err
 }
