@@ -17,7 +17,8 @@ import (
 // page and run with bash (curl, date, grep) against `fleetapi dev`, it
 // works: both readings are accepted, the overspeed notification of the
 // second arrives on the stream the walkthrough opened before posting, and
-// the list shows it. It runs twice on one database: each run fires the
+// the list shows it, and GET /objects shows the reading as the truck's
+// state. It runs twice on one database: each run fires the
 // rule exactly once (the reading below the limit fires nothing and
 // re-arms it).
 func TestLiveWalkthroughRuns(t *testing.T) {
@@ -83,6 +84,11 @@ func TestLiveWalkthroughRuns(t *testing.T) {
 		list := regexp.MustCompile(`(?m)^\{"success":true,"data":\[\{.*"type":"overspeed".*$`).FindString(got)
 		if !strings.Contains(list, `"time":"`+at+`"`) || !strings.Contains(list, `"imei":"`+truck+`"`) {
 			t.Fatalf("run %d: the list does not start with the notification of %s:\n%s", run, at, got)
+		}
+		// The truck's current state is the newer reading (§14: GET /objects shows it).
+		state := regexp.MustCompile(`(?m)^\{"success":true,"data":\[\{"id":[0-9]+,"imei":"` + truck + `".*$`).FindString(got)
+		if !strings.Contains(state, `"last_time":"`+at+`"`) || !strings.Contains(state, `"speed":104`) {
+			t.Fatalf("run %d: GET /objects does not show the reading at %s as Truck 7's state:\n%s", run, at, state)
 		}
 		// Exactly one notification a run: the reading below the limit fired nothing.
 		if n := count() - before; n != run {
