@@ -112,7 +112,7 @@ func parseConfig(args []string, getenv func(string) string, stdout io.Writer) (c
 
 		IngestDuration: 60 * time.Second,
 		Batch:          500,
-		GatewayRole:    "admin",
+		GatewayRole:    "manager",
 		StreamRole:     "manager",
 		IngestReads:    "user_list_mixed,manager_list_mixed,event_by_id_mixed,due_services_mixed",
 	}
@@ -131,7 +131,7 @@ func parseConfig(args []string, getenv func(string) string, stdout io.Writer) (c
 	fs.StringVar(&c.Workload, "workload", c.Workload, "default scenarios: fixed (one principal, term and page each), mixed (drawn from many), or both; ingest runs the ingest workload instead")
 	fs.DurationVar(&c.IngestDuration, "ingest-duration", c.IngestDuration, "ingest: how long each run (API, floor) posts")
 	fs.IntVar(&c.Batch, "batch", c.Batch, "ingest: readings per POST /readings (1 to 1000)")
-	fs.StringVar(&c.GatewayRole, "gateway-role", c.GatewayRole, "ingest: the role whose token the gateway clients post with")
+	fs.StringVar(&c.GatewayRole, "gateway-role", c.GatewayRole, "ingest: the gateways post with every manager's token (manager: each for its customers' devices) or with one token of this role (admin: every device)")
 	fs.StringVar(&c.StreamRole, "stream-role", c.StreamRole, "ingest: the role whose notification stream times reading → notification (empty: no stream)")
 	fs.StringVar(&c.IngestReads, "ingest-reads", c.IngestReads, "ingest: read scenarios measured idle and while ingesting at --ingest-rate (empty: none)")
 	fs.IntVar(&c.IngestDevices, "ingest-devices", 0, "ingest: drive the first N devices (0: every device)")

@@ -23,8 +23,9 @@ import (
 // same concurrency; then the read scenarios of --ingest-reads idle and
 // while the gateways post at half the API's measured rate.
 
-// postFunc stores one batch: through the API, or the floor's direct call.
-type postFunc func(ctx context.Context, rs []reading) (batchOutcome, error)
+// postFunc stores one batch of a feed: through the API with the feed's
+// token, or the floor's direct call with its principal's scope.
+type postFunc func(ctx context.Context, f *feed, rs []reading) (batchOutcome, error)
 
 // batchOutcome is what one batch's answer counted.
 type batchOutcome struct {
@@ -122,10 +123,13 @@ func (h *harness) runIngest(ctx context.Context, name string, gws []*gateway, du
 					}
 					next = next.Add(interval)
 				}
-				rs := g.batch(h.cfg.Batch, time.Now())
+				f, rs := g.batch(h.cfg.Batch, time.Now())
+				if f == nil {
+					return
+				}
 				t0 := time.Now()
 				log.record(rs, t0)
-				out, err := post(ctx, rs)
+				out, err := post(ctx, f, rs)
 				d := time.Since(t0)
 				if err != nil {
 					if ctx.Err() != nil {
@@ -156,9 +160,10 @@ func (h *harness) runIngest(ctx context.Context, name string, gws []*gateway, du
 	return res
 }
 
-// apiPost is a postFunc through POST /readings with token, on connections
-// of its own (the read scenarios measured beside it keep theirs).
-func (h *harness) apiPost(token string) postFunc {
+// apiPost is a postFunc through POST /readings with the feed's token, on
+// connections of its own (the read scenarios measured beside it keep
+// theirs).
+func (h *harness) apiPost() postFunc {
 	client := &http.Client{
 		Timeout: time.Minute,
 		Transport: &http.Transport{
@@ -167,12 +172,12 @@ func (h *harness) apiPost(token string) postFunc {
 			IdleConnTimeout:     time.Minute,
 		},
 	}
-	return func(ctx context.Context, rs []reading) (batchOutcome, error) {
+	return func(ctx context.Context, f *feed, rs []reading) (batchOutcome, error) {
 		body, err := readingsBody(rs)
 		if err != nil {
 			return batchOutcome{}, err
 		}
-		b, err := doWith(ctx, client, h.cfg.BaseURL, token, apiRequest{method: "POST", path: base + "/readings", body: body, status: 200}, true)
+		b, err := doWith(ctx, client, h.cfg.BaseURL, f.member.token, apiRequest{method: "POST", path: base + "/readings", body: body, status: 200}, true)
 		if err != nil {
 			return batchOutcome{}, err
 		}
@@ -274,24 +279,43 @@ func (h *harness) measuredIngest(ctx context.Context, name string, gws []*gatewa
 
 // ingestWorkload runs the ingest workload and prints its report.
 func (h *harness) ingestWorkload(ctx context.Context) error {
-	gwToken, ok := h.tokens[h.cfg.GatewayRole]
-	if !ok {
-		return fmt.Errorf("ingest: no %s token in %s", h.cfg.GatewayRole, h.cfg.TokensFile)
-	}
 	devs, err := loadFleet(ctx, h.db, h.cfg.IngestDevices)
 	if err != nil {
 		return fmt.Errorf("ingest: %w", err)
 	}
-	gws := gateways(devs, h.cfg.Concurrency)
-	accounts := map[int64]bool{}
-	for _, d := range devs {
-		accounts[d.accountID] = true
+	var tokens map[int64]member
+	var one member
+	if h.cfg.GatewayRole == "manager" {
+		tokens = map[int64]member{}
+		for _, m := range h.pool["manager"] {
+			tokens[m.principal.Account.ID] = m
+		}
+		if p, ok := h.principals["manager"]; ok {
+			tokens[p.Account.ID] = member{token: h.tokens["manager"], principal: p}
+		}
+		if len(tokens) == 0 {
+			return fmt.Errorf("ingest: no manager tokens in %s", h.cfg.TokensFile)
+		}
+	} else {
+		p, ok := h.principals[h.cfg.GatewayRole]
+		if !ok {
+			return fmt.Errorf("ingest: no %s token in %s", h.cfg.GatewayRole, h.cfg.TokensFile)
+		}
+		one = member{token: h.tokens[h.cfg.GatewayRole], principal: p}
 	}
-	fmt.Fprintf(h.out, "fleetops bench ingest: %s, %d gateway clients (%s token), batches of %d, %d devices of %d accounts, %s per run (warm-up %s), floor pool %d\n",
-		h.cfg.BaseURL, len(gws), h.cfg.GatewayRole, h.cfg.Batch, len(devs), len(accounts), h.cfg.IngestDuration, h.cfg.Warmup, h.cfg.Pool)
+	gws, left := gateways(devs, h.cfg.Concurrency, one, tokens)
+	accounts, feeds := map[int64]bool{}, 0
+	for _, g := range gws {
+		feeds += len(g.feeds)
+		for _, d := range g.devices() {
+			accounts[d.accountID] = true
+		}
+	}
+	fmt.Fprintf(h.out, "fleetops bench ingest: %s, %d gateway clients posting with %d %s tokens, batches of %d, %d devices of %d accounts (%d left out: no token), %s per run (warm-up %s), floor pool %d\n",
+		h.cfg.BaseURL, len(gws), feeds, h.cfg.GatewayRole, h.cfg.Batch, len(devs)-left, len(accounts), left, h.cfg.IngestDuration, h.cfg.Warmup, h.cfg.Pool)
 
 	var runs []ingestResult
-	api := h.apiPost(gwToken)
+	api := h.apiPost()
 	if err := h.prime(ctx, gws, api); err != nil {
 		return err
 	}
@@ -308,7 +332,7 @@ func (h *harness) ingestWorkload(ctx context.Context) error {
 		fmt.Fprintln(h.out, res.line())
 	}
 	if !h.cfg.NoFloor {
-		floor, err := h.floorPost(ctx)
+		floor, err := h.floorPost(ctx, gws)
 		if err != nil {
 			return err
 		}
@@ -353,7 +377,7 @@ func (h *harness) ingestWorkload(ctx context.Context) error {
 func (h *harness) prime(ctx context.Context, gws []*gateway, api postFunc) error {
 	post := api
 	if !h.cfg.NoFloor {
-		floor, err := h.floorPost(ctx)
+		floor, err := h.floorPost(ctx, gws)
 		if err != nil {
 			return err
 		}
@@ -367,29 +391,31 @@ func (h *harness) prime(ctx context.Context, gws []*gateway, api postFunc) error
 		first error
 	)
 	for _, g := range gws {
-		todo := g.unreported()
 		wg.Go(func() {
-			for i := 0; i < len(todo) && ctx.Err() == nil; i += h.cfg.Batch {
-				part := todo[i:min(i+h.cfg.Batch, len(todo))]
-				rs := make([]reading, len(part))
-				for j, d := range part {
-					rs[j] = d.next(time.Now())
-				}
-				out, err := post(ctx, rs)
-				mu.Lock()
-				total += out.accepted
-				if err == nil && out.rejected > 0 {
-					err = fmt.Errorf("rejected: %s", out.firstRejection)
-				}
-				if err != nil && first == nil {
-					first = err
-				}
-				mu.Unlock()
-				if err != nil {
-					return
-				}
-				for _, d := range part {
-					d.reported = true
+			for _, f := range g.feeds {
+				todo := f.unreported()
+				for i := 0; i < len(todo) && ctx.Err() == nil; i += h.cfg.Batch {
+					part := todo[i:min(i+h.cfg.Batch, len(todo))]
+					rs := make([]reading, len(part))
+					for j, d := range part {
+						rs[j] = d.next(time.Now())
+					}
+					out, err := post(ctx, f, rs)
+					mu.Lock()
+					total += out.accepted
+					if err == nil && out.rejected > 0 {
+						err = fmt.Errorf("rejected: %s", out.firstRejection)
+					}
+					if err != nil && first == nil {
+						first = err
+					}
+					mu.Unlock()
+					if err != nil {
+						return
+					}
+					for _, d := range part {
+						d.reported = true
+					}
 				}
 			}
 		})

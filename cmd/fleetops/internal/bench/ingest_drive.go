@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"hash/fnv"
+	"slices"
 	"strconv"
 	"time"
 
@@ -32,6 +33,9 @@ const driveStep = 20 * time.Second
 type device struct {
 	imei      string
 	accountID int64
+	// managerID is the manager above the owner (the owner itself when it
+	// has none): whose gateway token posts for the device.
+	managerID int64
 	phase     int
 	step      int
 	odometer  float64
@@ -66,12 +70,14 @@ func loadFleet(ctx context.Context, db *bun.DB, limit int) ([]*device, error) {
 	var rows []struct {
 		IMEI      string   `bun:"imei"`
 		AccountID int64    `bun:"account_id"`
+		ManagerID int64    `bun:"manager_id"`
 		Odometer  *float64 `bun:"odometer"`
 		Hours     *float64 `bun:"engine_hours"`
 		Reported  bool     `bun:"reported"`
 	}
-	q := `SELECT imei, account_id, odometer::float8 AS odometer, engine_hours::float8 AS engine_hours,
-		last_time IS NOT NULL AS reported FROM objects ORDER BY id`
+	q := `SELECT o.imei, o.account_id, coalesce(a.manager_id, a.id) AS manager_id, o.odometer::float8 AS odometer,
+		o.engine_hours::float8 AS engine_hours, o.last_time IS NOT NULL AS reported
+		FROM objects o JOIN accounts a ON a.id = o.account_id ORDER BY o.id`
 	if limit > 0 {
 		q += " LIMIT " + strconv.Itoa(limit)
 	}
@@ -83,7 +89,7 @@ func loadFleet(ctx context.Context, db *bun.DB, limit int) ([]*device, error) {
 	}
 	out := make([]*device, len(rows))
 	for i, r := range rows {
-		d := &device{imei: r.IMEI, accountID: r.AccountID, phase: phaseOf(r.IMEI), reported: r.Reported}
+		d := &device{imei: r.IMEI, accountID: r.AccountID, managerID: r.ManagerID, phase: phaseOf(r.IMEI), reported: r.Reported}
 		if r.Odometer != nil {
 			d.odometer = *r.Odometer
 		}
@@ -135,44 +141,102 @@ func (d *device) next(now time.Time) reading {
 // round1 rounds to one decimal, as a tracker reports.
 func round1(v float64) float64 { return float64(int64(v*10+0.5)) / 10 }
 
-// gateway is one client of the workload: it posts for its own share of
-// the devices, round robin, so each device's readings leave in time order
-// from one client (as a real gateway keeps a device's connection).
-type gateway struct {
+// feed is the devices one gateway posts for with one token: a batch is
+// one feed's, posted with its token.
+type feed struct {
+	member  member
 	devices []*device
 	next    int
 }
 
-// gateways deals the devices out to n gateways: device i to gateway i mod
-// n, so every gateway posts for devices of many accounts.
-func gateways(devs []*device, n int) []*gateway {
-	out := make([]*gateway, n)
+// gateway is one client of the workload: it posts for its own share of
+// the devices, round robin over its feeds and each feed's devices, so each
+// device's readings leave in time order from one client (as a real
+// gateway keeps a device's connection).
+type gateway struct {
+	feeds []*feed
+	next  int
+}
+
+// gateways deals the devices out to n gateways. With one token for all
+// (tokens nil: the gateway's member), device i goes to gateway i mod n, so
+// every gateway posts for devices of many accounts. With a token per
+// manager (tokens by manager account id), each manager's devices are one
+// feed, and the feeds go to the gateways largest first, each to the
+// gateway with the fewest devices so far; devices of a manager without a
+// token are left out and counted.
+func gateways(devs []*device, n int, one member, tokens map[int64]member) (out []*gateway, left int) {
+	out = make([]*gateway, n)
 	for i := range out {
 		out[i] = &gateway{}
 	}
-	for i, d := range devs {
-		g := out[i%n]
-		g.devices = append(g.devices, d)
+	if tokens == nil {
+		for i, d := range devs {
+			g := out[i%n]
+			if len(g.feeds) == 0 {
+				g.feeds = []*feed{{member: one}}
+			}
+			g.feeds[0].devices = append(g.feeds[0].devices, d)
+		}
+		return out, 0
+	}
+	byManager := map[int64]*feed{}
+	var feeds []*feed
+	for _, d := range devs {
+		f := byManager[d.managerID]
+		if f == nil {
+			m, ok := tokens[d.managerID]
+			if !ok {
+				left++
+				continue
+			}
+			f = &feed{member: m}
+			byManager[d.managerID] = f
+			feeds = append(feeds, f)
+		}
+		f.devices = append(f.devices, d)
+	}
+	slices.SortStableFunc(feeds, func(a, b *feed) int { return len(b.devices) - len(a.devices) })
+	sizes := make([]int, n)
+	for _, f := range feeds {
+		i := slices.Index(sizes, slices.Min(sizes))
+		out[i].feeds = append(out[i].feeds, f)
+		sizes[i] += len(f.devices)
+	}
+	return out, left
+}
+
+// devices are all the gateway's devices.
+func (g *gateway) devices() []*device {
+	var out []*device
+	for _, f := range g.feeds {
+		out = append(out, f.devices...)
 	}
 	return out
 }
 
-// batch is the gateway's next size readings (fewer when it drives fewer
-// devices: a batch never holds a device twice).
-func (g *gateway) batch(size int, now time.Time) []reading {
-	size = min(size, len(g.devices))
+// batch is the next feed's next size readings (fewer when the feed has
+// fewer devices: a batch never holds a device twice); nil for a gateway
+// without devices.
+func (g *gateway) batch(size int, now time.Time) (*feed, []reading) {
+	if len(g.feeds) == 0 {
+		return nil, nil
+	}
+	f := g.feeds[g.next]
+	g.next = (g.next + 1) % len(g.feeds)
+	size = min(size, len(f.devices))
 	out := make([]reading, size)
 	for i := range out {
-		out[i] = g.devices[g.next].next(now)
-		g.next = (g.next + 1) % len(g.devices)
+		out[i] = f.devices[f.next].next(now)
+		f.next = (f.next + 1) % len(f.devices)
 	}
-	return out
+	return f, out
 }
 
-// unreported are the gateway's devices without a reading yet.
-func (g *gateway) unreported() []*device {
+// unreported are the feed's devices without a reading yet.
+func (f *feed) unreported() []*device {
 	var out []*device
-	for _, d := range g.devices {
+	for _, d := range f.devices {
 		if !d.reported {
 			out = append(out, d)
 		}

@@ -17,31 +17,33 @@ func testFleet(n int) []*device {
 	out := make([]*device, n)
 	for i := range out {
 		imei := fmt.Sprintf("35%013d", i)
-		out[i] = &device{imei: imei, accountID: int64(1 + i%7), phase: phaseOf(imei), odometer: 1000}
+		out[i] = &device{imei: imei, accountID: int64(1 + i%7), managerID: int64(100 + i%7%3), phase: phaseOf(imei), odometer: 1000}
 	}
 	return out
 }
 
-// TestDriveForward: the gateways share the devices out (every device to
-// exactly one, each gateway with devices of many accounts), a batch never
-// holds a device twice, and each device's readings move forward in time
-// even when the clock stands still or goes back.
+// TestDriveForward: with one token the gateways share the devices out
+// (every device to exactly one, each gateway with devices of many
+// accounts), a batch never holds a device twice, and each device's
+// readings move forward in time even when the clock stands still or goes
+// back.
 func TestDriveForward(t *testing.T) {
 	devs := testFleet(103)
-	gws := gateways(devs, 4)
+	admin := member{token: "admin"}
+	gws, left := gateways(devs, 4, admin, nil)
 	seen := map[string]int{}
 	for i, g := range gws {
 		accounts := map[int64]bool{}
-		for _, d := range g.devices {
+		for _, d := range g.devices() {
 			seen[d.imei]++
 			accounts[d.accountID] = true
 		}
-		if len(g.devices) < 25 || len(accounts) < 7 {
-			t.Errorf("gateway %d: %d devices of %d accounts", i, len(g.devices), len(accounts))
+		if len(g.feeds) != 1 || g.feeds[0].member.token != "admin" || len(g.devices()) < 25 || len(accounts) < 7 {
+			t.Errorf("gateway %d: %d feeds, %d devices of %d accounts", i, len(g.feeds), len(g.devices()), len(accounts))
 		}
 	}
-	if len(seen) != len(devs) {
-		t.Fatalf("%d devices dealt, want %d", len(seen), len(devs))
+	if len(seen) != len(devs) || left != 0 {
+		t.Fatalf("%d devices dealt (%d left out), want %d", len(seen), left, len(devs))
 	}
 	for imei, n := range seen {
 		if n != 1 {
@@ -52,7 +54,10 @@ func TestDriveForward(t *testing.T) {
 	last := map[string]time.Time{}
 	for round := range 40 {
 		clock := now.Add(-time.Duration(round%3) * time.Millisecond) // stands still, goes back
-		rs := gws[round%4].batch(10, clock)
+		f, rs := gws[round%4].batch(10, clock)
+		if f != gws[round%4].feeds[0] {
+			t.Fatal("the batch is not the gateway's feed's")
+		}
 		imeis := map[string]bool{}
 		for _, r := range rs {
 			if imeis[r.IMEI] {
@@ -66,8 +71,41 @@ func TestDriveForward(t *testing.T) {
 		}
 	}
 	// A batch larger than a gateway's share holds each of its devices once.
-	if rs := gws[0].batch(500, now); len(rs) != len(gws[0].devices) {
-		t.Fatalf("batch of %d for %d devices", len(rs), len(gws[0].devices))
+	if _, rs := gws[0].batch(500, now); len(rs) != len(gws[0].devices()) {
+		t.Fatalf("batch of %d for %d devices", len(rs), len(gws[0].devices()))
+	}
+}
+
+// TestDriveManagers: with a token per manager, each manager's devices are
+// one feed posted with its token, every batch holds one manager's devices,
+// the feeds are spread over the gateways, and the devices of a manager
+// without a token are left out.
+func TestDriveManagers(t *testing.T) {
+	devs := testFleet(210) // managers 100, 101, 102: 90, 60 and 60 devices
+	tokens := map[int64]member{100: {token: "m100"}, 101: {token: "m101"}}
+	gws, left := gateways(devs, 2, member{}, tokens)
+	if left != 60 {
+		t.Fatalf("%d devices left out, want manager 102's 60", left)
+	}
+	for i, g := range gws {
+		if len(g.feeds) != 1 {
+			t.Fatalf("gateway %d: %d feeds, want one (two feeds, two gateways)", i, len(g.feeds))
+		}
+		want := map[string]int64{"m100": 100, "m101": 101}[g.feeds[0].member.token]
+		for round := range 5 {
+			f, rs := g.batch(25, time.Now())
+			for _, r := range rs {
+				var d *device
+				for _, x := range f.devices {
+					if x.imei == r.IMEI {
+						d = x
+					}
+				}
+				if d == nil || d.managerID != want {
+					t.Fatalf("gateway %d round %d: %s is not a device of manager %d", i, round, r.IMEI, want)
+				}
+			}
+		}
 	}
 }
 
@@ -200,7 +238,7 @@ func TestReadingsAnswer(t *testing.T) {
 func TestIngestConfig(t *testing.T) {
 	env := func(string) string { return "" }
 	c, err := parseConfig([]string{"--tokens", "t", "--workload", "ingest"}, env, &bytes.Buffer{})
-	if err != nil || c.Scenarios != "" || c.Batch != 500 || c.IngestDuration != time.Minute || c.GatewayRole != "admin" || c.StreamRole != "manager" {
+	if err != nil || c.Scenarios != "" || c.Batch != 500 || c.IngestDuration != time.Minute || c.GatewayRole != "manager" || c.StreamRole != "manager" {
 		t.Fatalf("%+v, %v", c, err)
 	}
 	for _, args := range [][]string{
