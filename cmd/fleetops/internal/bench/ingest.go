@@ -430,24 +430,34 @@ func (h *harness) prime(ctx context.Context, gws []*gateway, api postFunc) error
 	return ctx.Err()
 }
 
+// openWatch opens the notification stream of --stream-role with the log of
+// its devices' readings (nil, nil without a stream role).
+func (h *harness) openWatch(ctx context.Context) (*sentLog, *streamWatch, error) {
+	if h.cfg.StreamRole == "" {
+		return nil, nil, nil
+	}
+	token, ok := h.tokens[h.cfg.StreamRole]
+	if !ok {
+		return nil, nil, fmt.Errorf("ingest: no %s token for the stream in %s", h.cfg.StreamRole, h.cfg.TokensFile)
+	}
+	watched, err := h.watchedDevices(ctx, h.cfg.StreamRole)
+	if err != nil {
+		return nil, nil, err
+	}
+	log := newSentLog(watched)
+	watch, err := h.openStream(ctx, token, log)
+	if err != nil {
+		return nil, nil, err
+	}
+	return log, watch, nil
+}
+
 // apiWithStream is the API measurement with the notification stream of
 // --stream-role open.
 func (h *harness) apiWithStream(ctx context.Context, gws []*gateway, api postFunc) (ingestResult, error) {
-	var log *sentLog
-	var watch *streamWatch
-	if h.cfg.StreamRole != "" {
-		token, ok := h.tokens[h.cfg.StreamRole]
-		if !ok {
-			return ingestResult{}, fmt.Errorf("ingest: no %s token for the stream in %s", h.cfg.StreamRole, h.cfg.TokensFile)
-		}
-		watched, err := h.watchedDevices(ctx, h.cfg.StreamRole)
-		if err != nil {
-			return ingestResult{}, err
-		}
-		log = newSentLog(watched)
-		if watch, err = h.openStream(ctx, token, log); err != nil {
-			return ingestResult{}, err
-		}
+	log, watch, err := h.openWatch(ctx)
+	if err != nil {
+		return ingestResult{}, err
 	}
 	res, err := h.measuredIngest(ctx, "API", gws, 0, api, log)
 	if watch != nil {
@@ -498,13 +508,21 @@ func (h *harness) readsBeside(ctx context.Context, gws []*gateway, rate float64,
 	if err := measure(false); err != nil {
 		return nil, nil, err
 	}
+	log, watch, err := h.openWatch(ctx)
+	if err != nil {
+		return nil, nil, err
+	}
 	stop := make(chan struct{})
 	done := make(chan ingestResult, 1)
 	go func() {
-		done <- h.runIngest(ctx, fmt.Sprintf("API at %.0f/s, beside reads", rate), gws, 0, stop, rate, api, nil)
+		done <- h.runIngest(ctx, fmt.Sprintf("API at %.0f/s, beside reads", rate), gws, 0, stop, rate, api, log)
 	}()
-	err := measure(true)
+	err = measure(true)
 	close(stop)
 	res := <-done
+	if watch != nil {
+		s := watch.stop(2 * time.Second)
+		res.stream = &s
+	}
 	return pairs, &res, err
 }
