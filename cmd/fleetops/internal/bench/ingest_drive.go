@@ -20,7 +20,9 @@ import (
 // down once, switches the ignition off and on, lets the fuel fall below 10
 // and rise again and the temperature cross 8: the generated overspeed,
 // ignition_on/off and param rules fire now and then and re-arm, as a real
-// fleet's do.
+// fleet's do. Each reading is the next step; a device's step goes on from
+// its stored state (the heading of its newest reading names the step), so
+// a run continues the drive of the run before it instead of repeating it.
 
 // driveSpeeds is the speed (km/h) of each step of the cycle.
 var driveSpeeds = [...]float64{0, 0, 35, 70, 95, 118, 136, 112, 88, 60, 30, 8}
@@ -74,9 +76,10 @@ func loadFleet(ctx context.Context, db *bun.DB, limit int) ([]*device, error) {
 		Odometer  *float64 `bun:"odometer"`
 		Hours     *float64 `bun:"engine_hours"`
 		Reported  bool     `bun:"reported"`
+		Heading   *float64 `bun:"heading"`
 	}
 	q := `SELECT o.imei, o.account_id, coalesce(a.manager_id, a.id) AS manager_id, o.odometer::float8 AS odometer,
-		o.engine_hours::float8 AS engine_hours, o.last_time IS NOT NULL AS reported
+		o.engine_hours::float8 AS engine_hours, o.last_time IS NOT NULL AS reported, o.heading
 		FROM objects o JOIN accounts a ON a.id = o.account_id ORDER BY o.id`
 	if limit > 0 {
 		q += " LIMIT " + strconv.Itoa(limit)
@@ -96,6 +99,9 @@ func loadFleet(ctx context.Context, db *bun.DB, limit int) ([]*device, error) {
 		if r.Hours != nil {
 			d.hours = *r.Hours
 		}
+		if r.Heading != nil {
+			d.resume(int(*r.Heading) / headingPerStep)
+		}
 		out[i] = d
 	}
 	return out, nil
@@ -107,6 +113,17 @@ func phaseOf(imei string) int {
 	f := fnv.New32a()
 	f.Write([]byte(imei))
 	return int(f.Sum32() % uint32(len(driveSpeeds)))
+}
+
+// headingPerStep is the heading of step s: s × 30°, which names the step
+// of a device's newest reading in its stored state.
+const headingPerStep = 30
+
+// resume continues the drive after a reading of step last: the next
+// reading is step last+1.
+func (d *device) resume(last int) {
+	n := len(driveSpeeds)
+	d.step = ((last+1-d.phase)%n + n) % n
 }
 
 // next is the device's next reading at the wall-clock time now: the next
@@ -127,7 +144,7 @@ func (d *device) next(now time.Time) reading {
 		Lat:         50 + float64(d.phase)/100 + float64(s)/1000,
 		Lon:         10 + float64(s)/500,
 		Speed:       speed,
-		Heading:     float64(30 * s),
+		Heading:     float64(headingPerStep * s),
 		Altitude:    120,
 		Odometer:    round1(d.odometer),
 		EngineHours: round1(d.hours),

@@ -153,6 +153,20 @@ func TestDriveFires(t *testing.T) {
 	}
 }
 
+// TestDriveResumes: a device resumed from the heading of its newest
+// reading continues with the next step, whatever its phase.
+func TestDriveResumes(t *testing.T) {
+	for _, d := range testFleet(30) {
+		for last := range len(driveSpeeds) {
+			d.resume(last)
+			r := d.next(time.Now())
+			if want := (last + 1) % len(driveSpeeds); int(r.Heading)/headingPerStep != want || r.Speed != driveSpeeds[want] {
+				t.Fatalf("%s (phase %d) after step %d: heading %v speed %v, want step %d", d.imei, d.phase, last, r.Heading, r.Speed, want)
+			}
+		}
+	}
+}
+
 // TestReadingsBody: the body is the §14 shape, one item per reading with
 // its fields and nothing else, the time in RFC 3339 with milliseconds.
 func TestReadingsBody(t *testing.T) {
