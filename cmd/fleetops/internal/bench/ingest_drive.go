@@ -5,8 +5,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"hash/fnv"
+	"math"
 	"slices"
-	"strconv"
 	"time"
 
 	"github.com/uptrace/bun"
@@ -65,9 +65,10 @@ type reading struct {
 	Attributes  map[string]any `json:"attributes"`
 }
 
-// loadFleet reads the devices to drive from the database, in id order:
-// every device, or the first limit when limit > 0. Each starts at its
-// stored odometer and engine hours.
+// loadFleet reads the devices to drive from the database: every device,
+// or the first limit by id when limit > 0, the longest silent first. Each
+// starts at its stored odometer and engine hours and the step after its
+// newest reading's.
 func loadFleet(ctx context.Context, db *bun.DB, limit int) ([]*device, error) {
 	var rows []struct {
 		IMEI      string   `bun:"imei"`
@@ -78,13 +79,17 @@ func loadFleet(ctx context.Context, db *bun.DB, limit int) ([]*device, error) {
 		Reported  bool     `bun:"reported"`
 		Heading   *float64 `bun:"heading"`
 	}
+	// The devices in id order (the first limit), then the longest silent
+	// first: a run continues with the devices the last run did not reach.
 	q := `SELECT o.imei, o.account_id, coalesce(a.manager_id, a.id) AS manager_id, o.odometer::float8 AS odometer,
 		o.engine_hours::float8 AS engine_hours, o.last_time IS NOT NULL AS reported, o.heading
-		FROM objects o JOIN accounts a ON a.id = o.account_id ORDER BY o.id`
-	if limit > 0 {
-		q += " LIMIT " + strconv.Itoa(limit)
+		FROM (SELECT * FROM objects ORDER BY id LIMIT ?) o JOIN accounts a ON a.id = o.account_id
+		ORDER BY o.last_time NULLS FIRST, o.id`
+	n := int64(limit)
+	if n <= 0 {
+		n = math.MaxInt64
 	}
-	if err := db.NewRaw(q).Scan(ctx, &rows); err != nil {
+	if err := db.NewRaw(q, n).Scan(ctx, &rows); err != nil {
 		return nil, fmt.Errorf("devices: %w", err)
 	}
 	if len(rows) == 0 {
