@@ -8,6 +8,7 @@ import (
 	"sort"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/getkin/kin-openapi/openapi3"
 )
@@ -81,6 +82,10 @@ func TestBodiesAgreeWithSchema(t *testing.T) {
 			return map[string]any{"passenger_name": "Schema Case", "passenger_assign_id": fmt.Sprintf("SC-%d", n), "passenger_idn": "idn",
 				"passenger_address": "1 Road", "passenger_phone": "+100", "passenger_email": "p@acme.example", "passenger_desc": "d",
 				"passenger_client_id": "c", "passenger_active": true, "passenger_pickup_point_id": 3}
+		}},
+		"POST /readings": {"acme-all", "/api/v2/readings", func(n int) map[string]any {
+			return map[string]any{"readings": []any{map[string]any{"imei": "356938035643809",
+				"time": time.Now().UTC().Add(-time.Duration(n+1) * time.Second).Format(time.RFC3339Nano)}}}
 		}},
 		"POST /tokens": {"acme-all", "/api/v2/tokens", func(n int) map[string]any {
 			return map[string]any{"name": fmt.Sprintf("schema-%d", n), "permissions": []any{"GET /me"}, "account_id": acme,

@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/fleetapi/fleetapi/storage"
 	"github.com/fleetapi/fleetapi/storage/storagetest"
@@ -81,7 +82,24 @@ func plantErased(t *testing.T, a *testAPI) erasedWorld {
 		"Idempotency-Key", "reefer")))
 	ok(a.send("PUT", fmt.Sprintf("/api/v2/accounts/%d/objects", globexDay), mgr, `{"imei":["861073032104551","990000000000037"]}`))
 	ok(a.send("PUT", fmt.Sprintf("/api/v2/accounts/%d/objects", globexDay), mgr, `{"imei":["861073032104551"]}`))
+	// readings (docs/design.md §14): one of the reefer while globex held it
+	// (its position names globex), then erin's devices' own; a
+	// notification and a service's notified state of erin's device.
+	readings := func(tok, imei string, ago time.Duration) {
+		t.Helper()
+		body := fmt.Sprintf(`{"readings":[{"imei":%q,"time":%q,"speed":42,"attributes":{"driver":"zq-erin driver"}}]}`,
+			imei, time.Now().UTC().Add(-ago).Format(time.RFC3339Nano))
+		r := a.send("POST", "/api/v2/readings", tok, body)
+		if r.status != http.StatusOK || !strings.Contains(string(r.raw), `"accepted":1`) {
+			t.Fatalf("readings: %d %s", r.status, r.raw)
+		}
+	}
+	readings(mgr, "990000000000037", 2*time.Hour)
 	ok(a.send("PATCH", fmt.Sprint("/api/v2/objects/", moved), mgr, fmt.Sprintf(`{"account_id":%d}`, w.erin)))
+	readings(w.erinTok, "990000000000011", time.Hour)
+	readings(w.erinTok, "990000000000037", time.Hour)
+	a.exec(t, `INSERT INTO notifications (account_id, type, imei, object_id, time, value, message)
+		SELECT account_id, 'overspeed', imei, id, now(), '130', 'zq-erin Truck: overspeed' FROM objects WHERE imei = '990000000000011'`)
 	// each personal field alone: an e-mail change (fleetco's, erin's)
 	ok(a.send("PATCH", fmt.Sprint("/api/v2/accounts/", w.erin), mgr, `{"email":"billing@zq-erin.example"}`))
 	ok(a.send("PATCH", fmt.Sprint("/api/v2/accounts/", w.erinInt), w.erinTok, `{"email":"api2@zq-erin.example"}`))
@@ -130,7 +148,8 @@ func TestEraseLeavesNothing(t *testing.T) {
 	}
 	for _, col := range []string{"accounts.username", "accounts.email", "objects.imei", "objects.name", "tokens.name",
 		"passengers.passenger_name", "passengers.passenger_email", "passengers.passenger_phone", "object_grants.imei",
-		"reports.imei", "events.imei", "idempotency_keys.response", "audit_events.changes", "audit_events.request_id"} {
+		"reports.imei", "events.imei", "idempotency_keys.response", "audit_events.changes", "audit_events.request_id",
+		"positions.imei", "positions.attributes", "objects.attributes", "notifications.imei", "notifications.message"} {
 		if !planted[col] {
 			t.Errorf("the test world plants nothing in %s", col)
 		}

@@ -129,7 +129,7 @@ func errorFor(err error) *Error {
 	if errors.As(err, &apiErr) {
 		return apiErr
 	}
-	var tooLarge *http.MaxBytesError
+	var tooBig *http.MaxBytesError
 	var secret *audit.SecretValueError
 	var quota *limits.QuotaError
 	switch {
@@ -143,8 +143,8 @@ func errorFor(err error) *Error {
 		// field is named, the value never repeated.
 		return newError(CodeValidationFailed, "the request is not valid", map[string]any{"fields": map[string]any{
 			secret.Field: "holds a token secret or a token hash; choose another value"}})
-	case errors.As(err, &tooLarge):
-		return newError(CodePayloadTooLarge, "the request body is larger than 64 KiB", map[string]any{"limit_bytes": tooLarge.Limit})
+	case errors.As(err, &tooBig):
+		return tooLarge(tooBig.Limit)
 	case errors.Is(err, tenancy.ErrNoCredentials):
 		return newError(CodeAuthRequired, "the Authorization header is required", nil)
 	case errors.Is(err, tenancy.ErrInvalidToken):

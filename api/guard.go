@@ -2,6 +2,7 @@ package api
 
 import (
 	"context"
+	"fmt"
 	"io"
 	"mime"
 	"net/http"
@@ -124,7 +125,7 @@ func (s *Server) serveAuthenticated(ctx context.Context, w http.ResponseWriter, 
 			return
 		}
 	} else if r.Method != http.MethodGet && r.Method != http.MethodHead {
-		if err := checkBody(w, r); err != nil {
+		if err := checkBody(w, r, bodyLimit(method, route)); err != nil {
 			s.writeError(w, r, err)
 			return
 		}
@@ -190,17 +191,26 @@ func decisionError(d policy.Decision) *Error {
 	return &Error{Status: status, Code: d.Code, Message: msg, Details: d.Details}
 }
 
+// bodyLimit is the largest body of the route: MaxReadingsBodyBytes for
+// POST /readings (a batch of readings), MaxBodyBytes for every other.
+func bodyLimit(method, route string) int64 {
+	if method == http.MethodPost && route == "/readings" {
+		return MaxReadingsBodyBytes
+	}
+	return MaxBodyBytes
+}
+
 // checkBody enforces the body rules of write routes: JSON only (415) and at
-// most MaxBodyBytes (413).
-func checkBody(w http.ResponseWriter, r *http.Request) error {
-	if r.ContentLength > MaxBodyBytes {
-		return newError(CodePayloadTooLarge, "the request body is larger than 64 KiB", map[string]any{"limit_bytes": MaxBodyBytes})
+// most limit bytes (413).
+func checkBody(w http.ResponseWriter, r *http.Request, limit int64) error {
+	if r.ContentLength > limit {
+		return tooLarge(limit)
 	}
 	mt, _, err := mime.ParseMediaType(r.Header.Get("Content-Type"))
 	if err != nil || mt != "application/json" {
 		return newError(CodeUnsupportedMediaType, "the request body must be application/json", map[string]any{"content_type": r.Header.Get("Content-Type")})
 	}
-	r.Body = http.MaxBytesReader(w, r.Body, MaxBodyBytes)
+	r.Body = http.MaxBytesReader(w, r.Body, limit)
 	return nil
 }
 
@@ -246,3 +256,12 @@ func (f frameworkHeaderScrubber) Write(b []byte) (int, error) {
 
 // Unwrap lets http.ResponseController reach the underlying writer.
 func (f frameworkHeaderScrubber) Unwrap() http.ResponseWriter { return f.ResponseWriter }
+
+// tooLarge is the 413 of a body over limit bytes.
+func tooLarge(limit int64) *Error {
+	size := fmt.Sprintf("%d KiB", limit>>10)
+	if limit >= 1<<20 && limit%(1<<20) == 0 {
+		size = fmt.Sprintf("%d MiB", limit>>20)
+	}
+	return newError(CodePayloadTooLarge, "the request body is larger than "+size, map[string]any{"limit_bytes": limit})
+}

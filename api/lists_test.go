@@ -337,6 +337,9 @@ func TestPerPageBoundFromStorage(t *testing.T) {
 		if op == nil || op.Parameters.GetByInAndName("query", "per_page") == nil {
 			continue
 		}
+		if path == "/objects/{id}/positions" {
+			continue // keyset by time only, per_page ≤ 500 (docs/design.md §14): TestPositionsScope
+		}
 		paged = append(paged, path)
 		per := op.Parameters.GetByInAndName("query", "per_page").Schema.Value
 		page := op.Parameters.GetByInAndName("query", "page").Schema.Value

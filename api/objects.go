@@ -208,8 +208,16 @@ func objectSchema() wireType {
 		"imei":         {minLen(1), maxLen(50), desc("IMEI of the device, unique across the platform.")},
 		"account_id":   {minimum(1), desc("Id of the account that owns the device.")},
 		"name":         {desc("Name of the device.")},
-		"odometer":     {minimum(0), desc("Current odometer (km).")},
-		"engine_hours": {minimum(0), desc("Current engine hours (h).")},
+		"odometer":     {minimum(0), desc("Current odometer (km): the whole part of the newest reading that reported one.")},
+		"engine_hours": {minimum(0), desc("Current engine hours (h): the whole part of the newest reading that reported them.")},
+		"last_time":    {typed(openapi3.TypeString), format("date-time"), nullable(), desc("Time of the newest accepted reading (docs/design.md §14); null: never reported.")},
+		"lat":          {desc("Latitude of the newest reading that reported a position; null: never reported.")},
+		"lon":          {desc("Longitude of the newest reading that reported a position; null: never reported.")},
+		"speed":        {desc("Speed (km/h) of the newest reading that reported one; null: never reported.")},
+		"heading":      {desc("Heading (degrees); null: never reported.")},
+		"altitude":     {desc("Altitude (m); null: never reported.")},
+		"ignition":     {desc("Ignition; null: never reported.")},
+		"attributes":   {freeObject(), nullable(), desc("The newest value of each attribute reported; null: never reported.")},
 	}}
 }
 

@@ -158,6 +158,7 @@ func operationTypes(docs []*operationDoc) []wireType {
 		types = append(types, d.data.uses...)
 		if d.request != nil {
 			types = append(types, *d.request)
+			types = append(types, d.request.uses...)
 		}
 	}
 	return types

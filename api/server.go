@@ -136,6 +136,10 @@ type Config struct {
 	// (the server's trouble) rather than a 429 (the tenant's load); 0:
 	// TenantQueueTimeout (no slot given back during the whole wait).
 	TenantStuckAfter time.Duration
+	// PositionsRetention is how long positions are kept
+	// (FLEET_POSITIONS_RETENTION): POST /readings refuses older readings
+	// (READING_TOO_OLD). storage.DefaultPositionsRetention when 0.
+	PositionsRetention time.Duration
 }
 
 // Server is the fleetapi HTTP API.
@@ -294,4 +298,6 @@ func (s *Server) registerRoutes() {
 	s.registerTokens(v2)
 	s.registerGrants(v2)
 	s.registerUsage(v2)
+	s.registerReadings(v2)
+	s.registerPositions(v2)
 }

@@ -30,6 +30,14 @@ type Store interface {
 	eventStore
 	dueStore
 	usageStore
+	readingStore
+}
+
+// readingStore stores readings and reads a device's history (readings.go,
+// positions.go).
+type readingStore interface {
+	IngestReadings(ctx context.Context, scope policy.Scope, readings []storage.Reading, now time.Time) (storage.IngestResult, error)
+	Positions(ctx context.Context, scope policy.Scope, req storage.PositionsRequest) ([]storage.Position, bool, error)
 }
 
 // The concrete store is the api's store.

@@ -207,6 +207,14 @@ var writeOps = []writeOp{
 			}
 			return w.send(srv, "move", "PATCH", fmt.Sprint("/api/v2/objects/", w.d1), w.m, fmt.Sprintf(`{"account_id":%d}`, to), "")
 		}},
+	{name: "POST /readings (the user's two devices, by the user)", ok: gone,
+		do: func(w *lockWorld, srv *testAPI, c int) writeOutcome {
+			return w.send(srv, "readings", "POST", "/api/v2/readings", w.tU, readingsPair(w.imei1, w.imei2, c), "")
+		}},
+	{name: "POST /readings (the same devices the other way round, by the manager)", ok: gone,
+		do: func(w *lockWorld, srv *testAPI, c int) writeOutcome {
+			return w.send(srv, "readings-m", "POST", "/api/v2/readings", w.m, readingsPair(w.imei2, w.imei1, c+1000), "")
+		}},
 	{name: "DELETE /tokens/{id} (a token with an heir)", audited: true, ok: gone,
 		do: func(w *lockWorld, srv *testAPI, c int) writeOutcome {
 			return w.send(srv, "revoke", "DELETE", fmt.Sprint("/api/v2/tokens/", w.x), w.tU, "", "")
@@ -613,4 +621,11 @@ func checkCounters(t *testing.T, a *testAPI) {
 			t.Errorf("%s: the row counters of %d accounts differ from the rows", table, bad)
 		}
 	}
+}
+
+// readingsPair is a POST /readings body of one reading of each device,
+// first a then b, at a time of copy c's own (a retried copy is duplicates).
+func readingsPair(a, b string, c int) string {
+	ts := time.Now().UTC().Add(-time.Hour).Add(time.Duration(c) * time.Millisecond).Truncate(time.Millisecond).Format(time.RFC3339Nano)
+	return fmt.Sprintf(`{"readings":[{"imei":%q,"time":%q,"speed":90,"odometer":%d},{"imei":%q,"time":%q,"speed":10}]}`, a, ts, 1000+c, b, ts)
 }

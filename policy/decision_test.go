@@ -126,6 +126,9 @@ func expectCode(in Input) (string, map[string]any) {
 	if route != "GET /me" && !slices.Contains(p, "*") && !slices.Contains(p, in.Request.Method+" *") && !slices.Contains(p, route) {
 		return "TOKEN_PERMISSION_DENIED", map[string]any{"method": in.Request.Method, "route": in.Request.Route}
 	}
+	if a.Type == "subaccount" && route == "POST /readings" {
+		return "PRIVILEGE_REQUIRED", map[string]any{"account_type": "subaccount"} // subaccounts never ingest (§14)
+	}
 	need := map[string]string{"GET /reports": "reports", "GET /events": "event_notifications", "GET /events/{id}": "event_notifications"}[route]
 	if a.Type == "subaccount" && need != "" && !slices.Contains(a.Privileges, need) {
 		return "PRIVILEGE_REQUIRED", map[string]any{"privilege": need}

@@ -64,6 +64,12 @@ var eraseSteps = []eraseStep{
 	// request that created a row erased below (eraseKeysWhere)
 	{table: "idempotency_keys", where: "account_id = ANY(?0)"},
 	{table: "object_grants", where: "subaccount_id = ANY(?0) OR imei IN (SELECT imei FROM objects WHERE account_id = ANY(?0))"},
+	// the live data of docs/design.md §14 (no foreign key cascades to
+	// positions; notifications reference the account): the subtree's, and
+	// any other account's rows of the subtree's devices
+	{table: "positions", where: "account_id = ANY(?0) OR object_id IN (SELECT id FROM objects WHERE account_id = ANY(?0))"},
+	{table: "notifications", where: "account_id = ANY(?0) OR object_id IN (SELECT id FROM objects WHERE account_id = ANY(?0))"},
+	{table: "service_states", where: "account_id = ANY(?0) OR service_id IN (SELECT service_id FROM services WHERE account_id = ANY(?0))"},
 	// the declared resources' steps go here (withDeclaredResources)
 	{table: "tokens", where: "account_id = ANY(?0)", key: "id"},
 	{table: "objects", where: "account_id = ANY(?0)", key: "id"},

@@ -1,24 +1,55 @@
 package storage
 
-import "github.com/uptrace/bun"
+import (
+	"context"
+	"time"
+
+	"github.com/uptrace/bun"
+)
 
 // Objects is the objects resource: GET /objects (docs/design.md §9), the devices
 // the caller may see (a subaccount: those granted to it).
 var Objects = declare[Object](counted)
 
 // Object is a row of objects: a tracked device, owned by one account, with
-// its current odometer (km) and engine hours (h). It is also the wire form
+// its current odometer (km) and engine hours (h) and the current state the
+// newest accepted reading set (docs/design.md §14: last_time, position,
+// speed, heading, altitude, ignition, attributes; null, attributes
+// included, while the device has never reported). It is also the wire form
 // of GET /objects; the import file has its own record (importfile), which
-// names the owner by username and takes no id.
+// names the owner by username and takes no id. The rules' evaluation state
+// (objects.rule_state) is storage's alone: never read into an Object, never
+// on the wire.
 type Object struct {
 	bun.BaseModel `bun:"table:objects,alias:o"`
 
-	ID          int64  `bun:"id,pk,autoincrement" json:"id"`
-	IMEI        string `bun:"imei,notnull" json:"imei" list:"sort,filter,search=1"`
-	AccountID   int64  `bun:"account_id,notnull" json:"account_id" list:"filter"`
-	Name        string `bun:"name,notnull" json:"name" list:"sort,filter,search=2"`
-	Odometer    int64  `bun:"odometer,notnull" json:"odometer"`
-	EngineHours int64  `bun:"engine_hours,notnull" json:"engine_hours"`
+	ID          int64          `bun:"id,pk,autoincrement" json:"id"`
+	IMEI        string         `bun:"imei,notnull" json:"imei" list:"sort,filter,search=1"`
+	AccountID   int64          `bun:"account_id,notnull" json:"account_id" list:"filter"`
+	Name        string         `bun:"name,notnull" json:"name" list:"sort,filter,search=2"`
+	Odometer    int64          `bun:"odometer,notnull" json:"odometer"`
+	EngineHours int64          `bun:"engine_hours,notnull" json:"engine_hours"`
+	LastTime    *time.Time     `bun:"last_time,nullzero" json:"last_time"`
+	Lat         *float64       `bun:"lat,nullzero" json:"lat"`
+	Lon         *float64       `bun:"lon,nullzero" json:"lon"`
+	Speed       *float64       `bun:"speed,nullzero" json:"speed"`
+	Heading     *float64       `bun:"heading,nullzero" json:"heading"`
+	Altitude    *float64       `bun:"altitude,nullzero" json:"altitude"`
+	Ignition    *bool          `bun:"ignition,nullzero" json:"ignition"`
+	Attributes  map[string]any `bun:"attributes,type:jsonb,nullzero" json:"attributes"`
+}
+
+var _ bun.AfterScanRowHook = (*Object)(nil)
+
+// AfterScanRow shows the attributes of a device that never reported as
+// null, like the other state fields (the column's default is {}).
+func (o *Object) AfterScanRow(context.Context) error {
+	if o.LastTime == nil {
+		o.Attributes = nil
+	} else if o.Attributes == nil {
+		o.Attributes = map[string]any{}
+	}
+	return nil
 }
 
 // ObjectGrant is a row of object_grants: a device granted to a subaccount.

@@ -41,6 +41,8 @@ func Routes() []Route {
 		{"GET", "/accounts/{id}/objects"}, {"PUT", "/accounts/{id}/objects"}, {"POST", "/objects"},
 		{"PATCH", "/objects/{id}"},
 		{"GET", "/usage"},
+		{"POST", "/readings"},
+		{"GET", "/objects/{id}/positions"},
 	}
 }
 

@@ -87,6 +87,10 @@ type config struct {
 	// a revoked or expired token is kept (0: forever).
 	PurgeInterval  time.Duration
 	TokenRetention time.Duration
+	// PositionsRetention is how long positions and notifications are kept
+	// (docs/design.md §14): readings older than it are refused
+	// (READING_TOO_OLD) and the maintenance drops older partitions.
+	PositionsRetention time.Duration
 	// LogFlushInterval is how long the server's log lines may wait in
 	// memory before they are written to stdout; 0 writes each at once.
 	LogFlushInterval time.Duration
@@ -143,6 +147,10 @@ func defaultConfig(getenv func(string) string) (config, error) {
 	c.CounterFoldInterval = envDuration(getenv, "FLEET_COUNTER_FOLD_INTERVAL", storage.DefaultCounterFoldInterval, &errs)
 	c.PurgeInterval = envDuration(getenv, "FLEET_PURGE_INTERVAL", storage.DefaultPurgeInterval, &errs)
 	c.TokenRetention = envDuration(getenv, "FLEET_TOKEN_RETENTION", storage.DefaultTokenRetention, &errs)
+	c.PositionsRetention = envDuration(getenv, "FLEET_POSITIONS_RETENTION", storage.DefaultPositionsRetention, &errs)
+	if c.PositionsRetention < 24*time.Hour {
+		errs = append(errs, errors.New("FLEET_POSITIONS_RETENTION must be at least 24h: positions are kept by day"))
+	}
 	c.LogFlushInterval = envDuration(getenv, "FLEET_LOG_FLUSH_INTERVAL", telemetry.DefaultLogFlushInterval, &errs)
 	c.DrainDelay = envDuration(getenv, "FLEET_DRAIN_DELAY", 0, &errs)
 	c.ShutdownTimeout = envDuration(getenv, "FLEET_SHUTDOWN_TIMEOUT", 15*time.Second, &errs)
@@ -340,6 +348,7 @@ func (c *config) flags(fs *flag.FlagSet) {
 	fs.DurationVar(&c.CounterFoldInterval, "counter-fold-interval", c.CounterFoldInterval, "fold the row counters' stripes into one row per account this often; 0 never (FLEET_COUNTER_FOLD_INTERVAL)")
 	fs.DurationVar(&c.PurgeInterval, "purge-interval", c.PurgeInterval, "purge expired idempotency keys and dead tokens this often; 0 never (FLEET_PURGE_INTERVAL)")
 	fs.DurationVar(&c.TokenRetention, "token-retention", c.TokenRetention, "keep a revoked or expired token this long, then purge it; 0 keeps it forever (FLEET_TOKEN_RETENTION)")
+	fs.DurationVar(&c.PositionsRetention, "positions-retention", c.PositionsRetention, "keep positions and notifications this long (whole UTC days), refuse older readings (FLEET_POSITIONS_RETENTION)")
 	fs.DurationVar(&c.DrainDelay, "drain-delay", c.DrainDelay, "on shutdown, how long /readyz answers 503 before the listener closes (FLEET_DRAIN_DELAY)")
 	fs.DurationVar(&c.ShutdownTimeout, "shutdown-timeout", c.ShutdownTimeout, "how long in-flight requests may take to finish on shutdown (FLEET_SHUTDOWN_TIMEOUT)")
 	fs.Func("database-read-urls", "comma-separated PostgreSQL URLs of streaming replicas for the client API's reads (FLEET_DATABASE_READ_URLS)", func(v string) error {

@@ -2,6 +2,8 @@ package main
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
@@ -299,6 +301,7 @@ func serve(ctx context.Context, cfg config, getenv func(string) string, con cons
 	defer stopMeter()
 	defer startCounterFold(ctx, cfg.CounterFoldInterval, store, log)()
 	defer startPurge(ctx, cfg.PurgeInterval, cfg.TokenRetention, store, log)()
+	defer startPositionsMaintenance(ctx, cfg.PositionsRetention, store, log)()
 	srv, err := api.New(api.Config{
 		Auth:               auth,
 		AuthSync:           authSync,
@@ -316,6 +319,7 @@ func serve(ctx context.Context, cfg config, getenv func(string) string, con cons
 		Usage:              meter,
 		TenantMaxInFlight:  cfg.TenantMaxInFlight,
 		TenantQueueTimeout: cfg.TenantQueueTimeout,
+		PositionsRetention: cfg.PositionsRetention,
 		Ready:              store,
 		MetricsHandler:     tel.MetricsHandler,
 		SeparateOps:        cfg.MetricsAddr != "",
@@ -471,4 +475,49 @@ func startMetering(ctx context.Context, cfg config, store *storage.Store, log *s
 		}
 		log.Info("usage flushed")
 	}, nil
+}
+
+// positionsMaintenancePeriod is how often a replica tries the positions
+// maintenance (storage.MaintainPositions); the lease outlives it, so the
+// replica that holds it keeps it while it lives.
+const positionsMaintenancePeriod = time.Hour
+
+// startPositionsMaintenance runs the positions maintenance at start and
+// every hour until serve returns, on the one replica that holds its lease
+// (fleet_leases): partitions ahead, partitions and notifications past
+// FLEET_POSITIONS_RETENTION dropped. The returned function stops it.
+func startPositionsMaintenance(ctx context.Context, retention time.Duration, store *storage.Store, log *slog.Logger) func() {
+	mctx, cancel := context.WithCancel(ctx)
+	done := make(chan struct{})
+	var id [8]byte
+	_, _ = rand.Read(id[:])
+	holder := hex.EncodeToString(id[:])
+	run := func() {
+		m, err := store.MaintainPositions(mctx, holder, positionsMaintenancePeriod+10*time.Minute, retention, time.Now())
+		switch {
+		case err != nil && mctx.Err() == nil:
+			log.Warn("positions maintenance failed; next in an hour", slog.Any("error", err))
+		case m.Ran && (m.Made > 0 || m.Dropped > 0 || m.NotificationsDeleted > 0):
+			log.Info("positions maintenance", slog.Int("partitions_made", m.Made), slog.Int("partitions_dropped", m.Dropped),
+				slog.Int64("notifications_deleted", m.NotificationsDeleted))
+		}
+	}
+	go func() {
+		defer close(done)
+		run()
+		tick := time.NewTicker(positionsMaintenancePeriod)
+		defer tick.Stop()
+		for {
+			select {
+			case <-mctx.Done():
+				return
+			case <-tick.C:
+				run()
+			}
+		}
+	}()
+	return func() {
+		cancel()
+		<-done
+	}
 }

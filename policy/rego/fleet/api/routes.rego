@@ -25,4 +25,6 @@ routes := [
 	"POST /objects",
 	"PATCH /objects/{id}",
 	"GET /usage",
+	"POST /readings",
+	"GET /objects/{id}/positions",
 ]

@@ -23,7 +23,8 @@
 #   list wins: ACCOUNT_INACTIVE (inactive, or an unknown account type) >
 #   ACCOUNT_EXPIRED > ACCOUNT_INACTIVE or ACCOUNT_EXPIRED of an account above
 #   (the nearest one that cannot use the API; inactive before expired for
-#   that account) > TOKEN_PERMISSION_DENIED > PRIVILEGE_REQUIRED >
+#   that account) > TOKEN_PERMISSION_DENIED > PRIVILEGE_REQUIRED (a route
+#   no subaccount may use, then a privilege the subaccount lacks) >
 #   READ_ONLY_ACCOUNT (the account itself, then the nearest account above).
 #   The account-state and read-only denials name the account that caused
 #   them in details.account_id. Missing or malformed account facts count
@@ -51,6 +52,12 @@ route_privilege := {
 	"GET /events": "event_notifications",
 	"GET /events/{id}": "event_notifications",
 }
+
+# not_for_subaccounts are the routes no subaccount may use, whatever its
+# privileges and token (docs/design.md §14: subaccounts never ingest). The
+# denial is PRIVILEGE_REQUIRED with details.account_type "subaccount": no
+# privilege grants them, so details.privilege is absent.
+not_for_subaccounts := {"POST /readings"}
 
 # open_routes need no token permission: any valid token reads its own account.
 open_routes := {"GET /me"}
@@ -101,6 +108,13 @@ decision := deny("ACCOUNT_INACTIVE", "the account is inactive", own) if {
 	{"method": input.request.method, "route": input.request.route},
 ) if {
 	not token_permits
+} else := deny(
+	"PRIVILEGE_REQUIRED",
+	sprintf("subaccounts may not use %s", [route_key]),
+	{"account_type": "subaccount"},
+) if {
+	route_key in not_for_subaccounts
+	input.account.type == "subaccount"
 } else := deny(
 	"PRIVILEGE_REQUIRED",
 	sprintf("the subaccount lacks the %s privilege", [missing_privilege]),

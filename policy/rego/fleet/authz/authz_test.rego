@@ -284,14 +284,23 @@ test_chain_state_every_level if {
 		every route in authz.routes {
 			[method, template] := split(route, " ")
 			d := authz.decision with input as object.union(c[0], {"request": {"method": method, "route": template}})
-			chain_state_expected(d, c[1], c[2])
+			chain_state_expected(d, c[1], c[2], route)
 		}
 	}
 }
 
-chain_state_expected(d, "", _) if d.allow
+# A usable chain allows every route but those no subaccount may use.
+chain_state_expected(d, "", _, route) if {
+	not route in authz.not_for_subaccounts
+	d.allow
+}
 
-chain_state_expected(d, code, id) if {
+chain_state_expected(d, "", _, route) if {
+	route in authz.not_for_subaccounts
+	d.code == "PRIVILEGE_REQUIRED"
+}
+
+chain_state_expected(d, code, id, _) if {
 	code != ""
 	d.allow == false
 	d.code == code
@@ -498,4 +507,37 @@ test_account_state_must_be_boolean if {
 	every v in [null, "true", 1] {
 		authz.decision.code == "ACCOUNT_INACTIVE" with input as with_account({"active": v})
 	}
+}
+
+# Subaccounts never ingest (docs/design.md §14): POST /readings is refused
+# to a subaccount holding every privilege and a "*" token, before the
+# read-only check; a user may, a read-only user may not.
+test_readings_never_for_subaccounts if {
+	inp := object.union(sub(all_privileges), {"request": {"method": "POST", "route": "/readings"}})
+	d := authz.decision with input as inp
+	d.code == "PRIVILEGE_REQUIRED"
+	d.details == {"account_type": "subaccount"}
+	authz.decision.code == "PRIVILEGE_REQUIRED" with input as object.union(inp, {"account": {"read_only": true}})
+}
+
+test_readings_token_before_subaccount if {
+	inp := object.union(sub(all_privileges), {
+		"request": {"method": "POST", "route": "/readings"},
+		"token": {"permissions": ["GET *"]},
+	})
+	authz.decision.code == "TOKEN_PERMISSION_DENIED" with input as inp
+}
+
+test_readings_user if {
+	authz.decision == {"allow": true} with input as with_request("POST", "/readings")
+	d := authz.decision with input as object.union(with_request("POST", "/readings"), {"account": {"read_only": true}})
+	d.code == "READ_ONLY_ACCOUNT"
+	authz.decision.allow with input as with_request("GET", "/objects/{id}/positions")
+	e := authz.decision with input as object.union(with_request("POST", "/readings"), {"token": {"permissions": ["GET *"]}})
+	e.code == "TOKEN_PERMISSION_DENIED"
+}
+
+test_positions_subaccount if {
+	inp := object.union(sub([]), {"request": {"method": "GET", "route": "/objects/{id}/positions"}})
+	authz.decision.allow with input as inp
 }
