@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -24,7 +25,8 @@ import (
 // API (POST /readings, the notification stream) and the floor over the
 // small generated data set: the devices are primed, every batch is
 // answered without an error, a rejection or a duplicate, both sides
-// accept readings, the read scenario runs idle and beside ingestion, and
+// accept readings, the read scenario runs idle and beside ingestion, the
+// notification stream is read at both rates (where the server has it), and
 // every reading the report counts as accepted is a position row.
 func TestIngestRunSmall(t *testing.T) {
 	ctx := context.Background()
@@ -102,6 +104,17 @@ func TestIngestRunSmall(t *testing.T) {
 			t.Errorf("%s: %q readings accepted:\n%s", name, r[3], text)
 		}
 		accepted += n
+	}
+	// The stream, where the server has it: open at both rates, never ended
+	// by the server.
+	if slices.ContainsFunc(tenancy.Routes(), func(r tenancy.Route) bool { return r.String() == "GET /notifications/stream" }) {
+		for _, name := range []string{"API", "beside"} {
+			if s := rows[name][11]; !regexp.MustCompile(`^([0-9]+) / ([0-9]+)$`).MatchString(s) || strings.Contains(text, "stream ended") {
+				t.Errorf("%s: stream %q:\n%s", name, s, text)
+			}
+		}
+	} else if !strings.Contains(text, "reading → notification: not measured") {
+		t.Errorf("no stream in this build, and the report does not say so:\n%s", text)
 	}
 	if !regexp.MustCompile(`(?m)^\| user_list_mixed \| [1-9]`).Match(md) {
 		t.Errorf("no read scenario row:\n%s", md)

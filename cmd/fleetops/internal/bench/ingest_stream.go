@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -53,6 +54,9 @@ func (l *sentLog) sentAt(k readingKey) (time.Time, bool) {
 	t, ok := l.sent[k]
 	return t, ok
 }
+
+// errNoStream is the answer of a server without the notification stream.
+var errNoStream = errors.New("the server has no GET /notifications/stream")
 
 // streamWatch is an open notification stream and what it has read.
 type streamWatch struct {
@@ -139,6 +143,9 @@ func (h *harness) streamRequest(ctx context.Context, token, lastID string) (io.R
 	if resp.StatusCode != http.StatusOK {
 		b, _ := io.ReadAll(io.LimitReader(resp.Body, 300))
 		resp.Body.Close()
+		if resp.StatusCode == http.StatusNotFound {
+			return nil, fmt.Errorf("%w: %s", errNoStream, b)
+		}
 		return nil, fmt.Errorf("notification stream: status %d: %s", resp.StatusCode, b)
 	}
 	return resp.Body, nil
