@@ -518,6 +518,11 @@ func (h *harness) readsBeside(ctx context.Context, gws []*gateway, rate float64,
 	if err != nil {
 		return nil, nil, err
 	}
+	before, err := h.maxNotificationID(ctx)
+	if err != nil {
+		return nil, nil, fmt.Errorf("notifications: %w", err)
+	}
+	stopRSS := procfs.SamplePeakRSS(h.cfg.ServerPID, 100*time.Millisecond)
 	stop := make(chan struct{})
 	done := make(chan ingestResult, 1)
 	go func() {
@@ -526,6 +531,12 @@ func (h *harness) readsBeside(ctx context.Context, gws []*gateway, rate float64,
 	err = measure(true)
 	close(stop)
 	res := <-done
+	res.rss = stopRSS()
+	if n, cerr := h.notificationsSince(ctx, before); cerr == nil {
+		res.notifications = n
+	} else if err == nil {
+		err = fmt.Errorf("notifications: %w", cerr)
+	}
 	if watch != nil {
 		s := watch.stop(2 * time.Second)
 		res.stream = &s

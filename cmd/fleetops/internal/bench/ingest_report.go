@@ -51,9 +51,9 @@ func ingestMarkdown(runs []ingestResult, loaded *ingestResult, reads []readsPair
 		if s := r.stream; s != nil {
 			stream, p50, p99 = fmt.Sprintf("%d / %d", s.events, s.matched), ms(s.latency.P50), ms(s.latency.P99)
 		}
-		rss, cpu := "-", "-"
+		rss, cpu := "-", stats.Micros(r.serverCPU)
 		if r.rss > 0 {
-			rss, cpu = fmt.Sprintf("%.0f MB", float64(r.rss)/(1<<20)), stats.Micros(r.serverCPU)
+			rss = fmt.Sprintf("%.0f MB", float64(r.rss)/(1<<20))
 		}
 		fmt.Fprintf(&b, "| %s | %d × %d | %.0f | %d | %d | %s | %s | %d | %d | %d | %d | %s | %s | %s | %s | %s | %s |\n",
 			r.name, r.clients, r.batch, r.throughput(), r.accepted, r.batches, ms(r.latency.P50), ms(r.latency.P99), r.errors, r.rejected,
