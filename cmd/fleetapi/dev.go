@@ -74,6 +74,7 @@ account that is not in the demo data.`)
 	return serve(ctx, cfg, getenv, con, func(addr string) {
 		printDemoTokens(con.out, addr, name)
 		fmt.Fprintf(con.out, "The tenant walkthrough (docs/tenants.md: limits, quotas, usage, export, erase) runs fleetapi\ncommands on this server's database; its first two lines for this server:\n\n%s\n", tenantWalkthroughVars(addr, cfg.DatabaseURL))
+		fmt.Fprintf(con.out, "Live data (docs/live.md): a tracker posts readings, and the overspeed notification arrives on\nthe stream.\n\n%s\n", liveWalkthrough(addr))
 	})
 }
 

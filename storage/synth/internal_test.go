@@ -1,7 +1,9 @@
 package synth
 
 import (
+	"fmt"
 	"math/rand/v2"
+	"slices"
 	"testing"
 )
 
@@ -91,5 +93,43 @@ func TestCopyRowEscapes(t *testing.T) {
 	want := "7\ta\\tb\\\\c\\nd\t\\N\tt\t{\"x\\\\\"y\",\"z\\\\\\\\w\"}\t{}"
 	if string(r.b) != want {
 		t.Fatalf("copy row\n got %q\nwant %q", r.b, want)
+	}
+}
+
+// TestEvaluableValues: every type the rules evaluate from a number or an
+// expression gets one a fleet would set (overspeed 90 to 130 km/h, every
+// limit reached by some draw), the others none, and the draws depend on
+// the random source only.
+func TestEvaluableValues(t *testing.T) {
+	ranges := map[string][2]int{"overspeed": {90, 130}, "fuel_drop": {10, 30}, "stopped": {10, 30}, "connection_no": {30, 120}}
+	for _, typ := range eventTypes {
+		r1, r2 := rand.New(rand.NewPCG(1, 2)), rand.New(rand.NewPCG(1, 2))
+		seen := map[string]bool{}
+		for range 200 {
+			v := evaluableValue(r1, typ[0])
+			if v != evaluableValue(r2, typ[0]) {
+				t.Fatalf("%s: the same source drew another value", typ[0])
+			}
+			seen[v] = true
+			switch lim, numeric := ranges[typ[0]]; {
+			case numeric:
+				var n int
+				if _, err := fmt.Sscan(v, &n); err != nil || n < lim[0] || n > lim[1] {
+					t.Fatalf("%s: %q, want a number in %v", typ[0], v, lim)
+				}
+			case typ[0] == "param":
+				if !slices.Contains(paramRules, v) {
+					t.Fatalf("param: %q", v)
+				}
+			case v != "":
+				t.Fatalf("%s takes no checked_value, drew %q", typ[0], v)
+			}
+		}
+		if lim, ok := ranges[typ[0]]; ok && (!seen[fmt.Sprint(lim[0])] || !seen[fmt.Sprint(lim[1])]) {
+			t.Errorf("%s: %d draws never reached %v", typ[0], 200, lim)
+		}
+		if typ[0] == "param" && len(seen) != len(paramRules) {
+			t.Errorf("param drew %d of %d expressions", len(seen), len(paramRules))
+		}
 	}
 }

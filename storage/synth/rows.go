@@ -336,12 +336,8 @@ func (p *genPlan) writeEvents(c *copier) error {
 		if r.IntN(3) == 0 {
 			dayTime = `{"from": "08:00", "to": "18:00"}`
 		}
-		checked, zoneTrigger, zs := "", "off", []string(nil)
+		checked, zoneTrigger, zs := evaluableValue(r, typ[0]), "off", []string(nil)
 		switch typ[0] {
-		case "overspeed":
-			checked = fmt.Sprint(70 + 10*r.IntN(6))
-		case "param":
-			checked = "temp1>8"
 		case "zone_in", "zone_out":
 			zoneTrigger, zs = strings.TrimPrefix(typ[0], "zone_"), zones(r, 2)
 		}
@@ -353,6 +349,30 @@ func (p *genPlan) writeEvents(c *copier) error {
 			Bool(r.IntN(4) == 0).Int(int64(r.IntN(4))).Int(int64(r.IntN(3))).Bool(false).Text("gprs").Text("ascii").Text("")
 		return row.end(c)
 	})
+}
+
+// paramRules are the param expressions the generator draws from: what a
+// fleet watches on its trackers' attributes.
+var paramRules = []string{"fuel < 10", "temp1 > 8", "temp1 < -18", "door = 1"}
+
+// evaluableValue draws the checked_value of a rule of type typ as a fleet
+// sets it (docs/design.md §14): an overspeed limit of 90 to 130 km/h, a
+// param expression, a fuel drop of 10 to 30, minutes of stop (10 to 30) or
+// of silence (30 to 120); "" for the types that take none.
+func evaluableValue(r *rand.Rand, typ string) string {
+	switch typ {
+	case "overspeed":
+		return fmt.Sprint(90 + 10*r.IntN(5))
+	case "param":
+		return paramRules[r.IntN(len(paramRules))]
+	case "fuel_drop":
+		return fmt.Sprint(10 + 5*r.IntN(5))
+	case "stopped":
+		return fmt.Sprint(10 * (1 + r.IntN(3)))
+	case "connection_no":
+		return fmt.Sprint(30 * (1 + r.IntN(4)))
+	}
+	return ""
 }
 
 func ifThen(on bool, s string) string {

@@ -6,6 +6,9 @@
 // compiles, run directly against PostgreSQL at the same concurrency. It
 // prints latency percentiles, throughput, errors and the API/floor ratio
 // per scenario, as text and as a markdown table (docs/performance.md).
+// The ingest workload (--workload ingest, ingest.go) posts readings from
+// gateway clients instead and measures readings/s, the floor of storage's
+// batch entry point and the reading → notification latency on a stream.
 //
 // The tokens come from `fleetapi generate --tokens FILE`.
 package bench
@@ -27,6 +30,8 @@ const (
 	maxConcurrency = 256
 	maxDuration    = 10 * time.Minute
 	maxRequests    = 10_000_000
+	// maxBatch is the most readings POST /readings takes (docs/design.md §14).
+	maxBatch = 1000
 )
 
 // config is the harness configuration.
@@ -58,6 +63,18 @@ type config struct {
 	RLS    bool
 	OPAURL string
 	OPAPID int
+	// The ingest workload (--workload ingest): how long each run posts,
+	// the readings per batch, the roles of the gateways' token and of the
+	// notification stream's, the read scenarios measured idle and while
+	// ingesting, how many devices it drives (0: all) and the ingest rate
+	// beside the reads (0: half the measured maximum).
+	IngestDuration time.Duration
+	Batch          int
+	GatewayRole    string
+	StreamRole     string
+	IngestReads    string
+	IngestDevices  int
+	IngestRate     float64
 	// WriteOPAPolicy is a directory to export the policy set into for
 	// `opa run --server`, instead of measuring.
 	WriteOPAPolicy string
@@ -69,7 +86,9 @@ const usage = `usage: fleetops bench --tokens FILE [flags]
 the load harness: scenarios against a running fleetapi server on loopback
 (the API) and the same storage calls directly against its PostgreSQL (the
 floor), with percentiles, throughput, CPU per request and the API/floor
-ratio; write the tokens with fleetapi generate --tokens FILE
+ratio; write the tokens with fleetapi generate --tokens FILE. --workload
+ingest posts readings instead (POST /readings from gateway clients, the
+floor, reading → notification on a stream, reads idle and while ingesting)
 
 flags:
 `
@@ -90,6 +109,12 @@ func parseConfig(args []string, getenv func(string) string, stdout io.Writer) (c
 		UserSearch:   "brake",
 		ManagerQuery: "page=100",
 		DueRole:      "manager",
+
+		IngestDuration: 60 * time.Second,
+		Batch:          500,
+		GatewayRole:    "manager",
+		StreamRole:     "manager",
+		IngestReads:    "user_list_mixed,manager_list_mixed,event_by_id_mixed,due_services_mixed",
 	}
 	if c.DatabaseURL == "" {
 		c.DatabaseURL = "postgres://postgres@127.0.0.1:5432/fleetapi?sslmode=disable"
@@ -103,7 +128,14 @@ func parseConfig(args []string, getenv func(string) string, stdout io.Writer) (c
 	fs.Int64Var(&c.Requests, "requests", 0, "stop each measurement after this many requests (0: duration only)")
 	fs.DurationVar(&c.Warmup, "warmup", c.Warmup, "unmeasured run before each measurement")
 	fs.StringVar(&c.Scenarios, "scenarios", "", "comma-separated scenarios to run (default: those of --workload, then the RLS and OPA-sidecar variants when asked for)")
-	fs.StringVar(&c.Workload, "workload", c.Workload, "default scenarios: fixed (one principal, term and page each), mixed (drawn from many), or both")
+	fs.StringVar(&c.Workload, "workload", c.Workload, "default scenarios: fixed (one principal, term and page each), mixed (drawn from many), or both; ingest runs the ingest workload instead")
+	fs.DurationVar(&c.IngestDuration, "ingest-duration", c.IngestDuration, "ingest: how long each run (API, floor) posts")
+	fs.IntVar(&c.Batch, "batch", c.Batch, "ingest: readings per POST /readings (1 to 1000)")
+	fs.StringVar(&c.GatewayRole, "gateway-role", c.GatewayRole, "ingest: the gateways post with every manager's token (manager: each for its customers' devices) or with one token of this role (admin: every device)")
+	fs.StringVar(&c.StreamRole, "stream-role", c.StreamRole, "ingest: the role whose notification stream times reading → notification (empty: no stream)")
+	fs.StringVar(&c.IngestReads, "ingest-reads", c.IngestReads, "ingest: read scenarios measured idle and while ingesting at --ingest-rate (empty: none)")
+	fs.IntVar(&c.IngestDevices, "ingest-devices", 0, "ingest: drive the first N devices (0: every device)")
+	fs.Float64Var(&c.IngestRate, "ingest-rate", 0, "ingest: readings/s posted beside the read scenarios (0: half the API's measured rate)")
 	fs.Uint64Var(&c.Seed, "seed", c.Seed, "seed of the mixed workload's draws (API and floor draw the same sequence)")
 	fs.BoolVar(&c.RLS, "rls", false, "set up row-level security in the database (roles and policies, idempotent) and run the RLS variants")
 	fs.StringVar(&c.OPAURL, "opa-url", "", "OPA server (opa run --server, loopback) for the OPA-sidecar variants")
@@ -132,6 +164,9 @@ func parseConfig(args []string, getenv func(string) string, stdout io.Writer) (c
 // OPA-sidecar variants when asked for.
 func defaultScenarios(c config) []string {
 	var out []string
+	if c.Workload == "ingest" {
+		return nil
+	}
 	if c.Workload != "mixed" {
 		out = append(out, scenarioNames()...)
 	}
@@ -154,8 +189,14 @@ func (c config) validate() error {
 		return nil
 	}
 	switch {
-	case c.Workload != "fixed" && c.Workload != "mixed" && c.Workload != "both":
-		return cli.Usagef("--workload must be fixed, mixed or both")
+	case c.Workload != "fixed" && c.Workload != "mixed" && c.Workload != "both" && c.Workload != "ingest":
+		return cli.Usagef("--workload must be fixed, mixed, both or ingest")
+	case c.Batch < 1 || c.Batch > maxBatch:
+		return cli.Usagef("--batch must be 1 to %d", maxBatch)
+	case c.IngestDuration <= 0 || c.IngestDuration > maxDuration:
+		return cli.Usagef("--ingest-duration must be above 0 and at most %s", maxDuration)
+	case c.IngestDevices < 0 || c.IngestRate < 0:
+		return cli.Usagef("--ingest-devices and --ingest-rate must not be negative")
 	case c.OPAPID < 0:
 		return cli.Usagef("--opa-pid must be a process id (0: none)")
 	case c.TokensFile == "":
@@ -207,5 +248,8 @@ func Run(ctx context.Context, args []string, getenv func(string) string, stdout 
 		return err
 	}
 	defer h.close()
+	if cfg.Workload == "ingest" {
+		return h.ingestWorkload(ctx)
+	}
 	return h.run(ctx)
 }

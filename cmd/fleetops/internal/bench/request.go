@@ -11,11 +11,16 @@ import (
 // do sends one API request with the role's token. It returns the body when
 // keep is set; a status other than the expected one is an error.
 func (h *harness) do(ctx context.Context, token string, r apiRequest, keep bool) ([]byte, error) {
+	return doWith(ctx, h.client, h.cfg.BaseURL, token, r, keep)
+}
+
+// doWith is do with client against the server at baseURL.
+func doWith(ctx context.Context, client *http.Client, baseURL, token string, r apiRequest, keep bool) ([]byte, error) {
 	var body io.Reader
 	if r.body != nil {
 		body = bytes.NewReader(r.body)
 	}
-	req, err := http.NewRequestWithContext(ctx, r.method, h.cfg.BaseURL+r.path, body)
+	req, err := http.NewRequestWithContext(ctx, r.method, baseURL+r.path, body)
 	if err != nil {
 		return nil, err
 	}
@@ -23,7 +28,7 @@ func (h *harness) do(ctx context.Context, token string, r apiRequest, keep bool)
 	if r.body != nil {
 		req.Header.Set("Content-Type", "application/json")
 	}
-	resp, err := h.client.Do(req)
+	resp, err := client.Do(req)
 	if err != nil {
 		return nil, err
 	}
