@@ -9,7 +9,6 @@ import (
 	"time"
 
 	"github.com/uptrace/bun"
-	"github.com/uptrace/bun/dialect/pgdialect"
 
 	"github.com/fleetapi/fleetapi/rules"
 )
@@ -106,18 +105,6 @@ func (s *Store) SweepSilence(ctx context.Context, now time.Time) (ClockSweep, er
 	}
 }
 
-// silentDevice is what silenceDevice reads of a locked device.
-type silentDevice struct {
-	ID        int64           `bun:"id"`
-	AccountID int64           `bun:"account_id"`
-	IMEI      string          `bun:"imei"`
-	LastTime  *time.Time      `bun:"last_time"`
-	Lat       *float64        `bun:"lat"`
-	Lon       *float64        `bun:"lon"`
-	RuleState json.RawMessage `bun:"rule_state,type:jsonb"`
-	Timezone  string          `bun:"timezone"`
-}
-
 // silenceDevice evaluates one device's connection_no rules at now in one
 // transaction. A device erased or moved to another account since it was
 // chosen is left for the next sweep.
@@ -130,7 +117,7 @@ func (s *Store) silenceDevice(ctx context.Context, c candidate, now time.Time) (
 			return err
 		}
 		out.Devices = 1
-		rs, err := connectionRules(ctx, tx, d.AccountID, d.IMEI)
+		ev, err := loadEvaluation(ctx, tx, []int64{d.AccountID}, rules.ConnectionNo)
 		if err != nil {
 			return err
 		}
@@ -141,17 +128,12 @@ func (s *Store) silenceDevice(ctx context.Context, c candidate, now time.Time) (
 			st = rules.State{}
 		}
 		before, _ := json.Marshal(st)
-		next, fired := rules.Silence(rs, TimezoneOrUTC(d.Timezone), st, *d.LastTime, now)
-		rows := make([]firedRow, 0, len(fired))
+		next, fired := rules.Silence(ev.rulesFor(&d), ev.location(d.AccountID), st, *d.LastTime, now)
+		rows := make([]notificationRow, 0, len(fired))
 		for _, f := range fired {
-			id, at := f.RuleID, f.Time
-			if at.IsZero() {
-				at = now // the clock's time (rules.Fired.Time)
-			}
-			rows = append(rows, firedRow{AccountID: d.AccountID, EventID: &id, Type: f.Type, IMEI: d.IMEI, ObjectID: d.ID,
-				Time: at, Value: f.Value, Lat: d.Lat, Lon: d.Lon, Message: f.Message})
+			rows = append(rows, firedRow(&d, f, d.Lat, d.Lon)) // f.Time is now (rules.Silence)
 		}
-		if out.Notifications, err = insertFired(ctx, tx, rows); err != nil {
+		if out.Notifications, err = insertNotifications(ctx, tx, rows); err != nil {
 			return err
 		}
 		after, err := json.Marshal(next)
@@ -172,43 +154,25 @@ func (s *Store) silenceDevice(ctx context.Context, c candidate, now time.Time) (
 
 // lockDevice takes the lock order's locks of a clock evaluation
 // (docs/locking.md): the device's owner KEY SHARE (behind its erase
-// gate), then the device FOR NO KEY UPDATE, and reads the device with its
-// owner's time zone. false: the device or its owner is gone, or the
-// device moved to another account, or has no reading.
-func lockDevice(ctx context.Context, tx bun.IDB, c candidate) (silentDevice, bool, error) {
+// gate), then the device FOR NO KEY UPDATE (lockDevices), and reads the
+// device. false: the device or its owner is gone, or the device moved to
+// another account, or has no reading.
+func lockDevice(ctx context.Context, tx bun.IDB, c candidate) (ruleDevice, bool, error) {
 	err := accountLocks{c.AccountID: forKeyShare}.lock(ctx, tx)
 	if errors.Is(err, ErrNotFound) {
-		return silentDevice{}, false, nil
+		return ruleDevice{}, false, nil
 	}
 	if err != nil {
-		return silentDevice{}, false, err
+		return ruleDevice{}, false, err
 	}
-	var d []silentDevice
-	if err := tx.NewRaw(`SELECT o.id, o.account_id, o.imei, o.last_time, o.lat, o.lon, o.rule_state,
-			(SELECT a.timezone FROM accounts AS a WHERE a.id = o.account_id) AS timezone
-		FROM objects AS o WHERE o.id = ? FOR NO KEY UPDATE OF o`, c.ID).Scan(ctx, &d); err != nil {
-		return silentDevice{}, false, err
+	d, err := lockDevices(ctx, tx, []int64{c.ID})
+	if err != nil {
+		return ruleDevice{}, false, err
 	}
 	if len(d) == 0 || d[0].AccountID != c.AccountID || d[0].LastTime == nil {
-		return silentDevice{}, false, nil
+		return ruleDevice{}, false, nil
 	}
 	return d[0], true, nil
-}
-
-// connectionRules reads the active connection_no rules of account that
-// name the device imei (an empty list names every device), by id.
-func connectionRules(ctx context.Context, db bun.IDB, account int64, imei string) ([]rules.Rule, error) {
-	var evs []Event
-	if err := db.NewSelect().Model(&evs).
-		Where("e.account_id = ? AND e.active AND e.type = ? AND (e.imei = '{}' OR ? = ANY(e.imei))", account, rules.ConnectionNo, imei).
-		Order("e.event_id").Scan(ctx); err != nil {
-		return nil, err
-	}
-	out := make([]rules.Rule, len(evs))
-	for i, e := range evs {
-		out[i] = e.Rule()
-	}
-	return out, nil
 }
 
 // serviceCandidates is the query of the devices with a
@@ -270,9 +234,8 @@ func (s *Store) serviceBatch(ctx context.Context, batch []candidate, now time.Ti
 		if _, err := lockAccounts(ctx, tx, owners); err != nil {
 			return err
 		}
-		var locked []candidate
-		if err := tx.NewRaw(`SELECT o.id, o.account_id FROM objects AS o WHERE o.id = ANY(?) ORDER BY o.id FOR NO KEY UPDATE`,
-			pgdialect.Array(ids)).Scan(ctx, &locked); err != nil {
+		locked, err := lockDevices(ctx, tx, ids)
+		if err != nil {
 			return err
 		}
 		held := make([]int64, 0, len(locked))
@@ -282,7 +245,6 @@ func (s *Store) serviceBatch(ctx context.Context, batch []candidate, now time.Ti
 			}
 		}
 		out.Devices = len(held)
-		var err error
 		out.Notifications, err = notifyServiceStates(ctx, tx, held, now.UTC(), now)
 		return err
 	})

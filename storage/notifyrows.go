@@ -2,45 +2,63 @@ package storage
 
 import (
 	"context"
-	"strings"
+	"encoding/json"
 	"time"
 
 	"github.com/uptrace/bun"
+
+	"github.com/fleetapi/fleetapi/rules"
 )
 
-// firedRow is one notification to insert (docs/design.md §14): what a
-// rule or a service record fired for a device.
-type firedRow struct {
-	AccountID int64
-	EventID   *int64
-	ServiceID *int64
-	Type      string
-	IMEI      string
-	ObjectID  int64
-	Time      time.Time
-	Value     string
-	Lat, Lon  *float64
-	Message   string
+// notificationRow is one notification to insert (docs/design.md §14): what
+// a rule or a service record fired for a device. The ingest, the clock's
+// connection_no sweep and the service states (notifyServiceStates) all
+// write through it and insertNotifications.
+type notificationRow struct {
+	AccountID int64     `json:"account_id"`
+	EventID   *int64    `json:"event_id"`
+	ServiceID *int64    `json:"service_id"`
+	Type      string    `json:"type"`
+	IMEI      string    `json:"imei"`
+	ObjectID  int64     `json:"object_id"`
+	Time      time.Time `json:"time"`
+	Value     string    `json:"value"`
+	Lat       *float64  `json:"lat"`
+	Lon       *float64  `json:"lon"`
+	Message   string    `json:"message"`
 }
 
-// insertFired inserts rows into notifications in one statement (the
-// table's wake trigger fires once) and returns how many it inserted per
-// account, for usage metering.
-func insertFired(ctx context.Context, db bun.IDB, rows []firedRow) (map[int64]int64, error) {
+// firedRow is the notification of the rule f fired for device d at the
+// position lat, lon (a reading's for the ingest, the device's last for the
+// clock), at f.Time.
+func firedRow(d *ruleDevice, f rules.Fired, lat, lon *float64) notificationRow {
+	id := f.RuleID
+	return notificationRow{AccountID: d.AccountID, EventID: &id, Type: f.Type, IMEI: d.IMEI, ObjectID: d.ID,
+		Time: f.Time, Value: f.Value, Lat: lat, Lon: lon, Message: f.Message}
+}
+
+// insertNotifications inserts rows into notifications in one statement, so
+// that the table's statement trigger wakes the streams once, and none when
+// rows is empty (an empty insert would still fire it). The rows travel as
+// one jsonb parameter, whatever their number; their times are truncated
+// to the microsecond, as a time bound as a parameter is. It returns how many it
+// inserted per account, for usage metering (nil when none).
+func insertNotifications(ctx context.Context, db bun.IDB, rows []notificationRow) (map[int64]int64, error) {
 	if len(rows) == 0 {
 		return nil, nil
 	}
-	values := make([]any, 0, len(rows)*11)
-	var sql strings.Builder
-	sql.WriteString("INSERT INTO notifications (account_id, event_id, service_id, type, imei, object_id, time, value, lat, lon, message) VALUES ")
-	for i, r := range rows {
-		if i > 0 {
-			sql.WriteString(", ")
-		}
-		sql.WriteString("(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)")
-		values = append(values, r.AccountID, r.EventID, r.ServiceID, r.Type, r.IMEI, r.ObjectID, r.Time, r.Value, r.Lat, r.Lon, r.Message)
+	for i := range rows {
+		rows[i].Time = rows[i].Time.Truncate(time.Microsecond)
 	}
-	if _, err := db.NewRaw(sql.String(), values...).Exec(ctx); err != nil {
+	doc, err := json.Marshal(rows)
+	if err != nil {
+		return nil, err
+	}
+	_, err = db.NewRaw(`INSERT INTO notifications (account_id, event_id, service_id, type, imei, object_id, time, value, lat, lon, message)
+SELECT account_id, event_id, service_id, type, imei, object_id, time, value, lat, lon, message
+FROM jsonb_to_recordset(?::jsonb) AS r(account_id bigint, event_id bigint, service_id bigint, type text, imei text, object_id bigint,
+  time timestamptz, value text, lat float8, lon float8, message text)`, string(doc)).Exec(ctx)
+	if err != nil {
 		return nil, err
 	}
 	created := map[int64]int64{}

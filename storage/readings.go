@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"log/slog"
 	"math"
 	"slices"
 	"sort"
@@ -73,16 +72,6 @@ type IngestUsage struct {
 	Readings, Notifications int
 }
 
-// ingestDevice is a device of the batch, locked: its identity and what the
-// ingest reads of its state.
-type ingestDevice struct {
-	ID        int64           `bun:"id"`
-	IMEI      string          `bun:"imei"`
-	AccountID int64           `bun:"account_id"`
-	LastTime  *time.Time      `bun:"last_time"`
-	RuleState json.RawMessage `bun:"rule_state,type:jsonb"`
-}
-
 // IngestReadings stores one batch of readings (POST /readings, docs/design.md
 // §14) in ONE transaction, and returns each reading's outcome.
 //
@@ -143,7 +132,7 @@ func (s *Store) IngestReadings(ctx context.Context, scope policy.Scope, readings
 func (s *Store) ingest(ctx context.Context, tx bun.Tx, c *compiledScope, imeis []string, readings []Reading, now time.Time) (IngestResult, error) {
 	res := IngestResult{Outcomes: make([]ReadingOutcome, len(readings)), Usage: map[int64]IngestUsage{}}
 	// 1. The devices of the caller's scope among the imeis: one query.
-	var inScope []ingestDevice
+	var inScope []ruleDevice
 	err := s.selectIn(Objects.Descriptor, c.page, (*Object)(nil)).
 		ColumnExpr(Objects.col("id")+", "+Objects.col("imei")+", "+Objects.col("account_id")).
 		Where(Objects.col("imei")+" = ANY(?)", pgdialect.Array(imeis)).
@@ -163,15 +152,11 @@ func (s *Store) ingest(ctx context.Context, tx bun.Tx, c *compiledScope, imeis [
 	if err := owners.lock(ctx, tx); err != nil {
 		return res, err
 	}
-	var locked []ingestDevice
-	if len(ids) > 0 {
-		err = tx.NewRaw("SELECT id, imei, account_id, last_time, rule_state FROM objects WHERE id = ANY(?) ORDER BY id FOR NO KEY UPDATE",
-			pgdialect.Array(ids)).Scan(ctx, &locked)
-		if err != nil {
-			return res, err
-		}
+	locked, err := lockDevices(ctx, tx, ids)
+	if err != nil {
+		return res, err
 	}
-	byIMEI := map[string]*ingestDevice{}
+	byIMEI := map[string]*ruleDevice{}
 	for i := range locked {
 		d := &locked[i]
 		// A device moved to another owner since the resolution (PATCH
@@ -237,7 +222,13 @@ func (s *Store) ingest(ctx context.Context, tx bun.Tx, c *compiledScope, imeis [
 	if len(newer) == 0 {
 		return res, nil
 	}
-	ev, err := loadEvaluation(ctx, tx, locked, newer)
+	var evaluated []int64 // the owners of the devices with readings to evaluate
+	for _, d := range locked {
+		if len(newer[d.ID]) > 0 && !slices.Contains(evaluated, d.AccountID) {
+			evaluated = append(evaluated, d.AccountID)
+		}
+	}
+	ev, err := loadEvaluation(ctx, tx, evaluated, "")
 	if err != nil {
 		return res, err
 	}
@@ -263,8 +254,7 @@ func (s *Store) ingest(ctx context.Context, tx bun.Tx, c *compiledScope, imeis [
 			var fired []rules.Fired
 			st, fired = rules.Evaluate(rl, loc, st, ruleReading(r))
 			for _, f := range fired {
-				notes = append(notes, notificationRow{AccountID: d.AccountID, EventID: &f.RuleID, Type: f.Type, IMEI: d.IMEI,
-					ObjectID: d.ID, Time: f.Time, Value: f.Value, Lat: r.Lat, Lon: r.Lon, Message: f.Message})
+				notes = append(notes, firedRow(d, f, r.Lat, r.Lon))
 			}
 			next.apply(r)
 		}
@@ -281,31 +271,31 @@ func (s *Store) ingest(ctx context.Context, tx bun.Tx, c *compiledScope, imeis [
 	if err := updateDeviceStates(ctx, tx, states); err != nil {
 		return res, err
 	}
-	if err := insertNotifications(ctx, tx, notes); err != nil {
+	created, err := insertNotifications(ctx, tx, notes)
+	if err != nil {
 		return res, err
 	}
-	for _, n := range notes {
-		u := res.Usage[n.AccountID]
-		u.Notifications++
-		res.Usage[n.AccountID] = u
+	res.addNotifications(created)
+	// The service notifications: their accounts are the devices' owners;
+	// their time is the ingest's clock (one call for the batch's devices,
+	// whose newest readings may differ).
+	created, err = notifyServiceStates(ctx, tx, moved, now.UTC(), now)
+	if err != nil {
+		return res, err
 	}
-	res.Notifications = len(notes)
-	if len(moved) > 0 {
-		// The service notifications: their accounts are the devices'
-		// owners; their time is the ingest's clock (one call for the batch's
-		// devices, whose newest readings may differ).
-		created, err := notifyServiceStates(ctx, tx, moved, now.UTC(), now)
-		if err != nil {
-			return res, err
-		}
-		for account, n := range created {
-			res.Notifications += int(n)
-			u := res.Usage[account]
-			u.Notifications += int(n)
-			res.Usage[account] = u
-		}
-	}
+	res.addNotifications(created)
 	return res, nil
+}
+
+// addNotifications counts the notifications created, per account, in the
+// batch's total and its usage.
+func (res *IngestResult) addNotifications(created map[int64]int64) {
+	for account, n := range created {
+		res.Notifications += int(n)
+		u := res.Usage[account]
+		u.Notifications += int(n)
+		res.Usage[account] = u
+	}
 }
 
 // ruleReading is r as the rules see it.
@@ -331,7 +321,7 @@ type positionRow struct {
 	Attributes  map[string]any `json:"attributes"`
 }
 
-func positionOf(d *ingestDevice, r Reading) positionRow {
+func positionOf(d *ruleDevice, r Reading) positionRow {
 	attrs := r.Attributes
 	if attrs == nil {
 		attrs = map[string]any{}
@@ -410,89 +400,6 @@ func ensurePartitionsFor(ctx context.Context, tx bun.Tx, rows []positionRow) err
 	return nil
 }
 
-// evaluation is what the rules of a batch's devices need: the active
-// rules and the time zone of each owner.
-type evaluation struct {
-	events map[int64][]ruleRow // by account
-	zones  map[int64]*time.Location
-}
-
-// ruleRow is an active event rule as storage reads it.
-type ruleRow struct {
-	ID           int64           `bun:"event_id"`
-	AccountID    int64           `bun:"account_id"`
-	Type         string          `bun:"type"`
-	Name         string          `bun:"name"`
-	CheckedValue string          `bun:"checked_value"`
-	WeekDays     []string        `bun:"week_days,array"`
-	DayTime      json.RawMessage `bun:"day_time,type:jsonb"`
-	IMEI         []string        `bun:"imei,array"`
-}
-
-// loadEvaluation reads the active rules and the time zones of the owners
-// of the devices that have readings to evaluate: two statements.
-func loadEvaluation(ctx context.Context, tx bun.Tx, devices []ingestDevice, newer map[int64][]Reading) (evaluation, error) {
-	ev := evaluation{events: map[int64][]ruleRow{}, zones: map[int64]*time.Location{}}
-	var owners []int64
-	for _, d := range devices {
-		if len(newer[d.ID]) > 0 && !slices.Contains(owners, d.AccountID) {
-			owners = append(owners, d.AccountID)
-		}
-	}
-	var rows []ruleRow
-	err := tx.NewRaw(`SELECT event_id, account_id, type, name, checked_value, week_days, day_time, imei FROM events
-WHERE account_id = ANY(?) AND active ORDER BY account_id, event_id`, pgdialect.Array(owners)).Scan(ctx, &rows)
-	if err != nil {
-		return ev, err
-	}
-	for _, r := range rows {
-		ev.events[r.AccountID] = append(ev.events[r.AccountID], r)
-	}
-	var zones []struct {
-		ID       int64  `bun:"id"`
-		Timezone string `bun:"timezone"`
-	}
-	if err := tx.NewRaw("SELECT id, timezone FROM accounts WHERE id = ANY(?)", pgdialect.Array(owners)).Scan(ctx, &zones); err != nil {
-		return ev, err
-	}
-	for _, z := range zones {
-		loc, err := time.LoadLocation(z.Timezone)
-		if err != nil {
-			slog.Default().Warn("account time zone unknown: its rules read UTC", slog.Int64("account_id", z.ID),
-				slog.String("timezone", z.Timezone), slog.Any("error", err))
-			loc = time.UTC
-		}
-		ev.zones[z.ID] = loc
-	}
-	return ev, nil
-}
-
-// rulesFor returns the active rules of d's owner that name d (an empty
-// imei list names every device of the account), in id order.
-func (ev evaluation) rulesFor(d *ingestDevice) []rules.Rule {
-	var out []rules.Rule
-	for _, r := range ev.events[d.AccountID] {
-		if len(r.IMEI) > 0 && !slices.Contains(r.IMEI, d.IMEI) {
-			continue
-		}
-		var dt rules.DayTime
-		if len(r.DayTime) > 0 {
-			// A day_time that is not {from, to} stays empty here;
-			// rules.Check reports the rule's other faults.
-			_ = json.Unmarshal(r.DayTime, &dt)
-		}
-		out = append(out, rules.Rule{ID: r.ID, Type: r.Type, Name: r.Name, CheckedValue: r.CheckedValue, WeekDays: r.WeekDays, DayTime: dt})
-	}
-	return out
-}
-
-func (ev evaluation) location(account int64) *time.Location {
-	if loc := ev.zones[account]; loc != nil {
-		return loc
-	}
-	return time.UTC
-}
-
 // deviceState is the new state of one device: the newest evaluated
 // reading's time, and per field the newest value reported among the
 // batch's evaluated readings (a field a reading does not report keeps the
@@ -568,37 +475,5 @@ func updateDeviceStates(ctx context.Context, tx bun.Tx, states []deviceState) er
 FROM jsonb_to_recordset(?::jsonb) AS r(id bigint, last_time timestamptz, lat float8, lon float8, speed float8, heading float8,
   altitude float8, ignition boolean, attributes jsonb, odometer bigint, engine_hours bigint, rule_state jsonb)
 WHERE o.id = r.id`, string(doc)).Exec(ctx)
-	return err
-}
-
-// notificationRow is one row of notifications to insert.
-type notificationRow struct {
-	AccountID int64     `json:"account_id"`
-	EventID   *int64    `json:"event_id"`
-	ServiceID *int64    `json:"service_id"`
-	Type      string    `json:"type"`
-	IMEI      string    `json:"imei"`
-	ObjectID  int64     `json:"object_id"`
-	Time      time.Time `json:"time"`
-	Value     string    `json:"value"`
-	Lat       *float64  `json:"lat"`
-	Lon       *float64  `json:"lon"`
-	Message   string    `json:"message"`
-}
-
-// insertNotifications inserts rows in one statement (its trigger wakes the
-// streams once).
-func insertNotifications(ctx context.Context, db bun.IDB, rows []notificationRow) error {
-	if len(rows) == 0 {
-		return nil
-	}
-	doc, err := json.Marshal(rows)
-	if err != nil {
-		return err
-	}
-	_, err = db.NewRaw(`INSERT INTO notifications (account_id, event_id, service_id, type, imei, object_id, time, value, lat, lon, message)
-SELECT account_id, event_id, service_id, type, imei, object_id, time, value, lat, lon, message
-FROM jsonb_to_recordset(?::jsonb) AS r(account_id bigint, event_id bigint, service_id bigint, type text, imei text, object_id bigint,
-  time timestamptz, value text, lat float8, lon float8, message text)`, string(doc)).Exec(ctx)
 	return err
 }

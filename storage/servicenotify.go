@@ -69,7 +69,7 @@ func notifyServiceStates(ctx context.Context, db bun.IDB, objectIDs []int64, tod
 	if err != nil {
 		return nil, err
 	}
-	var fired []firedRow
+	var fired []notificationRow
 	for _, s := range due {
 		state := rules.ServiceState(s.rule(), s.Odometer, s.EngineHours, day)
 		if state == s.Prev {
@@ -90,8 +90,8 @@ func notifyServiceStates(ctx context.Context, db bun.IDB, objectIDs []int64, tod
 			continue // back to not due (the work was done): nothing to tell
 		}
 		id := s.ServiceID
-		fired = append(fired, firedRow{AccountID: s.AccountID, ServiceID: &id, Type: typ, IMEI: s.IMEI, ObjectID: s.ObjectID,
+		fired = append(fired, notificationRow{AccountID: s.AccountID, ServiceID: &id, Type: typ, IMEI: s.IMEI, ObjectID: s.ObjectID,
 			Time: at, Value: state, Lat: s.Lat, Lon: s.Lon, Message: fmt.Sprintf("Service %q of device %s: %s", s.Name, s.IMEI, what)})
 	}
-	return insertFired(ctx, db, fired)
+	return insertNotifications(ctx, db, fired)
 }
