@@ -167,11 +167,7 @@ func (s *Store) ingest(ctx context.Context, tx bun.Tx, c *compiledScope, imeis [
 		}
 	}
 	// 3. The positions: the batch's own duplicates first, then one insert.
-	type key struct {
-		object int64
-		micros int64
-	}
-	first := map[key]int{} // the index of the first reading of each identity
+	first := map[positionKey]int{} // the index of the first reading of each identity
 	var rows []positionRow
 	for i, r := range readings {
 		d := byIMEI[r.IMEI]
@@ -179,7 +175,7 @@ func (s *Store) ingest(ctx context.Context, tx bun.Tx, c *compiledScope, imeis [
 			res.Outcomes[i] = ReadingUnknownDevice
 			continue
 		}
-		k := key{d.ID, r.Time.UnixMicro()}
+		k := positionKey{d.ID, r.Time.UnixMicro()}
 		if _, dup := first[k]; dup {
 			res.Outcomes[i] = ReadingDuplicate
 			continue
@@ -195,7 +191,7 @@ func (s *Store) ingest(ctx context.Context, tx bun.Tx, c *compiledScope, imeis [
 		return res, err
 	}
 	for k, i := range first {
-		if inserted[positionKey{k.object, k.micros}] {
+		if inserted[k] {
 			res.Outcomes[i] = ReadingAccepted
 		} else {
 			res.Outcomes[i] = ReadingDuplicate
