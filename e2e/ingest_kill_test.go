@@ -172,13 +172,14 @@ func TestIngestKilledMidStream(t *testing.T) {
 	if err := db.NewRaw("SELECT count(*) FROM positions WHERE imei = ?", imei).Scan(ctx, &positions); err != nil {
 		t.Fatal(err)
 	}
-	if err := db.NewRaw("SELECT count(*) FROM notifications WHERE imei = ? AND type = 'overspeed'", imei).Scan(ctx, &notes); err != nil {
+	if err := db.NewRaw(`SELECT count(*) FROM notifications n JOIN events e ON e.event_id = n.event_id
+		WHERE n.imei = ? AND e.name = 'e2e fast'`, imei).Scan(ctx, &notes); err != nil {
 		t.Fatal(err)
 	}
 	if positions != batches*per {
 		t.Errorf("%d positions, want %d", positions, batches*per)
 	}
 	if notes != transitions {
-		t.Errorf("%d overspeed notifications, want exactly %d (one per transition)", notes, transitions)
+		t.Errorf("%d notifications of the rule, want exactly %d (one per transition)", notes, transitions)
 	}
 }
