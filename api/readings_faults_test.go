@@ -122,3 +122,20 @@ func TestReadingsFireRulesOnce(t *testing.T) {
 		t.Fatal(fmt.Sprint(n-others, " notifications of another account"))
 	}
 }
+
+// TestReadingsStateThatDoesNotDecode: a device whose evaluation state was
+// written behind the server's back (one that does not decode as
+// rules.State) is not stuck: its readings are accepted and evaluated from a
+// zero state, every rule armed.
+func TestReadingsStateThatDoesNotDecode(t *testing.T) {
+	a := newTestAPI(t)
+	tok := demoToken(t, "acme-all")
+	a.exec(t, `UPDATE objects SET rule_state = '{"rules": 5, "prev": "x"}' WHERE imei = ?`, truck7)
+	got := a.postReadings(tok, batch(map[string]any{"imei": truck7, "time": time.Now().UTC().Add(-time.Minute).Format(time.RFC3339Nano), "speed": 150})).ingest(t)
+	if got.Accepted != 1 || len(got.Rejected) != 0 {
+		t.Fatalf("%+v", got)
+	}
+	if n := a.count(t, `SELECT count(*) FROM objects WHERE imei = ? AND jsonb_typeof(rule_state->'rules') = 'object'`, truck7); n != 1 {
+		t.Fatal("the state was not written anew")
+	}
+}

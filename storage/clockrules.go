@@ -121,12 +121,7 @@ func (s *Store) silenceDevice(ctx context.Context, c candidate, now time.Time) (
 		if err != nil {
 			return err
 		}
-		var st rules.State
-		if len(d.RuleState) > 0 && json.Unmarshal(d.RuleState, &st) != nil {
-			// A state that does not decode (written behind our back)
-			// starts over: every rule armed.
-			st = rules.State{}
-		}
+		st := d.ruleState()
 		before, _ := json.Marshal(st)
 		next, fired := rules.Silence(ev.rulesFor(&d), ev.location(d.AccountID), st, *d.LastTime, now)
 		rows := make([]notificationRow, 0, len(fired))

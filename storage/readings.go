@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"fmt"
 	"math"
 	"slices"
 	"sort"
@@ -238,12 +237,7 @@ func (s *Store) ingest(ctx context.Context, tx bun.Tx, c *compiledScope, imeis [
 			continue
 		}
 		sort.Slice(rs, func(a, b int) bool { return rs[a].Time.Before(rs[b].Time) })
-		var st rules.State
-		if len(d.RuleState) > 0 {
-			if err := json.Unmarshal(d.RuleState, &st); err != nil {
-				return res, fmt.Errorf("device %d: rule_state: %w", d.ID, err)
-			}
-		}
+		st := d.ruleState()
 		next := deviceState{ID: d.ID}
 		rl, loc := ev.rulesFor(d), ev.location(d.AccountID)
 		for _, r := range rs {

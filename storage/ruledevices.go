@@ -105,3 +105,15 @@ func (ev evaluation) location(account int64) *time.Location {
 	}
 	return time.UTC
 }
+
+// ruleState decodes the device's evaluation state. A state that does not
+// decode (only SQL behind the server's back writes one) starts over, every
+// rule armed, for the ingest and the clock alike: a device must not be
+// stuck refusing every batch because of its state.
+func (d *ruleDevice) ruleState() rules.State {
+	var st rules.State
+	if len(d.RuleState) > 0 && json.Unmarshal(d.RuleState, &st) != nil {
+		return rules.State{}
+	}
+	return st
+}
