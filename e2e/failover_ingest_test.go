@@ -16,6 +16,7 @@ import (
 
 	"github.com/fleetapi/fleetapi/storage"
 	"github.com/fleetapi/fleetapi/storage/pgserver"
+	"github.com/uptrace/bun"
 )
 
 // gateway is one gateway client of TestFailoverIngest: it posts the
@@ -124,6 +125,8 @@ func TestFailoverIngest(t *testing.T) {
 		}
 		t.Logf("failover (%s): %d batches answered 200, %d answered 503, %d batches answered 200 after failed tries; seconds without ingestion: %.1f",
 			how, o.ok, o.unavailable, o.batchesAfterFailedTries, o.firstAckAfter.Sub(o.lastAck).Seconds())
+		probeStored(t, db, how+", before the old primary is back", gws)
+		verifyIngest(t, db, how+", before the old primary is back", ruleID, start, gws)
 		total.ok += o.ok
 		total.unavailable += o.unavailable
 		total.batchesAfterFailedTries += o.batchesAfterFailedTries
@@ -140,10 +143,63 @@ func TestFailoverIngest(t *testing.T) {
 		if err := c.WaitHealthy(ctx, 120*time.Second); err != nil {
 			t.Fatalf("%s: the old primary did not rejoin as a standby: %v", how, err)
 		}
+		probeStored(t, db, how+", the old primary back as a standby", gws)
 	}
 
-	// The new primary has every acknowledged reading, batch by batch.
-	var batches, readings, acked, lost, partial, notes int
+	// After the old primary rejoined, on the primary every node agrees on
+	// (a node just thawed may still call itself primary for a moment,
+	// and HAProxy may route to it: not the new primary).
+	leader := stableLeader(t, c)
+	final := storage.Open(c.NodeURL(leader), storage.Options{MaxOpenConns: 2})
+	t.Cleanup(func() { final.Close() })
+	f := verifyIngest(t, final, "the end", ruleID, start, gws)
+	t.Logf("ingest through 2 failovers: %d batches, %d readings, %d acknowledged, %d lost, %d partial batches, %d 503s, %d batches re-posted after a failed try (%d found stored whole, %d absent), %d notifications",
+		f.batches, f.readings, f.acked, f.lost, f.partial, total.unavailable, total.batchesAfterFailedTries, f.repostedStored, f.repostedAbsent, f.notes)
+	fmt.Fprintf(os.Stderr, "FAILOVER-INGEST batches=%d readings=%d acked=%d lost=%d partial=%d 503=%d reposted=%d stored=%d absent=%d notifications=%d\n",
+		f.batches, f.readings, f.acked, f.lost, f.partial, total.unavailable, total.batchesAfterFailedTries, f.repostedStored, f.repostedAbsent, f.notes)
+}
+
+// stableLeader waits until exactly one node answers as primary and every
+// node that answers names it the leader key's holder, and returns it.
+func stableLeader(t *testing.T, c *pgserver.HACluster) int {
+	t.Helper()
+	deadline := time.Now().Add(60 * time.Second)
+	for time.Now().Before(deadline) {
+		leader, primaries, agree := -1, 0, true
+		for i := range c.Nodes() {
+			if c.Role(i) == "primary" {
+				leader = i
+				primaries++
+			}
+		}
+		for i := range c.Nodes() {
+			if d := c.DCSLeader(i); d != leader {
+				agree = false
+			}
+		}
+		if primaries == 1 && agree {
+			return leader
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	t.Fatal("no stable primary 60 s after the cluster was healthy")
+	return -1
+}
+
+// ingestFigures is what verifyIngest found.
+type ingestFigures struct {
+	batches, readings, acked, lost, partial, notes int
+	repostedStored, repostedAbsent                 int // batches re-posted after a failed try, found stored whole or absent
+}
+
+// verifyIngest checks, on the primary db, every batch the gateways sent
+// so far: answered 200, all its readings stored once, its 200 all
+// accepted or all duplicates; and each device's notifications of the
+// rule: one per transition posted.
+func verifyIngest(t *testing.T, db *bun.DB, when string, ruleID int64, start time.Time, gws []*gateway) ingestFigures {
+	t.Helper()
+	ctx := context.Background()
+	var f ingestFigures
 	for _, g := range gws {
 		var stored []time.Time
 		queryRetry(t, func() error {
@@ -164,13 +220,13 @@ func TestFailoverIngest(t *testing.T) {
 			}
 		}
 		for _, b := range g.sent {
-			batches++
-			readings += b.n
+			f.batches++
+			f.readings += b.n
 			if !b.acked {
-				t.Errorf("%s: batch of readings %d.. never answered 200", g.imei, b.first)
+				t.Errorf("%s: %s: batch of readings %d.. never answered 200", when, g.imei, b.first)
 				continue
 			}
-			acked += b.n
+			f.acked += b.n
 			n := 0
 			for k := b.first; k < b.first+b.n; k++ {
 				switch have[start.Add(time.Duration(k)*time.Second).Unix()] {
@@ -178,38 +234,67 @@ func TestFailoverIngest(t *testing.T) {
 					n++
 				case 0:
 				default:
-					t.Errorf("%s: reading %d stored more than once", g.imei, k)
+					t.Errorf("%s: %s: reading %d stored more than once", when, g.imei, k)
 				}
 			}
 			if n != b.n {
-				lost += b.n - n
-				t.Errorf("%s: batch of readings %d.. answered 200 but %d of its %d readings are on the new primary", g.imei, b.first, n, b.n)
+				f.lost += b.n - n
+				t.Errorf("%s: %s: batch of readings %d.. answered 200 but %d of its %d readings are on the new primary", when, g.imei, b.first, n, b.n)
+			}
+			if b.attempts > 1 && b.duplicates == b.n {
+				f.repostedStored++
+			} else if b.attempts > 1 && b.accepted == b.n {
+				f.repostedAbsent++
 			}
 			// Its 200 says what the database had of it before: all or
 			// nothing (a first 200 is all accepted).
 			if b.rejected > 0 || b.accepted+b.duplicates != b.n ||
 				(b.accepted != b.n && b.duplicates != b.n) || (b.attempts == 1 && b.accepted != b.n) {
-				partial++
-				t.Errorf("%s: batch of readings %d.. (%d answers): 200 with %d accepted, %d duplicates, %d rejected: a partial batch",
-					g.imei, b.first, b.attempts, b.accepted, b.duplicates, b.rejected)
+				f.partial++
+				t.Errorf("%s: %s: batch of readings %d.. (%d answers): 200 with %d accepted, %d duplicates, %d rejected: a partial batch",
+					when, g.imei, b.first, b.attempts, b.accepted, b.duplicates, b.rejected)
 			}
 		}
 		var n int
 		queryRetry(t, func() error {
 			return db.NewRaw(`SELECT count(*) FROM notifications WHERE imei = ? AND event_id = ?`, g.imei, ruleID).Scan(ctx, &n)
 		})
-		notes += n
+		f.notes += n
 		if n != transitions {
-			t.Errorf("%s: %d overspeed notifications, want exactly %d (one per transition)", g.imei, n, transitions)
+			t.Errorf("%s: %s: %d overspeed notifications, want exactly %d (one per transition)", when, g.imei, n, transitions)
 		}
 		if g.fires && transitions == 0 {
-			t.Errorf("%s: no transition posted: the rule proves nothing", g.imei)
+			t.Errorf("%s: %s: no transition posted: the rule proves nothing", when, g.imei)
 		}
 	}
-	t.Logf("ingest through 2 failovers: %d batches, %d readings, %d acknowledged, %d lost, %d partial batches, %d 503s, %d batches re-posted after a failed try, %d notifications",
-		batches, readings, acked, lost, partial, total.unavailable, total.batchesAfterFailedTries, notes)
-	fmt.Fprintf(os.Stderr, "FAILOVER-INGEST batches=%d readings=%d acked=%d lost=%d partial=%d 503=%d reposted=%d notifications=%d\n",
-		batches, readings, acked, lost, partial, total.unavailable, total.batchesAfterFailedTries, notes)
+	return f
+}
+
+// probeStored logs how many positions the primary (as c.URL reaches it)
+// has beside how many readings were acknowledged so far, and which server
+// answered.
+func probeStored(t *testing.T, db *bun.DB, when string, gws []*gateway) {
+	t.Helper()
+	acked := 0
+	for _, g := range gws {
+		for _, b := range g.sent {
+			if b.acked {
+				acked += b.n
+			}
+		}
+	}
+	var row struct {
+		N          int    `bun:"n"`
+		Port       int    `bun:"port"`
+		InRecovery bool   `bun:"rec"`
+		Timeline   string `bun:"tl"`
+	}
+	queryRetry(t, func() error {
+		return db.NewRaw(`SELECT (SELECT count(*) FROM positions) AS n, inet_server_port() AS port, pg_is_in_recovery() AS rec,
+			(SELECT timeline_id::text FROM pg_control_checkpoint()) AS tl`).Scan(context.Background(), &row)
+	})
+	t.Logf("%s: %d positions on the server at port %d (in recovery %v, timeline %s); %d readings acknowledged",
+		when, row.N, row.Port, row.InRecovery, row.Timeline, acked)
 }
 
 // queryRetry runs q up to 10 times: the pool's connections may have gone
