@@ -152,6 +152,11 @@ func TestFailoverIngest(t *testing.T) {
 	leader := stableLeader(t, c)
 	final := storage.Open(c.NodeURL(leader), storage.Options{MaxOpenConns: 2})
 	t.Cleanup(func() { final.Close() })
+	for i := range c.Nodes() {
+		node := storage.Open(c.NodeURL(i), storage.Options{MaxOpenConns: 1})
+		probeStored(t, node, fmt.Sprintf("the end, node %d (leader %d)", i, leader), gws)
+		node.Close()
+	}
 	f := verifyIngest(t, final, "the end", ruleID, start, gws)
 	t.Logf("ingest through 2 failovers: %d batches, %d readings, %d acknowledged, %d lost, %d partial batches, %d 503s, %d batches re-posted after a failed try (%d found stored whole, %d absent), %d notifications",
 		f.batches, f.readings, f.acked, f.lost, f.partial, total.unavailable, total.batchesAfterFailedTries, f.repostedStored, f.repostedAbsent, f.notes)
