@@ -244,7 +244,7 @@ func verifyIngest(t *testing.T, db *bun.DB, when string, ruleID int64, start tim
 			}
 			if n != b.n {
 				f.lost += b.n - n
-				t.Errorf("%s: %s: batch of readings %d.. answered 200 but %d of its %d readings are on the new primary", when, g.imei, b.first, n, b.n)
+				t.Errorf("%s: %s: batch of readings %d.. answered 200 but %d of its %d readings are on the primary (docs/decisions.md: a thawed old primary taking the leader key back)", when, g.imei, b.first, n, b.n)
 			}
 			if b.attempts > 1 && b.duplicates == b.n {
 				f.repostedStored++
