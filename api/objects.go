@@ -13,7 +13,9 @@ import (
 )
 
 // registerObjects declares GET /objects, a list route of the objects
-// resource (the devices; its rows are their own wire form).
+// resource (the devices; its rows are their own wire form), GET
+// /objects/{id} (one of them, in the same scope), POST /objects and PATCH
+// /objects/{id}.
 func (s *Server) registerObjects(g *fuego.Server) {
 	listRoute(g, s, storage.Objects, same[storage.Object], authErrors(), []fuego.RouteOption{
 		fuego.OptionOperationID("get_objects"), fuego.OptionTags("Fleet"),
@@ -22,6 +24,17 @@ func (s *Server) registerObjects(g *fuego.Server) {
 			"a user its own, a subaccount those of its parent granted to it. Needs the token permission GET /objects."),
 		respondsPage(objectSchema(), []storage.Object{exampleObject()}),
 	})
+	fuego.Get(g, "/objects/{id}", s.getObject, routeOptions(oneErrors(), []fuego.RouteOption{
+		fuego.OptionOperationID("get_object"), fuego.OptionTags("Fleet"),
+		fuego.OptionSummary("Read one device and its current state"),
+		fuego.OptionDescription("One device by id, with its current state (docs/design.md §14): the time of its newest accepted reading " +
+			"(last_time), its position (lat, lon), speed, heading, altitude, ignition and the newest value of each attribute, each from " +
+			"the newest reading that reported it, and the odometer and engine hours. The state fields are null until the device's first " +
+			"reading (POST /readings). The same JSON as an item of GET /objects, in the same scope: an admin any device, a manager its own " +
+			"and its managed accounts' devices, a user its own, a subaccount those of its parent granted to it. A device outside the " +
+			"caller's scope is 404, like one that does not exist. Needs the token permission GET /objects/{id}."),
+		respondsOne(objectSchema(), exampleObject()),
+	}, pathID("id", "Device id.", exampleObject().ID))...)
 	fuego.Post(g, "/objects", s.postObjects, routeOptions(writeErrors(), []fuego.RouteOption{
 		fuego.OptionOperationID("create_object"), fuego.OptionTags("Fleet"),
 		fuego.OptionSummary("Register a device"),
@@ -46,6 +59,26 @@ func (s *Server) registerObjects(g *fuego.Server) {
 			takesBody(objectMoveSchema(), ObjectMove{AccountID: ptr(int64(7))}),
 			respondsOne(objectSchema(), exampleObject()),
 		}, pathID("id", "Device id.", exampleObject().ID))...)
+}
+
+// getObject answers GET /objects/{id}: the device and its current state.
+// A device outside the caller's objects scope is NOT_FOUND, exactly like
+// one that does not exist.
+func (s *Server) getObject(c fuego.ContextNoBody) (*Envelope[storage.Object], error) {
+	id, err := idParamOnly(c)
+	if err != nil {
+		return nil, err
+	}
+	ctx := c.Context()
+	scope, err := s.scopeFor(ctx, storage.Objects.Resource())
+	if err != nil {
+		return nil, err
+	}
+	o, err := s.cfg.Store.ObjectByID(ctx, scope, id)
+	if err != nil {
+		return nil, err
+	}
+	return &Envelope[storage.Object]{Data: o}, nil
 }
 
 // ObjectMove is the body of PATCH /objects/{id}: the device's new owner.

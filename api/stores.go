@@ -78,6 +78,7 @@ type tokenStore interface {
 
 // objectStore creates, reads and moves objects (objects.go).
 type objectStore interface {
+	ObjectByID(ctx context.Context, scope policy.Scope, id int64) (storage.Object, error)
 	CreateObject(ctx context.Context, scope policy.Scope, actor storage.Actor, o storage.Object, idem *storage.IdempotentRequest) (storage.Object, bool, error)
 	ManagedObject(ctx context.Context, scope policy.Scope, id int64) (storage.Object, error)
 	MoveObject(ctx context.Context, scope policy.Scope, actor storage.Actor, id, to int64) (storage.Object, error)

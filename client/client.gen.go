@@ -829,6 +829,7 @@ const (
 	TokenInputPermissionsGETnotificationsId     TokenInputPermissions = "GET /notifications/{id}"
 	TokenInputPermissionsGETnotificationsstream TokenInputPermissions = "GET /notifications/stream"
 	TokenInputPermissionsGETobjects             TokenInputPermissions = "GET /objects"
+	TokenInputPermissionsGETobjectsId           TokenInputPermissions = "GET /objects/{id}"
 	TokenInputPermissionsGETobjectsIdpositions  TokenInputPermissions = "GET /objects/{id}/positions"
 	TokenInputPermissionsGETreports             TokenInputPermissions = "GET /reports"
 	TokenInputPermissionsGETservices            TokenInputPermissions = "GET /services"
@@ -882,6 +883,8 @@ func (e TokenInputPermissions) Valid() bool {
 	case TokenInputPermissionsGETnotificationsstream:
 		return true
 	case TokenInputPermissionsGETobjects:
+		return true
+	case TokenInputPermissionsGETobjectsId:
 		return true
 	case TokenInputPermissionsGETobjectsIdpositions:
 		return true
@@ -4379,6 +4382,13 @@ type ClientInterface interface {
 	// Corresponds with POST /objects (the `CreateObject` operationId).
 	CreateObject(ctx context.Context, params *CreateObjectParams, body CreateObjectJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
 
+	// GetObject Read one device and its current state
+	//
+	// One device by id, with its current state (docs/design.md §14): the time of its newest accepted reading (last_time), its position (lat, lon), speed, heading, altitude, ignition and the newest value of each attribute, each from the newest reading that reported it, and the odometer and engine hours. The state fields are null until the device's first reading (POST /readings). The same JSON as an item of GET /objects, in the same scope: an admin any device, a manager its own and its managed accounts' devices, a user its own, a subaccount those of its parent granted to it. A device outside the caller's scope is 404, like one that does not exist. Needs the token permission GET /objects/{id}.
+	//
+	// Corresponds with GET /objects/{id} (the `GetObject` operationId).
+	GetObject(ctx context.Context, id int64, reqEditors ...RequestEditorFn) (*http.Response, error)
+
 	// MoveObjectWithBody Move a device to another account
 	//
 	// An IMEI is one physical device, unique across the platform: when it changes hands it is moved, not registered again. The device's owner and the new account must both be in the caller's management scope (404 otherwise, the same for a device that does not exist): an admin moves any device, a manager between its own accounts. A subaccount owns no devices: 403 MANAGEMENT_DENIED (wrong_target_type). The device's grants to the old owner's subaccounts are removed; the move is audited (object.move). Needs the token permission PATCH /objects/{id} and write access.
@@ -4847,6 +4857,23 @@ func (c *Client) CreateObjectWithBody(ctx context.Context, params *CreateObjectP
 // Corresponds with POST /objects (the `CreateObject` operationId).
 func (c *Client) CreateObject(ctx context.Context, params *CreateObjectParams, body CreateObjectJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewCreateObjectRequest(c.Server, params, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// GetObject Read one device and its current state
+//
+// One device by id, with its current state (docs/design.md §14): the time of its newest accepted reading (last_time), its position (lat, lon), speed, heading, altitude, ignition and the newest value of each attribute, each from the newest reading that reported it, and the odometer and engine hours. The state fields are null until the device's first reading (POST /readings). The same JSON as an item of GET /objects, in the same scope: an admin any device, a manager its own and its managed accounts' devices, a user its own, a subaccount those of its parent granted to it. A device outside the caller's scope is 404, like one that does not exist. Needs the token permission GET /objects/{id}.
+//
+// Corresponds with GET /objects/{id} (the `GetObject` operationId).
+func (c *Client) GetObject(ctx context.Context, id int64, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewGetObjectRequest(c.Server, id)
 	if err != nil {
 		return nil, err
 	}
@@ -6694,6 +6721,40 @@ func NewCreateObjectRequestWithBody(server string, params *CreateObjectParams, c
 	return req, nil
 }
 
+// NewGetObjectRequest constructs an http.Request for the GetObject method
+func NewGetObjectRequest(server string, id int64) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "id", id, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "integer", Format: "int64"})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/objects/%s", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
 // NewMoveObjectRequest calls the generic MoveObject builder with application/json body
 func NewMoveObjectRequest(server string, id int64, body MoveObjectJSONRequestBody) (*http.Request, error) {
 	var bodyReader io.Reader
@@ -8184,6 +8245,15 @@ type ClientWithResponsesInterface interface {
 	//
 	// Corresponds with POST /objects (the `CreateObject` operationId).
 	CreateObjectWithResponse(ctx context.Context, params *CreateObjectParams, body CreateObjectJSONRequestBody, reqEditors ...RequestEditorFn) (*CreateObjectResponse, error)
+
+	// GetObjectWithResponse Read one device and its current state
+	//
+	// One device by id, with its current state (docs/design.md §14): the time of its newest accepted reading (last_time), its position (lat, lon), speed, heading, altitude, ignition and the newest value of each attribute, each from the newest reading that reported it, and the odometer and engine hours. The state fields are null until the device's first reading (POST /readings). The same JSON as an item of GET /objects, in the same scope: an admin any device, a manager its own and its managed accounts' devices, a user its own, a subaccount those of its parent granted to it. A device outside the caller's scope is 404, like one that does not exist. Needs the token permission GET /objects/{id}.
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /objects/{id} (the `GetObject` operationId).
+	GetObjectWithResponse(ctx context.Context, id int64, reqEditors ...RequestEditorFn) (*GetObjectResponse, error)
 
 	// MoveObjectWithBodyWithResponse Move a device to another account
 	//
@@ -10968,6 +11038,169 @@ func (r CreateObjectResponse) ContentType() string {
 	return ""
 }
 
+// GetObjectResponse200Headers the declared response headers of an HTTP 200 response for GetObject
+type GetObjectResponse200Headers struct {
+	RateLimitLimit     *int64
+	RateLimitRemaining *int64
+	RateLimitReset     *int64
+	XRequestId         string
+}
+
+// GetObjectResponse400Headers the declared response headers of an HTTP 400 response for GetObject
+type GetObjectResponse400Headers struct {
+	RateLimitLimit     *int64
+	RateLimitRemaining *int64
+	RateLimitReset     *int64
+	XRequestId         string
+}
+
+// GetObjectResponse401Headers the declared response headers of an HTTP 401 response for GetObject
+type GetObjectResponse401Headers struct {
+	XRequestId string
+}
+
+// GetObjectResponse403Headers the declared response headers of an HTTP 403 response for GetObject
+type GetObjectResponse403Headers struct {
+	RateLimitLimit     *int64
+	RateLimitRemaining *int64
+	RateLimitReset     *int64
+	XRequestId         string
+}
+
+// GetObjectResponse404Headers the declared response headers of an HTTP 404 response for GetObject
+type GetObjectResponse404Headers struct {
+	RateLimitLimit     *int64
+	RateLimitRemaining *int64
+	RateLimitReset     *int64
+	XRequestId         string
+}
+
+// GetObjectResponse429Headers the declared response headers of an HTTP 429 response for GetObject
+type GetObjectResponse429Headers struct {
+	RateLimitLimit     *int64
+	RateLimitRemaining *int64
+	RateLimitReset     *int64
+	RetryAfter         int64
+	XRequestId         string
+}
+
+// GetObjectResponse500Headers the declared response headers of an HTTP 500 response for GetObject
+type GetObjectResponse500Headers struct {
+	XRequestId string
+}
+
+// GetObjectResponse503Headers the declared response headers of an HTTP 503 response for GetObject
+type GetObjectResponse503Headers struct {
+	RetryAfter int64
+	XRequestId string
+}
+
+type GetObjectResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *ObjectResponse
+	// JSON400 the response for an HTTP 400 `application/json` response
+	JSON400 *BadRequest
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthorized
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *Forbidden
+	// JSON404 the response for an HTTP 404 `application/json` response
+	JSON404 *NotFound
+	// JSON429 the response for an HTTP 429 `application/json` response
+	JSON429 *TooManyRequests
+	// JSON500 the response for an HTTP 500 `application/json` response
+	JSON500 *InternalError
+	// JSON503 the response for an HTTP 503 `application/json` response
+	JSON503 *ServiceUnavailable
+	// Headers200 the parsed response headers for an HTTP 200 response
+	Headers200 *GetObjectResponse200Headers
+	// Headers400 the parsed response headers for an HTTP 400 response
+	Headers400 *GetObjectResponse400Headers
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *GetObjectResponse401Headers
+	// Headers403 the parsed response headers for an HTTP 403 response
+	Headers403 *GetObjectResponse403Headers
+	// Headers404 the parsed response headers for an HTTP 404 response
+	Headers404 *GetObjectResponse404Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *GetObjectResponse429Headers
+	// Headers500 the parsed response headers for an HTTP 500 response
+	Headers500 *GetObjectResponse500Headers
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *GetObjectResponse503Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r GetObjectResponse) GetJSON200() *ObjectResponse {
+	return r.JSON200
+}
+
+// GetJSON400 returns the response for an HTTP 400 `application/json` response
+func (r GetObjectResponse) GetJSON400() *BadRequest {
+	return r.JSON400
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r GetObjectResponse) GetJSON401() *Unauthorized {
+	return r.JSON401
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r GetObjectResponse) GetJSON403() *Forbidden {
+	return r.JSON403
+}
+
+// GetJSON404 returns the response for an HTTP 404 `application/json` response
+func (r GetObjectResponse) GetJSON404() *NotFound {
+	return r.JSON404
+}
+
+// GetJSON429 returns the response for an HTTP 429 `application/json` response
+func (r GetObjectResponse) GetJSON429() *TooManyRequests {
+	return r.JSON429
+}
+
+// GetJSON500 returns the response for an HTTP 500 `application/json` response
+func (r GetObjectResponse) GetJSON500() *InternalError {
+	return r.JSON500
+}
+
+// GetJSON503 returns the response for an HTTP 503 `application/json` response
+func (r GetObjectResponse) GetJSON503() *ServiceUnavailable {
+	return r.JSON503
+}
+
+// GetBody returns the raw response body bytes
+func (r GetObjectResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r GetObjectResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r GetObjectResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r GetObjectResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
 // MoveObjectResponse200Headers the declared response headers of an HTTP 200 response for MoveObject
 type MoveObjectResponse200Headers struct {
 	RateLimitLimit     *int64
@@ -13122,6 +13355,21 @@ func (c *ClientWithResponses) CreateObjectWithResponse(ctx context.Context, para
 		return nil, err
 	}
 	return ParseCreateObjectResponse(rsp)
+}
+
+// GetObjectWithResponse Read one device and its current state
+//
+// One device by id, with its current state (docs/design.md §14): the time of its newest accepted reading (last_time), its position (lat, lon), speed, heading, altitude, ignition and the newest value of each attribute, each from the newest reading that reported it, and the odometer and engine hours. The state fields are null until the device's first reading (POST /readings). The same JSON as an item of GET /objects, in the same scope: an admin any device, a manager its own and its managed accounts' devices, a user its own, a subaccount those of its parent granted to it. A device outside the caller's scope is 404, like one that does not exist. Needs the token permission GET /objects/{id}.
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /objects/{id} (the `GetObject` operationId).
+func (c *ClientWithResponses) GetObjectWithResponse(ctx context.Context, id int64, reqEditors ...RequestEditorFn) (*GetObjectResponse, error) {
+	rsp, err := c.GetObject(ctx, id, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseGetObjectResponse(rsp)
 }
 
 // MoveObjectWithBodyWithResponse Move a device to another account
@@ -17878,6 +18126,283 @@ func ParseCreateObjectResponse(rsp *http.Response) (*CreateObjectResponse, error
 		response.Headers500 = &headers
 	case rsp.StatusCode == 503:
 		var headers CreateObjectResponse503Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int64
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: "int64"}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers503 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseGetObjectResponse parses an HTTP response from a GetObjectWithResponse call
+func ParseGetObjectResponse(rsp *http.Response) (*GetObjectResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &GetObjectResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest ObjectResponse
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest BadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Forbidden
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest NotFound
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest TooManyRequests
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest InternalError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON500 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest ServiceUnavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON503 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 200:
+		var headers GetObjectResponse200Headers
+		if values := rsp.Header.Values("RateLimit-Limit"); len(values) > 0 {
+			var value int64
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: "int64"}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitLimit = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Remaining"); len(values) > 0 {
+			var value int64
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Remaining", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: "int64"}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitRemaining = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Reset"); len(values) > 0 {
+			var value int64
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Reset", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: "int64"}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitReset = &value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers200 = &headers
+	case rsp.StatusCode == 400:
+		var headers GetObjectResponse400Headers
+		if values := rsp.Header.Values("RateLimit-Limit"); len(values) > 0 {
+			var value int64
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: "int64"}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitLimit = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Remaining"); len(values) > 0 {
+			var value int64
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Remaining", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: "int64"}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitRemaining = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Reset"); len(values) > 0 {
+			var value int64
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Reset", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: "int64"}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitReset = &value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers400 = &headers
+	case rsp.StatusCode == 401:
+		var headers GetObjectResponse401Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers401 = &headers
+	case rsp.StatusCode == 403:
+		var headers GetObjectResponse403Headers
+		if values := rsp.Header.Values("RateLimit-Limit"); len(values) > 0 {
+			var value int64
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: "int64"}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitLimit = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Remaining"); len(values) > 0 {
+			var value int64
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Remaining", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: "int64"}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitRemaining = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Reset"); len(values) > 0 {
+			var value int64
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Reset", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: "int64"}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitReset = &value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers403 = &headers
+	case rsp.StatusCode == 404:
+		var headers GetObjectResponse404Headers
+		if values := rsp.Header.Values("RateLimit-Limit"); len(values) > 0 {
+			var value int64
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: "int64"}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitLimit = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Remaining"); len(values) > 0 {
+			var value int64
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Remaining", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: "int64"}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitRemaining = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Reset"); len(values) > 0 {
+			var value int64
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Reset", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: "int64"}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitReset = &value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers404 = &headers
+	case rsp.StatusCode == 429:
+		var headers GetObjectResponse429Headers
+		if values := rsp.Header.Values("RateLimit-Limit"); len(values) > 0 {
+			var value int64
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: "int64"}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitLimit = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Remaining"); len(values) > 0 {
+			var value int64
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Remaining", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: "int64"}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitRemaining = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Reset"); len(values) > 0 {
+			var value int64
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Reset", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: "int64"}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitReset = &value
+		}
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int64
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: "int64"}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers429 = &headers
+	case rsp.StatusCode == 500:
+		var headers GetObjectResponse500Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers500 = &headers
+	case rsp.StatusCode == 503:
+		var headers GetObjectResponse503Headers
 		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
 			var value int64
 			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: "int64"}); err != nil {

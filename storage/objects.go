@@ -5,6 +5,8 @@ import (
 	"time"
 
 	"github.com/uptrace/bun"
+
+	"github.com/fleetapi/fleetapi/policy"
 )
 
 // Objects is the objects resource: GET /objects (docs/design.md §9), the devices
@@ -58,4 +60,28 @@ type ObjectGrant struct {
 
 	SubaccountID int64  `bun:"subaccount_id,pk"`
 	IMEI         string `bun:"imei,pk"`
+}
+
+// ObjectByID returns the device with the given id, its current state
+// included, when scope (an objects scope, the scope of GET /objects: a
+// subaccount's, the devices granted to it) admits it. A device that does
+// not exist and one outside the scope are both ErrNotFound. It may run on
+// a read replica (Store.WithReplicas), so the state may lag the newest
+// reading by the replica's delay. It returns policy.ErrScope for a scope
+// of another resource or one storage did not compile, and ErrUnavailable
+// when the database cannot be reached.
+func (s *Store) ObjectByID(ctx context.Context, scope policy.Scope, id int64) (Object, error) {
+	var o Object
+	err := s.read(ctx, func(ctx context.Context, rs *Store) error {
+		q, err := rs.scopedSelect(scope, Objects.Descriptor, &o)
+		if err != nil {
+			return err
+		}
+		// id is an int64 the api parsed: a data exception is the server's.
+		return translateOwn(q.Where(Objects.col("id")+" = ?", id).Limit(1).Scan(ctx))
+	})
+	if err != nil {
+		return Object{}, err
+	}
+	return o, nil
 }

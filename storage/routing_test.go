@@ -22,6 +22,7 @@ var replicaReads = map[string]string{
 	"EventByID":        "GET /events/{id}",
 	"DueServices":      "GET /services/due",
 	"NotificationByID": "GET /notifications/{id}",
+	"ObjectByID":       "GET /objects/{id}: the device's state may lag the newest reading by the replica's delay",
 }
 
 // primaryFirstReads are the entry points that read the primary and, only

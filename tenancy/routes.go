@@ -34,6 +34,7 @@ func Routes() []Route {
 		{"GET", "/notifications/stream"},
 		{"GET", "/notifications/{id}"},
 		{"GET", "/objects"},
+		{"GET", "/objects/{id}"},
 		{"GET", "/accounts"},
 		{"POST", "/accounts"},
 		{"GET", "/accounts/{id}"},

@@ -14,6 +14,7 @@ routes := [
 	"GET /notifications/stream",
 	"GET /notifications/{id}",
 	"GET /objects",
+	"GET /objects/{id}",
 	"GET /accounts",
 	"POST /accounts",
 	"GET /accounts/{id}",
