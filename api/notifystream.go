@@ -68,7 +68,7 @@ func (s *Server) registerNotificationStream(g *fuego.Server) {
 			"A reader that does not keep up is sent `retry: 1000` and `: slow reader, reconnect with Last-Event-ID`, then the stream closes. " +
 			"Needs the token permission GET /notifications/stream; a subaccount also needs the event_notifications privilege."),
 		fuego.OptionHeader(headerLastEventID, "The id of the last notification received: the stream resumes right after it."),
-		paramSchema(openapi3.ParameterInHeader, headerLastEventID, func(sc *openapi3.Schema) { sc.WithPattern(`^[1-9][0-9]{0,18}$`) }),
+		paramSchema(openapi3.ParameterInHeader, headerLastEventID, func(sc *openapi3.Schema) { sc.WithPattern(`^[1-9][0-9]{0,18}$`).WithMinLength(1).WithMaxLength(19) }),
 		respondsEventStream(notificationSchema(), exampleNotification()),
 	})...)
 }

@@ -559,3 +559,40 @@ func TestNotificationStreamOutlivesTimeouts(t *testing.T) {
 		t.Fatalf("event %+v, want %d", ev, id)
 	}
 }
+
+// TestNotificationStreamLastEventIDBounds: the header Last-Event-ID at and
+// past the bounds of its schema (decimal digits from 1, 1 to 19
+// characters), over a real connection (TestSchemaBoundsAccepted cannot hold
+// a stream under the recorder): an id of the caller's opens the stream;
+// the bounds the schema allows but that name no notification of the caller
+// (1, the largest bigint) and every value it refuses answer 400
+// INVALID_PARAMETER naming the header, never a 500.
+func TestNotificationStreamLastEventIDBounds(t *testing.T) {
+	t.Parallel()
+	a, srv := newStreamServer(t, 0)
+	acme := demoToken(t, "acme-all")
+	own := insertNotification(t, a.db, acmeTruck, "overspeed", "bounds")
+	if s, status, body := openStream(t, srv.URL, acme, false, "Last-Event-ID", fmt.Sprint(own)); s == nil {
+		t.Fatalf("an id of the caller's: %d %s", status, body)
+	}
+	var foreign int64
+	if err := a.db.NewRaw("SELECT min(id) FROM notifications WHERE account_id <> (SELECT id FROM accounts WHERE username = 'acme')").
+		Scan(context.Background(), &foreign); err != nil {
+		t.Fatal(err)
+	}
+	for _, v := range []string{fmt.Sprint(foreign), "9223372036854775807", "0", "01", "-1", "12345678901234567890", "1e3", "x"} {
+		s, status, body := openStream(t, srv.URL, acme, false, "Last-Event-ID", v)
+		if s != nil {
+			t.Fatalf("Last-Event-ID %q opened a stream", v)
+		}
+		var env struct {
+			Error struct {
+				Code    string         `json:"code"`
+				Details map[string]any `json:"details"`
+			} `json:"error"`
+		}
+		if err := json.Unmarshal(body, &env); err != nil || status != http.StatusBadRequest || env.Error.Code != "INVALID_PARAMETER" {
+			t.Fatalf("Last-Event-ID %q: %d %s", v, status, body)
+		}
+	}
+}

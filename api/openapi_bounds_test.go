@@ -106,7 +106,12 @@ func TestSchemaBoundsAccepted(t *testing.T) {
 				"expires_at": "2099-01-01T00:00:00Z", "rate_limit": 10}
 		}},
 	}
-	pathValues := map[string]int64{"PATCH /accounts/{id}": night, "PUT /accounts/{id}/objects": night, "GET /accounts/{id}/objects": night}
+	var notification int64 // a demo notification: the example id names none once ids moved on
+	if err := a.db.NewRaw("SELECT min(id) FROM notifications").Scan(context.Background(), &notification); err != nil {
+		t.Fatal(err)
+	}
+	pathValues := map[string]int64{"PATCH /accounts/{id}": night, "PUT /accounts/{id}/objects": night, "GET /accounts/{id}/objects": night,
+		"GET /notifications/{id}": notification}
 
 	g := &boundGen{used: map[string]bool{}, patterns: map[string]*regexp.Regexp{}}
 	var cases []boundCase
@@ -124,6 +129,13 @@ func TestSchemaBoundsAccepted(t *testing.T) {
 		}) {
 			op := ops[method]
 			name := method + " " + path
+			if ok := op.Responses.Status(http.StatusOK); ok != nil && ok.Value.Content.Get("text/event-stream") != nil {
+				// A stream stays open under the recorder: its one parameter,
+				// the header Last-Event-ID, is sent over a real connection
+				// by TestNotificationStreamResume and its bounds by
+				// TestNotificationStreamLastEventIDBounds.
+				continue
+			}
 			var bodySchema *openapi3.Schema
 			var base boundBase
 			if op.RequestBody != nil {
