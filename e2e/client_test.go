@@ -514,6 +514,10 @@ func TestGeneratedClient(t *testing.T) {
 		if err != nil || objs.JSON200 == nil || len(objs.JSON200.Data) != 1 {
 			t.Fatalf("GET /objects: %v", err)
 		}
+		dev, err := acme.GetObjectWithResponse(ctx, objs.JSON200.Data[0].Id)
+		if err != nil || dev.JSON200 == nil || dev.JSON200.Data.Imei != "356938035643809" {
+			t.Fatalf("GET /objects/{id}: %v %d %s", err, dev.StatusCode(), dev.Body)
+		}
 		from := when.Add(-time.Hour)
 		p, err := acme.GetObjectPositionsWithResponse(ctx, objs.JSON200.Data[0].Id, &client.GetObjectPositionsParams{From: &from})
 		if err != nil || p.JSON200 == nil || len(p.JSON200.Data) != 1 {
@@ -524,6 +528,30 @@ func TestGeneratedClient(t *testing.T) {
 			t.Fatal(err)
 		}
 		failure(t, none.HTTPResponse, none.JSON404, http.StatusNotFound, client.ErrorCodeNOTFOUND)
+	})
+	t.Run("notifications", func(t *testing.T) {
+		list, err := acme.GetNotificationsWithResponse(ctx, nil)
+		if err != nil || list.JSON200 == nil || len(list.JSON200.Data) == 0 {
+			t.Fatalf("GET /notifications: %v", err)
+		}
+		id := list.JSON200.Data[0].Id
+		one, err := acme.GetNotificationWithResponse(ctx, id)
+		if err != nil || one.JSON200 == nil || one.JSON200.Data.Id != id {
+			t.Fatalf("GET /notifications/{id}: %v %d %s", err, one.StatusCode(), one.Body)
+		}
+		other, err := c.bearer("northwind-all").GetNotificationWithResponse(ctx, id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		failure(t, other.HTTPResponse, other.JSON404, http.StatusNotFound, client.ErrorCodeNOTFOUND)
+		// The stream's open answer is the test of package api (it stays
+		// open); here its refusal, a Last-Event-ID of no notification of
+		// the caller's, through the client.
+		s, err := acme.GetNotificationsStreamWithResponse(ctx, &client.GetNotificationsStreamParams{LastEventID: ptr("9223372036854775807")})
+		if err != nil {
+			t.Fatal(err)
+		}
+		failure(t, s.HTTPResponse, s.JSON400, http.StatusBadRequest, client.ErrorCodeINVALIDPARAMETER)
 	})
 	t.Run("create_passenger_errors", func(t *testing.T) {
 		r, err := acme.CreatePassengerWithResponse(ctx, nil, client.PassengerInput{PassengerName: "  "})

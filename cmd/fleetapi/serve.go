@@ -498,7 +498,7 @@ func startPositionsMaintenance(ctx context.Context, retention time.Duration, sto
 	var id [8]byte
 	_, _ = rand.Read(id[:])
 	holder := hex.EncodeToString(id[:])
-	run := func() {
+	maintain := func() {
 		m, err := store.MaintainPositions(mctx, holder, positionsMaintenancePeriod+10*time.Minute, retention, time.Now())
 		switch {
 		case err != nil && mctx.Err() == nil:
@@ -510,7 +510,7 @@ func startPositionsMaintenance(ctx context.Context, retention time.Duration, sto
 	}
 	go func() {
 		defer close(done)
-		run()
+		maintain()
 		tick := time.NewTicker(positionsMaintenancePeriod)
 		defer tick.Stop()
 		for {
@@ -518,7 +518,7 @@ func startPositionsMaintenance(ctx context.Context, retention time.Duration, sto
 			case <-mctx.Done():
 				return
 			case <-tick.C:
-				run()
+				maintain()
 			}
 		}
 	}()
