@@ -1,12 +1,14 @@
 package api_test
 
 import (
+	"context"
 	"encoding/json"
 	"net/http"
 	"net/http/httptest"
 	"sort"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/fleetapi/fleetapi/api"
 )
@@ -15,6 +17,14 @@ import (
 // whatever its body.
 func (a *testAPI) raw(req *http.Request) *httptest.ResponseRecorder {
 	a.t.Helper()
+	if strings.HasSuffix(req.URL.Path, "/notifications/stream") {
+		// A stream that opens stays open under the recorder until its
+		// request ends: it is ended after a moment (a bound, not a
+		// measurement), its headers and first frames recorded.
+		ctx, cancel := context.WithTimeout(req.Context(), 300*time.Millisecond)
+		defer cancel()
+		req = req.WithContext(ctx)
+	}
 	rec := httptest.NewRecorder()
 	a.handler.ServeHTTP(rec, req)
 	return rec
