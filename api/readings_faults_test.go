@@ -17,25 +17,7 @@ func TestReadingsDatabaseLostMidBatch(t *testing.T) {
 	a := newTestAPI(t)
 	ctx := context.Background()
 	tok := demoToken(t, "acme-all")
-	when := time.Now().UTC().Add(-time.Minute)
-	part := "positions_" + when.Format("20060102")
-	a.exec(t, "SELECT ensure_positions_partitions(?::date, ?::date)", when.Format(time.DateOnly), when.Format(time.DateOnly))
-	blocker, err := a.db.BeginTx(ctx, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer func() { _ = blocker.Rollback() }()
-	if _, err := blocker.ExecContext(ctx, "LOCK TABLE "+part+" IN ACCESS EXCLUSIVE MODE"); err != nil {
-		t.Fatal(err)
-	}
-	body := batch(
-		map[string]any{"imei": truck7, "time": when.Format(time.RFC3339Nano), "speed": 80, "odometer": 130000},
-		map[string]any{"imei": a.imeiOf(t, "Van 12"), "time": when.Format(time.RFC3339Nano), "speed": 70},
-	)
-	done := make(chan loadResult, 1)
-	go func() {
-		done <- sendRaw(a.handler, http.MethodPost, "/api/v2/readings", tok, body)
-	}()
+	body, done, release := postBlockedAtInsert(t, a, tok)
 	// The batch waits at its insert: kill its backend.
 	deadline := time.Now().Add(30 * time.Second)
 	for {
@@ -54,7 +36,7 @@ WHERE datname = current_database() AND pid <> pg_backend_pid() AND wait_event_ty
 		time.Sleep(10 * time.Millisecond)
 	}
 	r := <-done
-	_ = blocker.Rollback()
+	release()
 	if r.status != http.StatusServiceUnavailable || r.code != "SERVICE_UNAVAILABLE" {
 		t.Fatalf("lost mid-batch: %d %s, want 503 SERVICE_UNAVAILABLE", r.status, r.raw)
 	}
@@ -138,4 +120,35 @@ func TestReadingsStateThatDoesNotDecode(t *testing.T) {
 	if n := a.count(t, `SELECT count(*) FROM objects WHERE imei = ? AND jsonb_typeof(rule_state->'rules') = 'object'`, truck7); n != 1 {
 		t.Fatal("the state was not written anew")
 	}
+}
+
+// postBlockedAtInsert posts a batch of two readings (Truck 7, Van 12, a
+// minute ago) while another transaction holds the day's positions
+// partition ACCESS EXCLUSIVE until the test ends: the batch waits at its
+// positions insert, its devices locked. It returns the batch, where its
+// answer arrives and the release of the partition (also at the test's end).
+func postBlockedAtInsert(t *testing.T, a *testAPI, tok string) (string, chan loadResult, func()) {
+	t.Helper()
+	ctx := context.Background()
+	when := time.Now().UTC().Add(-time.Minute)
+	part := "positions_" + when.Format("20060102")
+	a.exec(t, "SELECT ensure_positions_partitions(?::date, ?::date)", when.Format(time.DateOnly), when.Format(time.DateOnly))
+	blocker, err := a.db.BeginTx(ctx, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	release := func() { _ = blocker.Rollback() }
+	t.Cleanup(release)
+	if _, err := blocker.ExecContext(ctx, "LOCK TABLE "+part+" IN ACCESS EXCLUSIVE MODE"); err != nil {
+		t.Fatal(err)
+	}
+	body := batch(
+		map[string]any{"imei": truck7, "time": when.Format(time.RFC3339Nano), "speed": 80, "odometer": 130000},
+		map[string]any{"imei": a.imeiOf(t, "Van 12"), "time": when.Format(time.RFC3339Nano), "speed": 70},
+	)
+	done := make(chan loadResult, 1)
+	go func() {
+		done <- sendRaw(a.handler, http.MethodPost, "/api/v2/readings", tok, body)
+	}()
+	return body, done, release
 }

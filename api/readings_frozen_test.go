@@ -44,25 +44,7 @@ func TestReadingsDatabaseFrozenMidBatch(t *testing.T) {
 	}
 	a := &testAPI{t: t, handler: srv.Handler(), store: store, db: base.db, srv: srv}
 
-	when := time.Now().UTC().Add(-time.Minute)
-	part := "positions_" + when.Format("20060102")
-	a.exec(t, "SELECT ensure_positions_partitions(?::date, ?::date)", when.Format(time.DateOnly), when.Format(time.DateOnly))
-	blocker, err := a.db.BeginTx(ctx, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer func() { _ = blocker.Rollback() }()
-	if _, err := blocker.ExecContext(ctx, "LOCK TABLE "+part+" IN ACCESS EXCLUSIVE MODE"); err != nil {
-		t.Fatal(err)
-	}
-	body := batch(
-		map[string]any{"imei": truck7, "time": when.Format(time.RFC3339Nano), "speed": 80, "odometer": 130000},
-		map[string]any{"imei": a.imeiOf(t, "Van 12"), "time": when.Format(time.RFC3339Nano), "speed": 70},
-	)
-	done := make(chan loadResult, 1)
-	go func() {
-		done <- sendRaw(a.handler, http.MethodPost, "/api/v2/readings", tok, body)
-	}()
+	body, done, release := postBlockedAtInsert(t, a, tok)
 	// The batch waits at its insert (its devices locked): freeze.
 	deadline := time.Now().Add(30 * time.Second)
 	for {
@@ -95,7 +77,7 @@ func TestReadingsDatabaseFrozenMidBatch(t *testing.T) {
 	}
 	// Thaw: the lock goes; the batch's backend, its client gone, rolls
 	// back.
-	_ = blocker.Rollback()
+	release()
 	deadline = time.Now().Add(30 * time.Second)
 	for {
 		var open int
