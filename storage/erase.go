@@ -67,6 +67,13 @@ var eraseSteps = []eraseStep{
 	// the live data of docs/design.md §14 (no foreign key cascades to
 	// positions; notifications reference the account): the subtree's, and
 	// any other account's rows of the subtree's devices
+	// webhooks' queued deliveries (and, by cascade, their attempts) before
+	// the notifications they name and the webhooks they go to: a sender
+	// holds a delivery's row lock while it sends, so the erase waits for a
+	// send in flight and nothing is sent for the subtree after its answer
+	// (docs/design.md §14).
+	{table: "webhook_deliveries", where: "account_id = ANY(?0) OR notification_id IN (SELECT id FROM notifications WHERE account_id = ANY(?0) OR object_id IN (SELECT id FROM objects WHERE account_id = ANY(?0)))"},
+	{table: "webhooks", where: "account_id = ANY(?0)"},
 	{table: "positions", where: "account_id = ANY(?0) OR object_id IN (SELECT id FROM objects WHERE account_id = ANY(?0))"},
 	{table: "notifications", where: "account_id = ANY(?0) OR object_id IN (SELECT id FROM objects WHERE account_id = ANY(?0))"},
 	{table: "service_states", where: "account_id = ANY(?0) OR service_id IN (SELECT service_id FROM services WHERE account_id = ANY(?0))"},
