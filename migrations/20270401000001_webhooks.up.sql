@@ -48,7 +48,7 @@ CREATE TABLE webhook_deliveries (
     webhook_id      bigint NOT NULL REFERENCES webhooks (id) ON DELETE CASCADE,
     account_id      bigint NOT NULL REFERENCES accounts (id),
     notification_id bigint REFERENCES notifications (id) ON DELETE CASCADE,
-    msg_id          text NOT NULL UNIQUE CHECK (msg_id <> '' AND length(msg_id) <= 100),
+    msg_id          text NOT NULL UNIQUE DEFAULT ('msg_' || replace(gen_random_uuid()::text, '-', '')) CHECK (msg_id <> '' AND length(msg_id) <= 100),
     type            text NOT NULL CHECK (type <> '' AND length(type) <= 50),
     state           text NOT NULL DEFAULT 'pending' CHECK (state IN ('pending', 'succeeded', 'failed', 'skipped')),
     attempts        integer NOT NULL DEFAULT 0 CHECK (attempts >= 0),
