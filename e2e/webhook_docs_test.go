@@ -248,6 +248,9 @@ export function verifyWebhook(secret, headers, body) { return new Webhook(secret
 		write(t, dir, "go.mod", "module verifydoc\n\ngo 1.22\n")
 		write(t, dir, "fleetwebhook/verify.go", docsBlock(t, "go"))
 		write(t, dir, "main.go", goDriver)
+		if out, err := exec.Command(filepath.Join(filepath.Dir(goBin), "gofmt"), "-l", dir).CombinedOutput(); err != nil || len(out) > 0 {
+			t.Fatalf("gofmt -l: %v\n%s", err, out)
+		}
 		check(t, run(t, dir, goBin, "run", "."))
 	})
 	t.Run("node_standardwebhooks", func(t *testing.T) {
