@@ -96,7 +96,6 @@ func verifyCases(t *testing.T) []verifyCase {
 	}
 }
 
-
 // The drivers feed the cases (JSON on stdin) to a documented verifier and
 // print one JSON array of verdicts.
 const (
