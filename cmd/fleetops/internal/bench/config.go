@@ -9,6 +9,9 @@
 // The ingest workload (--workload ingest, ingest.go) posts readings from
 // gateway clients instead and measures readings/s, the floor of storage's
 // batch entry point and the reading → notification latency on a stream.
+// The webhooks workload (--workload webhooks, webhooks.go) measures the
+// deliveries of notifications to a receiver of its own: latency,
+// deliveries/s, dead endpoints beside healthy ones, and a backlog's drain.
 //
 // The tokens come from `fleetapi generate --tokens FILE`.
 package bench
@@ -75,6 +78,22 @@ type config struct {
 	IngestReads    string
 	IngestDevices  int
 	IngestRate     float64
+	// The webhooks workload (--workload webhooks, webhooks.go): the modes,
+	// the endpoints of the rate and backlog modes, the notifications/s
+	// driven, how long each run drives, the endpoints of the dead mode and
+	// how many of them never answer, the deliveries queued by the backlog
+	// mode, the devices driven, how long a run waits for its last
+	// deliveries and the backlog for its drain.
+	WebhookModes        string
+	WebhookEndpoints    int
+	WebhookRate         float64
+	WebhookDuration     time.Duration
+	WebhookWide         int
+	WebhookDead         int
+	WebhookBacklog      int
+	WebhookDevices      int
+	WebhookSettle       time.Duration
+	WebhookDrainTimeout time.Duration
 	// WriteOPAPolicy is a directory to export the policy set into for
 	// `opa run --server`, instead of measuring.
 	WriteOPAPolicy string
@@ -88,7 +107,9 @@ the load harness: scenarios against a running fleetapi server on loopback
 floor), with percentiles, throughput, CPU per request and the API/floor
 ratio; write the tokens with fleetapi generate --tokens FILE. --workload
 ingest posts readings instead (POST /readings from gateway clients, the
-floor, reading → notification on a stream, reads idle and while ingesting)
+floor, reading → notification on a stream, reads idle and while ingesting);
+--workload webhooks measures webhook deliveries to a local receiver (the
+server needs FLEET_WEBHOOK_ALLOW_HTTP=true FLEET_WEBHOOK_ALLOW_NETS=127.0.0.0/8)
 
 flags:
 `
@@ -115,6 +136,17 @@ func parseConfig(args []string, getenv func(string) string, stdout io.Writer) (c
 		GatewayRole:    "manager",
 		StreamRole:     "manager",
 		IngestReads:    "user_list_mixed,manager_list_mixed,event_by_id_mixed,due_services_mixed",
+
+		WebhookModes:        "rate,dead,backlog",
+		WebhookEndpoints:    10,
+		WebhookRate:         20,
+		WebhookDuration:     30 * time.Second,
+		WebhookWide:         100,
+		WebhookDead:         10,
+		WebhookBacklog:      100_000,
+		WebhookDevices:      200,
+		WebhookSettle:       60 * time.Second,
+		WebhookDrainTimeout: 10 * time.Minute,
 	}
 	if c.DatabaseURL == "" {
 		c.DatabaseURL = "postgres://postgres@127.0.0.1:5432/fleetapi?sslmode=disable"
@@ -136,6 +168,16 @@ func parseConfig(args []string, getenv func(string) string, stdout io.Writer) (c
 	fs.StringVar(&c.IngestReads, "ingest-reads", c.IngestReads, "ingest: read scenarios measured idle and while ingesting at --ingest-rate (empty: none)")
 	fs.IntVar(&c.IngestDevices, "ingest-devices", 0, "ingest: drive the first N devices (0: every device)")
 	fs.Float64Var(&c.IngestRate, "ingest-rate", 0, "ingest: readings/s posted beside the read scenarios (0: half the API's measured rate)")
+	fs.StringVar(&c.WebhookModes, "webhook-modes", c.WebhookModes, "webhooks: the modes to run, comma-separated: rate, dead, backlog")
+	fs.IntVar(&c.WebhookEndpoints, "webhook-endpoints", c.WebhookEndpoints, "webhooks: endpoints of the rate and backlog modes (every notification goes to each)")
+	fs.Float64Var(&c.WebhookRate, "webhook-rate", c.WebhookRate, "webhooks: notifications/s driven (the dead mode drives the same deliveries/s over its endpoints)")
+	fs.DurationVar(&c.WebhookDuration, "webhook-duration", c.WebhookDuration, "webhooks: how long each rate and dead run drives")
+	fs.IntVar(&c.WebhookWide, "webhook-wide", c.WebhookWide, "webhooks: endpoints of the dead mode")
+	fs.IntVar(&c.WebhookDead, "webhook-dead", c.WebhookDead, "webhooks: of those, how many never answer (held until the sender's timeout)")
+	fs.IntVar(&c.WebhookBacklog, "webhook-backlog", c.WebhookBacklog, "webhooks: deliveries the backlog mode queues while the receiver is down")
+	fs.IntVar(&c.WebhookDevices, "webhook-devices", c.WebhookDevices, "webhooks: devices of the manager driven (round robin)")
+	fs.DurationVar(&c.WebhookSettle, "webhook-settle", c.WebhookSettle, "webhooks: how long a run waits after driving for its deliveries")
+	fs.DurationVar(&c.WebhookDrainTimeout, "webhook-drain-timeout", c.WebhookDrainTimeout, "webhooks: how long the backlog mode waits for the drain")
 	fs.Uint64Var(&c.Seed, "seed", c.Seed, "seed of the mixed workload's draws (API and floor draw the same sequence)")
 	fs.BoolVar(&c.RLS, "rls", false, "set up row-level security in the database (roles and policies, idempotent) and run the RLS variants")
 	fs.StringVar(&c.OPAURL, "opa-url", "", "OPA server (opa run --server, loopback) for the OPA-sidecar variants")
@@ -164,7 +206,7 @@ func parseConfig(args []string, getenv func(string) string, stdout io.Writer) (c
 // OPA-sidecar variants when asked for.
 func defaultScenarios(c config) []string {
 	var out []string
-	if c.Workload == "ingest" {
+	if c.Workload == "ingest" || c.Workload == "webhooks" {
 		return nil
 	}
 	if c.Workload != "mixed" {
@@ -189,14 +231,29 @@ func (c config) validate() error {
 		return nil
 	}
 	switch {
-	case c.Workload != "fixed" && c.Workload != "mixed" && c.Workload != "both" && c.Workload != "ingest":
-		return cli.Usagef("--workload must be fixed, mixed, both or ingest")
+	case c.Workload != "fixed" && c.Workload != "mixed" && c.Workload != "both" && c.Workload != "ingest" && c.Workload != "webhooks":
+		return cli.Usagef("--workload must be fixed, mixed, both, ingest or webhooks")
 	case c.Batch < 1 || c.Batch > maxBatch:
 		return cli.Usagef("--batch must be 1 to %d", maxBatch)
 	case c.IngestDuration <= 0 || c.IngestDuration > maxDuration:
 		return cli.Usagef("--ingest-duration must be above 0 and at most %s", maxDuration)
 	case c.IngestDevices < 0 || c.IngestRate < 0:
 		return cli.Usagef("--ingest-devices and --ingest-rate must not be negative")
+	case c.Workload == "webhooks" && !validModes(c.WebhookModes):
+		return cli.Usagef("--webhook-modes must list rate, dead or backlog")
+	case c.WebhookEndpoints < 1 || c.WebhookEndpoints > 1000 || c.WebhookWide < 1 || c.WebhookWide > 1000:
+		return cli.Usagef("--webhook-endpoints and --webhook-wide must be 1 to 1000")
+	case c.WebhookDead < 0 || c.WebhookDead >= c.WebhookWide:
+		return cli.Usagef("--webhook-dead must be 0 to fewer than --webhook-wide")
+	case c.WebhookRate <= 0 || c.WebhookRate > 10_000:
+		return cli.Usagef("--webhook-rate must be above 0 and at most 10000 notifications/s")
+	case c.WebhookBacklog < 1 || c.WebhookBacklog > maxRequests:
+		return cli.Usagef("--webhook-backlog must be 1 to %d", maxRequests)
+	case c.WebhookDevices < 1 || c.WebhookDevices > 100_000:
+		return cli.Usagef("--webhook-devices must be 1 to 100000")
+	case c.WebhookDuration <= 0 || c.WebhookDuration > maxDuration || c.WebhookSettle < 0 || c.WebhookSettle > maxDuration ||
+		c.WebhookDrainTimeout <= 0 || c.WebhookDrainTimeout > time.Hour:
+		return cli.Usagef("--webhook-duration and --webhook-settle must be at most %s, --webhook-drain-timeout at most 1h", maxDuration)
 	case c.OPAPID < 0:
 		return cli.Usagef("--opa-pid must be a process id (0: none)")
 	case c.TokensFile == "":
@@ -248,8 +305,26 @@ func Run(ctx context.Context, args []string, getenv func(string) string, stdout 
 		return err
 	}
 	defer h.close()
-	if cfg.Workload == "ingest" {
+	switch cfg.Workload {
+	case "ingest":
 		return h.ingestWorkload(ctx)
+	case "webhooks":
+		return h.webhooksWorkload(ctx)
 	}
 	return h.run(ctx)
+}
+
+// validModes reports whether s lists only webhooks modes, at least one.
+func validModes(s string) bool {
+	n := 0
+	for _, m := range strings.Split(s, ",") {
+		switch strings.TrimSpace(m) {
+		case "rate", "dead", "backlog":
+			n++
+		case "":
+		default:
+			return false
+		}
+	}
+	return n > 0
 }
