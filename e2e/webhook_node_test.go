@@ -66,6 +66,7 @@ type receiverLine struct {
 	CreatedAt  string `json:"created_at"`
 	ReceivedAt int64  `json:"received_at"`
 	Status     int    `json:"status"`
+	Body       string `json:"body"` // with --log-bodies
 }
 
 // nodeReceiver is a running web/webhook-receiver.mjs.
@@ -81,12 +82,18 @@ type nodeReceiver struct {
 // and stops it when the test ends.
 func startReceiver(t *testing.T, secrets ...string) *nodeReceiver {
 	t.Helper()
-	dir := webDir(t)
-	args := []string{filepath.Join(dir, "webhook-receiver.mjs")}
+	var args []string
 	for _, s := range secrets {
 		args = append(args, "--secret", s)
 	}
-	cmd := exec.Command(tool(t, "node"), args...)
+	return startReceiverArgs(t, args...)
+}
+
+// startReceiverArgs is startReceiver with the receiver's arguments.
+func startReceiverArgs(t *testing.T, args ...string) *nodeReceiver {
+	t.Helper()
+	dir := webDir(t)
+	cmd := exec.Command(tool(t, "node"), append([]string{filepath.Join(dir, "webhook-receiver.mjs")}, args...)...)
 	cmd.Dir = dir
 	cmd.Env = append(os.Environ(), "WEBHOOK_SECRETS=")
 	var stderr syncBuffer

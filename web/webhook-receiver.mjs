@@ -5,10 +5,14 @@
 // each secret it was given, answers 204 when one of them verifies and 400
 // when none does, and writes one JSON line per request.
 //
-//   node web/webhook-receiver.mjs [--secret whsec_...]... [--port 0] [--host 127.0.0.1] [--log FILE]
+//   node web/webhook-receiver.mjs [--secret whsec_...]... [--secrets-file FILE] [--port 0] [--host 127.0.0.1]
+//                                 [--log FILE] [--log-bodies]
 //
-// Secrets come from --secret (repeatable) and from WEBHOOK_SECRETS (space
-// or comma separated). The first line on stdout is {"listening":"HOST:PORT"}
+// Secrets come from --secret (repeatable), from WEBHOOK_SECRETS (space or
+// comma separated) and from --secrets-file (whitespace separated, read
+// again for every request, so a test can register the receiver's URL
+// first and hand it the secret it was given, then the new one after a
+// rotation). The first line on stdout is {"listening":"HOST:PORT"}
 // (port 0 picks a free one); each request then appends to --log (stdout by
 // default) {"id", "valid", "type", "verified": [one boolean per secret, in
 // the order given], "error" (the library's message for the first secret
@@ -16,8 +20,8 @@
 // "created_at" (of the notification), "received_at" (ms since the epoch),
 // "status" (the answer)}. A delivery signed during a secret rotation carries
 // two signatures: "verified" shows which of the old and new secrets accept
-// it. SIGTERM or SIGINT stops it.
-import { appendFileSync } from "node:fs";
+// it. --log-bodies adds the raw "body". SIGTERM or SIGINT stops it.
+import { appendFileSync, readFileSync } from "node:fs";
 import { createServer } from "node:http";
 import { parseArgs } from "node:util";
 import { Webhook } from "standardwebhooks";
@@ -29,18 +33,31 @@ const { values } = parseArgs({
     secret: { type: "string", multiple: true, default: [] },
     port: { type: "string", default: "0" },
     host: { type: "string", default: "127.0.0.1" },
+    "secrets-file": { type: "string" },
     log: { type: "string" },
+    "log-bodies": { type: "boolean", default: false },
   },
 });
-const secrets = [
-  ...values.secret,
-  ...(process.env.WEBHOOK_SECRETS ?? "").split(/[\s,]+/).filter((s) => s !== ""),
-];
-if (secrets.length === 0) {
-  console.error("webhook-receiver: give at least one secret (--secret whsec_... or WEBHOOK_SECRETS)");
+const fixed = [...values.secret, ...(process.env.WEBHOOK_SECRETS ?? "").split(/[\s,]+/).filter((s) => s !== "")];
+if (fixed.length === 0 && !values["secrets-file"]) {
+  console.error("webhook-receiver: give a secret (--secret whsec_..., WEBHOOK_SECRETS or --secrets-file)");
   process.exit(2);
 }
-const verifiers = secrets.map((s) => new Webhook(s));
+
+// verifiers are the secrets' verifiers, the file's read now.
+const verifiers = () => {
+  let secrets = fixed;
+  if (values["secrets-file"]) {
+    let text = "";
+    try {
+      text = readFileSync(values["secrets-file"], "utf8");
+    } catch {
+      // no file yet: no secret from it
+    }
+    secrets = [...fixed, ...text.split(/\s+/).filter((s) => s !== "")];
+  }
+  return secrets.map((s) => new Webhook(s));
+};
 
 const record = (entry) => {
   const line = `${JSON.stringify(entry)}\n`;
@@ -57,7 +74,7 @@ const judge = (body, headers) => {
   const verified = [];
   let payload;
   let error;
-  for (const wh of verifiers) {
+  for (const wh of verifiers()) {
     try {
       const p = wh.verify(body, headers);
       payload ??= p;
@@ -99,6 +116,7 @@ const server = createServer((req, res) => {
         data_id: j.payload?.data?.id,
         created_at: j.payload?.data?.created_at,
       });
+      if (values["log-bodies"]) entry.body = Buffer.concat(chunks).toString("utf8");
     }
     entry.status = status;
     record(entry);
