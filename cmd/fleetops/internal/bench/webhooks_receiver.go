@@ -41,7 +41,6 @@ type receiver struct {
 	secrets  map[int][][]byte // endpoint → the secrets that may sign
 	dead     map[int]bool
 	arrivals []arrival
-	held     int // requests a dead endpoint holds now
 }
 
 // startReceiver listens on a free port of 127.0.0.1.
@@ -111,13 +110,6 @@ func (r *receiver) snapshot() []arrival {
 	return append([]arrival(nil), r.arrivals...)
 }
 
-// holding is how many requests dead endpoints hold now.
-func (r *receiver) holding() int {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	return r.held
-}
-
 // handle receives one delivery.
 func (r *receiver) handle(w http.ResponseWriter, req *http.Request) {
 	received := time.Now()
@@ -132,15 +124,9 @@ func (r *receiver) handle(w http.ResponseWriter, req *http.Request) {
 	}
 	r.mu.Lock()
 	secrets, dead := r.secrets[i], r.dead[i]
-	if dead {
-		r.held++
-	}
 	r.mu.Unlock()
 	if dead {
 		<-req.Context().Done() // held until the sender gives up or the receiver closes
-		r.mu.Lock()
-		r.held--
-		r.mu.Unlock()
 		return
 	}
 	a := arrival{endpoint: i, msgID: req.Header.Get("webhook-id"), received: received,
