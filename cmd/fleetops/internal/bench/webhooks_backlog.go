@@ -41,31 +41,10 @@ func (h *harness) whBacklog(ctx context.Context, token string, recv *receiver, d
 	}
 	recv.reset(set.secrets, nil)
 	recv.down()
-	notifications := (h.cfg.WebhookBacklog + n - 1) / n
-	ids := make([]int64, len(devs))
-	for i, d := range devs {
-		ids[i] = d.ID
-	}
-	q := `WITH d AS (
-  SELECT o.id, o.imei, o.account_id, e.event_id, row_number() OVER (ORDER BY o.id) - 1 AS k, count(*) OVER () AS c
-  FROM objects o JOIN events e ON e.account_id = o.account_id AND e.name = ? WHERE o.id = ANY(?)
-), n AS (
-  INSERT INTO notifications (account_id, event_id, type, imei, object_id, time, value, message)
-  SELECT d.account_id, d.event_id, 'overspeed', d.imei, d.id, now() - make_interval(secs => g), '60', ?
-  FROM generate_series(0, ? - 1) g JOIN d ON d.k = g % d.c
-  RETURNING id, account_id
-)
-INSERT INTO webhook_deliveries (webhook_id, account_id, notification_id, type, attempts, next_at, last_error)
-SELECT w.id, w.account_id, n.id, 'notification.created', 1, now(), 'connect: connection refused'
-FROM n CROSS JOIN webhooks w WHERE w.id = ANY(?)
-ORDER BY n.id, w.id
-LIMIT ?`
 	t0 := time.Now()
-	r, err := h.db.NewRaw(q, benchRuleName, pgdialect.Array(ids), backlogMessage, notifications, pgdialect.Array(set.ids), h.cfg.WebhookBacklog).Exec(ctx)
-	if err != nil {
-		return res, fmt.Errorf("webhooks: queueing the backlog: %w", err)
+	if res.backlog, err = h.queueBacklog(ctx, devs, set.ids, h.cfg.WebhookBacklog); err != nil {
+		return res, err
 	}
-	res.backlog, _ = r.RowsAffected()
 	var maxBacklog int64
 	if err := h.db.NewRaw("SELECT coalesce(max(id), 0) FROM notifications WHERE message = ?", backlogMessage).Scan(ctx, &maxBacklog); err != nil {
 		return res, err
@@ -111,4 +90,35 @@ WHERE d.webhook_id = ANY(?) AND d.state = 'pending' AND n.message = ?`, pgdialec
 		res.serverCPU = cpu.perRequest(res.delivered)
 	}
 	return res, nil
+}
+
+// queueBacklog inserts, in one statement, ceil(total / len(webhooks))
+// notifications of devs (their accounts' bench rules, devices in turn) and
+// total deliveries of them to webhooks, each due now after one refused
+// attempt. It returns the deliveries inserted.
+func (h *harness) queueBacklog(ctx context.Context, devs []*whDevice, webhooks []int64, total int) (int64, error) {
+	ids := make([]int64, len(devs))
+	for i, d := range devs {
+		ids[i] = d.ID
+	}
+	q := `WITH d AS (
+  SELECT o.id, o.imei, o.account_id, e.event_id, row_number() OVER (ORDER BY o.id) - 1 AS k, count(*) OVER () AS c
+  FROM objects o JOIN events e ON e.account_id = o.account_id AND e.name = ? WHERE o.id = ANY(?)
+), n AS (
+  INSERT INTO notifications (account_id, event_id, type, imei, object_id, time, value, message)
+  SELECT d.account_id, d.event_id, 'overspeed', d.imei, d.id, now() - make_interval(secs => g), '60', ?
+  FROM generate_series(0, ? - 1) g JOIN d ON d.k = g % d.c
+  RETURNING id, account_id
+)
+INSERT INTO webhook_deliveries (webhook_id, account_id, notification_id, type, attempts, next_at, last_error)
+SELECT w.id, w.account_id, n.id, 'notification.created', 1, now(), 'connect: connection refused'
+FROM n CROSS JOIN webhooks w WHERE w.id = ANY(?)
+ORDER BY n.id, w.id
+LIMIT ?`
+	notifications := (total + len(webhooks) - 1) / len(webhooks)
+	r, err := h.db.NewRaw(q, benchRuleName, pgdialect.Array(ids), backlogMessage, notifications, pgdialect.Array(webhooks), total).Exec(ctx)
+	if err != nil {
+		return 0, fmt.Errorf("webhooks: queueing the backlog: %w", err)
+	}
+	return r.RowsAffected()
 }
