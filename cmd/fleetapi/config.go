@@ -18,6 +18,7 @@ import (
 	"github.com/fleetapi/fleetapi/storage/limits"
 	"github.com/fleetapi/fleetapi/telemetry"
 	"github.com/fleetapi/fleetapi/tenancy"
+	"github.com/fleetapi/fleetapi/webhook"
 )
 
 // config is the configuration of the server commands (docs/design.md §7).
@@ -123,6 +124,15 @@ type config struct {
 	// account across the replicas.
 	StreamHeartbeat   time.Duration
 	StreamsPerAccount int
+	// WebhookKeys seals the webhooks' secrets (FLEET_WEBHOOK_KEY: base64
+	// keys of 32 bytes, comma-separated, the sealing key first); nil when
+	// unset: serve then answers webhook creates and rotations 503, dev
+	// makes a key for its run. Never printed.
+	WebhookKeys *webhook.KeyRing
+	// WebhookURLs are the rules of a webhook's url: plain http only with
+	// FLEET_WEBHOOK_ALLOW_HTTP=true, the networks of
+	// FLEET_WEBHOOK_ALLOW_NETS (CIDRs) let through.
+	WebhookURLs webhook.Config
 }
 
 // defaultConfig reads the FLEET_* variables, with docs/design.md §7's defaults.
@@ -218,6 +228,27 @@ func defaultConfig(getenv func(string) string) (config, error) {
 			c.TrustedProxies = append(c.TrustedProxies, p.Masked())
 		}
 	}
+	if v := getenv("FLEET_WEBHOOK_KEY"); v != "" {
+		k, err := webhook.ParseKeyRing(v)
+		if err != nil {
+			errs = append(errs, err) // names the key by position, never its bytes
+		}
+		c.WebhookKeys = k
+	}
+	switch v := getenv("FLEET_WEBHOOK_ALLOW_HTTP"); v {
+	case "", "false", "0":
+	case "true", "1":
+		c.WebhookURLs.AllowHTTP = true
+	default:
+		errs = append(errs, fmt.Errorf("FLEET_WEBHOOK_ALLOW_HTTP=%q: want true or false", v))
+	}
+	if v := getenv("FLEET_WEBHOOK_ALLOW_NETS"); v != "" {
+		nets, err := webhook.ParseAllowNets(v)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("FLEET_WEBHOOK_ALLOW_NETS: %w", err))
+		}
+		c.WebhookURLs.AllowNets = nets
+	}
 	return c, errors.Join(errs...)
 }
 
@@ -248,7 +279,7 @@ func (c config) checkTenantBound() error {
 // defaultQuotas are the platform default quotas when FLEET_QUOTA_* are
 // unset (docs/design.md §12, docs/management.md "Quotas").
 var defaultQuotas = limits.Quotas{
-	Subaccounts: ptrInt(1000), Tokens: ptrInt(1000), Devices: ptrInt(100_000), Passengers: ptrInt(1_000_000),
+	Subaccounts: ptrInt(1000), Tokens: ptrInt(1000), Devices: ptrInt(100_000), Passengers: ptrInt(1_000_000), Webhooks: ptrInt(100),
 }
 
 func ptrInt(n int64) *int64 { return &n }

@@ -42,7 +42,7 @@ var allowed = map[string][]string{
 	"tooling/policydiff":  {"policy", "tooling/oracle", "tooling/synthetic", "storage", "tenancy"},
 	"api/ratelimit":       {},
 	"api/metering":        {"storage"},
-	"api":                 {"api/ratelimit", "api/metering", "tenancy", "policy", "rules", "storage", "storage/audit", "storage/limits", "telemetry"},
+	"api":                 {"api/ratelimit", "api/metering", "tenancy", "policy", "rules", "storage", "storage/audit", "storage/limits", "telemetry", "webhook"},
 
 	// The paging layer: only storage imports it (internal), and it imports
 	// nothing of fleetapi.
@@ -52,11 +52,15 @@ var allowed = map[string][]string{
 	// imports nothing of fleetapi (and only the standard library:
 	// stdlibOnly).
 	"rules": {},
+
+	// The webhook domain (secrets, their sealing, URLs, the delivery
+	// client): only the standard library.
+	"webhook": {},
 }
 
 // stdlibOnly lists the packages that import nothing but the standard
 // library: domains with no adapter, which anything may call.
-var stdlibOnly = []string{"rules"}
+var stdlibOnly = []string{"rules", "webhook"}
 
 // forbidden lists third-party imports a package must not have.
 var forbidden = map[string][]string{
