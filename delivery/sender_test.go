@@ -116,7 +116,9 @@ func TestFaultsFollowTheSchedule(t *testing.T) {
 		status int64
 	}{
 		{"500", func(w http.ResponseWriter, _ *http.Request, _ int) { w.WriteHeader(http.StatusInternalServerError) }, 500},
-		{"redirect", func(w http.ResponseWriter, r *http.Request, _ int) { http.Redirect(w, r, "/elsewhere", http.StatusFound) }, 302},
+		{"redirect", func(w http.ResponseWriter, r *http.Request, _ int) {
+			http.Redirect(w, r, "/elsewhere", http.StatusFound)
+		}, 302},
 		{"slow", func(w http.ResponseWriter, r *http.Request, _ int) {
 			select {
 			case <-r.Context().Done():
