@@ -74,8 +74,11 @@ type DeliveryWebhook struct {
 // (docs/locking.md, "Webhook deliveries"). A Claim is used by one
 // goroutine.
 type Claim struct {
-	tx      bun.Tx
-	store   *Store
+	tx    bun.Tx
+	store *Store
+	// root is the Store the claim was made on, for the endpoint's
+	// bookkeeping after the commit.
+	root    *Store
 	ended   bool
 	Now     time.Time
 	Webhook DeliveryWebhook
@@ -101,7 +104,7 @@ func (s *Store) ClaimDelivery(ctx context.Context, endpointSlots int) (*Claim, e
 	if err != nil {
 		return nil, translateOwn(err)
 	}
-	c := &Claim{tx: tx, store: s.on(tx)}
+	c := &Claim{tx: tx, store: s.on(tx), root: s}
 	ok, err := c.claim(ctx, endpointSlots)
 	if err != nil || !ok {
 		_ = tx.Rollback()
@@ -285,22 +288,76 @@ func (c *Claim) Record(ctx context.Context, a Attempt, r Retry) (Recorded, error
 WHERE id = ?`, out.State, attempts, next, status, errText, c.ID); err != nil {
 		return out, translateOwn(err)
 	}
-	if err := c.endpoint(ctx, a, r, now, errText, &out); err != nil {
+	// The endpoint's bookkeeping in the same transaction when its row
+	// is free; when another transaction holds it (a PATCH, a rotation or
+	// a DELETE of the webhook, which lock it FOR NO KEY UPDATE and then
+	// may wait for this claim's delivery row), after the commit, in a
+	// transaction of its own: never waiting for the webhook while holding
+	// the delivery (docs/locking.md, "Webhook deliveries").
+	deferred := false
+	if _, err := c.tx.ExecContext(ctx, "SAVEPOINT delivery_endpoint"); err != nil {
+		return out, translateOwn(err)
+	}
+	if _, err := c.tx.ExecContext(ctx, `SELECT 1 FROM webhooks WHERE id = ? FOR NO KEY UPDATE NOWAIT`, c.WebhookID); err != nil {
+		if !isLockNotAvailable(err) {
+			return out, translateOwn(err)
+		}
+		if _, err := c.tx.ExecContext(ctx, "ROLLBACK TO SAVEPOINT delivery_endpoint"); err != nil {
+			return out, translateOwn(err)
+		}
+		deferred = true
+	} else if err := c.endpoint(ctx, c.tx, a, r, now, errText, &out, false); err != nil {
 		return out, translateOwn(err)
 	}
 	if err := c.store.AddUsage(ctx, []UsageCount{c.usage(now)}); err != nil {
 		return out, err
 	}
 	c.ended = true
-	return out, translateOwn(c.tx.Commit())
+	if err := c.tx.Commit(); err != nil {
+		return out, translateOwn(err)
+	}
+	if deferred {
+		err := c.root.db.RunInTx(ctx, nil, func(ctx context.Context, tx bun.Tx) error {
+			var fs *time.Time
+			err := tx.QueryRowContext(ctx, `SELECT failing_since FROM webhooks WHERE id = ? FOR NO KEY UPDATE`, c.WebhookID).Scan(&fs)
+			if errors.Is(err, sql.ErrNoRows) {
+				return nil // deleted meanwhile
+			}
+			if err != nil {
+				return err
+			}
+			c.Webhook.FailingSince = fs
+			return c.endpoint(ctx, tx, a, r, now, errText, &out, true)
+		})
+		// the attempt is recorded: a lost bookkeeping is caught up by the
+		// endpoint's next attempt
+		_ = err
+	}
+	return out, nil
+}
+
+// isLockNotAvailable reports whether err is PostgreSQL's
+// lock_not_available (55P03: a NOWAIT that found the row locked).
+func isLockNotAvailable(err error) bool {
+	var pg interface{ Field(byte) string }
+	return errors.As(err, &pg) && pg.Field('C') == "55P03"
 }
 
 // endpoint keeps the webhook's failing_since and disables it after
-// r.DisableAfter of failures.
-func (c *Claim) endpoint(ctx context.Context, a Attempt, r Retry, now time.Time, errText string, out *Recorded) error {
+// r.DisableAfter of failures, in tx, which holds the webhook's row. late
+// is true after the attempt's own commit: a failure then leaves the
+// endpoint alone when a success of it was recorded after the attempt.
+func (c *Claim) endpoint(ctx context.Context, tx bun.Tx, a Attempt, r Retry, now time.Time, errText string, out *Recorded, late bool) error {
 	if a.OK {
-		_, err := c.tx.ExecContext(ctx, `UPDATE webhooks SET failing_since = NULL WHERE id = ? AND failing_since IS NOT NULL`, c.WebhookID)
+		_, err := tx.ExecContext(ctx, `UPDATE webhooks SET failing_since = NULL WHERE id = ? AND failing_since <= ?`, c.WebhookID, now)
 		return err
+	}
+	if late {
+		var recovered bool
+		if err := tx.QueryRowContext(ctx, `SELECT EXISTS (SELECT 1 FROM webhook_attempts AS a JOIN webhook_deliveries AS d ON d.id = a.delivery_id
+WHERE d.webhook_id = ? AND a.time > ? AND a.status BETWEEN 200 AND 299)`, c.WebhookID, now).Scan(&recovered); err != nil || recovered {
+			return err
+		}
 	}
 	since := now
 	if c.Webhook.FailingSince != nil {
@@ -308,12 +365,12 @@ func (c *Claim) endpoint(ctx context.Context, a Attempt, r Retry, now time.Time,
 	}
 	if c.Webhook.FailingSince != nil && r.DisableAfter > 0 && now.Sub(since) >= r.DisableAfter {
 		reason := "every delivery failed since " + since.UTC().Format(time.RFC3339) + ": " + errText
-		_, err := c.tx.ExecContext(ctx, `UPDATE webhooks SET active = false, disabled_reason = left(?, 500), updated_at = now() WHERE id = ?`, reason, c.WebhookID)
+		_, err := tx.ExecContext(ctx, `UPDATE webhooks SET active = false, disabled_reason = left(?, 500), updated_at = now() WHERE id = ? AND active`, reason, c.WebhookID)
 		out.Disabled = err == nil
 		return err
 	}
 	if c.Webhook.FailingSince == nil {
-		_, err := c.tx.ExecContext(ctx, `UPDATE webhooks SET failing_since = ? WHERE id = ?`, now, c.WebhookID)
+		_, err := tx.ExecContext(ctx, `UPDATE webhooks SET failing_since = ? WHERE id = ? AND failing_since IS NULL`, now, c.WebhookID)
 		return err
 	}
 	return nil
