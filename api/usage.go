@@ -232,6 +232,7 @@ func usageSchema() wireType {
 			"bytes_out":             {minimum(0), desc("Bytes of the response bodies.")},
 			"readings_accepted":     {minimum(0), desc("Readings the account's POST /readings requests stored (docs/design.md §14).")},
 			"notifications_created": {minimum(0), desc("Notifications those requests created: rules fired, services entering soon or expired.")},
+			"deliveries_attempted":  {minimum(0), desc("Attempts to send the account's webhooks' deliveries (docs/design.md §14), each counted once, retries included.")},
 			"routes":                {desc(`Requests per route template, "METHOD /template" (for example "GET /services/{id}").`)},
 		}}
 }

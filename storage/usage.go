@@ -48,6 +48,9 @@ type UsageDaily struct {
 	// /readings, docs/design.md §14).
 	ReadingsAccepted     int64 `bun:"readings_accepted"`
 	NotificationsCreated int64 `bun:"notifications_created"`
+	// DeliveriesAttempted counts the attempts to send the account's
+	// webhooks' deliveries (package delivery).
+	DeliveriesAttempted int64 `bun:"deliveries_attempted"`
 	// Ancestors are the accounts above AccountID when it was counted,
 	// nearest first; BilledAccountID the account billed for it
 	// (UsageCount).
@@ -83,6 +86,10 @@ type UsageCount struct {
 	// ReadingsAccepted and NotificationsCreated: what the requests' POST
 	// /readings batches stored and fired (docs/design.md §14).
 	ReadingsAccepted, NotificationsCreated int64
+	// DeliveriesAttempted: the attempts to send the account's webhooks'
+	// deliveries (counted by the sender, under route "webhook
+	// deliveries", in the attempt's own transaction).
+	DeliveriesAttempted int64
 }
 
 // AddUsage adds the counts to usage_daily in one statement: a row that
@@ -113,7 +120,7 @@ func (s *Store) AddUsage(ctx context.Context, counts []UsageCount) error {
 	n := len(rows)
 	acc, billed, req, ret, wr, e4, e5, out := make([]int64, n), make([]int64, n), make([]int64, n), make([]int64, n), make([]int64, n), make([]int64, n), make([]int64, n), make([]int64, n)
 	days, routes, ancestors := make([]string, n), make([]string, n), make([]string, n)
-	readings, notes := make([]int64, n), make([]int64, n)
+	readings, notes, deliveries := make([]int64, n), make([]int64, n), make([]int64, n)
 	for i, r := range rows {
 		c := r.c
 		acc[i], days[i], routes[i] = c.AccountID, r.day, c.Route
@@ -123,17 +130,17 @@ func (s *Store) AddUsage(ctx context.Context, counts []UsageCount) error {
 			billed[i] = c.AccountID
 		}
 		req[i], ret[i], wr[i], e4[i], e5[i], out[i] = c.Requests, c.RowsReturned, c.Writes, c.Errors4xx, c.Errors5xx, c.BytesOut
-		readings[i], notes[i] = c.ReadingsAccepted, c.NotificationsCreated
+		readings[i], notes[i], deliveries[i] = c.ReadingsAccepted, c.NotificationsCreated, c.DeliveriesAttempted
 	}
 	_, err := s.db.ExecContext(ctx, `INSERT INTO usage_daily AS u
     (account_id, day, route, requests, rows_returned, writes, errors_4xx, errors_5xx, bytes_out, ancestors, billed_account_id,
-     readings_accepted, notifications_created)
+     readings_accepted, notifications_created, deliveries_attempted)
 SELECT v.account_id, v.day::date, v.route, v.requests, v.rows_returned, v.writes, v.errors_4xx, v.errors_5xx, v.bytes_out,
-    v.ancestors::bigint[], v.billed_account_id, v.readings_accepted, v.notifications_created
+    v.ancestors::bigint[], v.billed_account_id, v.readings_accepted, v.notifications_created, v.deliveries_attempted
 FROM unnest(?::bigint[], ?::text[], ?::text[], ?::bigint[], ?::bigint[], ?::bigint[], ?::bigint[], ?::bigint[], ?::bigint[], ?::text[], ?::bigint[],
-    ?::bigint[], ?::bigint[])
+    ?::bigint[], ?::bigint[], ?::bigint[])
     WITH ORDINALITY AS v(account_id, day, route, requests, rows_returned, writes, errors_4xx, errors_5xx, bytes_out, ancestors, billed_account_id,
-    readings_accepted, notifications_created, n)
+    readings_accepted, notifications_created, deliveries_attempted, n)
 ORDER BY v.n
 ON CONFLICT (account_id, day, route) DO UPDATE SET
     requests = u.requests + EXCLUDED.requests,
@@ -143,10 +150,11 @@ ON CONFLICT (account_id, day, route) DO UPDATE SET
     errors_5xx = u.errors_5xx + EXCLUDED.errors_5xx,
     bytes_out = u.bytes_out + EXCLUDED.bytes_out,
     readings_accepted = u.readings_accepted + EXCLUDED.readings_accepted,
-    notifications_created = u.notifications_created + EXCLUDED.notifications_created`,
+    notifications_created = u.notifications_created + EXCLUDED.notifications_created,
+    deliveries_attempted = u.deliveries_attempted + EXCLUDED.deliveries_attempted`,
 		pgdialect.Array(acc), pgdialect.Array(days), pgdialect.Array(routes), pgdialect.Array(req), pgdialect.Array(ret),
 		pgdialect.Array(wr), pgdialect.Array(e4), pgdialect.Array(e5), pgdialect.Array(out), pgdialect.Array(ancestors), pgdialect.Array(billed),
-		pgdialect.Array(readings), pgdialect.Array(notes))
+		pgdialect.Array(readings), pgdialect.Array(notes), pgdialect.Array(deliveries))
 	return translateOwn(err)
 }
 
@@ -175,9 +183,12 @@ type UsageTotal struct {
 	Errors5xx    int64     `bun:"errors_5xx" json:"errors_5xx"`
 	BytesOut     int64     `bun:"bytes_out" json:"bytes_out"`
 	// ReadingsAccepted and NotificationsCreated: live data (docs/design.md §14).
-	ReadingsAccepted     int64            `bun:"readings_accepted" json:"readings_accepted"`
-	NotificationsCreated int64            `bun:"notifications_created" json:"notifications_created"`
-	Routes               map[string]int64 `bun:"routes,type:jsonb" json:"routes"`
+	ReadingsAccepted     int64 `bun:"readings_accepted" json:"readings_accepted"`
+	NotificationsCreated int64 `bun:"notifications_created" json:"notifications_created"`
+	// DeliveriesAttempted: attempts to send the account's webhooks'
+	// deliveries.
+	DeliveriesAttempted int64            `bun:"deliveries_attempted" json:"deliveries_attempted"`
+	Routes              map[string]int64 `bun:"routes,type:jsonb" json:"routes"`
 }
 
 // UsagePage is a page of UsageTotals and the number of (account, period)
@@ -211,6 +222,7 @@ func (s *Store) UsageTotals(ctx context.Context, scope policy.Scope, req UsageRe
 		ColumnExpr("sum(requests) AS requests, sum(rows_returned) AS rows_returned, sum(writes) AS writes").
 		ColumnExpr("sum(errors_4xx) AS errors_4xx, sum(errors_5xx) AS errors_5xx, sum(bytes_out) AS bytes_out").
 		ColumnExpr("sum(readings_accepted) AS readings_accepted, sum(notifications_created) AS notifications_created").
+		ColumnExpr("sum(deliveries_attempted) AS deliveries_attempted").
 		Where(usageScope.col("day")+" BETWEEN ?::date AND ?::date", req.From.String(), req.To.String()).
 		GroupExpr("1, 2, 3")
 	if req.AccountID != 0 {
@@ -227,7 +239,9 @@ func (s *Store) UsageTotals(ctx context.Context, scope policy.Scope, req UsageRe
 		ColumnExpr("sum(requests)::bigint AS requests, sum(rows_returned)::bigint AS rows_returned, sum(writes)::bigint AS writes").
 		ColumnExpr("sum(errors_4xx)::bigint AS errors_4xx, sum(errors_5xx)::bigint AS errors_5xx, sum(bytes_out)::bigint AS bytes_out").
 		ColumnExpr("sum(readings_accepted)::bigint AS readings_accepted, sum(notifications_created)::bigint AS notifications_created").
-		ColumnExpr("jsonb_object_agg(route, requests) AS routes").
+		ColumnExpr("sum(deliveries_attempted)::bigint AS deliveries_attempted").
+		// the deliveries' row is no route: it counts no request
+		ColumnExpr("COALESCE(jsonb_object_agg(route, requests) FILTER (WHERE route <> ?), '{}') AS routes", deliveryUsageRoute).
 		GroupExpr("account_id, period").OrderExpr("period, account_id").
 		Limit(int64(req.PerPage)).Offset(int64(req.Page-1)*int64(req.PerPage)).Scan(ctx, &page.Items)
 	if err != nil {

@@ -13,6 +13,7 @@ import (
 	"github.com/fleetapi/fleetapi/api"
 	"github.com/fleetapi/fleetapi/api/metering"
 	"github.com/fleetapi/fleetapi/clock"
+	"github.com/fleetapi/fleetapi/delivery"
 	"github.com/fleetapi/fleetapi/policy"
 	"github.com/fleetapi/fleetapi/storage"
 	"github.com/fleetapi/fleetapi/storage/limits"
@@ -93,6 +94,21 @@ type config struct {
 	// the clock's rules (connection_no, services due by the day: package
 	// clock); 0 never (this replica never takes the lease).
 	ClockInterval time.Duration
+	// WebhookWorkers is how many deliveries this replica sends at once
+	// (package delivery; FLEET_WEBHOOK_WORKERS), each holding a
+	// connection of the sender's own pool while it sends.
+	// WebhookEndpointInflight is the most attempts in flight to one
+	// endpoint across the replicas (FLEET_WEBHOOK_ENDPOINT_INFLIGHT);
+	// WebhookRetries the waits after each failed attempt
+	// (FLEET_WEBHOOK_RETRIES); WebhookDisableAfter how long an endpoint
+	// fails every attempt before it is disabled
+	// (FLEET_WEBHOOK_DISABLE_AFTER); WebhookTimeout bounds one attempt
+	// (FLEET_WEBHOOK_TIMEOUT).
+	WebhookWorkers          int
+	WebhookEndpointInflight int
+	WebhookRetries          []time.Duration
+	WebhookDisableAfter     time.Duration
+	WebhookTimeout          time.Duration
 	// PositionsRetention is how long positions and notifications are kept
 	// (docs/design.md §14): readings older than it are refused
 	// (READING_TOO_OLD) and the maintenance drops older partitions.
@@ -173,6 +189,21 @@ func defaultConfig(getenv func(string) string) (config, error) {
 	c.PurgeInterval = envDuration(getenv, "FLEET_PURGE_INTERVAL", storage.DefaultPurgeInterval, &errs)
 	c.TokenRetention = envDuration(getenv, "FLEET_TOKEN_RETENTION", storage.DefaultTokenRetention, &errs)
 	c.ClockInterval = envDuration(getenv, "FLEET_CLOCK_INTERVAL", clock.DefaultInterval, &errs)
+	c.WebhookWorkers = envCount(getenv, "FLEET_WEBHOOK_WORKERS", delivery.DefaultWorkers, &errs)
+	c.WebhookEndpointInflight = envCount(getenv, "FLEET_WEBHOOK_ENDPOINT_INFLIGHT", delivery.DefaultEndpointInflight, &errs)
+	if c.WebhookEndpointInflight < 1 {
+		errs = append(errs, errors.New("FLEET_WEBHOOK_ENDPOINT_INFLIGHT must be above zero"))
+	}
+	if sched, err := webhook.ParseSchedule(getenv("FLEET_WEBHOOK_RETRIES")); err != nil {
+		errs = append(errs, err)
+	} else {
+		c.WebhookRetries = sched
+	}
+	c.WebhookDisableAfter = envDuration(getenv, "FLEET_WEBHOOK_DISABLE_AFTER", delivery.DefaultDisableAfter, &errs)
+	c.WebhookTimeout = envDuration(getenv, "FLEET_WEBHOOK_TIMEOUT", webhook.DefaultTimeout, &errs)
+	if c.WebhookDisableAfter <= 0 || c.WebhookTimeout <= 0 || c.WebhookTimeout > webhook.DefaultTimeout {
+		errs = append(errs, errors.New("FLEET_WEBHOOK_DISABLE_AFTER must be above zero and FLEET_WEBHOOK_TIMEOUT between 0 and 15s"))
+	}
 	c.PositionsRetention = envDuration(getenv, "FLEET_POSITIONS_RETENTION", storage.DefaultPositionsRetention, &errs)
 	if c.PositionsRetention < 24*time.Hour {
 		errs = append(errs, errors.New("FLEET_POSITIONS_RETENTION must be at least 24h: positions are kept by day"))

@@ -25,6 +25,8 @@ var allowed = map[string][]string{
 	"tenancy":             {},
 	"telemetry":           {},
 	"clock":               {"storage"},
+	"delivery":            {"policy", "storage", "tenancy", "webhook"},
+	"webhook":             {},
 	"migrations":          {},
 	"policy":              {"tenancy"},
 	"storage":             {"policy", "tenancy", "migrations", "rules", "storage/authsync", "storage/audit", "storage/limits", "storage/internal/paging"},

@@ -303,7 +303,12 @@ func serve(ctx context.Context, cfg config, getenv func(string) string, con cons
 	defer startCounterFold(ctx, cfg.CounterFoldInterval, store, log)()
 	defer startPurge(ctx, cfg.PurgeInterval, cfg.TokenRetention, store, log)()
 	defer startClock(ctx, cfg.ClockInterval, store, log)()
-	wakeups, stopWakes := startNotificationWakes(ctx, cfg, log)
+	wakeSender, stopSender, err := startSender(ctx, cfg, engine, log, tel)
+	if err != nil {
+		return err
+	}
+	defer stopSender()
+	wakeups, stopWakes := startNotificationWakes(ctx, cfg, log, wakeSender)
 	defer stopWakes()
 	defer startPositionsMaintenance(ctx, cfg.PositionsRetention, store, log)()
 	srv, err := api.New(api.Config{

@@ -12,10 +12,16 @@ import (
 // notification channel (authsync.WakeChannel, on cfg.listenURL() like the
 // authentication cache's) that wakes the open notification streams; it
 // runs until the returned stop is called. While it is disconnected the
-// streams poll every second.
-func startNotificationWakes(ctx context.Context, cfg config, log *slog.Logger) (*api.Wakeups, func()) {
+// streams poll every second. also are woken too (the webhook sender).
+func startNotificationWakes(ctx context.Context, cfg config, log *slog.Logger, also ...func()) (*api.Wakeups, func()) {
 	wakeups := api.NewWakeups()
-	listener := authsync.NewWakeListener(cfg.listenURL(), wakeups.Wake, authsync.WakeOptions{Logger: log})
+	wake := func() {
+		wakeups.Wake()
+		for _, f := range also {
+			f()
+		}
+	}
+	listener := authsync.NewWakeListener(cfg.listenURL(), wake, authsync.WakeOptions{Logger: log})
 	lctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
 	done := make(chan struct{})
 	go func() {

@@ -1,0 +1,50 @@
+package main
+
+import (
+	"context"
+	"log/slog"
+
+	"github.com/fleetapi/fleetapi/delivery"
+	"github.com/fleetapi/fleetapi/policy"
+	"github.com/fleetapi/fleetapi/storage"
+	"github.com/fleetapi/fleetapi/telemetry"
+	"github.com/fleetapi/fleetapi/webhook"
+)
+
+// startSender starts this replica's webhook sender (package delivery) on
+// a pool of its own (cfg.WebhookWorkers connections, plus one for the
+// queue's reads): a worker holds its connection while it sends (up to
+// FLEET_WEBHOOK_TIMEOUT), so the sender never takes the API's
+// connections (docs/locking.md, "Webhook deliveries"). It returns the
+// sender's wake (for the notification channel's listener) and the stop,
+// which abandons the sends in flight (due again at once, for any replica)
+// and closes the pool. Without a key ring (FLEET_WEBHOOK_KEY unset, serve)
+// no secret can be opened: nothing is started.
+func startSender(ctx context.Context, cfg config, engine *policy.Engine, log *slog.Logger, tel *telemetry.Providers) (wake func(), stop func(), err error) {
+	if cfg.WebhookKeys == nil {
+		log.Info("webhook deliveries not sent by this replica: FLEET_WEBHOOK_KEY is not set")
+		return func() {}, func() {}, nil
+	}
+	db := storage.Open(cfg.databaseURL(), storage.Options{MaxOpenConns: cfg.WebhookWorkers + 1, TracerProvider: tel.Tracer, MeterProvider: tel.Meter,
+		Target: storage.TargetPrimary})
+	ccfg := cfg.WebhookURLs
+	ccfg.Timeout = cfg.WebhookTimeout
+	s, err := delivery.New(delivery.Options{Store: storage.NewStore(db), Policy: engine, Client: webhook.NewClient(ccfg), Keys: cfg.WebhookKeys,
+		Workers: cfg.WebhookWorkers, EndpointInflight: cfg.WebhookEndpointInflight, Schedule: cfg.WebhookRetries,
+		DisableAfter: cfg.WebhookDisableAfter, Logger: log, MeterProvider: tel.Meter})
+	if err != nil {
+		db.Close()
+		return nil, nil, err
+	}
+	sctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		s.Run(sctx)
+	}()
+	return s.Wake, func() {
+		cancel()
+		<-done
+		db.Close()
+	}, nil
+}

@@ -1,0 +1,299 @@
+package delivery
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"strings"
+	"sync"
+	"time"
+
+	"go.opentelemetry.io/otel/metric"
+	"go.opentelemetry.io/otel/metric/noop"
+
+	"github.com/fleetapi/fleetapi/policy"
+	"github.com/fleetapi/fleetapi/storage"
+	"github.com/fleetapi/fleetapi/tenancy"
+	"github.com/fleetapi/fleetapi/webhook"
+)
+
+// Defaults of Options (FLEET_WEBHOOK_WORKERS, FLEET_WEBHOOK_ENDPOINT_INFLIGHT).
+const (
+	DefaultWorkers          = 16
+	DefaultEndpointInflight = 2
+	// DefaultDisableAfter is how long an endpoint fails every attempt
+	// before it is disabled.
+	DefaultDisableAfter = 5 * 24 * time.Hour
+	// DefaultPoll is the longest a worker that found nothing due sleeps
+	// without a wake: the bound on a lost LISTEN session's delay.
+	DefaultPoll = 5 * time.Second
+	// recordTimeout bounds the recording of an attempt made.
+	recordTimeout = 10 * time.Second
+)
+
+// Route is the route whose decision and scope say what a webhook's owner
+// may receive: what it could read with GET /notifications/{id} now.
+const Route = "/notifications/{id}"
+
+// Store is what the sender needs of storage.Store.
+type Store interface {
+	ClaimDelivery(ctx context.Context, endpointSlots int) (*storage.Claim, error)
+	Deliveries(ctx context.Context) (storage.DeliveryQueue, error)
+}
+
+// Policy is what the sender needs of policy.Engine.
+type Policy interface {
+	Decide(ctx context.Context, in policy.Input) (policy.Decision, error)
+	Scope(ctx context.Context, in policy.Input, resource policy.Resource) (policy.Scope, error)
+}
+
+// Client sends one attempt (webhook.Client).
+type Client interface {
+	Send(ctx context.Context, m webhook.Message) webhook.Result
+}
+
+// Opener opens sealed secrets (webhook.KeyRing).
+type Opener interface {
+	Open(sealed, aad []byte) ([]byte, error)
+}
+
+// Options configure a Sender; zero values take the defaults.
+type Options struct {
+	Store  Store
+	Policy Policy
+	Client Client
+	Keys   Opener
+	// Workers is how many deliveries this replica sends at once.
+	Workers int
+	// EndpointInflight is the most attempts in flight to one endpoint,
+	// across every replica.
+	EndpointInflight int
+	// Schedule is the wait after each failed attempt
+	// (webhook.DefaultSchedule when nil).
+	Schedule []time.Duration
+	// DisableAfter is how long an endpoint fails every attempt before it
+	// is disabled (DefaultDisableAfter when 0).
+	DisableAfter time.Duration
+	// Poll bounds an idle worker's sleep (DefaultPoll when 0).
+	Poll          time.Duration
+	Now           func() time.Time
+	Logger        *slog.Logger
+	MeterProvider metric.MeterProvider
+}
+
+// Sender runs the workers of one replica.
+type Sender struct {
+	opts    Options
+	retry   storage.Retry
+	kick    chan struct{}
+	metrics *metrics
+}
+
+// New returns a Sender of opts with its defaults filled in.
+func New(opts Options) (*Sender, error) {
+	if opts.Store == nil || opts.Policy == nil || opts.Client == nil || opts.Keys == nil {
+		return nil, errors.New("delivery: Store, Policy, Client and Keys are required")
+	}
+	if opts.Workers <= 0 {
+		opts.Workers = DefaultWorkers
+	}
+	if opts.EndpointInflight <= 0 {
+		opts.EndpointInflight = DefaultEndpointInflight
+	}
+	if opts.Schedule == nil {
+		opts.Schedule = webhook.DefaultSchedule
+	}
+	if opts.DisableAfter <= 0 {
+		opts.DisableAfter = DefaultDisableAfter
+	}
+	if opts.Poll <= 0 {
+		opts.Poll = DefaultPoll
+	}
+	if opts.Now == nil {
+		opts.Now = time.Now
+	}
+	if opts.Logger == nil {
+		opts.Logger = slog.New(slog.DiscardHandler)
+	}
+	if opts.MeterProvider == nil {
+		opts.MeterProvider = noop.NewMeterProvider()
+	}
+	s := &Sender{opts: opts, kick: make(chan struct{}, opts.Workers),
+		retry: storage.Retry{Schedule: opts.Schedule, DisableAfter: opts.DisableAfter, MaxRetryAfter: time.Hour}}
+	m, err := newMetrics(opts.MeterProvider, opts.Store)
+	if err != nil {
+		return nil, err
+	}
+	s.metrics = m
+	return s, nil
+}
+
+// Wake tells idle workers that deliveries may be due (a notification was
+// stored: the notification channel's wake). It never waits.
+func (s *Sender) Wake() {
+	for range cap(s.kick) {
+		select {
+		case s.kick <- struct{}{}:
+		default:
+			return
+		}
+	}
+}
+
+// Run runs the workers until ctx ends; a send in flight is then
+// abandoned (its transaction rolled back: the delivery is due again, for
+// this or another replica) and Run returns when every worker has.
+func (s *Sender) Run(ctx context.Context) {
+	var wg sync.WaitGroup
+	for range s.opts.Workers {
+		wg.Go(func() { s.work(ctx) })
+	}
+	wg.Wait()
+}
+
+// work is one worker: claim, send, record; when nothing is due, sleep
+// until the next due delivery, a wake or the poll interval.
+func (s *Sender) work(ctx context.Context) {
+	failures := 0
+	for ctx.Err() == nil {
+		c, err := s.opts.Store.ClaimDelivery(ctx, s.opts.EndpointInflight)
+		if err == nil && c != nil {
+			err = s.deliver(ctx, c)
+		}
+		switch {
+		case ctx.Err() != nil:
+			return
+		case err != nil:
+			failures++
+			s.opts.Logger.WarnContext(ctx, "webhook delivery", "error", err)
+			s.sleep(ctx, min(time.Duration(failures)*time.Second, 30*time.Second), false)
+		case c == nil:
+			failures = 0
+			s.idle(ctx)
+		default:
+			failures = 0
+		}
+	}
+}
+
+// idle sleeps until the next due delivery (read from the queue), a wake
+// or the poll interval, whichever comes first.
+func (s *Sender) idle(ctx context.Context) {
+	wait := s.opts.Poll
+	if q, err := s.opts.Store.Deliveries(ctx); err == nil && !q.NextDue.IsZero() {
+		wait = min(wait, max(q.NextDue.Sub(s.opts.Now()), 10*time.Millisecond))
+	}
+	s.sleep(ctx, wait, true)
+}
+
+// sleep waits d, or less when ctx ends or (woken) a wake comes.
+func (s *Sender) sleep(ctx context.Context, d time.Duration, woken bool) {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	kick := s.kick
+	if !woken {
+		kick = nil
+	}
+	select {
+	case <-ctx.Done():
+	case <-t.C:
+	case <-kick:
+	}
+}
+
+// deliver makes one attempt of the claimed delivery c and ends c.
+func (s *Sender) deliver(ctx context.Context, c *storage.Claim) error {
+	defer c.Release()
+	body, skip, err := s.decide(ctx, c)
+	if err != nil {
+		return err
+	}
+	if skip != "" {
+		s.metrics.skipped.Add(ctx, 1)
+		return c.Skip(ctx, skip)
+	}
+	secrets, err := s.secrets(c)
+	var res webhook.Result
+	if err != nil {
+		res = webhook.Result{Err: "the webhook's secret does not open with FLEET_WEBHOOK_KEY", Class: "secret"}
+		s.opts.Logger.ErrorContext(ctx, "webhook secret", "webhook_id", c.WebhookID, "error", err)
+	} else {
+		res = s.opts.Client.Send(ctx, webhook.Message{URL: c.Webhook.URL, ID: c.MsgID, Timestamp: s.opts.Now(), Body: body, Secrets: secrets})
+	}
+	if ctx.Err() != nil {
+		// shutting down: the attempt is abandoned, the delivery due again
+		return ctx.Err()
+	}
+	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), recordTimeout)
+	defer cancel()
+	rec, err := c.Record(rctx, storage.Attempt{OK: res.OK, Status: res.Status, Duration: res.Duration, Error: res.Err, RetryAfter: res.RetryAfter}, s.retry)
+	if err != nil {
+		return fmt.Errorf("record the attempt of delivery %d: %w", c.ID, err)
+	}
+	s.metrics.attempt(ctx, res, rec)
+	return nil
+}
+
+// decide takes the owner's decision and scope for Route now and builds
+// the body of c; skip is the reason when the owner may not receive it.
+func (s *Sender) decide(ctx context.Context, c *storage.Claim) (body []byte, skip string, err error) {
+	p := c.Owner
+	p.Token = tenancy.Token{AccountID: p.Account.ID, Permissions: []string{"GET " + Route}}
+	in := policy.NewInput(p, "GET", Route, s.opts.Now().UTC())
+	d, err := s.opts.Policy.Decide(ctx, in)
+	if err != nil {
+		return nil, "", err
+	}
+	if !d.Allow {
+		return nil, "the owner may not list notifications now: " + d.Code, nil
+	}
+	if c.Type == storage.DeliveryTestType {
+		b, err := testBody(c.WebhookID, c.CreatedAt)
+		return b, "", err
+	}
+	scope, err := s.opts.Policy.Scope(ctx, in, storage.Notifications.Resource())
+	if err != nil {
+		return nil, "", err
+	}
+	n, err := c.Notification(ctx, scope)
+	if errors.Is(err, storage.ErrNotFound) {
+		return nil, "the owner can no longer list the notification", nil
+	}
+	if err != nil {
+		return nil, "", err
+	}
+	b, err := notificationBody(n)
+	return b, "", err
+}
+
+// secrets opens the webhook's current secret and, while it still signs,
+// the old one.
+func (s *Sender) secrets(c *storage.Claim) ([][]byte, error) {
+	cur, err := s.open(c.Webhook.Secret, c.WebhookID)
+	if err != nil {
+		return nil, err
+	}
+	out := [][]byte{cur}
+	if len(c.Webhook.OldSecret) > 0 && c.Webhook.OldSecretUntil != nil && c.Webhook.OldSecretUntil.After(c.Now) {
+		old, err := s.open(c.Webhook.OldSecret, c.WebhookID)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, old)
+	}
+	return out, nil
+}
+
+// open opens one sealed secret: the raw bytes that sign, or their wire
+// form ("whsec_...") decoded.
+func (s *Sender) open(sealed []byte, id int64) ([]byte, error) {
+	plain, err := s.opts.Keys.Open(sealed, aad(id))
+	if err != nil {
+		return nil, err
+	}
+	if strings.HasPrefix(string(plain), webhook.SecretPrefix) {
+		return webhook.ParseSecret(string(plain))
+	}
+	return plain, nil
+}
