@@ -7,6 +7,7 @@ import (
 	"errors"
 	"io"
 	"net"
+	"strings"
 	"syscall"
 )
 
@@ -62,7 +63,9 @@ func classify(ctx context.Context, err error) Result {
 		return failure(ClassTLS, "certificate is invalid or expired")
 	case errors.As(err, &certVerify):
 		return failure(ClassTLS, "certificate not verified")
-	case errors.As(err, &recordHdr):
+	case errors.As(err, &recordHdr), strings.Contains(err.Error(), "server gave HTTP response to HTTPS client"):
+		// net/http turns a record header error that looks like HTTP into an
+		// untyped error: its text is the only thing to go by.
 		return failure(ClassTLS, "the receiver does not speak TLS")
 	case errors.As(err, &tlsAlert):
 		return failure(ClassTLS, "handshake refused by the receiver")
