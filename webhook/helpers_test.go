@@ -3,6 +3,8 @@ package webhook
 import (
 	"context"
 	"encoding/binary"
+	"io"
+	"log"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -48,6 +50,7 @@ func newReceiver(t *testing.T, tls bool, h http.HandlerFunc) *receiver {
 		r.requests.Add(1)
 		h(w, req)
 	}))
+	r.Config.ErrorLog = log.New(io.Discard, "", 0) // the refused handshakes are expected
 	r.Config.ConnState = func(_ net.Conn, s http.ConnState) {
 		if s == http.StateNew {
 			r.conns.Add(1)
