@@ -6,6 +6,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"runtime"
 	"strings"
 	"testing"
 	"time"
@@ -130,9 +131,11 @@ func TestSendHostileReceivers(t *testing.T) {
 				timeout = hostileTimeout
 			}
 			c := NewClient(Config{AllowHTTP: true, AllowNets: loopback, Timeout: timeout})
+			before := runtime.NumGoroutine()
 			start := time.Now()
 			res := c.Send(context.Background(), message(tc.url))
 			took := time.Since(start)
+			settles(t, before)
 			if res.OK != tc.ok || res.Class != tc.class || res.Err != tc.err {
 				t.Errorf("Send = %+v, want ok %v class %q err %q", res, tc.ok, tc.class, tc.err)
 			}

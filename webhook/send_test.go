@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"net/netip"
+	"runtime"
 	"strconv"
 	"strings"
 	"testing"
@@ -40,7 +41,9 @@ func TestSendDelivers(t *testing.T) {
 	})
 	c := NewClient(Config{AllowNets: loopback, RootCAs: poolOf(r), UserAgent: "fleet-test/1"})
 	m := message(r.URL + "/hook?x=1")
+	before := runtime.NumGoroutine()
 	res := c.Send(context.Background(), m)
+	settles(t, before) // no idle connection kept
 	if !res.OK || res.Status != 204 || res.Err != "" || res.Class != "" || res.Duration <= 0 {
 		t.Fatalf("Send = %+v, want OK 204", res)
 	}
@@ -261,7 +264,9 @@ func TestSendStatus(t *testing.T) {
 				_, _ = io.WriteString(w, "secret-looking body "+strconv.Itoa(tc.status))
 			})
 			c := NewClient(Config{AllowHTTP: true, AllowNets: loopback})
+			before := runtime.NumGoroutine()
 			res := c.Send(context.Background(), message(r.URL))
+			settles(t, before)
 			if res.Status != tc.status || res.OK != (tc.err == "") || res.Err != tc.err || res.Class != tc.class {
 				t.Errorf("Send = %+v, want status %d err %q class %q", res, tc.status, tc.err, tc.class)
 			}
