@@ -54,11 +54,15 @@ var allowed = map[string][]string{
 	// imports nothing of fleetapi (and only the standard library:
 	// stdlibOnly).
 	"rules": {},
+
+	// Webhook signing, sealing and the delivery client: storage and the
+	// sender call it; it imports nothing of fleetapi (stdlibOnly).
+	"webhook": {},
 }
 
 // stdlibOnly lists the packages that import nothing but the standard
 // library: domains with no adapter, which anything may call.
-var stdlibOnly = []string{"rules"}
+var stdlibOnly = []string{"rules", "webhook"}
 
 // forbidden lists third-party imports a package must not have.
 var forbidden = map[string][]string{
