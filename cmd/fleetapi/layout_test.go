@@ -26,7 +26,6 @@ var allowed = map[string][]string{
 	"telemetry":           {},
 	"clock":               {"storage"},
 	"delivery":            {"policy", "storage", "tenancy", "webhook"},
-	"webhook":             {},
 	"migrations":          {},
 	"policy":              {"tenancy"},
 	"storage":             {"policy", "tenancy", "migrations", "rules", "storage/authsync", "storage/audit", "storage/limits", "storage/internal/paging"},
