@@ -35,7 +35,7 @@ const (
 // world is a real database with the demo data, the real policy and a key
 // ring, for senders to run on.
 type world struct {
-	t      *testing.T
+	t      testing.TB
 	db     *storagetest.DB
 	store  *storage.Store
 	policy *policy.Engine
@@ -46,7 +46,7 @@ type world struct {
 	clock  time.Time
 }
 
-func newWorld(t *testing.T) *world {
+func newWorld(t testing.TB) *world {
 	t.Helper()
 	ctx := context.Background()
 	db := storagetest.New(t)
@@ -63,7 +63,7 @@ func newWorld(t *testing.T) *world {
 	if err != nil {
 		t.Fatal(err)
 	}
-	w := &world{t: t, db: db, store: storage.NewStore(db.DB), policy: engine, keys: keys, clock: time.Now().Add(-time.Hour).Truncate(time.Second)}
+	w := &world{t: t, db: db, store: storage.NewStore(db.DB), policy: engine, keys: keys, clock: time.Now().Add(-24 * time.Hour).Truncate(time.Second)}
 	// an overspeed rule of each device the tests make fire
 	w.exec(`INSERT INTO events (account_id, type, name, active, imei, checked_value)
 		SELECT account_id, 'overspeed', 'speed of ' || imei, true, ARRAY[imei], '90' FROM objects WHERE imei IN (?, ?)`, acmeVan, globexReefr)

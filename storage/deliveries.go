@@ -145,14 +145,17 @@ LIMIT 1`, endpointSlots, d.WebhookID).Scan(&slot); err != nil && !errors.Is(err,
 		if slot.Valid {
 			w := &c.Webhook
 			err := c.tx.QueryRowContext(ctx, `SELECT id, account_id, url, active, secret, old_secret, old_secret_until, failing_since
-FROM webhooks WHERE id = ? FOR KEY SHARE`, d.WebhookID).Scan(&w.ID, &w.AccountID, &w.URL, &active, &w.Secret, &w.OldSecret, &w.OldSecretUntil, &w.FailingSince)
+FROM webhooks WHERE id = ? FOR KEY SHARE SKIP LOCKED`, d.WebhookID).Scan(&w.ID, &w.AccountID, &w.URL, &active, &w.Secret, &w.OldSecret, &w.OldSecretUntil, &w.FailingSince)
 			if err != nil && !errors.Is(err, sql.ErrNoRows) {
 				return false, err
 			}
 		}
 		if !active {
-			// the endpoint is full (or deactivated since the look): give
-			// the row up, unlocked, and look past the endpoint
+			// the endpoint is full, deactivated since the look, or being
+			// deleted (locked FOR UPDATE: a DELETE of the webhook, which
+			// then waits for its deliveries' rows; waiting for it here,
+			// holding one of them, would be a cycle): give the row up,
+			// unlocked, and look past the endpoint
 			if _, err := c.tx.ExecContext(ctx, "ROLLBACK TO SAVEPOINT delivery_claim"); err != nil {
 				return false, err
 			}

@@ -47,7 +47,10 @@ func firedRow(d *ruleDevice, f rules.Fired, lat, lon *float64) notificationRow {
 // delivery belongs to the webhook's owner. Whether the owner may see the
 // notification is decided again when it is sent (package delivery): this
 // is only the set that could. With no webhook at all the deliveries' part
-// reads one empty index and inserts nothing.
+// reads one empty index and inserts nothing. The webhooks are locked FOR
+// KEY SHARE as they are read (what the foreign key takes anyway): one
+// being deleted is waited for and, once gone, left out, instead of
+// failing the notification's transaction on the foreign key.
 const insertNotificationsSQL = `WITH n AS (
 INSERT INTO notifications (account_id, event_id, service_id, type, imei, object_id, time, value, lat, lon, message)
 SELECT account_id, event_id, service_id, type, imei, object_id, time, value, lat, lon, message
@@ -68,7 +71,8 @@ CROSS JOIN LATERAL (
 ) AS owner (id)
 JOIN webhooks AS w ON w.account_id = owner.id AND w.active AND (cardinality(w.types) = 0 OR n.type = ANY (w.types))
 WHERE EXISTS (SELECT 1 FROM webhooks WHERE active)
-ORDER BY n.id, w.id`
+ORDER BY n.id, w.id
+FOR KEY SHARE OF w`
 
 // insertNotifications inserts rows into notifications in one statement, so
 // that the table's statement trigger wakes the streams once, and none when

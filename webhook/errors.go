@@ -7,6 +7,7 @@ import (
 	"errors"
 	"io"
 	"net"
+	"strings"
 	"syscall"
 )
 
@@ -21,6 +22,7 @@ const (
 	ClassConnect  Class = "connect"         // no TCP connection
 	ClassTLS      Class = "tls"             // the TLS handshake failed
 	ClassTimeout  Class = "timeout"         // the attempt took longer than Timeout
+	ClassCanceled Class = "canceled"        // the caller's context ended (shutdown): not the receiver's fault
 	ClassReset    Class = "reset"           // the connection broke before a response
 	ClassRedirect Class = "redirect"        // a 3xx answer (never followed)
 	ClassStatus   Class = "status"          // a non-2xx answer
@@ -62,15 +64,17 @@ func classify(ctx context.Context, err error) Result {
 		return failure(ClassTLS, "certificate is invalid or expired")
 	case errors.As(err, &certVerify):
 		return failure(ClassTLS, "certificate not verified")
-	case errors.As(err, &recordHdr):
+	case errors.As(err, &recordHdr), strings.Contains(err.Error(), "server gave HTTP response to HTTPS client"):
+		// net/http turns a record header error that looks like HTTP into an
+		// untyped error: its text is the only thing to go by.
 		return failure(ClassTLS, "the receiver does not speak TLS")
 	case errors.As(err, &tlsAlert):
 		return failure(ClassTLS, "handshake refused by the receiver")
+	case errors.Is(ctx.Err(), context.Canceled), errors.Is(err, context.Canceled):
+		return failure(ClassCanceled, "the attempt was abandoned")
 	case errors.Is(ctx.Err(), context.DeadlineExceeded), errors.Is(err, context.DeadlineExceeded),
 		errors.As(err, &netErr) && netErr.Timeout():
 		return failure(ClassTimeout, "no complete answer in time")
-	case errors.Is(err, context.Canceled):
-		return failure(ClassTimeout, "canceled")
 	case errors.Is(err, syscall.ECONNREFUSED):
 		return failure(ClassConnect, "connection refused")
 	case errors.Is(err, syscall.ENETUNREACH), errors.Is(err, syscall.EHOSTUNREACH):

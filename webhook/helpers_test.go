@@ -3,6 +3,8 @@ package webhook
 import (
 	"context"
 	"encoding/binary"
+	"io"
+	"log"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -34,6 +36,22 @@ func noLeak(t *testing.T) {
 	})
 }
 
+// settles fails unless the goroutine count comes back to at most before
+// (taken just before an attempt, servers running): the attempt left no
+// connection and no goroutine on either side.
+func settles(t *testing.T, before int) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for runtime.NumGoroutine() > before && time.Now().Before(deadline) {
+		time.Sleep(10 * time.Millisecond)
+	}
+	if n := runtime.NumGoroutine(); n > before {
+		buf := make([]byte, 1<<20)
+		buf = buf[:runtime.Stack(buf, true)]
+		t.Errorf("%d goroutines after the attempt, %d before:\n%s", n, before, buf)
+	}
+}
+
 // receiver is an httptest server that counts the connections it accepted
 // and the requests it got.
 type receiver struct {
@@ -48,6 +66,7 @@ func newReceiver(t *testing.T, tls bool, h http.HandlerFunc) *receiver {
 		r.requests.Add(1)
 		h(w, req)
 	}))
+	r.Config.ErrorLog = log.New(io.Discard, "", 0) // the refused handshakes are expected
 	r.Config.ConnState = func(_ net.Conn, s http.ConnState) {
 		if s == http.StateNew {
 			r.conns.Add(1)

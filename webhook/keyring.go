@@ -100,8 +100,9 @@ func ParseKeyRing(s string) (*KeyRing, error) {
 	parts := strings.Split(s, ",")
 	keys := make([][]byte, 0, len(parts))
 	for i, p := range parts {
-		k, err := base64.StdEncoding.Strict().DecodeString(strings.TrimSpace(p))
-		if err != nil {
+		p = strings.TrimSpace(p)
+		k, err := base64.StdEncoding.Strict().DecodeString(p)
+		if err != nil || strings.ContainsAny(p, "\r\n") { // the decoder skips line breaks
 			return nil, fmt.Errorf("%w: key %d of %d is not standard base64", ErrKey, i+1, len(parts))
 		}
 		keys = append(keys, k)

@@ -48,7 +48,7 @@ func ParseSecret(wire string) ([]byte, error) {
 		return nil, fmt.Errorf("%w: it does not start with %q", ErrSecret, SecretPrefix)
 	}
 	raw, err := base64.StdEncoding.Strict().DecodeString(enc)
-	if err != nil {
+	if err != nil || strings.ContainsAny(enc, "\r\n") { // the decoder skips line breaks
 		return nil, fmt.Errorf("%w: not standard base64", ErrSecret)
 	}
 	if len(raw) < MinSecretSize || len(raw) > MaxSecretSize {

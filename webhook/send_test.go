@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"net/netip"
+	"runtime"
 	"strconv"
 	"strings"
 	"testing"
@@ -40,7 +41,9 @@ func TestSendDelivers(t *testing.T) {
 	})
 	c := NewClient(Config{AllowNets: loopback, RootCAs: poolOf(r), UserAgent: "fleet-test/1"})
 	m := message(r.URL + "/hook?x=1")
+	before := runtime.NumGoroutine()
 	res := c.Send(context.Background(), m)
+	settles(t, before) // no idle connection kept
 	if !res.OK || res.Status != 204 || res.Err != "" || res.Class != "" || res.Duration <= 0 {
 		t.Fatalf("Send = %+v, want OK 204", res)
 	}
@@ -261,7 +264,9 @@ func TestSendStatus(t *testing.T) {
 				_, _ = io.WriteString(w, "secret-looking body "+strconv.Itoa(tc.status))
 			})
 			c := NewClient(Config{AllowHTTP: true, AllowNets: loopback})
+			before := runtime.NumGoroutine()
 			res := c.Send(context.Background(), message(r.URL))
+			settles(t, before)
 			if res.Status != tc.status || res.OK != (tc.err == "") || res.Err != tc.err || res.Class != tc.class {
 				t.Errorf("Send = %+v, want status %d err %q class %q", res, tc.status, tc.err, tc.class)
 			}
@@ -271,4 +276,32 @@ func TestSendStatus(t *testing.T) {
 		})
 	}
 	target.untouched(t)
+}
+
+// TestSendEveryRefusedRange dials the first, a middle and the last address
+// of every refused range (and the IPv6 forms that embed a refused IPv4
+// address) with CheckURL bypassed: the Control hook refuses each before the
+// connection is made, so no packet leaves the machine.
+func TestSendEveryRefusedRange(t *testing.T) {
+	noLeak(t)
+	c := NewClient(Config{AllowHTTP: true, Timeout: 5 * time.Second})
+	var addrs []netip.Addr
+	for _, r := range append(append([]refusedRange(nil), refusedV4...), refusedV6...) {
+		first, last := r.prefix.Masked().Addr(), lastAddr(r.prefix)
+		mid := first
+		for i := 0; i < 37; i++ {
+			mid = mid.Next()
+		}
+		addrs = append(addrs, first, mid, last)
+	}
+	for _, s := range []string{"::", "::1", "::127.0.0.1", "fc00::1", "fd12:3456::1", "fe80::1", "fec0::1", "ff02::1",
+		"64:ff9b::7f00:1", "64:ff9b::a9fe:a9fe", "2002:a00:1::1", "2002:7f00:1::", "100::1", "5f00::1"} {
+		addrs = append(addrs, netip.MustParseAddr(s))
+	}
+	for _, a := range addrs {
+		res := c.send(context.Background(), message("http://"+netip.AddrPortFrom(a, 9).String()+"/"))
+		if res.Class != ClassRefused || !strings.HasPrefix(res.Err, "refused address: ") {
+			t.Errorf("send to %s = %+v, want refused address", a, res)
+		}
+	}
 }
