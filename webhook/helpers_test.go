@@ -59,7 +59,7 @@ type receiver struct {
 	conns, requests atomic.Int64
 }
 
-func newReceiver(t *testing.T, tls bool, h http.HandlerFunc) *receiver {
+func newReceiver(t testing.TB, tls bool, h http.HandlerFunc) *receiver {
 	t.Helper()
 	r := &receiver{}
 	r.Server = httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {

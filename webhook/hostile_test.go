@@ -96,6 +96,15 @@ func TestSendHostileReceivers(t *testing.T) {
 		_, _ = io.WriteString(c, "HTTP/1.1 200 OK\r\nX-Big: "+strings.Repeat("a", 1<<20)+"\r\n\r\n")
 		_ = c.Close()
 	})
+	interim := rawServer(t, func(c net.Conn) {
+		readRequest(c)
+		for {
+			if _, err := io.WriteString(c, "HTTP/1.1 102 Processing\r\n\r\n"); err != nil {
+				return
+			}
+			time.Sleep(5 * time.Millisecond)
+		}
+	})
 	t.Cleanup(func() { close(stop) }) // registered last: runs before the servers close
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -120,6 +129,7 @@ func TestSendHostileReceivers(t *testing.T) {
 		{"closed_before_answer", "http://" + closeEarly + "/", ClassReset, "reset: connection closed before an answer", false},
 		{"not_http", "http://" + garbage + "/", ClassReset, "reset: no valid HTTP answer", false},
 		{"trickled_headers", "http://" + trickle + "/", ClassTimeout, "timeout: no complete answer in time", false},
+		{"endless_1xx", "http://" + interim + "/", ClassReset, "reset: no valid HTTP answer", false},
 		{"huge_headers", "http://" + hugeHeader + "/", ClassReset, "reset: no valid HTTP answer", false},
 		{"connection_refused", "http://" + closedPort + "/", ClassConnect, "connect: connection refused", false},
 	} {

@@ -23,7 +23,7 @@ func (e *URLError) Error() string { return "webhook url: " + e.Reason }
 // receiver (RFC 6761 localhost and invalid, RFC 6762 local, RFC 8375
 // home.arpa, ICANN's internal, and the names Debian's /etc/hosts gives).
 var refusedNames = []string{
-	"localhost", ".localhost", "localhost.localdomain", ".localdomain",
+	"localhost", ".localhost", "localhost.localdomain", ".localdomain", ".localdomain6",
 	".local", ".internal", ".home.arpa", ".invalid", ".test",
 	"ip6-localhost", "ip6-loopback",
 }

@@ -19,6 +19,9 @@ var refusedURLs = []struct{ name, url, reason string }{
 	{"loopback_decimal", "https://2130706433/", "numeric host"},
 	{"loopback_hex", "https://0x7f000001/", "numeric host"},
 	{"loopback_hex_dotted", "https://0x7f.1/", "numeric host"},
+	{"loopback_hex_upper", "https://0X7F000001/", "numeric host"},
+	{"loopback_hex_dotted_full", "https://0x7f.0x0.0x0.0x1/", "numeric host"},
+	{"loopback_mixed", "https://0x7f.0.0.01/", "numeric host"},
 	{"loopback_octal", "https://0177.0.0.1/", "numeric host"},
 	{"loopback_octal_short", "https://0177.1/", "numeric host"},
 	{"loopback_v6", "https://[::1]/", "address refused (loopback)"},
@@ -31,6 +34,8 @@ var refusedURLs = []struct{ name, url, reason string }{
 	{"localhost_sub", "https://foo.localhost/", "local host name"},
 	{"localhost_localdomain", "https://localhost.localdomain/", "local host name"},
 	{"ip6_localhost", "https://ip6-localhost/", "local host name"},
+	{"localhost6", "https://localhost6.localdomain6/", "local host name"},
+	{"localhost_mixed_case", "https://LocalHost:8443/", "local host name"},
 	// Unspecified and broadcast.
 	{"unspecified", "https://0.0.0.0/", "address refused (unspecified)"},
 	{"unspecified_zero", "https://0/", "numeric host"},
