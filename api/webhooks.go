@@ -28,10 +28,10 @@ const maxWebhookDescription = 500
 // or null fields take their defaults (description "", types [] meaning
 // every type, active true); a PATCH names at least one field, none null.
 type WebhookInput struct {
-	URL         *string  `json:"url"`
-	Description *string  `json:"description"`
-	Types       []string `json:"types"`
-	Active      *bool    `json:"active"`
+	URL         *string  `json:"url,omitempty"`
+	Description *string  `json:"description,omitempty"`
+	Types       []string `json:"types,omitempty"`
+	Active      *bool    `json:"active,omitempty"`
 }
 
 // webhookValue is a checked webhook body: what is stored, and what an
@@ -118,8 +118,10 @@ func (s *Server) webhookCreateFrom(in WebhookInput, faults textFaults) (webhookV
 // says the server has none (FLEET_WEBHOOK_KEY unset).
 func (s *Server) webhookKeys() (*webhook.KeyRing, error) {
 	if s.cfg.WebhookKeys == nil {
-		return nil, newError(CodeUnavailable, "webhooks need FLEET_WEBHOOK_KEY on the server; the operator has not set it",
+		e := newError(CodeUnavailable, "webhooks need FLEET_WEBHOOK_KEY on the server; the operator has not set it",
 			map[string]any{"reason": "webhook_key_unset"})
+		e.RetryAfter = 3600 // a configuration change, not a moment's trouble
+		return nil, e
 	}
 	return s.cfg.WebhookKeys, nil
 }

@@ -26,7 +26,7 @@ func (s *Server) registerWebhooks(g *fuego.Server) {
 	scope := func(ctx context.Context) (policy.Scope, error) { return s.scopeFor(ctx, storage.Webhooks.Resource()) }
 	fuego.Get(g, path, listHandler(s, path, storage.Webhooks, same[storage.Webhook], nil, scope),
 		routeOptions(authErrors(), listParams(storage.Webhooks.Descriptor, path), []fuego.RouteOption{
-			fuego.OptionOperationID("get_webhooks"), fuego.OptionTags("Webhooks"),
+			fuego.OptionOperationID("get_webhooks"), fuego.OptionTags("Events"),
 			fuego.OptionSummary("Paged list of webhooks"),
 			fuego.OptionDescription("The webhooks the caller may see: an admin every webhook, a manager or user its own and those of " +
 				"the accounts it manages directly (a manager its users', a user its subaccounts'), a subaccount its own. Never a secret. " +
@@ -34,7 +34,7 @@ func (s *Server) registerWebhooks(g *fuego.Server) {
 			respondsPage(webhookSchema(), []storage.Webhook{exampleWebhook()}),
 		})...)
 	fuego.Post(g, path, s.postWebhooks, routeOptions(writeErrors(), []fuego.RouteOption{
-		fuego.OptionOperationID("create_webhook"), fuego.OptionTags("Webhooks"),
+		fuego.OptionOperationID("create_webhook"), fuego.OptionTags("Events"),
 		fuego.OptionSummary("Register a webhook, its secret shown once"),
 		fuego.OptionDescription("Registers an endpoint that receives the caller's notifications (Standard Webhooks 1.0): the webhook " +
 			"belongs to the caller's account (a subaccount's to the subaccount) and counts against its webhooks quota (403 QUOTA_EXCEEDED). " +
@@ -48,14 +48,14 @@ func (s *Server) registerWebhooks(g *fuego.Server) {
 		respondsOne(createdWebhookSchema(), CreatedWebhook{exampleWebhook(), exampleSecret}),
 	})...)
 	fuego.Get(g, path+"/{id}", s.getWebhook, routeOptions(oneErrors(), []fuego.RouteOption{
-		fuego.OptionOperationID("get_webhook"), fuego.OptionTags("Webhooks"),
+		fuego.OptionOperationID("get_webhook"), fuego.OptionTags("Events"),
 		fuego.OptionSummary("Read one webhook"),
 		fuego.OptionDescription("One webhook by id, never its secret. A webhook outside the caller's scope is 404, like one that " +
 			"does not exist. Needs the token permission GET /webhooks/{id}" + webhookPrivilege),
 		respondsOne(webhookSchema(), exampleWebhook()),
 	}, one("id"))...)
 	fuego.Patch(g, path+"/{id}", s.patchWebhook, routeOptions(changeErrors(), []fuego.RouteOption{
-		fuego.OptionOperationID("update_webhook"), fuego.OptionTags("Webhooks"),
+		fuego.OptionOperationID("update_webhook"), fuego.OptionTags("Events"),
 		fuego.OptionSummary("Change a webhook"),
 		fuego.OptionDescription("Changes url, description, types or active (at least one, none null). Making an inactive webhook " +
 			"active again clears disabled_reason and the failure streak. Audited (webhook.update). Needs the token permission " +
@@ -65,13 +65,13 @@ func (s *Server) registerWebhooks(g *fuego.Server) {
 	}, one("id"))...)
 	noContent := []fuego.RouteOption{fuego.OptionDefaultStatusCode(http.StatusNoContent), respondsNoContent()}
 	fuego.Delete(g, path+"/{id}", s.deleteWebhook, routeOptions(oneErrors(), []fuego.RouteOption{
-		fuego.OptionOperationID("delete_webhook"), fuego.OptionTags("Webhooks"),
+		fuego.OptionOperationID("delete_webhook"), fuego.OptionTags("Events"),
 		fuego.OptionSummary("Delete a webhook"),
 		fuego.OptionDescription("Deletes the webhook and its queued deliveries (a delivery being sent finishes first). 204. " +
 			"Audited (webhook.delete). Needs the token permission DELETE /webhooks/{id} and write access" + webhookPrivilege),
 	}, noContent, one("id"))...)
 	fuego.Post(g, path+"/{id}/rotate-secret", s.rotateWebhookSecret, routeOptions(oneErrors(), []fuego.RouteOption{
-		fuego.OptionOperationID("rotate_webhook_secret"), fuego.OptionTags("Webhooks"),
+		fuego.OptionOperationID("rotate_webhook_secret"), fuego.OptionTags("Events"),
 		fuego.OptionSummary("Rotate a webhook's secret, the new one shown once"),
 		fuego.OptionDescription("Makes a new signing secret, shown once in the answer. The replaced secret keeps signing beside " +
 			"it for 24 hours (two v1 signatures per delivery) until previous_secret_expires_at; a second rotation within that time " +
@@ -81,7 +81,7 @@ func (s *Server) registerWebhooks(g *fuego.Server) {
 		respondsOne(rotatedWebhookSchema(), RotatedWebhook{exampleWebhook(), exampleSecret, exampleWebhook().UpdatedAt.Add(24 * time.Hour)}),
 	}, one("id"))...)
 	fuego.Post(g, path+"/{id}/test", s.testWebhook, routeOptions(oneErrors(), []fuego.RouteOption{
-		fuego.OptionOperationID("test_webhook"), fuego.OptionTags("Webhooks"),
+		fuego.OptionOperationID("test_webhook"), fuego.OptionTags("Events"),
 		fuego.OptionSummary("Queue a test delivery"),
 		fuego.OptionDescription("Queues a delivery of type webhook.test (no notification), due now, and answers 202 with it; " +
 			"follow it in GET /webhooks/{id}/deliveries. Takes no body. Audited (webhook.test). Needs the token permission " +
@@ -91,7 +91,7 @@ func (s *Server) registerWebhooks(g *fuego.Server) {
 	}, one("id"))...)
 	q := openapi3.ParameterInQuery
 	fuego.Get(g, path+"/{id}/deliveries", s.getDeliveries, routeOptions(oneErrors(), []fuego.RouteOption{
-		fuego.OptionOperationID("get_webhook_deliveries"), fuego.OptionTags("Webhooks"),
+		fuego.OptionOperationID("get_webhook_deliveries"), fuego.OptionTags("Events"),
 		fuego.OptionSummary("Paged list of a webhook's deliveries"),
 		fuego.OptionDescription("The deliveries of one webhook, newest first, each with its last 20 attempts (time, status, " +
 			"duration, error). state filters exactly. A webhook outside the caller's scope is 404. Needs the token permission " +
@@ -102,7 +102,7 @@ func (s *Server) registerWebhooks(g *fuego.Server) {
 		respondsPage(deliverySchema(), []storage.WebhookDelivery{exampleDelivery()}),
 	}, one("id"))...)
 	fuego.Post(g, path+"/{id}/deliveries/{delivery_id}/retry", s.retryDelivery, routeOptions(oneErrors(), errorResponses(http.StatusConflict), []fuego.RouteOption{
-		fuego.OptionOperationID("retry_webhook_delivery"), fuego.OptionTags("Webhooks"),
+		fuego.OptionOperationID("retry_webhook_delivery"), fuego.OptionTags("Events"),
 		fuego.OptionSummary("Send a delivery again"),
 		fuego.OptionDescription("Makes the delivery pending again, due now, its attempts kept (a pending one is only made due now). " +
 			"A delivery of another webhook is 404, like one that does not exist; one being sent at this moment is 409 CONFLICT. " +

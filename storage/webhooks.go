@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/uptrace/bun"
+	"github.com/uptrace/bun/dialect/pgdialect"
 
 	"github.com/fleetapi/fleetapi/policy"
 	"github.com/fleetapi/fleetapi/storage/audit"
@@ -118,7 +119,7 @@ func (s *Store) CreateWebhook(ctx context.Context, scope policy.Scope, actor Act
 			return err
 		}
 		if _, err := tx.NewRaw(`INSERT INTO webhooks (id, account_id, url, description, types, active, secret)
-			VALUES (?, ?, ?, ?, ?, ?, ?)`, nw.ID, nw.AccountID, nw.URL, nw.Description, StringList(nw.Types).orEmpty(), nw.Active, nw.Sealed).Exec(ctx); err != nil {
+			VALUES (?, ?, ?, ?, ?, ?, ?)`, nw.ID, nw.AccountID, nw.URL, nw.Description, pgdialect.Array([]string(StringList(nw.Types).orEmpty())), nw.Active, nw.Sealed).Exec(ctx); err != nil {
 			return err
 		}
 		w, err := s.on(tx).webhookIn(ctx, scope, nw.ID, "")
@@ -251,11 +252,15 @@ func (s *Store) UpdateWebhook(ctx context.Context, scope policy.Scope, actor Act
 			return audit.Event{}, err
 		}
 		reactivated := after.Active && !w.Active
-		if err := tx.NewRaw(`UPDATE webhooks SET url = ?, description = ?, types = ?, active = ?, updated_at = now(),
+		if _, err := tx.NewRaw(`UPDATE webhooks SET url = ?, description = ?, types = ?, active = ?, updated_at = now(),
 			disabled_reason = CASE WHEN ? THEN NULL ELSE disabled_reason END,
 			failing_since = CASE WHEN ? THEN NULL ELSE failing_since END
-			WHERE id = ? RETURNING updated_at, disabled_reason`,
-			after.URL, after.Description, after.Types, after.Active, reactivated, reactivated, id).Scan(ctx, &after.UpdatedAt, &after.DisabledReason); err != nil {
+			WHERE id = ?`,
+			after.URL, after.Description, pgdialect.Array([]string(after.Types)), after.Active, reactivated, reactivated, id).Exec(ctx); err != nil {
+			return audit.Event{}, err
+		}
+		after = Webhook{}
+		if err := tx.NewSelect().Model(&after).Where(Webhooks.col(Webhooks.id.Name)+" = ?", id).Scan(ctx); err != nil {
 			return audit.Event{}, err
 		}
 		out = after
