@@ -198,27 +198,37 @@ func TestReferenceVerifierRealDelivery(t *testing.T) {
 		}
 	}
 
-	// The delivery log: three deliveries, each succeeded.
-	status, _, b = apiJSON(t, origin, "GET", fmt.Sprintf("/webhooks/%d/deliveries", id), nil)
-	if status != http.StatusOK {
-		t.Fatalf("GET /webhooks/%d/deliveries: %d %s", id, status, b)
-	}
-	var log struct {
-		Data []struct {
-			MsgID string `json:"msg_id"`
-			State string `json:"state"`
-		} `json:"data"`
-	}
-	if err := json.Unmarshal(b, &log); err != nil {
-		t.Fatal(err)
-	}
-	ids := map[string]string{}
-	for _, d := range log.Data {
-		ids[d.MsgID] = d.State
-	}
-	for _, l := range []receiverLine{got, first, second} {
-		if ids[l.ID] != "succeeded" {
-			t.Errorf("delivery %s: state %q in the log, want succeeded: %s", l.ID, ids[l.ID], b)
+	// The delivery log: three deliveries, each succeeded (the sender
+	// records an attempt after the receiver answered: poll a moment).
+	var states map[string]string
+	for deadline := time.Now().Add(15 * time.Second); ; {
+		status, _, b = apiJSON(t, origin, "GET", fmt.Sprintf("/webhooks/%d/deliveries", id), nil)
+		if status != http.StatusOK {
+			t.Fatalf("GET /webhooks/%d/deliveries: %d %s", id, status, b)
 		}
+		var log struct {
+			Data []struct {
+				MsgID string `json:"msg_id"`
+				State string `json:"state"`
+			} `json:"data"`
+		}
+		if err := json.Unmarshal(b, &log); err != nil {
+			t.Fatal(err)
+		}
+		states = map[string]string{}
+		for _, d := range log.Data {
+			states[d.MsgID] = d.State
+		}
+		done := len(states) == 3
+		for _, l := range []receiverLine{got, first, second} {
+			done = done && states[l.ID] == "succeeded"
+		}
+		if done {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the delivery log after 15 s, want the 3 deliveries received each succeeded: %s", b)
+		}
+		time.Sleep(100 * time.Millisecond)
 	}
 }
