@@ -125,15 +125,24 @@ func (h *harness) createEndpoints(ctx context.Context, token string, recv *recei
 }
 
 // deleteEndpoints deletes the set's webhooks (their queued deliveries go
-// with them).
+// with them). A DELETE waits for a send in flight to the endpoint, which
+// a dead endpoint holds for the sender's whole timeout (15 s), longer than
+// the server's request timeout (10 s): a 503 is asked again, for at most a
+// minute.
 func (h *harness) deleteEndpoints(ctx context.Context, token string, set endpointSet) error {
 	for _, id := range set.ids {
-		status, b, err := h.apiCall(ctx, token, "DELETE", fmt.Sprintf("/webhooks/%d", id), nil)
-		if err == nil && status/100 != 2 {
-			err = fmt.Errorf("status %d: %.200s", status, b)
-		}
-		if err != nil {
-			return fmt.Errorf("webhooks: DELETE /webhooks/%d: %w", id, err)
+		for deadline := time.Now().Add(time.Minute); ; {
+			status, b, err := h.apiCall(ctx, token, "DELETE", fmt.Sprintf("/webhooks/%d", id), nil)
+			if err == nil && status == http.StatusServiceUnavailable && time.Now().Before(deadline) {
+				continue
+			}
+			if err == nil && status/100 != 2 {
+				err = fmt.Errorf("status %d: %.200s", status, b)
+			}
+			if err != nil {
+				return fmt.Errorf("webhooks: DELETE /webhooks/%d: %w", id, err)
+			}
+			break
 		}
 	}
 	return nil

@@ -41,7 +41,8 @@ func (l *lockedBuffer) String() string {
 
 // serveFleetapi builds cmd/fleetapi and runs `fleetapi serve` on dbURL on a
 // free port of 127.0.0.1, allowed to deliver webhooks to loopback over
-// http; it returns the origin and the process id, and stops the server
+// http, with a 3 s attempt timeout (a dead endpoint holds a send that
+// long); it returns the origin and the process id, and stops the server
 // when the test ends.
 func serveFleetapi(t *testing.T, dbURL string) (string, int) {
 	t.Helper()
@@ -60,7 +61,7 @@ func serveFleetapi(t *testing.T, dbURL string) (string, int) {
 	cmd := exec.Command(bin, "serve")
 	cmd.Env = append(env, "FLEET_DATABASE_URL="+dbURL, "FLEET_ADDR=127.0.0.1:0", "FLEET_DECISION_LOG=off",
 		"FLEET_WEBHOOK_ALLOW_HTTP=true", "FLEET_WEBHOOK_ALLOW_NETS=127.0.0.0/8",
-		"FLEET_WEBHOOK_KEY="+base64.StdEncoding.EncodeToString(key))
+		"FLEET_WEBHOOK_TIMEOUT=3s", "FLEET_WEBHOOK_KEY="+base64.StdEncoding.EncodeToString(key))
 	var logs lockedBuffer
 	cmd.Stdout, cmd.Stderr = &logs, &logs
 	if err := cmd.Start(); err != nil {
