@@ -72,6 +72,7 @@ WHERE d.webhook_id = ANY(?) AND d.state = 'pending' AND n.message = ?`, pgdialec
 			break
 		}
 		if time.Now().After(deadline) {
+			res.left = left
 			res.note = fmt.Sprintf("%d backlog deliveries still pending after %s", left, h.cfg.WebhookDrainTimeout)
 			break
 		}

@@ -15,7 +15,7 @@ func (r whResult) line() string {
 	if r.backlog > 0 {
 		out += fmt.Sprintf("; backlog %d drained in %s s (%.0f/s)", r.backlog, stats.Seconds(r.drain), r.drainRate())
 		if !r.drained {
-			out += " NOT DRAINED"
+			out += fmt.Sprintf(" NOT DRAINED (%d left)", r.left)
 		}
 	}
 	if r.serverCPU > 0 {
@@ -30,13 +30,9 @@ func (r whResult) line() string {
 	return out + ", load average " + r.load
 }
 
-// drainRate is the backlog's deliveries per second of the drain.
-func (r whResult) drainRate() float64 {
-	if !r.drained {
-		return 0
-	}
-	return stats.Rate(r.backlog, r.drain)
-}
+// drainRate is the backlog's deliveries sent per second of the drain
+// (those still pending at the end not counted).
+func (r whResult) drainRate() float64 { return stats.Rate(r.backlog-r.left, r.drain) }
 
 // webhooksMarkdown renders the webhooks runs as the table of
 // docs/performance.md, with the healthy endpoints' p99 beside dead ones
@@ -49,11 +45,9 @@ func webhooksMarkdown(runs []whResult) string {
 	for i, r := range runs {
 		backlog, drain, rate, cpu := "-", "-", "-", "-"
 		if r.backlog > 0 {
-			backlog, drain = fmt.Sprint(r.backlog), stats.Seconds(r.drain)
-			if r.drained {
-				rate = fmt.Sprintf("%.0f", r.drainRate())
-			} else {
-				drain += " (not drained)"
+			backlog, drain, rate = fmt.Sprint(r.backlog), stats.Seconds(r.drain), fmt.Sprintf("%.0f", r.drainRate())
+			if !r.drained {
+				drain += fmt.Sprintf(" (not drained: %d left)", r.left)
 			}
 		}
 		if r.serverCPU > 0 {
