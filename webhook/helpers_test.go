@@ -156,6 +156,8 @@ func rawServer(t *testing.T, handle func(net.Conn)) string {
 type dnsServer struct {
 	answer  func(name string) []netip.Addr
 	queries atomic.Int64
+	// silent drops every query unanswered (a resolver that never answers).
+	silent bool
 }
 
 // resolver starts the server and returns a Go resolver that asks only it.
@@ -214,6 +216,9 @@ func (d *dnsServer) reply(q []byte) []byte {
 	qtype := binary.BigEndian.Uint16(q[i+1:])
 	question := q[12 : i+5]
 	d.queries.Add(1)
+	if d.silent {
+		return nil
+	}
 	addrs := d.answer(strings.ToLower(strings.Join(labels, ".")))
 	out := append([]byte(nil), q[:2]...)
 	flags := uint16(0x8180)
