@@ -68,7 +68,9 @@ func classify(ctx context.Context, err error) Result {
 		// net/http turns a record header error that looks like HTTP into an
 		// untyped error: its text is the only thing to go by.
 		return failure(ClassTLS, "the receiver does not speak TLS")
-	case errors.As(err, &tlsAlert):
+	case errors.As(err, &tlsAlert), errors.As(err, &opErr) && opErr.Op == "remote error":
+		// crypto/tls reports an alert from the peer as a net.OpError with
+		// Op "remote error" (with TLS 1.3 possibly after the handshake).
 		return failure(ClassTLS, "handshake refused by the receiver")
 	case errors.Is(ctx.Err(), context.Canceled), errors.Is(err, context.Canceled):
 		return failure(ClassCanceled, "the attempt was abandoned")

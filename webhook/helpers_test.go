@@ -2,6 +2,7 @@ package webhook
 
 import (
 	"context"
+	"crypto/tls"
 	"encoding/binary"
 	"io"
 	"log"
@@ -59,7 +60,18 @@ type receiver struct {
 	conns, requests atomic.Int64
 }
 
-func newReceiver(t testing.TB, tls bool, h http.HandlerFunc) *receiver {
+func newReceiver(t testing.TB, useTLS bool, h http.HandlerFunc) *receiver {
+	t.Helper()
+	var cfg *tls.Config
+	if useTLS {
+		cfg = &tls.Config{}
+	}
+	return newReceiverTLS(t, cfg, h)
+}
+
+// newReceiverTLS starts a receiver speaking TLS with cfg (httptest's
+// certificate when cfg has none), or plain HTTP when cfg is nil.
+func newReceiverTLS(t testing.TB, cfg *tls.Config, h http.HandlerFunc) *receiver {
 	t.Helper()
 	r := &receiver{}
 	r.Server = httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
@@ -72,7 +84,8 @@ func newReceiver(t testing.TB, tls bool, h http.HandlerFunc) *receiver {
 			r.conns.Add(1)
 		}
 	}
-	if tls {
+	if cfg != nil {
+		r.TLS = cfg
 		r.StartTLS()
 	} else {
 		r.Start()
@@ -143,6 +156,8 @@ func rawServer(t *testing.T, handle func(net.Conn)) string {
 type dnsServer struct {
 	answer  func(name string) []netip.Addr
 	queries atomic.Int64
+	// silent drops every query unanswered (a resolver that never answers).
+	silent bool
 }
 
 // resolver starts the server and returns a Go resolver that asks only it.
@@ -201,6 +216,9 @@ func (d *dnsServer) reply(q []byte) []byte {
 	qtype := binary.BigEndian.Uint16(q[i+1:])
 	question := q[12 : i+5]
 	d.queries.Add(1)
+	if d.silent {
+		return nil
+	}
 	addrs := d.answer(strings.ToLower(strings.Join(labels, ".")))
 	out := append([]byte(nil), q[:2]...)
 	flags := uint16(0x8180)

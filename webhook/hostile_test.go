@@ -212,3 +212,20 @@ func TestSendCallerContext(t *testing.T) {
 		t.Errorf("caller's cancellation: Send = %+v, want canceled", res)
 	}
 }
+
+// TestSendSilentDNS: a resolver that never answers ends the attempt within
+// Timeout. (Go's resolver finishes the abandoned lookup in the background
+// within its own timeout, resolv.conf's 5 s per try: noLeak waits for it.)
+func TestSendSilentDNS(t *testing.T) {
+	noLeak(t)
+	dns := &dnsServer{silent: true}
+	c := NewClient(Config{Resolver: dns.resolver(t), Timeout: hostileTimeout})
+	start := time.Now()
+	res := c.Send(context.Background(), message("https://hooks.customer.example/"))
+	if took := time.Since(start); took > hostileTimeout+slack {
+		t.Errorf("Send took %s, Timeout is %s", took, hostileTimeout)
+	}
+	if res.OK || res.Class != ClassDNS && res.Class != ClassTimeout || dns.queries.Load() == 0 {
+		t.Errorf("Send = %+v after %d queries, want a dns failure or a timeout", res, dns.queries.Load())
+	}
+}
