@@ -252,6 +252,16 @@ func (s *Store) UpdateWebhook(ctx context.Context, scope policy.Scope, actor Act
 			return audit.Event{}, err
 		}
 		reactivated := after.Active && !w.Active
+		if reactivated {
+			// An imported webhook has no secret until it is rotated.
+			var none bool
+			if err := tx.NewRaw("SELECT octet_length(secret) = 0 FROM webhooks WHERE id = ?", id).Scan(ctx, &none); err != nil {
+				return audit.Event{}, err
+			}
+			if none {
+				return audit.Event{}, fmt.Errorf("%w: webhook %d has no secret: rotate it before activating", ErrConflict, id)
+			}
+		}
 		if _, err := tx.NewRaw(`UPDATE webhooks SET url = ?, description = ?, types = ?, active = ?, updated_at = now(),
 			disabled_reason = CASE WHEN ? THEN NULL ELSE disabled_reason END,
 			failing_since = CASE WHEN ? THEN NULL ELSE failing_since END
