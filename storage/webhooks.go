@@ -38,6 +38,14 @@ type Webhook struct {
 	UpdatedAt      time.Time  `bun:"updated_at,nullzero,notnull,default:current_timestamp" json:"updated_at"`
 }
 
+var _ bun.BeforeAppendModelHook = (*Webhook)(nil)
+
+// BeforeAppendModel writes a nil types as the empty list (every type).
+func (w *Webhook) BeforeAppendModel(context.Context, bun.Query) error {
+	w.Types = w.Types.orEmpty()
+	return nil
+}
+
 // NewWebhook is a webhook to create (CreateWebhook): its id reserved with
 // NewWebhookID (the sealed secret's associated data), its owner, its
 // fields as checked by the api, and its secret sealed.

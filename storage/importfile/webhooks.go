@@ -54,7 +54,7 @@ func loadWebhook(ctx context.Context, im *importer, ref recordRef, w importWebho
 		reason = *w.DisabledReason
 	}
 	if _, err := im.db.NewRaw(`INSERT INTO webhooks (account_id, url, description, types, active, disabled_reason, secret)
-		VALUES (?, ?, ?, ?, false, ?, '\x'::bytea)`, acct.ID, w.URL, w.Description, pgdialect.Array(types), reason).Exec(ctx); err != nil {
+		VALUES (?, ?, ?, ?, false, ?, DEFAULT)`, acct.ID, w.URL, w.Description, pgdialect.Array(types), reason).Exec(ctx); err != nil {
 		return false, ref.dbError(err)
 	}
 	return true, nil
