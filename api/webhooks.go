@@ -277,7 +277,11 @@ func (s *Server) patchWebhook(c fuego.ContextWithBody[WebhookInput]) (*Envelope[
 		return nil, err
 	}
 	w, err := s.cfg.Store.UpdateWebhook(ctx, scope, a, id, p)
-	if err != nil {
+	switch {
+	case errors.Is(err, storage.ErrConflict):
+		return nil, newError(CodeConflict, "the webhook has no secret (it was imported): rotate its secret before activating it",
+			map[string]any{"field": "active"})
+	case err != nil:
 		return nil, webhookNotFound(writeError(err, "conflict", "url"))
 	}
 	return &Envelope[storage.Webhook]{Data: w}, nil

@@ -54,11 +54,11 @@ func (s *Server) registerWebhooks(g *fuego.Server) {
 			"does not exist. Needs the token permission GET /webhooks/{id}" + webhookPrivilege),
 		respondsOne(webhookSchema(), exampleWebhook()),
 	}, one("id"))...)
-	fuego.Patch(g, path+"/{id}", s.patchWebhook, routeOptions(changeErrors(), []fuego.RouteOption{
+	fuego.Patch(g, path+"/{id}", s.patchWebhook, routeOptions(changeErrors(), errorResponses(http.StatusConflict), []fuego.RouteOption{
 		fuego.OptionOperationID("update_webhook"), fuego.OptionTags("Events"),
 		fuego.OptionSummary("Change a webhook"),
 		fuego.OptionDescription("Changes url, description, types or active (at least one, none null). Making an inactive webhook " +
-			"active again clears disabled_reason and the failure streak. Audited (webhook.update). Needs the token permission " +
+			"active again clears disabled_reason and the failure streak; an imported webhook (no secret) is 409 CONFLICT until its secret is rotated. Audited (webhook.update). Needs the token permission " +
 			"PATCH /webhooks/{id} and write access" + webhookPrivilege),
 		takesBody(webhookPatchSchema(), WebhookInput{Active: ptr(true)}),
 		respondsOne(webhookSchema(), exampleWebhook()),

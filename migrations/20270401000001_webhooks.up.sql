@@ -12,7 +12,8 @@ ALTER TABLE usage_daily
 
 -- One endpoint. secret and old_secret are sealed (AES-256-GCM with the
 -- key of FLEET_WEBHOOK_KEY, the webhook id as associated data): a dump of
--- the database alone signs nothing. After a rotation the old secret signs
+-- the database alone signs nothing; an empty secret is none (an imported
+-- webhook, inactive until its secret is rotated). After a rotation the old secret signs
 -- beside the new one until old_secret_until. failing_since is the time of
 -- the first failed attempt since the last success (NULL: not failing);
 -- an endpoint failing for 5 days is disabled (active false,
@@ -25,7 +26,7 @@ CREATE TABLE webhooks (
     types            text[] NOT NULL DEFAULT '{}' CHECK (cardinality(types) <= 50),
     active           boolean NOT NULL DEFAULT true,
     disabled_reason  text CHECK (length(disabled_reason) <= 500),
-    secret           bytea NOT NULL,
+    secret           bytea NOT NULL DEFAULT '\x',
     old_secret       bytea,
     old_secret_until timestamptz,
     failing_since    timestamptz,

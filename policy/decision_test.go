@@ -130,7 +130,11 @@ func expectCode(in Input) (string, map[string]any) {
 		return "PRIVILEGE_REQUIRED", map[string]any{"account_type": "subaccount"} // subaccounts never ingest (§14)
 	}
 	need := map[string]string{"GET /reports": "reports", "GET /events": "event_notifications", "GET /events/{id}": "event_notifications",
-		"GET /notifications": "event_notifications", "GET /notifications/{id}": "event_notifications", "GET /notifications/stream": "event_notifications"}[route]
+		"GET /notifications": "event_notifications", "GET /notifications/{id}": "event_notifications", "GET /notifications/stream": "event_notifications",
+		"GET /webhooks": "event_notifications", "POST /webhooks": "event_notifications", "GET /webhooks/{id}": "event_notifications",
+		"PATCH /webhooks/{id}": "event_notifications", "DELETE /webhooks/{id}": "event_notifications",
+		"POST /webhooks/{id}/rotate-secret": "event_notifications", "POST /webhooks/{id}/test": "event_notifications",
+		"GET /webhooks/{id}/deliveries": "event_notifications", "POST /webhooks/{id}/deliveries/{delivery_id}/retry": "event_notifications"}[route]
 	if a.Type == "subaccount" && need != "" && !slices.Contains(a.Privileges, need) {
 		return "PRIVILEGE_REQUIRED", map[string]any{"privilege": need}
 	}

@@ -284,6 +284,9 @@ func (w *world) genericRow(r *rand.Rand, d *storage.Descriptor, table *schema.Ta
 			}
 		case f.IndirectType.Kind() == reflect.String && !f.IsPtr && (isListed && listed.Search || strings.Contains(f.Name, "name")):
 			v.SetString(truncate(rowName(i)+" "+nasty[r.IntN(len(nasty))], 100))
+		case f.Name == "url" && f.IndirectType.Kind() == reflect.String && !f.IsPtr:
+			// a webhook's endpoint: never empty (CHECK url <> '')
+			v.SetString(fmt.Sprintf("https://hook-%d.example/", i))
 		case f.Name == "type" && f.IndirectType.Kind() == reflect.String && !f.IsPtr:
 			// a kind that is not searched (notifications): never empty (CHECK type <> '')
 			v.SetString(fmt.Sprintf("type-%d", r.IntN(5)))

@@ -38,6 +38,14 @@ type Webhook struct {
 	UpdatedAt      time.Time  `bun:"updated_at,nullzero,notnull,default:current_timestamp" json:"updated_at"`
 }
 
+var _ bun.BeforeAppendModelHook = (*Webhook)(nil)
+
+// BeforeAppendModel writes a nil types as the empty list (every type).
+func (w *Webhook) BeforeAppendModel(context.Context, bun.Query) error {
+	w.Types = w.Types.orEmpty()
+	return nil
+}
+
 // NewWebhook is a webhook to create (CreateWebhook): its id reserved with
 // NewWebhookID (the sealed secret's associated data), its owner, its
 // fields as checked by the api, and its secret sealed.
@@ -252,6 +260,16 @@ func (s *Store) UpdateWebhook(ctx context.Context, scope policy.Scope, actor Act
 			return audit.Event{}, err
 		}
 		reactivated := after.Active && !w.Active
+		if reactivated {
+			// An imported webhook has no secret until it is rotated.
+			var none bool
+			if err := tx.NewRaw("SELECT octet_length(secret) = 0 FROM webhooks WHERE id = ?", id).Scan(ctx, &none); err != nil {
+				return audit.Event{}, err
+			}
+			if none {
+				return audit.Event{}, fmt.Errorf("%w: webhook %d has no secret: rotate it before activating", ErrConflict, id)
+			}
+		}
 		if _, err := tx.NewRaw(`UPDATE webhooks SET url = ?, description = ?, types = ?, active = ?, updated_at = now(),
 			disabled_reason = CASE WHEN ? THEN NULL ELSE disabled_reason END,
 			failing_since = CASE WHEN ? THEN NULL ELSE failing_since END
