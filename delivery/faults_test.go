@@ -182,7 +182,7 @@ func TestSenderBesideTheWritePaths(t *testing.T) {
 				if len(ids) == 0 {
 					return nil
 				}
-				_, err := tx.ExecContext(ctx, `UPDATE webhook_deliveries SET state = 'pending', next_at = now(), updated_at = now() WHERE id IN (?)`, bun.In(ids))
+				_, err := tx.ExecContext(ctx, `UPDATE webhook_deliveries SET state = 'pending', next_at = now(), updated_at = now() WHERE id IN (?)`, bun.List(ids))
 				return err
 			})
 		}},
