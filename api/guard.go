@@ -126,7 +126,7 @@ func (s *Server) serveAuthenticated(ctx context.Context, w http.ResponseWriter, 
 		s.writeError(w, r, denial)
 		return
 	}
-	if r.Method == http.MethodDelete {
+	if r.Method == http.MethodDelete || bodylessPosts[method+" "+route] {
 		if err := checkNoBody(r); err != nil {
 			s.writeError(w, r, err)
 			return
@@ -223,6 +223,14 @@ func checkBody(w http.ResponseWriter, r *http.Request, limit int64) error {
 	}
 	r.Body = http.MaxBytesReader(w, r.Body, limit)
 	return nil
+}
+
+// bodylessPosts are the POST routes that take no body (an action on one
+// resource): like DELETE, a body is refused and none needs a Content-Type.
+var bodylessPosts = map[string]bool{
+	"POST /webhooks/{id}/rotate-secret":                  true,
+	"POST /webhooks/{id}/test":                           true,
+	"POST /webhooks/{id}/deliveries/{delivery_id}/retry": true,
 }
 
 // checkNoBody refuses a body on a route that takes none (DELETE): 400

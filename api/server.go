@@ -27,6 +27,7 @@ import (
 	"github.com/fleetapi/fleetapi/api/ratelimit"
 	"github.com/fleetapi/fleetapi/policy"
 	"github.com/fleetapi/fleetapi/tenancy"
+	"github.com/fleetapi/fleetapi/webhook"
 )
 
 // BasePath is the prefix of every client API route.
@@ -136,6 +137,14 @@ type Config struct {
 	// (the server's trouble) rather than a 429 (the tenant's load); 0:
 	// TenantQueueTimeout (no slot given back during the whole wait).
 	TenantStuckAfter time.Duration
+	// WebhookKeys seals the webhooks' secrets (FLEET_WEBHOOK_KEY); nil:
+	// creating a webhook and rotating a secret answer 503
+	// SERVICE_UNAVAILABLE (details.reason webhook_key_unset).
+	WebhookKeys *webhook.KeyRing
+	// WebhookURLs judges a webhook's url (FLEET_WEBHOOK_ALLOW_HTTP,
+	// FLEET_WEBHOOK_ALLOW_NETS); nil: the defaults (https to public
+	// addresses only).
+	WebhookURLs *webhook.Client
 	// Wakeups, when not nil, wakes the open notification streams when a
 	// notification is stored (the replica's LISTEN session on
 	// fleet_notifications); without it they poll every StreamRecheck.
@@ -224,6 +233,9 @@ func New(cfg Config) (*Server, error) {
 	}
 	if cfg.StreamBuffer <= 0 {
 		cfg.StreamBuffer = DefaultStreamBuffer
+	}
+	if cfg.WebhookURLs == nil {
+		cfg.WebhookURLs = webhook.NewClient(webhook.Config{})
 	}
 	m, err := newMetrics(cfg.MeterProvider)
 	if err != nil {
@@ -318,6 +330,7 @@ func (s *Server) registerRoutes() {
 	s.registerReports(v2)
 	s.registerEvents(v2)
 	s.registerNotifications(v2)
+	s.registerWebhooks(v2)
 	s.registerObjects(v2)
 	s.registerAccounts(v2)
 	s.registerErase(v2)

@@ -3,6 +3,7 @@ package api_test
 import (
 	"bytes"
 	"context"
+	"crypto/rand"
 	"encoding/json"
 	"io"
 	"net/http"
@@ -18,6 +19,7 @@ import (
 	"github.com/fleetapi/fleetapi/storage/importfile"
 	"github.com/fleetapi/fleetapi/storage/storagetest"
 	"github.com/fleetapi/fleetapi/tenancy"
+	"github.com/fleetapi/fleetapi/webhook"
 )
 
 // testAPI is the real router over a real database holding the demo data
@@ -46,7 +48,10 @@ func newTestAPIWith(t testing.TB, configure func(*api.Config)) *testAPI {
 	if _, err := importfile.Load(ctx, db.DB, bytes.NewReader(demodata.File())); err != nil {
 		t.Fatalf("demo data: %v", err)
 	}
+	// A webhook sealing key for the run (FLEET_WEBHOOK_KEY); configure may
+	// take it away.
 	var cfg api.Config
+	cfg.WebhookKeys = testWebhookKeys(t)
 	if configure != nil {
 		configure(&cfg)
 	}
@@ -69,6 +74,20 @@ func newTestAPIWith(t testing.TB, configure func(*api.Config)) *testAPI {
 		t.Fatal(err)
 	}
 	return &testAPI{t: t, handler: srv.Handler(), store: store, db: db, srv: srv}
+}
+
+// testWebhookKeys is a random webhook sealing key ring for one test.
+func testWebhookKeys(t testing.TB) *webhook.KeyRing {
+	t.Helper()
+	key := make([]byte, webhook.KeySize)
+	if _, err := rand.Read(key); err != nil {
+		t.Fatal(err)
+	}
+	ring, err := webhook.NewKeyRing(key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return ring
 }
 
 // demoToken returns the secret of the demo token with the given name.

@@ -32,6 +32,20 @@ type Store interface {
 	dueStore
 	usageStore
 	readingStore
+	webhookStore
+}
+
+// webhookStore keeps the webhooks and their deliveries (webhooks.go).
+type webhookStore interface {
+	NewWebhookID(ctx context.Context) (int64, error)
+	CreateWebhook(ctx context.Context, scope policy.Scope, actor storage.Actor, nw storage.NewWebhook, idem *storage.IdempotentRequest) (storage.Webhook, bool, error)
+	WebhookByID(ctx context.Context, scope policy.Scope, id int64) (storage.Webhook, error)
+	UpdateWebhook(ctx context.Context, scope policy.Scope, actor storage.Actor, id int64, p storage.WebhookPatch) (storage.Webhook, error)
+	DeleteWebhook(ctx context.Context, scope policy.Scope, actor storage.Actor, id int64) error
+	RotateWebhookSecret(ctx context.Context, scope policy.Scope, actor storage.Actor, id int64, sealed []byte) (storage.Webhook, time.Time, error)
+	TestWebhook(ctx context.Context, scope policy.Scope, actor storage.Actor, id int64) (storage.WebhookDelivery, error)
+	RetryDelivery(ctx context.Context, scope policy.Scope, actor storage.Actor, id, deliveryID int64) (storage.WebhookDelivery, error)
+	WebhookDeliveries(ctx context.Context, scope policy.Scope, id int64, p storage.DeliveryPage) ([]storage.WebhookDelivery, int64, error)
 }
 
 // readingStore stores readings and reads a device's history (readings.go,

@@ -75,3 +75,10 @@ CREATE TABLE webhook_attempts (
     error       text NOT NULL DEFAULT '' CHECK (length(error) <= 1000)
 );
 CREATE INDEX webhook_attempts_delivery_id_idx ON webhook_attempts (delivery_id, id);
+
+-- The audit trail records the webhook writes (docs/design.md §14, "Around
+-- it"; never a secret).
+ALTER TABLE audit_events DROP CONSTRAINT audit_events_action_check;
+ALTER TABLE audit_events ADD CONSTRAINT audit_events_action_check CHECK (action IN ('account.create', 'account.update',
+    'account.erase', 'grants.replace', 'object.create', 'object.move', 'token.create', 'token.revoke',
+    'webhook.create', 'webhook.update', 'webhook.delete', 'webhook.rotate', 'webhook.test', 'webhook.retry'));

@@ -35,6 +35,15 @@ const (
 	ActionAccountErase = "account.erase"
 	ActionTokenCreate  = "token.create"
 	ActionTokenRevoke  = "token.revoke"
+	// The webhook writes (docs/design.md §14, Webhooks): audited like the
+	// management writes, never with a secret; no management decision
+	// (the route's permission, privilege and write access decide them).
+	ActionWebhookCreate = "webhook.create"
+	ActionWebhookUpdate = "webhook.update"
+	ActionWebhookDelete = "webhook.delete"
+	ActionWebhookRotate = "webhook.rotate"
+	ActionWebhookTest   = "webhook.test"
+	ActionWebhookRetry  = "webhook.retry"
 )
 
 // CodeManagementDenied is the code of every management denial; its

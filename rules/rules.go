@@ -29,6 +29,14 @@ const (
 	ServiceExpired = "service_expired"
 )
 
+// NotificationTypes returns every type a notification takes (docs/design.md
+// §14): the event rule types, then the service notifications', in the
+// order above. A webhook's types name some of them (POST /webhooks).
+func NotificationTypes() []string {
+	return []string{Overspeed, IgnitionOn, IgnitionOff, SOS, DoorOpen, Param, FuelDrop, Stopped, ConnectionNo,
+		ZoneIn, ZoneOut, RouteOut, ServiceSoon, ServiceExpired}
+}
+
 // Reading is one accepted reading as the rules see it. A nil field was not
 // reported. Attribute values are float64, bool or string.
 type Reading struct {

@@ -73,7 +73,7 @@ var eraseSteps = []eraseStep{
 	// send in flight and nothing is sent for the subtree after its answer
 	// (docs/design.md §14).
 	{table: "webhook_deliveries", where: "account_id = ANY(?0) OR notification_id IN (SELECT id FROM notifications WHERE account_id = ANY(?0) OR object_id IN (SELECT id FROM objects WHERE account_id = ANY(?0)))"},
-	{table: "webhooks", where: "account_id = ANY(?0)"},
+	{table: "webhooks", where: "account_id = ANY(?0)", key: "id"},
 	{table: "positions", where: "account_id = ANY(?0) OR object_id IN (SELECT id FROM objects WHERE account_id = ANY(?0))"},
 	{table: "notifications", where: "account_id = ANY(?0) OR object_id IN (SELECT id FROM objects WHERE account_id = ANY(?0))"},
 	{table: "service_states", where: "account_id = ANY(?0) OR service_id IN (SELECT service_id FROM services WHERE account_id = ANY(?0))"},

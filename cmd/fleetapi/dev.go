@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"crypto/rand"
 	"fmt"
 	"io"
 	"strings"
@@ -14,6 +15,7 @@ import (
 	"github.com/fleetapi/fleetapi/storage/demodata"
 	"github.com/fleetapi/fleetapi/storage/importfile"
 	"github.com/fleetapi/fleetapi/storage/pgserver"
+	"github.com/fleetapi/fleetapi/webhook"
 )
 
 // devDatabase is the database `fleetapi dev` uses on the server it finds,
@@ -70,6 +72,13 @@ account that is not in the demo data.`)
 		return err
 	}
 	cfg.AllowDemoTokens = true
+	if cfg.WebhookKeys == nil {
+		// A key for this run only: the demo's webhook secrets are sealed
+		// with it, and a later run cannot open them (rotate to sign again).
+		if cfg.WebhookKeys, err = runWebhookKey(); err != nil {
+			return err
+		}
+	}
 	cfg.ListenURL = "" // the auth cache listens on dev's own database
 	return serve(ctx, cfg, getenv, con, func(addr string) {
 		printDemoTokens(con.out, addr, name)
@@ -133,4 +142,14 @@ func printDemoTokens(w io.Writer, addr, dbName string) {
 		fmt.Fprintf(w, "  curl -s http://%s/api/v2/me   # 401 AUTH_REQUIRED\n\n", addr)
 	}
 	fmt.Fprintf(w, "The management API (docs/management.md): a manager onboards a customer, which creates a\nsubaccount, grants it a device and mints a read-only integration token.\n\n%s\n", managementWalkthrough(addr))
+}
+
+// runWebhookKey is a webhook sealing key for one run of dev (FLEET_WEBHOOK_KEY
+// unset): random, never written anywhere.
+func runWebhookKey() (*webhook.KeyRing, error) {
+	key := make([]byte, webhook.KeySize)
+	if _, err := rand.Read(key); err != nil {
+		return nil, err
+	}
+	return webhook.NewKeyRing(key)
 }

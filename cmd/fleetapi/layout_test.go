@@ -43,7 +43,7 @@ var allowed = map[string][]string{
 	"tooling/policydiff":  {"policy", "tooling/oracle", "tooling/synthetic", "storage", "tenancy"},
 	"api/ratelimit":       {},
 	"api/metering":        {"storage"},
-	"api":                 {"api/ratelimit", "api/metering", "tenancy", "policy", "rules", "storage", "storage/audit", "storage/limits", "telemetry"},
+	"api":                 {"api/ratelimit", "api/metering", "tenancy", "policy", "rules", "storage", "storage/audit", "storage/limits", "telemetry", "webhook"},
 
 	// The paging layer: only storage imports it (internal), and it imports
 	// nothing of fleetapi.

@@ -24,6 +24,7 @@ import (
 	"github.com/fleetapi/fleetapi/storage"
 	"github.com/fleetapi/fleetapi/telemetry"
 	"github.com/fleetapi/fleetapi/tenancy"
+	"github.com/fleetapi/fleetapi/webhook"
 )
 
 func runServe(ctx context.Context, args []string, getenv func(string) string, con console) error {
@@ -334,6 +335,8 @@ func serve(ctx context.Context, cfg config, getenv func(string) string, con cons
 		Ready:              store,
 		MetricsHandler:     tel.MetricsHandler,
 		SeparateOps:        cfg.MetricsAddr != "",
+		WebhookKeys:        cfg.WebhookKeys,
+		WebhookURLs:        webhook.NewClient(cfg.WebhookURLs),
 	})
 	if err != nil {
 		return err

@@ -281,6 +281,12 @@ var Targets = map[string]Target{
 	policy.ActionObjectMove:    {"objects", []string{"imei"}},
 	policy.ActionTokenCreate:   {"tokens", []string{"name"}},
 	policy.ActionTokenRevoke:   {"tokens", nil},
+	policy.ActionWebhookCreate: {"webhooks", []string{"url", "description"}},
+	policy.ActionWebhookUpdate: {"webhooks", []string{"url", "description"}},
+	policy.ActionWebhookDelete: {"webhooks", []string{"url", "description"}},
+	policy.ActionWebhookRotate: {"webhooks", nil},
+	policy.ActionWebhookTest:   {"webhooks", nil},
+	policy.ActionWebhookRetry:  {"webhooks", nil},
 }
 
 // Write stores ev inside the caller's transaction db: the one

@@ -54,6 +54,15 @@ route_privilege := {
 	"GET /notifications": "event_notifications",
 	"GET /notifications/{id}": "event_notifications",
 	"GET /notifications/stream": "event_notifications",
+	"GET /webhooks": "event_notifications",
+	"POST /webhooks": "event_notifications",
+	"GET /webhooks/{id}": "event_notifications",
+	"PATCH /webhooks/{id}": "event_notifications",
+	"DELETE /webhooks/{id}": "event_notifications",
+	"POST /webhooks/{id}/rotate-secret": "event_notifications",
+	"POST /webhooks/{id}/test": "event_notifications",
+	"GET /webhooks/{id}/deliveries": "event_notifications",
+	"POST /webhooks/{id}/deliveries/{delivery_id}/retry": "event_notifications",
 }
 
 # not_for_subaccounts are the routes no subaccount may use, whatever its

@@ -544,3 +544,21 @@ test_positions_subaccount if {
 	inp := object.union(sub([]), {"request": {"method": "GET", "route": "/objects/{id}/positions"}})
 	authz.decision.allow with input as inp
 }
+
+# Every webhook route needs event_notifications of a subaccount, reads and
+# writes alike; with it, a writable subaccount may use each of them.
+test_webhook_routes_need_event_notifications if {
+	routes := [
+		["GET", "/webhooks"], ["POST", "/webhooks"], ["GET", "/webhooks/{id}"],
+		["PATCH", "/webhooks/{id}"], ["DELETE", "/webhooks/{id}"],
+		["POST", "/webhooks/{id}/rotate-secret"], ["POST", "/webhooks/{id}/test"],
+		["GET", "/webhooks/{id}/deliveries"], ["POST", "/webhooks/{id}/deliveries/{delivery_id}/retry"],
+	]
+	every r in routes {
+		without := authz.decision with input as object.union(sub(["reports"]), {"request": {"method": r[0], "route": r[1]}})
+		without.code == "PRIVILEGE_REQUIRED"
+		without.details == {"privilege": "event_notifications"}
+		with_it := authz.decision with input as object.union(sub(["event_notifications"]), {"request": {"method": r[0], "route": r[1]}})
+		with_it == {"allow": true}
+	}
+}

@@ -5,7 +5,7 @@
 #
 #   Input: input.account {id, type, manager_id, active, expired, privileges}
 #   is known (schemas/input.json). The row is the UNKNOWN input.<resource>
-#   (services, reports, events, passengers, objects, notifications): each rule here is partially
+#   (services, reports, events, passengers, objects, notifications, webhooks): each rule here is partially
 #   evaluated with that unknown through OPA's rego/compile (target ucast) and
 #   the residue becomes the SQL WHERE clause.
 #
@@ -24,6 +24,7 @@
 #   - input.passengers: schema.row
 #   - input.objects: schema.row
 #   - input.notifications: schema.row
+#   - input.webhooks: schema.row
 package fleet.scope
 
 # usable: the account may use the API at all.
@@ -86,6 +87,28 @@ notifications if visible(input.notifications)
 notifications if {
 	holds("event_notifications")
 	granted(input.notifications)
+}
+
+# webhooks belong to the account that registered them (a subaccount's are
+# its own, so that a webhook receives only what its owner may list). A
+# manager or user sees its own and those of the accounts it manages
+# directly (a manager: its users'; a user: its subaccounts'), a subaccount
+# with event_notifications its own; deliveries are reached through their
+# webhook.
+webhooks if unrestricted
+
+webhooks if visible(input.webhooks)
+
+webhooks if {
+	usable
+	input.account.type == "user"
+	input.webhooks.manager_id == input.account.id
+}
+
+webhooks if {
+	holds("event_notifications")
+	subaccount
+	input.webhooks.account_id == input.account.id
 }
 
 # objects are the devices: a subaccount sees those of its parent granted to it.

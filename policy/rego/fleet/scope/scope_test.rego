@@ -145,3 +145,40 @@ test_notifications_of_the_tree if {
 	not admits("notifications", account("manager", []), row(3, 1, 0))
 	not admits("notifications", account("subaccount", ["event_notifications"]), row(7, 3, 0))
 }
+
+# A webhook is seen by its own account, an admin, the manager of its
+# account (a manager: its users'; a user: its subaccounts'), and a
+# subaccount's only by the subaccount itself, with event_notifications;
+# never by the account below, a sibling or another tree.
+test_webhooks if {
+	admits("webhooks", account("admin", []), row(99, 98, 0))
+	admits("webhooks", account("manager", []), row(7, 1, 0))
+	admits("webhooks", account("manager", []), row(12, 7, 0))
+	not admits("webhooks", account("manager", []), row(12, 8, 0))
+	admits("webhooks", account("user", []), row(7, 3, 0))
+	admits("webhooks", account("user", []), row(12, 7, 0))
+	not admits("webhooks", account("user", []), row(3, 1, 0))
+	not admits("webhooks", account("user", []), row(8, 3, 0))
+	admits("webhooks", account("subaccount", ["event_notifications"]), row(7, 3, 0))
+	not admits("webhooks", account("subaccount", ["reports"]), row(7, 3, 0))
+	not admits("webhooks", account("subaccount", ["event_notifications"]), row(3, 1, 7))
+	not admits("webhooks", account("subaccount", ["event_notifications"]), row(8, 3, 7))
+	not admits("webhooks", account("subaccount", ["event_notifications"]), row(12, 7, 0))
+}
+
+# An account that cannot use the API sees no webhook, not even its own or
+# one whose manager it is.
+test_webhooks_unusable_sees_nothing if {
+	cases := [
+		object.union(account("admin", []), {"active": false}),
+		object.union(account("manager", []), {"expired": true}),
+		object.union(account("user", []), {"active": false}),
+		object.union(account("user", []), {"expired": true}),
+		object.union(account("subaccount", ["event_notifications"]), {"expired": true}),
+		account("reseller", []),
+	]
+	every acct in cases {
+		not admits("webhooks", acct, row(7, 3, 7))
+		not admits("webhooks", acct, row(12, 7, 7))
+	}
+}
