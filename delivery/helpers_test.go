@@ -260,3 +260,26 @@ func (w *world) scopeOf(username string) policy.Scope {
 	}
 	return sc
 }
+
+// apiCaller is an account calling the webhooks API's storage: its
+// webhooks scope and its actor.
+type apiCaller struct {
+	scope policy.Scope
+	actor storage.Actor
+}
+
+// caller is the account username as a caller of the webhooks routes.
+func (w *world) caller(username string) apiCaller {
+	w.t.Helper()
+	ctx := context.Background()
+	a, err := w.store.AccountByUsername(ctx, username)
+	if err != nil {
+		w.t.Fatal(err)
+	}
+	in := policy.NewInput(tenancy.Principal{Account: a}, "PATCH", "/webhooks/{id}", time.Now())
+	sc, err := w.policy.Scope(ctx, in, storage.Webhooks.Resource())
+	if err != nil {
+		w.t.Fatal(err)
+	}
+	return apiCaller{scope: sc, actor: storage.Actor{AccountID: a.ID}}
+}
