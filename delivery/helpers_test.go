@@ -195,10 +195,16 @@ func (w *world) start(adjust func(*delivery.Options)) *delivery.Sender {
 // eventually polls cond for at most 20 s.
 func eventually(t *testing.T, what string, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(20 * time.Second)
+	eventuallyWithin(t, 20*time.Second, what, cond)
+}
+
+// eventuallyWithin polls cond for at most d.
+func eventuallyWithin(t *testing.T, d time.Duration, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(d)
 	for !cond() {
 		if time.Now().After(deadline) {
-			t.Fatalf("not reached in 20 s: %s", what)
+			t.Fatalf("not reached in %s: %s", d, what)
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
