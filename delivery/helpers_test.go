@@ -195,10 +195,16 @@ func (w *world) start(adjust func(*delivery.Options)) *delivery.Sender {
 // eventually polls cond for at most 20 s.
 func eventually(t *testing.T, what string, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(20 * time.Second)
+	eventuallyWithin(t, 20*time.Second, what, cond)
+}
+
+// eventuallyWithin polls cond for at most d.
+func eventuallyWithin(t *testing.T, d time.Duration, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(d)
 	for !cond() {
 		if time.Now().After(deadline) {
-			t.Fatalf("not reached in 20 s: %s", what)
+			t.Fatalf("not reached in %s: %s", d, what)
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
@@ -259,4 +265,27 @@ func (w *world) scopeOf(username string) policy.Scope {
 		w.t.Fatal(err)
 	}
 	return sc
+}
+
+// apiCaller is an account calling the webhooks API's storage: its
+// webhooks scope and its actor.
+type apiCaller struct {
+	scope policy.Scope
+	actor storage.Actor
+}
+
+// caller is the account username as a caller of the webhooks routes.
+func (w *world) caller(username string) apiCaller {
+	w.t.Helper()
+	ctx := context.Background()
+	a, err := w.store.AccountByUsername(ctx, username)
+	if err != nil {
+		w.t.Fatal(err)
+	}
+	in := policy.NewInput(tenancy.Principal{Account: a}, "PATCH", "/webhooks/{id}", time.Now())
+	sc, err := w.policy.Scope(ctx, in, storage.Webhooks.Resource())
+	if err != nil {
+		w.t.Fatal(err)
+	}
+	return apiCaller{scope: sc, actor: storage.Actor{AccountID: a.ID}}
 }

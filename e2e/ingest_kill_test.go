@@ -28,12 +28,14 @@ type killable struct {
 	origin string
 }
 
-// startKillable runs bin serve on dbURL and waits for its address.
-func startKillable(t *testing.T, bin, dbURL string) *killable {
+// startKillable runs bin serve on dbURL, with the variables env besides
+// the test's own, and waits for its address.
+func startKillable(t *testing.T, bin, dbURL string, env ...string) *killable {
 	t.Helper()
 	k := &killable{logs: &syncBuffer{}, exited: make(chan struct{})}
 	k.cmd = exec.Command(bin, "serve", "--allow-demo-tokens")
 	k.cmd.Env = append(cleanEnv(), "FLEET_DATABASE_URL="+dbURL, "FLEET_ADDR=127.0.0.1:0", "FLEET_DECISION_LOG=off", "FLEET_RATE_LIMIT=100000")
+	k.cmd.Env = append(k.cmd.Env, env...)
 	k.cmd.Stdout, k.cmd.Stderr = k.logs, k.logs
 	if err := k.cmd.Start(); err != nil {
 		t.Fatal(err)

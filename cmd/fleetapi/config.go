@@ -95,7 +95,8 @@ type config struct {
 	// clock); 0 never (this replica never takes the lease).
 	ClockInterval time.Duration
 	// WebhookWorkers is how many deliveries this replica sends at once
-	// (package delivery; FLEET_WEBHOOK_WORKERS), each holding a
+	// (package delivery; FLEET_WEBHOOK_WORKERS; 0: none, the other
+	// replicas send), each holding a
 	// connection of the sender's own pool while it sends.
 	// WebhookEndpointInflight is the most attempts in flight to one
 	// endpoint across the replicas (FLEET_WEBHOOK_ENDPOINT_INFLIGHT);

@@ -178,3 +178,35 @@ func TestTenantBoundConfig(t *testing.T) {
 		t.Error("FLEET_TENANT_QUEUE_TIMEOUT=-1s accepted")
 	}
 }
+
+// TestWebhookSenderConfig: the sender's variables, their defaults and
+// the values refused.
+func TestWebhookSenderConfig(t *testing.T) {
+	env := func(vars map[string]string) func(string) string { return func(k string) string { return vars[k] } }
+	c, err := defaultConfig(env(nil))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.WebhookWorkers != 16 || c.WebhookEndpointInflight != 2 || len(c.WebhookRetries) != 7 || c.WebhookDisableAfter != 120*time.Hour || c.WebhookTimeout != 15*time.Second {
+		t.Fatalf("defaults: %d %d %v %v %v", c.WebhookWorkers, c.WebhookEndpointInflight, c.WebhookRetries, c.WebhookDisableAfter, c.WebhookTimeout)
+	}
+	c, err = defaultConfig(env(map[string]string{"FLEET_WEBHOOK_WORKERS": "3", "FLEET_WEBHOOK_ENDPOINT_INFLIGHT": "1",
+		"FLEET_WEBHOOK_RETRIES": "100ms,200ms", "FLEET_WEBHOOK_DISABLE_AFTER": "2s", "FLEET_WEBHOOK_TIMEOUT": "1s"}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.WebhookWorkers != 3 || c.WebhookEndpointInflight != 1 || len(c.WebhookRetries) != 2 || c.WebhookRetries[1] != 200*time.Millisecond ||
+		c.WebhookDisableAfter != 2*time.Second || c.WebhookTimeout != time.Second {
+		t.Fatalf("set: %+v", c)
+	}
+	// 0 workers: this replica sends nothing (the others do)
+	if c, err := defaultConfig(env(map[string]string{"FLEET_WEBHOOK_WORKERS": "0"})); err != nil || c.WebhookWorkers != 0 {
+		t.Fatalf("0 workers: %v %d", err, c.WebhookWorkers)
+	}
+	for name, v := range map[string]string{"FLEET_WEBHOOK_WORKERS": "-1", "FLEET_WEBHOOK_ENDPOINT_INFLIGHT": "0",
+		"FLEET_WEBHOOK_RETRIES": "soon", "FLEET_WEBHOOK_DISABLE_AFTER": "0s", "FLEET_WEBHOOK_TIMEOUT": "1m"} {
+		if _, err := defaultConfig(env(map[string]string{name: v})); err == nil {
+			t.Errorf("%s=%s accepted", name, v)
+		}
+	}
+}

@@ -19,10 +19,11 @@ import (
 // sender's wake (for the notification channel's listener) and the stop,
 // which abandons the sends in flight (due again at once, for any replica)
 // and closes the pool. Without a key ring (FLEET_WEBHOOK_KEY unset, serve)
-// no secret can be opened: nothing is started.
+// no secret can be opened, and with FLEET_WEBHOOK_WORKERS=0 the replica
+// leaves the sending to the others: nothing is started.
 func startSender(ctx context.Context, cfg config, engine *policy.Engine, log *slog.Logger, tel *telemetry.Providers) (wake func(), stop func(), err error) {
-	if cfg.WebhookKeys == nil {
-		log.Info("webhook deliveries not sent by this replica: FLEET_WEBHOOK_KEY is not set")
+	if cfg.WebhookKeys == nil || cfg.WebhookWorkers == 0 {
+		log.Info("webhook deliveries not sent by this replica: FLEET_WEBHOOK_KEY is not set or FLEET_WEBHOOK_WORKERS is 0")
 		return func() {}, func() {}, nil
 	}
 	db := storage.Open(cfg.databaseURL(), storage.Options{MaxOpenConns: cfg.WebhookWorkers + 1, TracerProvider: tel.Tracer, MeterProvider: tel.Meter,
