@@ -31,4 +31,13 @@ routes := [
 	"GET /usage",
 	"POST /readings",
 	"GET /objects/{id}/positions",
+	"GET /webhooks",
+	"POST /webhooks",
+	"GET /webhooks/{id}",
+	"PATCH /webhooks/{id}",
+	"DELETE /webhooks/{id}",
+	"POST /webhooks/{id}/rotate-secret",
+	"POST /webhooks/{id}/test",
+	"GET /webhooks/{id}/deliveries",
+	"POST /webhooks/{id}/deliveries/{delivery_id}/retry",
 ]
