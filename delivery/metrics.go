@@ -17,8 +17,8 @@ const MeterName = "github.com/fleetapi/fleetapi/delivery"
 // metrics are the sender's instruments (docs/webhooks.md, "Metrics and
 // limits"). No tenant id is a label: only the outcome's class.
 type metrics struct {
-	attempted, succeeded, failed, skipped, disabled metric.Int64Counter
-	duration                                        metric.Float64Histogram
+	attempted, succeeded, failed, skipped, disabled, canceled metric.Int64Counter
+	duration                                                  metric.Float64Histogram
 }
 
 // newMetrics makes the instruments of mp, and the queue's gauges, which
@@ -39,6 +39,7 @@ func newMetrics(mp metric.MeterProvider, store Store) (*metrics, error) {
 	out.succeeded = counter("fleet.webhook.deliveries.succeeded", "Deliveries answered 2xx.")
 	out.failed = counter("fleet.webhook.deliveries.failed", "Deliveries that failed every attempt of the schedule.")
 	out.skipped = counter("fleet.webhook.deliveries.skipped", "Deliveries skipped: the owner could no longer list the notification.")
+	out.canceled = counter("fleet.webhook.sends.canceled", "Sends canceled in flight by a DELETE, a deactivation or an erase of their webhook (rolled back, not recorded).")
 	out.disabled = counter("fleet.webhook.endpoints.disabled", "Endpoints disabled after failing every attempt for the disable period.")
 	if err != nil {
 		return nil, err

@@ -28,6 +28,10 @@ const (
 	// DefaultPoll is the longest a worker that found nothing due sleeps
 	// without a wake: the bound on a lost LISTEN session's delay.
 	DefaultPoll = 5 * time.Second
+	// CancelHold is how long, after a cancel (Cancel), the sender claims
+	// nothing of the webhook or account canceled: the time the DELETE,
+	// deactivation or erase takes to commit.
+	CancelHold = 10 * time.Second
 	// recordTimeout bounds the recording of an attempt made.
 	recordTimeout = 10 * time.Second
 )
@@ -38,7 +42,7 @@ const Route = "/notifications/{id}"
 
 // Store is what the sender needs of storage.Store.
 type Store interface {
-	ClaimDelivery(ctx context.Context, endpointSlots int) (*storage.Claim, error)
+	ClaimDelivery(ctx context.Context, o storage.ClaimOptions) (*storage.Claim, error)
 	Deliveries(ctx context.Context) (storage.DeliveryQueue, error)
 }
 
@@ -88,6 +92,25 @@ type Sender struct {
 	retry   storage.Retry
 	kick    chan struct{}
 	metrics *metrics
+	// failing holds a token per send in flight to a failing endpoint
+	// (failing_since set): at most a quarter of the workers, at least 1.
+	failing chan struct{}
+
+	mu sync.Mutex
+	// inflight are the sends in flight, for Cancel.
+	inflight map[*send]struct{}
+	// canceledWebhooks and canceledAccounts are the webhooks and accounts
+	// canceled, each until when the sender claims nothing of them.
+	canceledWebhooks map[int64]time.Time
+	canceledAccounts map[int64]time.Time
+}
+
+// send is one send in flight: its webhook, its owner with the accounts
+// above it, and the cancel of its request.
+type send struct {
+	webhookID int64
+	accounts  []int64
+	cancel    context.CancelFunc
 }
 
 // New returns a Sender of opts with its defaults filled in.
@@ -119,7 +142,8 @@ func New(opts Options) (*Sender, error) {
 	if opts.MeterProvider == nil {
 		opts.MeterProvider = noop.NewMeterProvider()
 	}
-	s := &Sender{opts: opts, kick: make(chan struct{}, opts.Workers),
+	s := &Sender{opts: opts, kick: make(chan struct{}, opts.Workers), failing: make(chan struct{}, max(opts.Workers/4, 1)),
+		inflight: map[*send]struct{}{}, canceledWebhooks: map[int64]time.Time{}, canceledAccounts: map[int64]time.Time{},
 		retry: storage.Retry{Schedule: opts.Schedule, DisableAfter: opts.DisableAfter, MaxRetryAfter: time.Hour}}
 	m, err := newMetrics(opts.MeterProvider, opts.Store)
 	if err != nil {
@@ -157,7 +181,7 @@ func (s *Sender) Run(ctx context.Context) {
 func (s *Sender) work(ctx context.Context) {
 	failures := 0
 	for ctx.Err() == nil {
-		c, err := s.opts.Store.ClaimDelivery(ctx, s.opts.EndpointInflight)
+		c, err := s.claim(ctx)
 		if err == nil && c != nil {
 			err = s.deliver(ctx, c)
 		}
@@ -175,6 +199,118 @@ func (s *Sender) work(ctx context.Context) {
 			failures = 0
 		}
 	}
+}
+
+// claim claims the next delivery this worker may send: of a failing
+// endpoint only while the failing share of the workers has room, of no
+// webhook or account canceled in the last CancelHold.
+func (s *Sender) claim(ctx context.Context) (*storage.Claim, error) {
+	token := false
+	select {
+	case s.failing <- struct{}{}:
+		token = true
+	default:
+	}
+	c, err := s.opts.Store.ClaimDelivery(ctx, storage.ClaimOptions{EndpointSlots: s.opts.EndpointInflight, HealthyOnly: !token, Exclude: s.excluded()})
+	if c == nil || err != nil || c.Webhook.FailingSince == nil {
+		if token {
+			<-s.failing
+		}
+		return c, err
+	}
+	c.OnEnd(func() { <-s.failing })
+	return c, nil
+}
+
+// excluded are the webhooks canceled in the last CancelHold.
+func (s *Sender) excluded() []int64 {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	now := time.Now()
+	out := []int64{}
+	for id, until := range s.canceledWebhooks {
+		if now.After(until) {
+			delete(s.canceledWebhooks, id)
+			continue
+		}
+		out = append(out, id)
+	}
+	for id, until := range s.canceledAccounts {
+		if now.After(until) {
+			delete(s.canceledAccounts, id)
+		}
+	}
+	return out
+}
+
+// Cancel cancels at once the sends in flight of what payload (a
+// storage.WebhookCancel message, from the channel
+// storage.WebhookCancelChannel) names, and claims nothing of it for
+// CancelHold: a DELETE, a deactivation or an erase then never waits for a
+// receiver. A canceled attempt is rolled back (not recorded: the delivery
+// is deleted with its webhook or account, or stays pending while the
+// webhook is inactive). A payload it does not know is ignored. It never
+// waits.
+func (s *Sender) Cancel(payload string) {
+	m, ok := storage.ParseWebhookCancel(payload)
+	if !ok {
+		return
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	until := time.Now().Add(CancelHold)
+	if m.WebhookID != 0 {
+		s.canceledWebhooks[m.WebhookID] = until
+	}
+	if m.AccountID != 0 {
+		s.canceledAccounts[m.AccountID] = until
+	}
+	for f := range s.inflight {
+		if s.canceledLocked(f.webhookID, f.accounts) {
+			f.cancel()
+		}
+	}
+}
+
+// canceledLocked reports whether the webhook or one of the accounts was
+// canceled in the last CancelHold; s.mu is held.
+func (s *Sender) canceledLocked(webhookID int64, accounts []int64) bool {
+	now := time.Now()
+	if until, ok := s.canceledWebhooks[webhookID]; ok && now.Before(until) {
+		return true
+	}
+	for _, a := range accounts {
+		if until, ok := s.canceledAccounts[a]; ok && now.Before(until) {
+			return true
+		}
+	}
+	return false
+}
+
+// start registers the send of c, canceled by cancel; false when its
+// webhook or owner was canceled meanwhile (nothing registered).
+func (s *Sender) start(c *storage.Claim, cancel context.CancelFunc) (*send, bool) {
+	accounts := []int64{c.Owner.Account.ID}
+	for _, a := range c.Owner.Ancestors {
+		accounts = append(accounts, a.ID)
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.canceledLocked(c.WebhookID, accounts) {
+		// a later claim skips the webhook
+		s.canceledWebhooks[c.WebhookID] = time.Now().Add(CancelHold)
+		return nil, false
+	}
+	f := &send{webhookID: c.WebhookID, accounts: accounts, cancel: cancel}
+	s.inflight[f] = struct{}{}
+	return f, true
+}
+
+// end unregisters f.
+func (s *Sender) end(f *send) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	delete(s.inflight, f)
 }
 
 // idle sleeps until the next due delivery (read from the queue), a wake
@@ -205,6 +341,13 @@ func (s *Sender) sleep(ctx context.Context, d time.Duration, woken bool) {
 // deliver makes one attempt of the claimed delivery c and ends c.
 func (s *Sender) deliver(ctx context.Context, c *storage.Claim) error {
 	defer c.Release()
+	sctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	f, ok := s.start(c, cancel)
+	if !ok {
+		return nil // canceled: released, the claim skips it for CancelHold
+	}
+	defer s.end(f)
 	body, skip, err := s.decide(ctx, c)
 	if err != nil {
 		return err
@@ -219,11 +362,16 @@ func (s *Sender) deliver(ctx context.Context, c *storage.Claim) error {
 		res = webhook.Result{Err: "the webhook's secret does not open with FLEET_WEBHOOK_KEY", Class: "secret"}
 		s.opts.Logger.ErrorContext(ctx, "webhook secret", "webhook_id", c.WebhookID, "error", err)
 	} else {
-		res = s.opts.Client.Send(ctx, webhook.Message{URL: c.Webhook.URL, ID: c.MsgID, Timestamp: s.opts.Now(), Body: body, Secrets: secrets})
+		res = s.opts.Client.Send(sctx, webhook.Message{URL: c.Webhook.URL, ID: c.MsgID, Timestamp: s.opts.Now(), Body: body, Secrets: secrets})
 	}
 	if ctx.Err() != nil {
 		// shutting down: the attempt is abandoned, the delivery due again
 		return ctx.Err()
+	}
+	if sctx.Err() != nil {
+		// canceled (Cancel): the attempt is rolled back, not recorded
+		s.metrics.canceled.Add(ctx, 1)
+		return nil
 	}
 	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), recordTimeout)
 	defer cancel()

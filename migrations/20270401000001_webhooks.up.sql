@@ -60,7 +60,9 @@ CREATE TABLE webhook_deliveries (
     last_error      text NOT NULL DEFAULT '' CHECK (length(last_error) <= 1000),
     UNIQUE (webhook_id, notification_id)
 );
-CREATE INDEX webhook_deliveries_due_idx ON webhook_deliveries (next_at, id) WHERE state = 'pending';
+-- The claim's order (first attempts before retries, then next_at, id):
+-- a claim reads the first due rows of this index, never sorts the queue.
+CREATE INDEX webhook_deliveries_due_idx ON webhook_deliveries ((attempts > 0), next_at, id) WHERE state = 'pending';
 CREATE INDEX webhook_deliveries_webhook_id_idx ON webhook_deliveries (webhook_id, id);
 CREATE INDEX webhook_deliveries_account_id_idx ON webhook_deliveries (account_id);
 CREATE INDEX webhook_deliveries_notification_id_idx ON webhook_deliveries (notification_id) WHERE notification_id IS NOT NULL;

@@ -80,12 +80,27 @@ type Claim struct {
 	// bookkeeping after the commit.
 	root    *Store
 	ended   bool
+	onEnd   []func()
 	Now     time.Time
 	Webhook DeliveryWebhook
 	// Owner is the webhook's owner account with the accounts above it,
 	// as a principal without a token (tenancy.Principal.Token is zero).
 	Owner tenancy.Principal
 	Delivery
+}
+
+// ClaimOptions say which deliveries a claim may take.
+type ClaimOptions struct {
+	// EndpointSlots is the most attempts in flight to one healthy
+	// endpoint, across every sender; an endpoint that is failing
+	// (failing_since set) has one slot.
+	EndpointSlots int
+	// HealthyOnly leaves the deliveries of failing endpoints alone (the
+	// sender's share of workers for them is taken).
+	HealthyOnly bool
+	// Exclude are webhooks whose deliveries are not taken (the ones a
+	// DELETE, a deactivation or an erase is canceling).
+	Exclude []int64
 }
 
 // ClaimDelivery claims the next due delivery (state pending, next_at
@@ -98,14 +113,17 @@ type Claim struct {
 // or every due delivery is held or its endpoint full. The returned Claim
 // holds a database connection until it is ended. It returns
 // ErrUnavailable when the database cannot be reached.
-func (s *Store) ClaimDelivery(ctx context.Context, endpointSlots int) (*Claim, error) {
-	endpointSlots = max(endpointSlots, 1)
+func (s *Store) ClaimDelivery(ctx context.Context, o ClaimOptions) (*Claim, error) {
+	o.EndpointSlots = max(o.EndpointSlots, 1)
+	if o.Exclude == nil {
+		o.Exclude = []int64{}
+	}
 	tx, err := s.db.BeginTx(ctx, nil)
 	if err != nil {
 		return nil, translateOwn(err)
 	}
 	c := &Claim{tx: tx, store: s.on(tx), root: s}
-	ok, err := c.claim(ctx, endpointSlots)
+	ok, err := c.claim(ctx, o)
 	if err != nil || !ok {
 		_ = tx.Rollback()
 		return nil, translateOwn(err)
@@ -115,8 +133,8 @@ func (s *Store) ClaimDelivery(ctx context.Context, endpointSlots int) (*Claim, e
 
 // claim finds, locks and reads the delivery of c; false when there is
 // none to take.
-func (c *Claim) claim(ctx context.Context, endpointSlots int) (bool, error) {
-	full := []int64{}
+func (c *Claim) claim(ctx context.Context, o ClaimOptions) (bool, error) {
+	full := append([]int64{}, o.Exclude...)
 	for range claimCandidates {
 		if _, err := c.tx.ExecContext(ctx, "SAVEPOINT delivery_claim"); err != nil {
 			return false, err
@@ -125,10 +143,10 @@ func (c *Claim) claim(ctx context.Context, endpointSlots int) (bool, error) {
 		err := c.tx.QueryRowContext(ctx, `SELECT d.id, d.webhook_id, d.account_id, d.notification_id, d.msg_id, d.type, d.attempts, d.created_at, now()
 FROM webhook_deliveries AS d
 WHERE d.state = 'pending' AND d.next_at <= now() AND d.webhook_id <> ALL (?::bigint[])
-  AND EXISTS (SELECT 1 FROM webhooks AS w WHERE w.id = d.webhook_id AND w.active)
+  AND EXISTS (SELECT 1 FROM webhooks AS w WHERE w.id = d.webhook_id AND w.active AND (NOT ? OR w.failing_since IS NULL))
 ORDER BY (d.attempts > 0), d.next_at, d.id
 LIMIT 1
-FOR UPDATE OF d SKIP LOCKED`, pgdialect.Array(full)).Scan(&d.ID, &d.WebhookID, &d.AccountID, &d.NotificationID, &d.MsgID, &d.Type, &d.Attempts, &d.CreatedAt, &c.Now)
+FOR UPDATE OF d SKIP LOCKED`, pgdialect.Array(full), o.HealthyOnly).Scan(&d.ID, &d.WebhookID, &d.AccountID, &d.NotificationID, &d.MsgID, &d.Type, &d.Attempts, &d.CreatedAt, &c.Now)
 		if errors.Is(err, sql.ErrNoRows) {
 			return false, nil
 		}
@@ -136,9 +154,11 @@ FOR UPDATE OF d SKIP LOCKED`, pgdialect.Array(full)).Scan(&d.ID, &d.WebhookID, &
 			return false, err
 		}
 		var slot sql.NullInt64
-		if err := c.tx.QueryRowContext(ctx, `SELECT k FROM generate_series(0, ? - 1) AS k
+		// a failing endpoint has one slot (docs/locking.md)
+		if err := c.tx.QueryRowContext(ctx, `SELECT k FROM generate_series(0,
+  CASE WHEN (SELECT failing_since FROM webhooks WHERE id = ?) IS NULL THEN ? - 1 ELSE 0 END) AS k
 WHERE pg_try_advisory_xact_lock(hashtextextended('fleet_webhook_slot:' || ?::bigint || ':' || k, 0))
-LIMIT 1`, endpointSlots, d.WebhookID).Scan(&slot); err != nil && !errors.Is(err, sql.ErrNoRows) {
+LIMIT 1`, d.WebhookID, o.EndpointSlots, d.WebhookID).Scan(&slot); err != nil && !errors.Is(err, sql.ErrNoRows) {
 			return false, err
 		}
 		active := false
@@ -192,6 +212,21 @@ func (c *Claim) Release() {
 	if !c.ended {
 		c.ended = true
 		_ = c.tx.Rollback()
+	}
+	c.runOnEnd()
+}
+
+// OnEnd calls f once the claim has ended (Record, Skip or Release).
+func (c *Claim) OnEnd(f func()) {
+	c.onEnd = append(c.onEnd, f)
+}
+
+// runOnEnd runs the OnEnd functions once.
+func (c *Claim) runOnEnd() {
+	fs := c.onEnd
+	c.onEnd = nil
+	for _, f := range fs {
+		f()
 	}
 }
 

@@ -161,7 +161,7 @@ func TestClaimGivesUpAFullEndpointUnlocked(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	c1, err := store.ClaimDelivery(ctx, 1)
+	c1, err := store.ClaimDelivery(ctx, storage.ClaimOptions{EndpointSlots: 1})
 	if err != nil || c1 == nil {
 		t.Fatalf("claim: %v %v", c1, err)
 	}
@@ -169,7 +169,7 @@ func TestClaimGivesUpAFullEndpointUnlocked(t *testing.T) {
 	if c1.WebhookID != a || *c1.NotificationID != first {
 		t.Fatalf("first claim: webhook %d notification %d, want %d %d", c1.WebhookID, *c1.NotificationID, a, first)
 	}
-	c2, err := store.ClaimDelivery(ctx, 1)
+	c2, err := store.ClaimDelivery(ctx, storage.ClaimOptions{EndpointSlots: 1})
 	if err != nil || c2 == nil {
 		t.Fatalf("claim: %v %v", c2, err)
 	}
@@ -187,7 +187,7 @@ func TestClaimGivesUpAFullEndpointUnlocked(t *testing.T) {
 	if n := advisoryLocks(t, db); n != 2 {
 		t.Fatalf("%d advisory locks held, want 2 (one slot per claim)", n)
 	}
-	if c3, err := store.ClaimDelivery(ctx, 1); err != nil || c3 != nil {
+	if c3, err := store.ClaimDelivery(ctx, storage.ClaimOptions{EndpointSlots: 1}); err != nil || c3 != nil {
 		t.Fatalf("a third claim with every endpoint full: %v %v", c3, err)
 	}
 	if n := advisoryLocks(t, db); n != 2 {
@@ -196,7 +196,7 @@ func TestClaimGivesUpAFullEndpointUnlocked(t *testing.T) {
 	if _, err := c1.Record(ctx, storage.Attempt{OK: true, Status: 200}, storage.Retry{}); err != nil {
 		t.Fatal(err)
 	}
-	c4, err := store.ClaimDelivery(ctx, 1)
+	c4, err := store.ClaimDelivery(ctx, storage.ClaimOptions{EndpointSlots: 1})
 	if err != nil || c4 == nil || c4.ID != passed {
 		t.Fatalf("after the first claim ended: %+v %v, want delivery %d", c4, err, passed)
 	}
@@ -208,7 +208,7 @@ func TestClaimGivesUpAFullEndpointUnlocked(t *testing.T) {
 	}
 	ofA := 0
 	for range 3 {
-		c, err := store.ClaimDelivery(ctx, 2)
+		c, err := store.ClaimDelivery(ctx, storage.ClaimOptions{EndpointSlots: 2})
 		if err != nil || c == nil {
 			t.Fatalf("two slots: %v %v", c, err)
 		}
@@ -241,7 +241,7 @@ func TestRecordScheduleFailingSinceAndDisable(t *testing.T) {
 		t.Helper()
 		deadline := time.Now().Add(10 * time.Second)
 		for time.Now().Before(deadline) {
-			c, err := store.ClaimDelivery(ctx, 1)
+			c, err := store.ClaimDelivery(ctx, storage.ClaimOptions{EndpointSlots: 1})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -330,7 +330,7 @@ func TestRecordScheduleFailingSinceAndDisable(t *testing.T) {
 		t.Fatalf("active %v, reason %q", active, reason)
 	}
 	// a disabled endpoint's pending deliveries stay pending, unclaimed
-	if c, err := store.ClaimDelivery(ctx, 1); err != nil || c != nil {
+	if c, err := store.ClaimDelivery(ctx, storage.ClaimOptions{EndpointSlots: 1}); err != nil || c != nil {
 		t.Fatalf("claimed a disabled endpoint's delivery: %v %v", c, err)
 	}
 }
@@ -347,7 +347,7 @@ func TestEraseWaitsForAClaim(t *testing.T) {
 	if _, err := store.InsertNotificationOf(ctx, deliveryVan, "overspeed"); err != nil {
 		t.Fatal(err)
 	}
-	c, err := store.ClaimDelivery(ctx, 2)
+	c, err := store.ClaimDelivery(ctx, storage.ClaimOptions{EndpointSlots: 2})
 	if err != nil || c == nil {
 		t.Fatal(c, err)
 	}

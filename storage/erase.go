@@ -328,6 +328,11 @@ func eraseIn(ctx context.Context, db bun.IDB, root Account, dry bool) (Erased, e
 // account, and ErrUnavailable when the database cannot be reached.
 func (s *Store) EraseManagedAccount(ctx context.Context, scope policy.Scope, actor Actor, id int64) (Erased, error) {
 	var out Erased
+	// the senders stop sending for the subtree now: the erase waits for no
+	// receiver (WebhookCancelChannel)
+	if _, _, _, err := s.ManagedAccount(ctx, scope, id); err == nil {
+		s.cancelSends(ctx, WebhookCancel{AccountID: id})
+	}
 	_, err := s.ManageInTx(ctx, scope, ManagementWrite{Accounts: []int64{id}, Actor: actor, deletes: true,
 		Change: func(ctx context.Context, tx *Store) (audit.Event, error) {
 			var root Account
@@ -366,6 +371,10 @@ func (s *Store) EraseAccount(ctx context.Context, username string, dry bool) (Er
 				return false, worded(ErrNotFound, err, "account %q not found", username)
 			}
 			return false, err
+		}
+		if !dry {
+			// a message, not a write: outside the transaction
+			s.cancelSends(ctx, WebhookCancel{AccountID: root.ID})
 		}
 		if out, err = eraseIn(ctx, tx, root, dry); err != nil || dry {
 			return false, err

@@ -18,11 +18,13 @@ import (
 // Store.read), each with the routes that use it: the reads of the client
 // API. Every other entry point runs on the primary.
 var replicaReads = map[string]string{
-	"List":             "GET /services, /reports, /events, /passengers, /objects (a list under the management scope runs on the primary)",
-	"EventByID":        "GET /events/{id}",
-	"DueServices":      "GET /services/due",
-	"NotificationByID": "GET /notifications/{id}",
-	"ObjectByID":       "GET /objects/{id}: the device's state may lag the newest reading by the replica's delay",
+	"List":              "GET /services, /reports, /events, /passengers, /objects (a list under the management scope runs on the primary)",
+	"EventByID":         "GET /events/{id}",
+	"DueServices":       "GET /services/due",
+	"NotificationByID":  "GET /notifications/{id}",
+	"ObjectByID":        "GET /objects/{id}: the device's state may lag the newest reading by the replica's delay",
+	"WebhookByID":       "GET /webhooks/{id}",
+	"WebhookDeliveries": "GET /webhooks/{id}/deliveries",
 }
 
 // primaryFirstReads are the entry points that read the primary and, only
@@ -84,6 +86,13 @@ var primaryOnly = map[string]string{
 	"ScopeCounts":              "a test's export (count_export_test.go)",
 	"AddUsage":                 "a write (the metering flush)",
 	"ClaimDelivery":            "a write (the sender's attempt transaction)",
+	"CreateWebhook":            "a write (POST /webhooks)",
+	"DeleteWebhook":            "a write (DELETE /webhooks/{id})",
+	"NewWebhookID":             "a write (reserves a webhook id from the sequence)",
+	"RetryDelivery":            "a write (POST /webhooks/{id}/deliveries/{delivery_id}/retry)",
+	"RotateWebhookSecret":      "a write (POST /webhooks/{id}/rotate-secret)",
+	"TestWebhook":              "a write (POST /webhooks/{id}/test)",
+	"UpdateWebhook":            "a write (PATCH /webhooks/{id})",
 	"Deliveries":               "the sender's queue: its idle sleep and metrics, on the primary it claims from",
 	"InsertNotificationOf":     "test only (export_test): a write",
 	"UsageTotals":              "GET /usage: a management read, like GET /accounts",

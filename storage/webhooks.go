@@ -239,6 +239,12 @@ func (s *Store) changeWebhook(ctx context.Context, scope policy.Scope, actor Act
 // ErrUnavailable.
 func (s *Store) UpdateWebhook(ctx context.Context, scope policy.Scope, actor Actor, id int64, p WebhookPatch) (Webhook, error) {
 	var out Webhook
+	if p.Active != nil && !*p.Active {
+		// the senders stop sending to it now, not after the sends in flight
+		if _, err := s.WebhookByID(ctx, scope, id); err == nil {
+			s.cancelSends(ctx, WebhookCancel{WebhookID: id})
+		}
+	}
 	err := s.changeWebhook(ctx, scope, actor, id, func(ctx context.Context, tx bun.Tx, w Webhook) (audit.Event, error) {
 		before := webhookFields(w)
 		after := w
@@ -290,9 +296,13 @@ func (s *Store) UpdateWebhook(ctx context.Context, scope policy.Scope, actor Act
 // DeleteWebhook deletes the webhook id inside scope, its queued deliveries
 // and their attempts with it (the foreign keys cascade), audited
 // (webhook.delete). A delivery being sent holds its row lock: the delete
-// waits for that send. It returns ErrNotFound, policy.ErrScope and
-// ErrUnavailable.
+// waits for that send, which every sender cancels at once when told before
+// the transaction (WebhookCancelChannel). It returns ErrNotFound,
+// policy.ErrScope and ErrUnavailable.
 func (s *Store) DeleteWebhook(ctx context.Context, scope policy.Scope, actor Actor, id int64) error {
+	if _, err := s.WebhookByID(ctx, scope, id); err == nil {
+		s.cancelSends(ctx, WebhookCancel{WebhookID: id})
+	}
 	return s.changeWebhook(ctx, scope, actor, id, func(ctx context.Context, tx bun.Tx, w Webhook) (audit.Event, error) {
 		if _, err := tx.NewDelete().Model((*Webhook)(nil)).Where(Webhooks.col(Webhooks.id.Name)+" = ?", id).Exec(ctx); err != nil {
 			return audit.Event{}, err

@@ -3,10 +3,12 @@ package main
 import (
 	"context"
 	"log/slog"
+	"sync"
 
 	"github.com/fleetapi/fleetapi/delivery"
 	"github.com/fleetapi/fleetapi/policy"
 	"github.com/fleetapi/fleetapi/storage"
+	"github.com/fleetapi/fleetapi/storage/authsync"
 	"github.com/fleetapi/fleetapi/telemetry"
 	"github.com/fleetapi/fleetapi/webhook"
 )
@@ -38,10 +40,17 @@ func startSender(ctx context.Context, cfg config, engine *policy.Engine, log *sl
 		return nil, nil, err
 	}
 	sctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
+	// the cancels of DELETE /webhooks/{id}, deactivations and erases
+	// (storage.WebhookCancelChannel), on a LISTEN session of their own
+	cancels := authsync.NewWakeListener(cfg.listenURL(), func() {}, authsync.WakeOptions{Logger: log, Channel: storage.WebhookCancelChannel,
+		Payload: s.Cancel, ApplicationName: "fleetapi webhook cancel listener"})
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
+		var wg sync.WaitGroup
+		wg.Go(func() { _ = cancels.Run(sctx) })
 		s.Run(sctx)
+		wg.Wait()
 	}()
 	return s.Wake, func() {
 		cancel()

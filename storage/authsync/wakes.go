@@ -27,6 +27,11 @@ type WakeOptions struct {
 	// MinBackoff and MaxBackoff bound the wait before a reconnection
 	// (100 ms and 5 s by default).
 	MinBackoff, MaxBackoff time.Duration
+	// Channel is the channel listened on (WakeChannel when empty).
+	Channel string
+	// Payload, when not nil, is called with each notification's payload
+	// (before wake). It must not wait.
+	Payload func(payload string)
 	// OnState, when not nil, is called with true once LISTEN is sent and
 	// with false when the session is lost.
 	OnState func(connected bool)
@@ -55,6 +60,9 @@ func NewWakeListener(dsn string, wake func(), opts WakeOptions) *WakeListener {
 	}
 	if opts.MaxBackoff <= 0 {
 		opts.MaxBackoff = 5 * time.Second
+	}
+	if opts.Channel == "" {
+		opts.Channel = WakeChannel
 	}
 	if opts.ApplicationName == "" {
 		opts.ApplicationName = "fleetapi notification listener"
@@ -105,7 +113,7 @@ func (l *WakeListener) session(ctx context.Context) (listened bool, err error) {
 		_ = sdb.Close()
 	}()
 	lctx, cancel := context.WithTimeout(ctx, 15*time.Second)
-	err = ln.Listen(lctx, WakeChannel)
+	err = ln.Listen(lctx, l.opts.Channel)
 	cancel()
 	if err != nil {
 		return false, err
@@ -115,13 +123,16 @@ func (l *WakeListener) session(ctx context.Context) (listened bool, err error) {
 	}
 	l.wake() // what was stored before LISTEN was in force
 	for {
-		_, _, err := ln.ReceiveTimeout(ctx, 5*time.Second)
+		_, payload, err := ln.ReceiveTimeout(ctx, 5*time.Second)
 		if err != nil {
 			var ne net.Error
 			if errors.As(err, &ne) && ne.Timeout() {
 				continue
 			}
 			return true, err
+		}
+		if l.opts.Payload != nil {
+			l.opts.Payload(payload)
 		}
 		l.wake()
 	}
