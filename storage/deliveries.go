@@ -131,6 +131,18 @@ func (s *Store) ClaimDelivery(ctx context.Context, o ClaimOptions) (*Claim, erro
 	return c, nil
 }
 
+// claimSQL picks the next due delivery of an active webhook not excluded
+// (args: the webhook ids excluded, whether only healthy endpoints), in the
+// order of webhook_deliveries_due_idx: a claim reads the first due rows
+// of the index, never sorts the queue.
+const claimSQL = `SELECT d.id, d.webhook_id, d.account_id, d.notification_id, d.msg_id, d.type, d.attempts, d.created_at, now()
+FROM webhook_deliveries AS d
+WHERE d.state = 'pending' AND d.next_at <= now() AND d.webhook_id <> ALL (?::bigint[])
+  AND EXISTS (SELECT 1 FROM webhooks AS w WHERE w.id = d.webhook_id AND w.active AND (NOT ? OR w.failing_since IS NULL))
+ORDER BY (d.attempts > 0), d.next_at, d.id
+LIMIT 1
+FOR UPDATE OF d SKIP LOCKED`
+
 // claim finds, locks and reads the delivery of c; false when there is
 // none to take.
 func (c *Claim) claim(ctx context.Context, o ClaimOptions) (bool, error) {
@@ -140,13 +152,7 @@ func (c *Claim) claim(ctx context.Context, o ClaimOptions) (bool, error) {
 			return false, err
 		}
 		d := &c.Delivery
-		err := c.tx.QueryRowContext(ctx, `SELECT d.id, d.webhook_id, d.account_id, d.notification_id, d.msg_id, d.type, d.attempts, d.created_at, now()
-FROM webhook_deliveries AS d
-WHERE d.state = 'pending' AND d.next_at <= now() AND d.webhook_id <> ALL (?::bigint[])
-  AND EXISTS (SELECT 1 FROM webhooks AS w WHERE w.id = d.webhook_id AND w.active AND (NOT ? OR w.failing_since IS NULL))
-ORDER BY (d.attempts > 0), d.next_at, d.id
-LIMIT 1
-FOR UPDATE OF d SKIP LOCKED`, pgdialect.Array(full), o.HealthyOnly).Scan(&d.ID, &d.WebhookID, &d.AccountID, &d.NotificationID, &d.MsgID, &d.Type, &d.Attempts, &d.CreatedAt, &c.Now)
+		err := c.tx.QueryRowContext(ctx, claimSQL, pgdialect.Array(full), o.HealthyOnly).Scan(&d.ID, &d.WebhookID, &d.AccountID, &d.NotificationID, &d.MsgID, &d.Type, &d.Attempts, &d.CreatedAt, &c.Now)
 		if errors.Is(err, sql.ErrNoRows) {
 			return false, nil
 		}

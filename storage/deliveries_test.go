@@ -378,3 +378,40 @@ func TestEraseWaitsForAClaim(t *testing.T) {
 		t.Fatalf("%d deliveries after the erase (%v)", n, err)
 	}
 }
+
+// TestClaimReadsTheIndexInOrder: with a large queue (50,000 due
+// deliveries, first attempts and retries, of ten endpoints) the claim's
+// plan is a scan of webhook_deliveries_due_idx in the claim's order,
+// without a Sort node (a claim reads the first due rows, never sorts the
+// queue), with and without endpoints excluded and healthy-only.
+func TestClaimReadsTheIndexInOrder(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	_, db := newStore(t)
+	importJSON(t, db, demodata.File())
+	for range 10 {
+		addWebhook(t, db, "acme", true)
+	}
+	if _, err := db.ExecContext(ctx, `INSERT INTO webhook_deliveries (webhook_id, account_id, type, attempts, next_at)
+		SELECT w.id, w.account_id, 'webhook.test', g % 3, now() - g * interval '1 second'
+		FROM generate_series(1, 5000) AS g CROSS JOIN webhooks AS w`); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := db.ExecContext(ctx, `ANALYZE webhook_deliveries; ANALYZE webhooks`); err != nil {
+		t.Fatal(err)
+	}
+	var some int64
+	if err := db.NewRaw(`SELECT min(id) FROM webhooks`).Scan(ctx, &some); err != nil {
+		t.Fatal(err)
+	}
+	for _, args := range [][]any{{pgdialect.Array([]int64{}), false}, {pgdialect.Array([]int64{some, some + 1}), true}} {
+		var plan []string
+		if err := db.NewRaw("EXPLAIN "+storage.ClaimSQL, args...).Scan(ctx, &plan); err != nil {
+			t.Fatal(err)
+		}
+		text := strings.Join(plan, "\n")
+		if strings.Contains(text, "Sort") || !strings.Contains(text, "Index Scan using webhook_deliveries_due_idx") {
+			t.Fatalf("the claim's plan sorts or does not read webhook_deliveries_due_idx in order:\n%s", text)
+		}
+	}
+}
