@@ -93,7 +93,7 @@ func TestWebhookSecretsNeverStored(t *testing.T) {
 	// The sealed columns hold neither raw secret, and open with the key
 	// and the webhook's id only.
 	var sealed, old []byte
-	if err := a.db.NewRaw("SELECT secret, old_secret FROM webhooks WHERE id = ?", id).Scan(ctx, &sealed, &old); err != nil {
+	if err := a.db.QueryRowContext(ctx, "SELECT secret, old_secret FROM webhooks WHERE id = ?", id).Scan(&sealed, &old); err != nil {
 		t.Fatal(err)
 	}
 	current, _ := webhook.ParseSecret(secrets[2])
