@@ -18,6 +18,18 @@ func (a *testAPI) accountID(t *testing.T, username string) int64 {
 	return id
 }
 
+// demoWebhookID is the id of the demo webhook of the account username
+// (storage/demodata: one per account that has one).
+func (a *testAPI) demoWebhookID(t *testing.T, username string) int64 {
+	t.Helper()
+	var id int64
+	if err := a.db.NewRaw("SELECT min(w.id) FROM webhooks w JOIN accounts a ON a.id = w.account_id WHERE a.username = ?",
+		username).Scan(context.Background(), &id); err != nil {
+		t.Fatalf("demo webhook of %s: %v", username, err)
+	}
+	return id
+}
+
 // auditCount counts the audit rows.
 func (a *testAPI) auditCount(t *testing.T) int {
 	t.Helper()

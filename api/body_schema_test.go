@@ -91,6 +91,16 @@ func TestBodiesAgreeWithSchema(t *testing.T) {
 			return map[string]any{"name": fmt.Sprintf("schema-%d", n), "permissions": []any{"GET /me"}, "account_id": acme,
 				"expires_at": "2099-01-01T00:00:00Z", "rate_limit": 10}
 		}},
+		"POST /webhooks": {"acme-all", "/api/v2/webhooks", func(n int) map[string]any {
+			return map[string]any{"url": fmt.Sprintf("https://hooks.acme.example/schema-%d", n), "description": "d",
+				"types": []any{"overspeed"}, "active": true}
+		}},
+		// acme's demo webhook, imported without a secret: active stays false
+		// (true is 409 CONFLICT until its secret is rotated).
+		"PATCH /webhooks/{id}": {"acme-all", fmt.Sprintf("/api/v2/webhooks/%d", a.demoWebhookID(t, "acme")), func(n int) map[string]any {
+			return map[string]any{"url": fmt.Sprintf("https://hooks.acme.example/patched-%d", n), "description": "d",
+				"types": []any{"sos"}, "active": false}
+		}},
 	}
 	doc := loadOpenAPI(t, openAPIDoc(t))
 	n := 0

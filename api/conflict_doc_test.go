@@ -24,6 +24,13 @@ func TestConflictFieldsDocumented(t *testing.T) {
 		"POST /objects":    fmt.Sprintf(`{"imei":"TWICE-1","account_id":%d}`, acme),
 		"POST /tokens":     `{"name":"twice","permissions":["GET /me"]}`,
 	}
+	// The creates whose one 409 is the reuse of an Idempotency-Key (a
+	// webhook has no unique field: two of the same url are two webhooks):
+	// made twice with the same key and another body, they must answer 409
+	// IDEMPOTENCY_KEY_REUSED, which docs/api.md's error table names.
+	reused := map[string][2]string{
+		"POST /webhooks": {`{"url":"https://hooks.acme.example/twice"}`, `{"url":"https://hooks.acme.example/twice-2"}`},
+	}
 	guide, err := os.ReadFile(filepath.Join("..", "cmd", "fleetapi", "apiguide.md"))
 	if err != nil {
 		t.Fatal(err)
@@ -39,6 +46,21 @@ func TestConflictFieldsDocumented(t *testing.T) {
 				continue
 			}
 			name := method + " " + path
+			if bodies, ok := reused[name]; ok {
+				delete(reused, name)
+				tok := demoToken(t, "acme-all")
+				if first := a.send(method, "/api/v2"+path, tok, bodies[0], "Idempotency-Key", "twice"); first.status != http.StatusCreated {
+					t.Fatalf("%s: the first create: %d %s", name, first.status, first.raw)
+				}
+				res := a.send(method, "/api/v2"+path, tok, bodies[1], "Idempotency-Key", "twice")
+				if res.status != http.StatusConflict || res.errorCode(t) != "IDEMPOTENCY_KEY_REUSED" {
+					t.Fatalf("%s twice with one Idempotency-Key: %d %s, want 409 IDEMPOTENCY_KEY_REUSED", name, res.status, res.raw)
+				}
+				if !regexp.MustCompile("(?m)^\\| 409 \\| `IDEMPOTENCY_KEY_REUSED` \\|").Match(guide) {
+					t.Errorf("%s answers 409 IDEMPOTENCY_KEY_REUSED, which docs/api.md's error table has no row for", name)
+				}
+				continue
+			}
 			body, ok := creates[name]
 			if !ok {
 				t.Errorf("%s can answer 409: add a create made twice to this test", name)
@@ -60,6 +82,9 @@ func TestConflictFieldsDocumented(t *testing.T) {
 		}
 	}
 	for name := range creates {
+		t.Errorf("%s is not a create of the document that answers 409", name)
+	}
+	for name := range reused {
 		t.Errorf("%s is not a create of the document that answers 409", name)
 	}
 }

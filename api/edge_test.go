@@ -31,7 +31,7 @@ func (a *testAPI) raw(req *http.Request) *httptest.ResponseRecorder {
 }
 
 // operationPaths returns every path of the OpenAPI document with its
-// parameters filled in ({id} → 1), and its methods.
+// parameters filled in ({id} and {delivery_id} → 1), and its methods.
 func operationPaths(t *testing.T) map[string][]string {
 	t.Helper()
 	doc, _, err := loadContract()
@@ -40,7 +40,7 @@ func operationPaths(t *testing.T) map[string][]string {
 	}
 	out := map[string][]string{}
 	for p, item := range doc.Paths.Map() {
-		concrete := strings.ReplaceAll(p, "{id}", "1")
+		concrete := strings.NewReplacer("{id}", "1", "{delivery_id}", "1").Replace(p)
 		if strings.Contains(concrete, "{") {
 			t.Fatalf("path %s has a parameter the test does not fill", p)
 		}

@@ -62,20 +62,26 @@ func (a *testAPI) doRaw(method, path, rawQuery, body, token string) response {
 
 // routeBodies are the request bodies of the routes that take one.
 var routeBodies = map[string]string{
-	"POST /passengers":           `{"passenger_name":"Query string test"}`,
-	"POST /accounts":             `{"username":"query-test","type":"user"}`,
-	"PATCH /accounts/{id}":       `{"email":"query@test.example"}`,
-	"POST /tokens":               `{"name":"query-test","permissions":["GET /me"]}`,
-	"DELETE /tokens/{id}":        ``,
-	"DELETE /accounts/{id}":      ``,
-	"PUT /accounts/{id}/objects": `{"imei":[]}`,
-	"POST /objects":              `{"imei":"query-test","account_id":1}`,
-	"PATCH /objects/{id}":        `{"account_id":1}`,
-	"POST /readings":             `{"readings":[{"imei":"query-test","time":"2027-01-01T00:00:00Z"}]}`,
+	"POST /passengers":                  `{"passenger_name":"Query string test"}`,
+	"POST /accounts":                    `{"username":"query-test","type":"user"}`,
+	"PATCH /accounts/{id}":              `{"email":"query@test.example"}`,
+	"POST /tokens":                      `{"name":"query-test","permissions":["GET /me"]}`,
+	"DELETE /tokens/{id}":               ``,
+	"DELETE /accounts/{id}":             ``,
+	"PUT /accounts/{id}/objects":        `{"imei":[]}`,
+	"POST /objects":                     `{"imei":"query-test","account_id":1}`,
+	"PATCH /objects/{id}":               `{"account_id":1}`,
+	"POST /readings":                    `{"readings":[{"imei":"query-test","time":"2027-01-01T00:00:00Z"}]}`,
+	"POST /webhooks":                    `{"url":"https://hooks.acme.example/query-test"}`,
+	"PATCH /webhooks/{id}":              `{"description":"query test"}`,
+	"DELETE /webhooks/{id}":             ``,
+	"POST /webhooks/{id}/rotate-secret": ``,
+	"POST /webhooks/{id}/test":          ``,
+	"POST /webhooks/{id}/deliveries/{delivery_id}/retry": ``,
 }
 
 // everyRoute is one call of each route of the client API (tenancy.Routes:
-// a path parameter is 1), to which the tests append query strings; query
+// every path parameter is 1), to which the tests append query strings; query
 // is false for the routes that take no query parameters (all but the
 // lists). A route that takes a body and has none in routeBodies fails.
 func everyRoute(t *testing.T) []struct {
@@ -92,7 +98,7 @@ func everyRoute(t *testing.T) []struct {
 		if !ok && r.Method != http.MethodGet {
 			t.Fatalf("%s takes a body: add one to routeBodies", r)
 		}
-		path := api.BasePath + strings.ReplaceAll(r.Template, "{id}", "1")
+		path := api.BasePath + strings.NewReplacer("{id}", "1", "{delivery_id}", "1").Replace(r.Template)
 		query := slices.ContainsFunc(listRoutes, func(l listRouteCase) bool {
 			return r.Method == http.MethodGet && l.path == path
 		})

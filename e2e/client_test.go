@@ -553,6 +553,71 @@ func TestGeneratedClient(t *testing.T) {
 		}
 		failure(t, s.HTTPResponse, s.JSON400, http.StatusBadRequest, client.ErrorCodeINVALIDPARAMETER)
 	})
+	t.Run("webhooks", func(t *testing.T) {
+		created, err := acme.CreateWebhookWithResponse(ctx, &client.CreateWebhookParams{IdempotencyKey: ptr("e2e-webhook-1")},
+			client.WebhookInput{Url: "https://hooks.acme.example/e2e", Description: nullable.NewNullableWithValue("e2e")})
+		if err != nil || created.JSON201 == nil || created.JSON201.Data.Secret == nil || !strings.HasPrefix(*created.JSON201.Data.Secret, "whsec_") {
+			t.Fatalf("POST /webhooks: %v %d %s", err, created.StatusCode(), created.Body)
+		}
+		id := created.JSON201.Data.Id
+		bad, err := acme.CreateWebhookWithResponse(ctx, nil, client.WebhookInput{Url: "https://127.0.0.1/hook"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		failure(t, bad.HTTPResponse, bad.JSON400, http.StatusBadRequest, client.ErrorCodeVALIDATIONFAILED)
+		one, err := acme.GetWebhookWithResponse(ctx, id)
+		if err != nil || one.JSON200 == nil || one.JSON200.Data.Url != "https://hooks.acme.example/e2e" {
+			t.Fatalf("GET /webhooks/{id}: %v %d %s", err, one.StatusCode(), one.Body)
+		}
+		hidden, err := c.bearer("northwind-all").GetWebhookWithResponse(ctx, id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		failure(t, hidden.HTTPResponse, hidden.JSON404, http.StatusNotFound, client.ErrorCodeNOTFOUND)
+		upd, err := acme.UpdateWebhookWithResponse(ctx, id, client.WebhookPatch{Description: ptr("e2e, changed")})
+		if err != nil || upd.JSON200 == nil || upd.JSON200.Data.Description != "e2e, changed" {
+			t.Fatalf("PATCH /webhooks/{id}: %v %d %s", err, upd.StatusCode(), upd.Body)
+		}
+		rotated, err := acme.RotateWebhookSecretWithResponse(ctx, id)
+		if err != nil || rotated.JSON200 == nil || rotated.JSON200.Data.Secret == *created.JSON201.Data.Secret ||
+			!rotated.JSON200.Data.PreviousSecretExpiresAt.After(time.Now()) {
+			t.Fatalf("POST /webhooks/{id}/rotate-secret: %v %d %s", err, rotated.StatusCode(), rotated.Body)
+		}
+		queued, err := acme.TestWebhookWithResponse(ctx, id)
+		if err != nil || queued.JSON202 == nil || queued.JSON202.Data.WebhookId != id {
+			t.Fatalf("POST /webhooks/{id}/test: %v %d %s", err, queued.StatusCode(), queued.Body)
+		}
+		delivery := queued.JSON202.Data.Id
+		list, err := acme.GetWebhookDeliveriesWithResponse(ctx, id, nil)
+		if err != nil || list.JSON200 == nil || len(list.JSON200.Data) != 1 || list.JSON200.Data[0].Id != delivery {
+			t.Fatalf("GET /webhooks/{id}/deliveries: %v %d %s", err, list.StatusCode(), list.Body)
+		}
+		// The server's sender may be making its attempt (to a name that
+		// does not resolve) at this moment: 200, or 409 CONFLICT then.
+		retried, err := acme.RetryWebhookDeliveryWithResponse(ctx, id, delivery)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if retried.StatusCode() == http.StatusConflict {
+			failure(t, retried.HTTPResponse, retried.JSON409, http.StatusConflict, client.ErrorCodeCONFLICT)
+		} else if retried.JSON200 == nil || retried.JSON200.Data.Id != delivery {
+			t.Fatalf("POST /webhooks/{id}/deliveries/{delivery_id}/retry: %d %s", retried.StatusCode(), retried.Body)
+		}
+		unknown, err := acme.RetryWebhookDeliveryWithResponse(ctx, id, delivery+1000)
+		if err != nil {
+			t.Fatal(err)
+		}
+		failure(t, unknown.HTTPResponse, unknown.JSON404, http.StatusNotFound, client.ErrorCodeNOTFOUND)
+		gone, err := acme.DeleteWebhookWithResponse(ctx, id)
+		if err != nil || gone.StatusCode() != http.StatusNoContent {
+			t.Fatalf("DELETE /webhooks/{id}: %v %d %s", err, gone.StatusCode(), gone.Body)
+		}
+		again, err := acme.GetWebhookWithResponse(ctx, id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		failure(t, again.HTTPResponse, again.JSON404, http.StatusNotFound, client.ErrorCodeNOTFOUND)
+	})
 	t.Run("create_passenger_errors", func(t *testing.T) {
 		r, err := acme.CreatePassengerWithResponse(ctx, nil, client.PassengerInput{PassengerName: "  "})
 		if err != nil {

@@ -3,6 +3,8 @@ package e2e_test
 import (
 	"bytes"
 	"context"
+	"crypto/rand"
+	"encoding/base64"
 	"io"
 	"net/http"
 	"os"
@@ -23,6 +25,7 @@ import (
 	"github.com/fleetapi/fleetapi/storage/demodata"
 	"github.com/fleetapi/fleetapi/storage/importfile"
 	"github.com/fleetapi/fleetapi/storage/storagetest"
+	"github.com/fleetapi/fleetapi/webhook"
 )
 
 // syncBuffer collects the server's output.
@@ -67,7 +70,12 @@ func startServer(t *testing.T) string {
 	if _, err := importfile.Load(context.Background(), db.DB, bytes.NewReader(demodata.File())); err != nil {
 		t.Fatalf("demo data: %v", err)
 	}
-	return serve(t, db.URL)
+	// A webhook sealing key, so that /webhooks can keep secrets.
+	key := make([]byte, webhook.KeySize)
+	if _, err := rand.Read(key); err != nil {
+		t.Fatal(err)
+	}
+	return serve(t, db.URL, "FLEET_WEBHOOK_KEY="+base64.StdEncoding.EncodeToString(key))
 }
 
 // serve builds cmd/fleetapi and runs `fleetapi serve` on the database at

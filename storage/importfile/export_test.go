@@ -30,6 +30,8 @@ var notExported = map[string]string{
 	"notification_streams": "the open notification streams of the source's replicas (leases): connections, not the tenant's data",
 	"positions":            "the devices' position history (each daily partition too): telemetry kept for the retention, not the configuration an export moves; the device's current state goes with the device",
 	"service_states":       "the due state a service record last notified: the destination's own evaluation starts from none (it may notify a state again once)",
+	"webhook_deliveries":   "the webhooks' delivery queue (messages to send, sent, failed): queue state of the source's sender, not the tenant's configuration; the webhooks themselves are exported",
+	"webhook_attempts":     "the attempts of the webhooks' deliveries: queue state of the source's sender, not the tenant's configuration",
 }
 
 // positionsPartition names the daily partitions of positions, which the

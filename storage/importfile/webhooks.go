@@ -2,6 +2,7 @@ package importfile
 
 import (
 	"context"
+	"time"
 
 	"github.com/uptrace/bun/dialect/pgdialect"
 
@@ -53,8 +54,17 @@ func loadWebhook(ctx context.Context, im *importer, ref recordRef, w importWebho
 	if !w.Active && w.DisabledReason != nil {
 		reason = *w.DisabledReason
 	}
-	if _, err := im.db.NewRaw(`INSERT INTO webhooks (account_id, url, description, types, active, disabled_reason, secret)
-		VALUES (?, ?, ?, ?, false, ?, DEFAULT)`, acct.ID, w.URL, w.Description, pgdialect.Array(types), reason).Exec(ctx); err != nil {
+	// created_at and updated_at as exported (now when the record has none).
+	var created, updated *time.Time
+	if !w.CreatedAt.IsZero() {
+		created = &w.CreatedAt
+	}
+	if !w.UpdatedAt.IsZero() {
+		updated = &w.UpdatedAt
+	}
+	if _, err := im.db.NewRaw(`INSERT INTO webhooks (account_id, url, description, types, active, disabled_reason, secret, created_at, updated_at)
+		VALUES (?, ?, ?, ?, false, ?, DEFAULT, coalesce(?::timestamptz, now()), coalesce(?::timestamptz, ?::timestamptz, now()))`,
+		acct.ID, w.URL, w.Description, pgdialect.Array(types), reason, created, updated, created).Exec(ctx); err != nil {
 		return false, ref.dbError(err)
 	}
 	return true, nil
