@@ -453,13 +453,17 @@ decide_quotas(c, t, quotas, own) := d if {
 	}
 } else := decide(c, "account.update", t, {"quotas": quotas})
 
-own_quotas := {"subaccounts": 10, "tokens": 20, "devices": 30, "passengers": null}
+own_quotas := {"subaccounts": 10, "tokens": 20, "devices": 30, "passengers": null, "webhooks": 8}
 
 test_quota_within_own if {
 	# up to the caller's own limit, one quota or all at once
 	decide_quotas(caller(2), 3, {"devices": 30}, own_quotas).allow
 	decide_quotas(caller(2), 3, {"devices": 0, "tokens": 20, "subaccounts": 1}, own_quotas).allow
 	decide_quotas(caller(3), 5, {"tokens": 5}, own_quotas).allow
+
+	# every quota of docs/design.md §12 is known, webhooks (§14) included
+	decide_quotas(caller(2), 3, {"webhooks": 8}, own_quotas).allow
+	denied(decide_quotas(caller(2), 3, {"webhooks": 9}, own_quotas), "exceeds_own_quota")
 
 	# an unlimited own quota bounds nothing, unlimited included
 	decide_quotas(caller(2), 3, {"passengers": 1000000}, own_quotas).allow
