@@ -42,8 +42,8 @@ func TestConflictFieldsDocumented(t *testing.T) {
 	doc := loadOpenAPI(t, openAPIDoc(t))
 	for _, path := range doc.Paths.InMatchingOrder() {
 		for method, op := range doc.Paths.Value(path).Operations() {
-			if method != http.MethodPost || op.Responses.Value("409") == nil {
-				continue
+			if method != http.MethodPost || op.Responses.Value("409") == nil || op.RequestBody == nil {
+				continue // a POST without a body is an action on a row (api/guard.go bodylessPosts), not a create
 			}
 			name := method + " " + path
 			if bodies, ok := reused[name]; ok {

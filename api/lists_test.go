@@ -368,7 +368,11 @@ func TestPerPageBoundFromStorage(t *testing.T) {
 		if page == nil || page.Max == nil || *page.Max != storage.MaxPage {
 			t.Errorf("GET %s: page declared without the bound %d", path, storage.MaxPage)
 		}
-		url := "/api/v2" + strings.ReplaceAll(path, "{id}", fmt.Sprint(a.accountID(t, "acme-night")))
+		id := a.accountID(t, "acme-night") // the {id} of an account's route
+		if strings.HasPrefix(path, "/webhooks/{id}") {
+			id = a.demoWebhookID(t, "acme") // a webhook's: the example id names none
+		}
+		url := "/api/v2" + strings.ReplaceAll(path, "{id}", fmt.Sprint(id))
 		for _, c := range []struct {
 			query, param string
 		}{

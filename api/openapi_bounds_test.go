@@ -110,7 +110,10 @@ func TestSchemaBoundsAccepted(t *testing.T) {
 			return map[string]any{"url": fmt.Sprintf("https://hooks.acme.example/bound-%d", n), "description": "d",
 				"types": []any{"overspeed"}, "active": true}
 		}},
-		// acme's demo webhook, imported without a secret: active stays false.
+		// On a webhook created here, with a secret (body active=true); the
+		// base leaves active false: a path id at a bound may name a demo
+		// webhook, imported without a secret, which cannot be activated
+		// (409).
 		"PATCH /webhooks/{id}": {func(n int) map[string]any {
 			return map[string]any{"url": fmt.Sprintf("https://hooks.acme.example/bound-patch-%d", n), "description": "d",
 				"types": []any{"sos"}, "active": false}
@@ -120,8 +123,21 @@ func TestSchemaBoundsAccepted(t *testing.T) {
 	if err := a.db.NewRaw("SELECT min(id) FROM notifications").Scan(context.Background(), &notification); err != nil {
 		t.Fatal(err)
 	}
+	// A webhook of acme's with a secret, and a delivery of it (POST
+	// /webhooks/{id}/test): the example ids name none.
+	acmeToken := demoToken(t, "acme-all")
+	webhookID := idOf(t, a.createWebhook(t, acmeToken, `{"url":"https://hooks.acme.example/bound"}`))
+	queued := a.send("POST", fmt.Sprintf("%s/%d/test", webhooksPath, webhookID), acmeToken, "")
+	if queued.status != http.StatusAccepted {
+		t.Fatalf("POST /webhooks/%d/test: %d %s", webhookID, queued.status, queued.raw)
+	}
+	deliveryID := idOf(t, queued.data(t))
+	// pathValues are the path values of an operation ("op") or of one of
+	// its parameters ("op parameter"), where the example names no row.
 	pathValues := map[string]int64{"PATCH /accounts/{id}": night, "PUT /accounts/{id}/objects": night, "GET /accounts/{id}/objects": night,
-		"GET /notifications/{id}": notification, "PATCH /webhooks/{id}": a.demoWebhookID(t, "acme")}
+		"GET /notifications/{id}": notification, "PATCH /webhooks/{id}": webhookID,
+		"POST /webhooks/{id}/deliveries/{delivery_id}/retry id":          webhookID,
+		"POST /webhooks/{id}/deliveries/{delivery_id}/retry delivery_id": deliveryID}
 
 	g := &boundGen{used: map[string]bool{}, patterns: map[string]*regexp.Regexp{}}
 	var cases []boundCase
@@ -159,7 +175,9 @@ func TestSchemaBoundsAccepted(t *testing.T) {
 			for _, pr := range op.Parameters {
 				if p := pr.Value; p.In == openapi3.ParameterInPath {
 					v := fmt.Sprint(p.Example)
-					if id, ok := pathValues[name]; ok {
+					if id, ok := pathValues[name+" "+p.Name]; ok {
+						v = strconv.FormatInt(id, 10)
+					} else if id, ok := pathValues[name]; ok {
 						v = strconv.FormatInt(id, 10)
 					}
 					pathParams[p.Name] = v
