@@ -59,9 +59,17 @@ func TestImportKeepsBooleanDefaults(t *testing.T) {
 		t.Fatal(err)
 	}
 	importJSON(t, db, b)
+	// forced are the columns an import sets whatever the file says, with why.
+	forced := map[string]string{
+		"webhooks.active": "an imported webhook has no secret (an export never carries one): it is stored inactive until a rotate-secret gives it one (docs/decisions.md, webhooks' import)",
+	}
 	checked := 0
 	for _, c := range cols {
 		if !sections[c.Table] {
+			continue
+		}
+		if why, ok := forced[c.Table+"."+c.Column]; ok {
+			t.Logf("%s.%s: not a default: %s", c.Table, c.Column, why)
 			continue
 		}
 		var all, other int
