@@ -54,6 +54,9 @@ func (a *testAPI) doRaw(method, path, rawQuery, body, token string) response {
 	a.handler.ServeHTTP(rec, req)
 	checkContract(a.t, req, rec)
 	res := response{status: rec.Code, header: rec.Result().Header, raw: rec.Body.Bytes()}
+	if res.status == http.StatusNoContent && len(res.raw) == 0 {
+		return res // a write that succeeded (DELETE /webhooks/1 of the webhook POST /webhooks?&& made): no body
+	}
 	if err := json.Unmarshal(res.raw, &res.body); err != nil {
 		a.t.Fatalf("%s %s?%s: body is not a JSON object: %v: %q", method, path, rawQuery, err, res.raw)
 	}
