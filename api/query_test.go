@@ -244,6 +244,21 @@ func TestNonCanonicalNumbersAreRejected(t *testing.T) {
 		intParam{usage, "account_id", "1", "1", []string{"0", "-1", "-9223372036854775808", "9223372036854775808", "99999999999999999999999"}})
 	// GET /objects/{id}/positions (docs/design.md §14): per_page 1..500.
 	params = append(params, intParam{api.BasePath + "/objects/" + sub + "/positions", "per_page", "1", "500", []string{"0", "-1", "501", "2147483648"}})
+	// GET /webhooks/{id}/deliveries (docs/design.md §14): page and per_page,
+	// asked of a real webhook (the admin's) whose id is the path's.
+	for {
+		id := idOf(t, a.createWebhook(t, tok, `{"url":"https://hooks.acme.example/numbers"}`))
+		if fmt.Sprint(id) == sub {
+			break
+		}
+		if id > a.accountID(t, "acme-night") {
+			t.Fatalf("webhook %d made past %s", id, sub)
+		}
+	}
+	deliveries := api.BasePath + "/webhooks/" + sub + "/deliveries"
+	params = append(params,
+		intParam{deliveries, "page", "1", "2147483647", []string{"0", "-1", "2147483648", "9223372036854775808"}},
+		intParam{deliveries, "per_page", "1", "500", []string{"0", "-1", "501", "2147483648"}})
 	for _, l := range append(append(managementLists[:0:0], listings...), managementLists...) {
 		for _, f := range l.listing.Fields() {
 			switch f.Kind {
