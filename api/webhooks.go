@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"maps"
 	"slices"
 	"strconv"
@@ -152,21 +153,12 @@ func callActor(ctx context.Context) (storage.Actor, error) {
 
 // postWebhooks answers POST /webhooks: 201 with the webhook and its secret.
 func (s *Server) postWebhooks(c fuego.ContextWithBody[WebhookInput]) (*Envelope[CreatedWebhook], error) {
-	r := c.Request()
-	w, err := validBody(r, s.webhookCreateFrom)
-	if err != nil {
-		return nil, err
-	}
 	ctx := c.Context()
-	cl, ok := callFrom(ctx)
-	if !ok {
-		return nil, errors.New("postWebhooks: no authenticated call in context")
-	}
-	owner := cl.principal.Account.ID
-	idem, err := idempotencyRequest(r, owner, "POST /webhooks", w)
+	o, err := managementWrite[WebhookInput, webhookValue]{validate: s.webhookCreateFrom, create: "POST /webhooks"}.open(s, ctx, c.Request())
 	if err != nil {
 		return nil, err
 	}
+	w, idem, owner := o.value, o.idem, o.principal.Account.ID
 	keys, err := s.webhookKeys()
 	if err != nil {
 		return nil, err
@@ -234,37 +226,40 @@ func (s *Server) patchWebhook(c fuego.ContextWithBody[WebhookInput]) (*Envelope[
 	if err != nil {
 		return nil, err
 	}
-	body, err := readBody(c.Request())
+	// The body is read once and decoded twice: strictly (validBody) and
+	// for the keys it names (a PATCH names at least one, none null).
+	r := c.Request()
+	body, err := readBody(r)
 	if err != nil {
 		return nil, err
 	}
-	in, faults, err := decodeBody[WebhookInput](bytes.NewReader(body))
-	if err != nil {
-		return nil, err
-	}
-	var present map[string]json.RawMessage
-	if err := json.Unmarshal(body, &present); err != nil {
-		return nil, invalidBody("not valid JSON", nil)
-	}
-	v := validation{}
-	if len(present) == 0 {
-		return nil, newError(CodeValidationFailed, "the webhook is not valid",
-			map[string]any{"fields": map[string]any{"body": "name at least one of url, description, types, active"}})
-	}
-	for key, raw := range present {
-		if string(raw) == "null" {
-			v[key] = "must not be null"
+	r.Body = io.NopCloser(bytes.NewReader(body))
+	p, err := validBody(r, func(in WebhookInput, faults textFaults) (storage.WebhookPatch, error) {
+		var present map[string]json.RawMessage
+		if err := json.Unmarshal(body, &present); err != nil {
+			return storage.WebhookPatch{}, invalidBody("not valid JSON", nil)
 		}
-	}
-	p := storage.WebhookPatch{URL: in.URL, Description: in.Description, Active: in.Active}
-	if _, ok := present["types"]; ok && in.Types != nil {
-		p.Types = &in.Types
-	}
-	s.checkWebhookFields(v, p.URL, p.Description, p.Types)
-	for f, reason := range faults {
-		v[f] = reason
-	}
-	if err := v.err("the webhook"); err != nil {
+		if len(present) == 0 {
+			return storage.WebhookPatch{}, newError(CodeValidationFailed, "the webhook is not valid",
+				map[string]any{"fields": map[string]any{"body": "name at least one of url, description, types, active"}})
+		}
+		v := validation{}
+		for key, raw := range present {
+			if string(raw) == "null" {
+				v[key] = "must not be null"
+			}
+		}
+		p := storage.WebhookPatch{URL: in.URL, Description: in.Description, Active: in.Active}
+		if _, ok := present["types"]; ok && in.Types != nil {
+			p.Types = &in.Types
+		}
+		s.checkWebhookFields(v, p.URL, p.Description, p.Types)
+		for f, reason := range faults {
+			v[f] = reason
+		}
+		return p, v.err("the webhook")
+	})
+	if err != nil {
 		return nil, err
 	}
 	ctx := c.Context()

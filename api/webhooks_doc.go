@@ -201,7 +201,8 @@ func deliverySchema() wireType {
 			"created_at":      {desc("When it was queued.")},
 			"last_status":     {desc("The HTTP status of the last attempt; null without an answer or an attempt."), nullable()},
 			"last_error":      {desc("The last attempt's error; empty on success or before an attempt.")},
-			"attempts_log":    {desc("The last 20 attempts, oldest first.")},
+			"attempts_log": {desc("The last 20 attempts, oldest first."),
+				schemaOpt(func(s *openapi3.Schema) { s.Items = componentRef("WebhookAttempt") })},
 		},
 		uses: []wireType{{name: "WebhookAttempt", value: storage.WebhookAttempt{}, description: "One attempt to send a delivery.",
 			fields: map[string][]fieldOpt{
