@@ -3495,18 +3495,28 @@ type Webhook struct {
 // WebhookTypes defines model for Webhook.Types.
 type WebhookTypes string
 
+// WebhookAttempt One attempt to send a delivery.
+type WebhookAttempt struct {
+	// DurationMs How long it took, in milliseconds.
+	DurationMs int `json:"duration_ms"`
+
+	// Error What failed; empty on success.
+	Error string `json:"error"`
+
+	// Status The HTTP status answered; null without an answer.
+	Status nullable.Nullable[int] `json:"status"`
+
+	// Time When the attempt started.
+	Time time.Time `json:"time"`
+}
+
 // WebhookDelivery One message to a webhook and its last attempts (docs/design.md §14).
 type WebhookDelivery struct {
 	// Attempts Attempts made.
 	Attempts int `json:"attempts"`
 
 	// AttemptsLog The last 20 attempts, oldest first.
-	AttemptsLog []struct {
-		DurationMs int       `json:"duration_ms"`
-		Error      string    `json:"error"`
-		Status     int       `json:"status"`
-		Time       time.Time `json:"time"`
-	} `json:"attempts_log"`
+	AttemptsLog []WebhookAttempt `json:"attempts_log"`
 
 	// CreatedAt When it was queued.
 	CreatedAt time.Time `json:"created_at"`
