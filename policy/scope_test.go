@@ -29,8 +29,10 @@ func TestScopeTrees(t *testing.T) {
 	}{
 		{"admin", nil, map[Resource]Scope{"services": all, "reports": all, "events": all, "passengers": all}},
 		{"manager", nil, map[Resource]Scope{"services": manager, "reports": manager, "events": manager, "passengers": manager}},
-		{"user", nil, map[Resource]Scope{"services": user, "reports": user, "events": user, "passengers": user}},
-		{"subaccount", []string{"reports", "event_notifications"}, map[Resource]Scope{"services": granted, "reports": granted, "events": granted, "passengers": parent}},
+		// webhooks: a user sees its own and its subaccounts' (their manager_id
+		// is the user), a subaccount only its own (docs/decisions.md, issue 37)
+		{"user", nil, map[Resource]Scope{"services": user, "reports": user, "events": user, "passengers": user, "webhooks": manager}},
+		{"subaccount", []string{"reports", "event_notifications"}, map[Resource]Scope{"services": granted, "reports": granted, "events": granted, "passengers": parent, "webhooks": user}},
 		{"subaccount", []string{}, map[Resource]Scope{"services": granted, "reports": none, "events": none, "passengers": parent}},
 	}
 	for _, c := range cases {

@@ -101,6 +101,11 @@ func TestScopeRulesAskForTheirRoutePrivilege(t *testing.T) {
 			t.Fatal(err)
 		}
 		row := map[string]any{"account_id": parent, "manager_id": manager, "granted_to": sub}
+		if resource == "webhooks" {
+			// a subaccount's webhooks are its own, never its user's
+			// (docs/decisions.md, issue 37): the row is the subaccount's
+			row = map[string]any{"account_id": sub, "manager_id": parent}
+		}
 		for _, held := range combinations {
 			p := tenancy.Principal{
 				Token:   tenancy.Token{ID: 1, AccountID: sub, Permissions: []string{"*"}},
