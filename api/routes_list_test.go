@@ -42,7 +42,7 @@ func TestRegisteredRoutesAreTenancyRoutes(t *testing.T) {
 		listed = append(listed, r.String())
 		path := r.Template
 		if strings.Contains(path, "{") {
-			path = strings.NewReplacer("{id}", "12").Replace(path)
+			path = strings.NewReplacer("{id}", "12", "{delivery_id}", "13").Replace(path)
 		}
 		res := a.do(r.Method, api.BasePath+path, nil)
 		if res.status != http.StatusUnauthorized {
