@@ -97,11 +97,17 @@ notifications if {
 # webhook.
 webhooks if unrestricted
 
-webhooks if visible(input.webhooks)
+# (its own rule, not visible(): a webhook's owner is what it delivers for,
+# and data visibility may widen without widening who owns a webhook)
+webhooks if {
+	usable
+	input.account.type in {"manager", "user"}
+	input.webhooks.account_id == input.account.id
+}
 
 webhooks if {
 	usable
-	input.account.type == "user"
+	input.account.type in {"manager", "user"}
 	input.webhooks.manager_id == input.account.id
 }
 
