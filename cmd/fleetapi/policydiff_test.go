@@ -387,6 +387,9 @@ func TestPolicyDiffSiblingsWidening(t *testing.T) {
 			continue
 		}
 		for res, rows := range w.rows {
+			if res == "webhooks" {
+				continue // owned, not visible: its scope rule does not read visible() (scope.rego)
+			}
 			for _, r := range rows {
 				owner := w.accounts[r.accountID]
 				if r.accountID != u.ID && owner.ManagerID != nil && *owner.ManagerID == *u.ManagerID {
