@@ -15,6 +15,7 @@ import (
 
 	"github.com/go-fuego/fuego"
 
+	"github.com/fleetapi/fleetapi/policy"
 	"github.com/fleetapi/fleetapi/rules"
 	"github.com/fleetapi/fleetapi/storage"
 	"github.com/fleetapi/fleetapi/webhook"
@@ -142,6 +143,17 @@ func newSealedSecret(keys *webhook.KeyRing, id int64) (string, []byte, error) {
 	return wire, sealed, nil
 }
 
+// webhookWrite is what every webhook write starts from: the caller's
+// webhooks scope and the actor its audit names.
+func (s *Server) webhookWrite(ctx context.Context) (policy.Scope, storage.Actor, error) {
+	scope, err := s.scopeFor(ctx, storage.Webhooks.Resource())
+	if err != nil {
+		return policy.Scope{}, storage.Actor{}, err
+	}
+	a, err := callActor(ctx)
+	return scope, a, err
+}
+
 // callActor is the caller as an audit row records it.
 func callActor(ctx context.Context) (storage.Actor, error) {
 	cl, ok := callFrom(ctx)
@@ -263,11 +275,7 @@ func (s *Server) patchWebhook(c fuego.ContextWithBody[WebhookInput]) (*Envelope[
 		return nil, err
 	}
 	ctx := c.Context()
-	scope, err := s.scopeFor(ctx, storage.Webhooks.Resource())
-	if err != nil {
-		return nil, err
-	}
-	a, err := callActor(ctx)
+	scope, a, err := s.webhookWrite(ctx)
 	if err != nil {
 		return nil, err
 	}
@@ -289,11 +297,7 @@ func (s *Server) deleteWebhook(c fuego.ContextNoBody) (any, error) {
 		return nil, err
 	}
 	ctx := c.Context()
-	scope, err := s.scopeFor(ctx, storage.Webhooks.Resource())
-	if err != nil {
-		return nil, err
-	}
-	a, err := callActor(ctx)
+	scope, a, err := s.webhookWrite(ctx)
 	if err != nil {
 		return nil, err
 	}
@@ -316,11 +320,7 @@ func (s *Server) rotateWebhookSecret(c fuego.ContextNoBody) (*Envelope[RotatedWe
 	if err != nil {
 		return nil, err
 	}
-	scope, err := s.scopeFor(ctx, storage.Webhooks.Resource())
-	if err != nil {
-		return nil, err
-	}
-	a, err := callActor(ctx)
+	scope, a, err := s.webhookWrite(ctx)
 	if err != nil {
 		return nil, err
 	}
@@ -343,11 +343,7 @@ func (s *Server) testWebhook(c fuego.ContextNoBody) (*Envelope[storage.WebhookDe
 		return nil, err
 	}
 	ctx := c.Context()
-	scope, err := s.scopeFor(ctx, storage.Webhooks.Resource())
-	if err != nil {
-		return nil, err
-	}
-	a, err := callActor(ctx)
+	scope, a, err := s.webhookWrite(ctx)
 	if err != nil {
 		return nil, err
 	}
@@ -382,11 +378,7 @@ func (s *Server) retryDelivery(c fuego.ContextNoBody) (*Envelope[storage.Webhook
 		return nil, err
 	}
 	ctx := c.Context()
-	scope, err := s.scopeFor(ctx, storage.Webhooks.Resource())
-	if err != nil {
-		return nil, err
-	}
-	a, err := callActor(ctx)
+	scope, a, err := s.webhookWrite(ctx)
 	if err != nil {
 		return nil, err
 	}
