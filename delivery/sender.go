@@ -212,10 +212,14 @@ func (s *Sender) claim(ctx context.Context) (*storage.Claim, error) {
 	default:
 	}
 	c, err := s.opts.Store.ClaimDelivery(ctx, storage.ClaimOptions{EndpointSlots: s.opts.EndpointInflight, HealthyOnly: !token, Exclude: s.excluded()})
+	if !token {
+		// a healthy-only claim may still come back failing (its endpoint
+		// began failing between the claim's look and its read of the
+		// webhook): it is sent, and there is no token to give back
+		return c, err
+	}
 	if c == nil || err != nil || c.Webhook.FailingSince == nil {
-		if token {
-			<-s.failing
-		}
+		<-s.failing
 		return c, err
 	}
 	c.OnEnd(func() { <-s.failing })

@@ -160,3 +160,53 @@ func TestChangesCancelSendsInFlight(t *testing.T) {
 		})
 	}
 }
+
+// healthyRaceStore is the real store with the race the claim cannot rule
+// out made certain: a claim for healthy endpoints only comes back with a
+// failing one (its endpoint began failing between the claim's look at
+// the queue and its read of the webhook).
+type healthyRaceStore struct{ *storage.Store }
+
+func (s healthyRaceStore) ClaimDelivery(ctx context.Context, o storage.ClaimOptions) (*storage.Claim, error) {
+	o.HealthyOnly = false
+	return s.Store.ClaimDelivery(ctx, o)
+}
+
+// TestFailingClaimWithoutTokenEnds: a worker without a failing-share
+// token that gets a failing endpoint's delivery sends it and gives back
+// no token it never took, so every delivery arrives and Run returns when
+// its context ends (it once waited forever for a token, CI stop 41).
+func TestFailingClaimWithoutTokenEnds(t *testing.T) {
+	t.Parallel()
+	w := newWorld(t)
+	slow := func(rw http.ResponseWriter, _ *http.Request, _ int) {
+		time.Sleep(100 * time.Millisecond)
+		rw.WriteHeader(http.StatusNoContent)
+	}
+	a, b := newReceiver(t, slow), newReceiver(t, slow)
+	for _, url := range []string{a.URL, b.URL} {
+		h := w.addWebhook("acme", url)
+		w.exec(`UPDATE webhooks SET failing_since = now() - interval '1 hour' WHERE id = ?`, h.id)
+	}
+	for range 4 {
+		w.notify(acmeVan)
+	}
+	s, err := delivery.New(delivery.Options{Store: healthyRaceStore{w.store}, Policy: w.policy, Keys: w.keys, Client: client(2 * time.Second),
+		Workers: 2, EndpointInflight: 2, Poll: 50 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		s.Run(ctx)
+	}()
+	eventually(t, "every delivery sent", func() bool { return w.states()["succeeded"] == 8 })
+	cancel()
+	select {
+	case <-done:
+	case <-time.After(20 * time.Second):
+		t.Fatal("Run did not return 20 s after its context ended: a worker waits for a failing-share token")
+	}
+}
