@@ -192,19 +192,23 @@ func (s *Server) streamNotifications(w http.ResponseWriter, r *http.Request) {
 	}
 	// fetch sends the notifications after the cursor that the stream's
 	// current scope admits, at most as many as the buffer has room for
-	// (a burst never overflows it). A buffer found full twice with no
-	// frame written in between is a slow reader: ok is false.
-	fullAt := int64(-1)
+	// (a burst never overflows it). A buffer found full again, with no
+	// frame written since it was first found full and at least
+	// slowReaderAfter later, is a slow reader: ok is false. (Two looks
+	// alone are not enough: a wake and a heartbeat may come a millisecond
+	// apart, faster than any reader.)
+	fullAt, fullSince := int64(-1), time.Time{}
+	slowAfter := max(2*s.cfg.StreamRecheck, time.Second)
 	fetch := func() (ok bool, err error) {
 		for {
 			room := cap(out) - len(out)
 			if room == 0 {
 				done := progress.Load()
-				if done == fullAt {
-					return false, nil
+				if done != fullAt {
+					fullAt, fullSince = done, time.Now()
+					return true, nil // read again at the next wake or re-check
 				}
-				fullAt = done
-				return true, nil // read again at the next wake or re-check
+				return time.Since(fullSince) < slowAfter, nil
 			}
 			scope, err := s.cfg.Policy.Scope(sctx, st.input, res)
 			if err != nil {
