@@ -270,11 +270,14 @@ func TestFailoverWebhooks(t *testing.T) {
 			}
 		}
 	}
-	var resumed time.Time // the first request received after the kill
-	for _, r := range reqs {
-		if r.at.After(killedAt) {
-			resumed = r.at
-			break
+	// the senders' pause: the longest time without a request after the
+	// kill (the sends in flight at the kill end it; then nothing can be
+	// claimed until the promotion), and when it ended
+	var resumed time.Time
+	var pause time.Duration
+	for i := 1; i < len(reqs); i++ {
+		if gap := reqs[i].at.Sub(reqs[i-1].at); reqs[i].at.After(killedAt) && gap > pause {
+			pause, resumed = gap, reqs[i].at
 		}
 	}
 	duplicates, twice := 0, 0
@@ -295,10 +298,10 @@ func TestFailoverWebhooks(t *testing.T) {
 	if len(rows) == 0 || t.Failed() {
 		t.Fatalf("%d notifications, %d requests received", len(rows), len(reqs))
 	}
-	t.Logf("webhooks through a failover: %d notifications committed (%d of the rule), %d requests received (%d at the kill, %d in flight), %d duplicates of %d deliveries collapsed by webhook-id, %d attempts recorded; first write answered %.1f s and first request sent %.1f s after the kill; queue empty %.1f s after that first write",
+	t.Logf("webhooks through a failover: %d notifications committed (%d of the rule), %d requests received (%d at the kill, %d in flight), %d duplicates of %d deliveries collapsed by webhook-id, %d attempts recorded; first write answered %.1f s after the kill, deliveries paused %.1f s until %.1f s after it; queue empty %.1f s after that first write",
 		len(rows), f.notes, len(reqs), receivedAtKill, inflightAtKill, duplicates, twice, attempts,
-		o.firstAckAfter.Sub(killedAt).Seconds(), resumed.Sub(killedAt).Seconds(), drained.Sub(o.firstAckAfter).Seconds())
-	fmt.Fprintf(os.Stderr, "FAILOVER-WEBHOOKS notifications=%d requests=%d inflight_at_kill=%d duplicates=%d duplicated_deliveries=%d attempts=%d first_write_s=%.1f first_send_s=%.1f drain_after_first_write_s=%.1f\n",
+		o.firstAckAfter.Sub(killedAt).Seconds(), pause.Seconds(), resumed.Sub(killedAt).Seconds(), drained.Sub(o.firstAckAfter).Seconds())
+	fmt.Fprintf(os.Stderr, "FAILOVER-WEBHOOKS notifications=%d requests=%d inflight_at_kill=%d duplicates=%d duplicated_deliveries=%d attempts=%d first_write_s=%.1f pause_s=%.1f resumed_s=%.1f drain_after_first_write_s=%.1f\n",
 		len(rows), len(reqs), inflightAtKill, duplicates, twice, attempts,
-		o.firstAckAfter.Sub(killedAt).Seconds(), resumed.Sub(killedAt).Seconds(), drained.Sub(o.firstAckAfter).Seconds())
+		o.firstAckAfter.Sub(killedAt).Seconds(), pause.Seconds(), resumed.Sub(killedAt).Seconds(), drained.Sub(o.firstAckAfter).Seconds())
 }
