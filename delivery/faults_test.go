@@ -3,6 +3,7 @@ package delivery_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net/http"
 	"strconv"
 	"sync"
@@ -254,4 +255,46 @@ func TestSenderBesideTheWritePaths(t *testing.T) {
 		t.Fatalf("erase beside the sender: %v", err)
 	}
 	t.Logf("%d writes beside %d attempts", rounds.Load(), w.scalar(`SELECT count(*) FROM webhook_attempts`))
+}
+
+// unreachableStore is a sender's store whose claims fail as when the
+// database cannot be reached (storage.ErrUnavailable) while down is set.
+type unreachableStore struct {
+	delivery.Store
+	down   atomic.Bool
+	failed atomic.Int64
+}
+
+func (u *unreachableStore) ClaimDelivery(ctx context.Context, o storage.ClaimOptions) (*storage.Claim, error) {
+	if u.down.Load() {
+		u.failed.Add(1)
+		return nil, fmt.Errorf("%w: the primary is failing over", storage.ErrUnavailable)
+	}
+	return u.Store.ClaimDelivery(ctx, o)
+}
+
+// TestWakeEndsBackoffAfterDatabaseLoss: a worker backing off because the
+// database could not be reached (a primary failing over) claims again at
+// the next wake (a notification committed, the listener reconnected),
+// not at the end of its back-off (an hour here: the delivery could not
+// come before the test's bound without the wake).
+func TestWakeEndsBackoffAfterDatabaseLoss(t *testing.T) {
+	t.Parallel()
+	w := newWorld(t)
+	rc := newReceiver(t, nil)
+	w.addWebhook("acme", rc.URL)
+	u := &unreachableStore{Store: w.store}
+	u.down.Store(true)
+	s := w.start(func(o *delivery.Options) { o.Store, o.Workers, o.Backoff, o.Poll = u, 1, time.Hour, time.Hour })
+	eventually(t, "a claim failing", func() bool { return u.failed.Load() > 0 })
+	u.down.Store(false)
+	w.notify(acmeVan)
+	s.Wake()
+	eventually(t, "the delivery sent after the wake", func() bool { return w.states()[storage.DeliverySucceeded] == 1 })
+	if n := len(rc.requests()); n != 1 {
+		t.Fatalf("%d requests, want 1", n)
+	}
+	if n := u.failed.Load(); n != 1 {
+		t.Fatalf("%d claims failed, want 1 (then the back-off)", n)
+	}
 }

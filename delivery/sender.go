@@ -28,6 +28,8 @@ const (
 	// DefaultPoll is the longest a worker that found nothing due sleeps
 	// without a wake: the bound on a lost LISTEN session's delay.
 	DefaultPoll = 5 * time.Second
+	// DefaultBackoff is the step of a worker's back-off after a failure.
+	DefaultBackoff = time.Second
 	// CancelHold is how long, after a cancel (Cancel), the sender claims
 	// nothing of the webhook or account canceled: the time the DELETE,
 	// deactivation or erase takes to commit.
@@ -80,7 +82,13 @@ type Options struct {
 	// is disabled (DefaultDisableAfter when 0).
 	DisableAfter time.Duration
 	// Poll bounds an idle worker's sleep (DefaultPoll when 0).
-	Poll          time.Duration
+	Poll time.Duration
+	// Backoff is the step of a worker's back-off after a failure: it
+	// sleeps failures × Backoff, at most 30 × Backoff (DefaultBackoff
+	// when 0). A back-off after the database was unreachable
+	// (storage.ErrUnavailable) ends at a wake (Wake): a notification
+	// committed, or the notification listener back on the primary.
+	Backoff       time.Duration
 	Now           func() time.Time
 	Logger        *slog.Logger
 	MeterProvider metric.MeterProvider
@@ -133,6 +141,9 @@ func New(opts Options) (*Sender, error) {
 	if opts.Poll <= 0 {
 		opts.Poll = DefaultPoll
 	}
+	if opts.Backoff <= 0 {
+		opts.Backoff = DefaultBackoff
+	}
 	if opts.Now == nil {
 		opts.Now = time.Now
 	}
@@ -177,7 +188,14 @@ func (s *Sender) Run(ctx context.Context) {
 }
 
 // work is one worker: claim, send, record; when nothing is due, sleep
-// until the next due delivery, a wake or the poll interval.
+// until the next due delivery, a wake or the poll interval. After a
+// failure it backs off; when the database was unreachable (a primary
+// failing over), a wake ends the back-off: the wakes come from
+// notifications committed and from the notification listener's
+// reconnection, so the database is back, and the deliveries queued
+// meanwhile go out then rather than at the end of a back-off grown
+// while it was away (TestFailoverWebhooks: 3 s later than the first
+// write answered after the promotion).
 func (s *Sender) work(ctx context.Context) {
 	failures := 0
 	for ctx.Err() == nil {
@@ -191,7 +209,7 @@ func (s *Sender) work(ctx context.Context) {
 		case err != nil:
 			failures++
 			s.opts.Logger.WarnContext(ctx, "webhook delivery", "error", err)
-			s.sleep(ctx, min(time.Duration(failures)*time.Second, 30*time.Second), false)
+			s.sleep(ctx, min(time.Duration(failures)*s.opts.Backoff, 30*s.opts.Backoff), errors.Is(err, storage.ErrUnavailable))
 		case c == nil:
 			failures = 0
 			s.idle(ctx)
