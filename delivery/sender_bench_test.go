@@ -3,11 +3,11 @@ package delivery_test
 import (
 	"bytes"
 	"context"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"strconv"
 	"strings"
-	"net/http"
-	"net/http/httptest"
 	"testing"
 	"time"
 
