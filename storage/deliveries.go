@@ -136,6 +136,12 @@ func (s *Store) ClaimDelivery(ctx context.Context, o ClaimOptions) (*Claim, erro
 			return c, nil
 		}
 		_ = tx.Rollback()
+		if isDeadlock(err) {
+			// the claim met a DELETE of the row's webhook: see
+			// claimSQL; rolled back, the DELETE goes on, and the
+			// next try does not meet it
+			continue
+		}
 		if err != nil || passed == 0 {
 			return nil, translateOwn(err)
 		}
@@ -151,7 +157,13 @@ func (s *Store) ClaimDelivery(ctx context.Context, o ClaimOptions) (*Claim, erro
 // index, never sorts the queue), then reads its webhook FOR KEY SHARE
 // SKIP LOCKED (NULLs when a DELETE holds it) and takes the first free
 // slot of the endpoint (NULL when none: a failing endpoint has one
-// slot, docs/locking.md), in one round trip.
+// slot, docs/locking.md), in one round trip. When the webhook's row was
+// updated since the statement's snapshot (a PATCH active false) and a
+// DELETE of it now waits for the claimed delivery's row, PostgreSQL 15
+// waits for the DELETE while it carries the KEY SHARE lock to the newer
+// version of the row, SKIP LOCKED or not: a deadlock, which PostgreSQL
+// ends by failing one of the two; when the claim fails, ClaimDelivery
+// tries again.
 const claimSQL = `WITH d AS (
   SELECT d.id, d.webhook_id, d.account_id, d.notification_id, d.msg_id, d.type, d.attempts, d.created_at
   FROM webhook_deliveries AS d
@@ -401,6 +413,13 @@ SELECT NOT ?9 OR EXISTS (SELECT 1 FROM f) OR NOT EXISTS (SELECT 1 FROM webhooks 
 		_ = err
 	}
 	return out, nil
+}
+
+// isDeadlock reports whether err is PostgreSQL's deadlock_detected
+// (40P01).
+func isDeadlock(err error) bool {
+	var pg interface{ Field(byte) string }
+	return err != nil && errors.As(err, &pg) && pg.Field('C') == "40P01"
 }
 
 // isLockNotAvailable reports whether err is PostgreSQL's
