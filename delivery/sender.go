@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"go.opentelemetry.io/otel/metric"
@@ -36,6 +37,16 @@ const (
 	CancelHold = 10 * time.Second
 	// recordTimeout bounds the recording of an attempt made.
 	recordTimeout = 10 * time.Second
+	// RetryShare: one claim in RetryShare looks at the due retries first
+	// (then, when none is due, at the first attempts), the others at the
+	// first attempts first: fresh notifications go out first, and a
+	// backlog of retries still gets at least a quarter of the claims when
+	// the fresh ones alone would keep every worker busy.
+	RetryShare = 4
+	// fullWait bounds an idle worker's sleep while due deliveries are
+	// held or their endpoints full: a send ending on this replica wakes
+	// it sooner, one ending on another replica does not.
+	fullWait = time.Second
 )
 
 // Route is the route whose decision and scope say what a webhook's owner
@@ -103,6 +114,15 @@ type Sender struct {
 	// failing holds a token per send in flight to a failing endpoint
 	// (failing_since set): at most a quarter of the workers, at least 1.
 	failing chan struct{}
+	// claims counts the claims, for RetryShare.
+	claims atomic.Uint64
+
+	hooksMu sync.Mutex
+	// hooks are the claims this replica holds per webhook, so that a
+	// claim looks past the endpoints it knows full instead of claiming
+	// one of their rows to find no slot (the advisory slots stay the rule
+	// across replicas).
+	hooks map[int64]*hookLoad
 
 	mu sync.Mutex
 	// inflight are the sends in flight, for Cancel.
@@ -111,6 +131,13 @@ type Sender struct {
 	// canceled, each until when the sender claims nothing of them.
 	canceledWebhooks map[int64]time.Time
 	canceledAccounts map[int64]time.Time
+}
+
+// hookLoad is what this replica holds of one webhook: its claims, and
+// whether the last one found it failing (one slot).
+type hookLoad struct {
+	claims  int
+	failing bool
 }
 
 // send is one send in flight: its webhook, its owner with the accounts
@@ -154,7 +181,7 @@ func New(opts Options) (*Sender, error) {
 		opts.MeterProvider = noop.NewMeterProvider()
 	}
 	s := &Sender{opts: opts, kick: make(chan struct{}, opts.Workers), failing: make(chan struct{}, max(opts.Workers/4, 1)),
-		inflight: map[*send]struct{}{}, canceledWebhooks: map[int64]time.Time{}, canceledAccounts: map[int64]time.Time{},
+		inflight: map[*send]struct{}{}, hooks: map[int64]*hookLoad{}, canceledWebhooks: map[int64]time.Time{}, canceledAccounts: map[int64]time.Time{},
 		retry: storage.Retry{Schedule: opts.Schedule, DisableAfter: opts.DisableAfter, MaxRetryAfter: time.Hour}}
 	m, err := newMetrics(opts.MeterProvider, opts.Store)
 	if err != nil {
@@ -221,7 +248,8 @@ func (s *Sender) work(ctx context.Context) {
 
 // claim claims the next delivery this worker may send: of a failing
 // endpoint only while the failing share of the workers has room, of no
-// webhook or account canceled in the last CancelHold.
+// webhook or account canceled in the last CancelHold, of no endpoint this
+// replica already fills; one claim in RetryShare takes a due retry first.
 func (s *Sender) claim(ctx context.Context) (*storage.Claim, error) {
 	token := false
 	select {
@@ -229,7 +257,20 @@ func (s *Sender) claim(ctx context.Context) (*storage.Claim, error) {
 		token = true
 	default:
 	}
-	c, err := s.opts.Store.ClaimDelivery(ctx, storage.ClaimOptions{EndpointSlots: s.opts.EndpointInflight, HealthyOnly: !token, Exclude: s.excluded()})
+	o := storage.ClaimOptions{EndpointSlots: s.opts.EndpointInflight, HealthyOnly: !token, Exclude: s.excluded()}
+	var c *storage.Claim
+	var err error
+	if s.claims.Add(1)%RetryShare == 0 {
+		ro := o
+		ro.Retries = true
+		c, err = s.opts.Store.ClaimDelivery(ctx, ro)
+	}
+	if c == nil && err == nil {
+		c, err = s.opts.Store.ClaimDelivery(ctx, o)
+	}
+	if c != nil {
+		s.hold(c)
+	}
 	if !token {
 		// a healthy-only claim may still come back failing (its endpoint
 		// began failing between the claim's look and its read of the
@@ -244,7 +285,35 @@ func (s *Sender) claim(ctx context.Context) (*storage.Claim, error) {
 	return c, nil
 }
 
-// excluded are the webhooks canceled in the last CancelHold.
+// hold counts the claim c against its webhook until c ends; the end wakes
+// one idle worker (a slot is free).
+func (s *Sender) hold(c *storage.Claim) {
+	id := c.WebhookID
+	s.hooksMu.Lock()
+	h := s.hooks[id]
+	if h == nil {
+		h = &hookLoad{}
+		s.hooks[id] = h
+	}
+	h.claims++
+	h.failing = c.Webhook.FailingSince != nil
+	s.hooksMu.Unlock()
+	c.OnEnd(func() {
+		s.hooksMu.Lock()
+		if h.claims--; h.claims <= 0 {
+			delete(s.hooks, id)
+		}
+		s.hooksMu.Unlock()
+		select {
+		case s.kick <- struct{}{}:
+		default:
+		}
+	})
+}
+
+// excluded are the webhooks canceled in the last CancelHold and the
+// endpoints this replica fills (every slot, or the one of a failing
+// endpoint, held by its own claims).
 func (s *Sender) excluded() []int64 {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -260,6 +329,13 @@ func (s *Sender) excluded() []int64 {
 	for id, until := range s.canceledAccounts {
 		if now.After(until) {
 			delete(s.canceledAccounts, id)
+		}
+	}
+	s.hooksMu.Lock()
+	defer s.hooksMu.Unlock()
+	for id, h := range s.hooks {
+		if h.claims >= s.opts.EndpointInflight || h.failing {
+			out = append(out, id)
 		}
 	}
 	return out
@@ -336,11 +412,18 @@ func (s *Sender) end(f *send) {
 }
 
 // idle sleeps until the next due delivery (read from the queue), a wake
-// or the poll interval, whichever comes first.
+// (a notification stored, a send of this replica ended) or the poll
+// interval, whichever comes first; while deliveries are due that the
+// claim could not take, at most fullWait.
 func (s *Sender) idle(ctx context.Context) {
 	wait := s.opts.Poll
 	if q, err := s.opts.Store.Deliveries(ctx); err == nil && !q.NextDue.IsZero() {
-		wait = min(wait, max(q.NextDue.Sub(s.opts.Now()), 10*time.Millisecond))
+		if d := q.NextDue.Sub(s.opts.Now()); d > 0 {
+			wait = min(wait, max(d, 10*time.Millisecond))
+		} else {
+			// due, but held or of full endpoints: until a send ends
+			wait = min(wait, fullWait)
+		}
 	}
 	s.sleep(ctx, wait, true)
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"net/http"
+	"slices"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -363,4 +364,50 @@ func TestTwoSendersNeverSendOneDeliveryTwice(t *testing.T) {
 	if got := w.scalar(`SELECT count(*) FROM webhook_attempts`); got != 2*n {
 		t.Fatalf("%d attempts, want %d", got, 2*n)
 	}
+}
+
+// TestRetriesGetTheirShare: with one worker, 8 first attempts and 2
+// retries due (the retries older), fresh deliveries go first but one claim
+// in delivery.RetryShare takes a retry: the RetryShare-th request is a
+// retry, and every delivery arrives once.
+func TestRetriesGetTheirShare(t *testing.T) {
+	t.Parallel()
+	w := newWorld(t)
+	rc := newReceiver(t, nil)
+	w.addWebhook("acme", rc.URL+"/hook")
+	for range 10 {
+		w.notify(acmeVan)
+	}
+	w.exec(`UPDATE webhook_deliveries SET attempts = 1, next_at = now() - interval '1 hour'
+		WHERE id IN (SELECT id FROM webhook_deliveries ORDER BY id DESC LIMIT 2)`)
+	var retries []string
+	if err := w.db.NewRaw(`SELECT msg_id FROM webhook_deliveries WHERE attempts > 0`).Scan(context.Background(), &retries); err != nil {
+		t.Fatal(err)
+	}
+	w.start(func(o *delivery.Options) { o.Workers = 1 })
+	eventually(t, "ten requests", func() bool { return len(rc.requests()) == 10 })
+	eventually(t, "ten deliveries succeeded", func() bool { return w.states()[storage.DeliverySucceeded] == 10 })
+	got := rc.requests()
+	seen := map[string]bool{}
+	for i, r := range got {
+		if seen[r.id] {
+			t.Fatalf("request %d: %s sent twice", i+1, r.id)
+		}
+		seen[r.id] = true
+		isRetry := slices.Contains(retries, r.id)
+		if want := i+1 == delivery.RetryShare; isRetry != want {
+			t.Fatalf("request %d is a retry: %v, want %v (requests in order %v, retries %v)", i+1, isRetry, want, ids(got), retries)
+		}
+		if i+1 == delivery.RetryShare {
+			break
+		}
+	}
+}
+
+func ids(rs []received) []string {
+	out := make([]string, len(rs))
+	for i, r := range rs {
+		out[i] = r.id
+	}
+	return out
 }

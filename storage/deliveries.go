@@ -34,8 +34,9 @@ const (
 const deliveryUsageRoute = "webhook deliveries"
 
 // claimCandidates is the most due deliveries one claim looks at before it
-// gives up: each one it passes is of an endpoint whose slots are all
-// taken (or that was deactivated since the look).
+// gives up: each one it passes (a transaction rolled back) is of an
+// endpoint whose slots are all taken (or that was deactivated since the
+// look).
 const claimCandidates = 32
 
 // Delivery is the claimed row of webhook_deliveries: one message to one
@@ -99,101 +100,117 @@ type ClaimOptions struct {
 	// sender's share of workers for them is taken).
 	HealthyOnly bool
 	// Exclude are webhooks whose deliveries are not taken (the ones a
-	// DELETE, a deactivation or an erase is canceling).
+	// DELETE, a deactivation or an erase is canceling, the ones the
+	// sender knows full).
 	Exclude []int64
+	// Retries takes only deliveries that were attempted before (the
+	// retries' share of the sender's claims).
+	Retries bool
 }
 
 // ClaimDelivery claims the next due delivery (state pending, next_at
-// passed) of an active webhook, first attempts before retries, then by
-// next_at and id, skipping rows other senders hold (FOR UPDATE SKIP
-// LOCKED) and endpoints whose slots (the first slots of
-// endpointSlots advisory keys of the webhook) are all taken by other
-// senders: each such row is given up by rolling back to a savepoint, which
-// releases its row lock. It returns nil and no error when nothing is due
-// or every due delivery is held or its endpoint full. The returned Claim
-// holds a database connection until it is ended. It returns
-// ErrUnavailable when the database cannot be reached.
+// passed) of an active webhook, first attempts before retries (only
+// retries with o.Retries), then by next_at and id, skipping rows other
+// senders hold (FOR UPDATE SKIP LOCKED) and endpoints whose slots (the
+// first slots of endpointSlots advisory keys of the webhook) are all taken
+// by other senders. One statement claims the row, reads and locks its
+// webhook and takes a slot; a row whose endpoint is full (or whose webhook
+// is being deleted or was deactivated since the look) is given up by
+// rolling the transaction back, which releases its row lock and any slot,
+// and the next claim, in a new transaction, looks past the endpoint. It
+// returns nil and no error when nothing is due or every due delivery is
+// held or its endpoint full. The returned Claim holds a database
+// connection until it is ended. It returns ErrUnavailable when the
+// database cannot be reached.
 func (s *Store) ClaimDelivery(ctx context.Context, o ClaimOptions) (*Claim, error) {
 	o.EndpointSlots = max(o.EndpointSlots, 1)
-	if o.Exclude == nil {
-		o.Exclude = []int64{}
-	}
-	tx, err := s.db.BeginTx(ctx, nil)
-	if err != nil {
-		return nil, translateOwn(err)
-	}
-	c := &Claim{tx: tx, store: s.on(tx), root: s}
-	ok, err := c.claim(ctx, o)
-	if err != nil || !ok {
-		_ = tx.Rollback()
-		return nil, translateOwn(err)
-	}
-	return c, nil
-}
-
-// claimSQL picks the next due delivery of an active webhook not excluded
-// (args: the webhook ids excluded, whether only healthy endpoints), in the
-// order of webhook_deliveries_due_idx: a claim reads the first due rows
-// of the index, never sorts the queue.
-const claimSQL = `SELECT d.id, d.webhook_id, d.account_id, d.notification_id, d.msg_id, d.type, d.attempts, d.created_at, now()
-FROM webhook_deliveries AS d
-WHERE d.state = 'pending' AND d.next_at <= now() AND d.webhook_id <> ALL (?::bigint[])
-  AND EXISTS (SELECT 1 FROM webhooks AS w WHERE w.id = d.webhook_id AND w.active AND (NOT ? OR w.failing_since IS NULL))
-ORDER BY (d.attempts > 0), d.next_at, d.id
-LIMIT 1
-FOR UPDATE OF d SKIP LOCKED`
-
-// claim finds, locks and reads the delivery of c; false when there is
-// none to take.
-func (c *Claim) claim(ctx context.Context, o ClaimOptions) (bool, error) {
 	full := append([]int64{}, o.Exclude...)
 	for range claimCandidates {
-		if _, err := c.tx.ExecContext(ctx, "SAVEPOINT delivery_claim"); err != nil {
-			return false, err
-		}
-		d := &c.Delivery
-		err := c.tx.QueryRowContext(ctx, claimSQL, pgdialect.Array(full), o.HealthyOnly).Scan(&d.ID, &d.WebhookID, &d.AccountID, &d.NotificationID, &d.MsgID, &d.Type, &d.Attempts, &d.CreatedAt, &c.Now)
-		if errors.Is(err, sql.ErrNoRows) {
-			return false, nil
-		}
+		tx, err := s.db.BeginTx(ctx, nil)
 		if err != nil {
-			return false, err
+			return nil, translateOwn(err)
 		}
-		var slot sql.NullInt64
-		// a failing endpoint has one slot (docs/locking.md)
-		if err := c.tx.QueryRowContext(ctx, `SELECT k FROM generate_series(0,
-  CASE WHEN (SELECT failing_since FROM webhooks WHERE id = ?) IS NULL THEN ? - 1 ELSE 0 END) AS k
-WHERE pg_try_advisory_xact_lock(hashtextextended('fleet_webhook_slot:' || ?::bigint || ':' || k, 0))
-LIMIT 1`, d.WebhookID, o.EndpointSlots, d.WebhookID).Scan(&slot); err != nil && !errors.Is(err, sql.ErrNoRows) {
-			return false, err
+		c := &Claim{tx: tx, store: s.on(tx), root: s}
+		ok, passed, err := c.claim(ctx, o, full)
+		if err == nil && ok {
+			return c, nil
 		}
-		active := false
-		if slot.Valid {
-			w := &c.Webhook
-			err := c.tx.QueryRowContext(ctx, `SELECT id, account_id, url, active, secret, old_secret, old_secret_until, failing_since
-FROM webhooks WHERE id = ? FOR KEY SHARE SKIP LOCKED`, d.WebhookID).Scan(&w.ID, &w.AccountID, &w.URL, &active, &w.Secret, &w.OldSecret, &w.OldSecretUntil, &w.FailingSince)
-			if err != nil && !errors.Is(err, sql.ErrNoRows) {
-				return false, err
-			}
-		}
-		if !active {
-			// the endpoint is full, deactivated since the look, or being
-			// deleted (locked FOR UPDATE: a DELETE of the webhook, which
-			// then waits for its deliveries' rows; waiting for it here,
-			// holding one of them, would be a cycle): give the row up,
-			// unlocked, and look past the endpoint
-			if _, err := c.tx.ExecContext(ctx, "ROLLBACK TO SAVEPOINT delivery_claim"); err != nil {
-				return false, err
-			}
-			full = append(full, d.WebhookID)
+		_ = tx.Rollback()
+		if isDeadlock(err) {
+			// the claim met a DELETE of the row's webhook: see
+			// claimSQL; rolled back, the DELETE goes on, and the
+			// next try does not meet it
 			continue
 		}
-		if _, err := c.tx.ExecContext(ctx, "RELEASE SAVEPOINT delivery_claim"); err != nil {
-			return false, err
+		if err != nil || passed == 0 {
+			return nil, translateOwn(err)
 		}
-		return true, c.loadOwner(ctx)
+		full = append(full, passed)
 	}
-	return false, nil
+	return nil, nil
+}
+
+// claimSQL claims the next due delivery of an active webhook not excluded
+// (args: the webhook ids excluded, whether only retries, whether only
+// healthy endpoints, the slots of a healthy endpoint), in the order of
+// webhook_deliveries_due_idx (a claim reads the first due rows of the
+// index, never sorts the queue), then reads its webhook FOR KEY SHARE
+// SKIP LOCKED (NULLs when a DELETE holds it) and takes the first free
+// slot of the endpoint (NULL when none: a failing endpoint has one
+// slot, docs/locking.md), in one round trip. When the webhook's row was
+// updated since the statement's snapshot (a PATCH active false) and a
+// DELETE of it now waits for the claimed delivery's row, PostgreSQL 15
+// waits for the DELETE while it carries the KEY SHARE lock to the newer
+// version of the row, SKIP LOCKED or not: a deadlock, which PostgreSQL
+// ends by failing one of the two; when the claim fails, ClaimDelivery
+// tries again.
+const claimSQL = `WITH d AS (
+  SELECT d.id, d.webhook_id, d.account_id, d.notification_id, d.msg_id, d.type, d.attempts, d.created_at
+  FROM webhook_deliveries AS d
+  WHERE d.state = 'pending' AND d.next_at <= now() AND d.webhook_id <> ALL (?::bigint[]) AND (NOT ? OR d.attempts > 0)
+    AND EXISTS (SELECT 1 FROM webhooks AS w WHERE w.id = d.webhook_id AND w.active AND (NOT ? OR w.failing_since IS NULL))
+  ORDER BY (d.attempts > 0), d.next_at, d.id
+  LIMIT 1
+  FOR UPDATE OF d SKIP LOCKED)
+SELECT d.id, d.webhook_id, d.account_id, d.notification_id, d.msg_id, d.type, d.attempts, d.created_at, now(),
+  set_config('synchronous_commit', 'off', true),
+  w.id, w.account_id, w.url, coalesce(w.active, false), w.secret, w.old_secret, w.old_secret_until, w.failing_since, slot.k
+FROM d
+LEFT JOIN LATERAL (SELECT w.id, w.account_id, w.url, w.active, w.secret, w.old_secret, w.old_secret_until, w.failing_since
+  FROM webhooks AS w WHERE w.id = d.webhook_id FOR KEY SHARE SKIP LOCKED) AS w ON true
+LEFT JOIN LATERAL (SELECT k FROM generate_series(0, CASE WHEN w.failing_since IS NULL THEN ?::int - 1 ELSE 0 END) AS k
+  WHERE w.id IS NOT NULL AND pg_try_advisory_xact_lock(hashtextextended('fleet_webhook_slot:' || d.webhook_id || ':' || k, 0))
+  LIMIT 1) AS slot ON true`
+
+// claim finds, locks and reads the delivery of c, past the webhooks
+// full; false when there is none to take, with passed the webhook of the
+// row it found and must give up (0 when it found none).
+func (c *Claim) claim(ctx context.Context, o ClaimOptions, full []int64) (ok bool, passed int64, err error) {
+	d, w := &c.Delivery, &c.Webhook
+	var wid, waccount sql.NullInt64
+	var url sql.NullString
+	var slot sql.NullInt64
+	active := false
+	var commit string
+	err = c.tx.QueryRowContext(ctx, claimSQL, pgdialect.Array(full), o.Retries, o.HealthyOnly, o.EndpointSlots).Scan(
+		&d.ID, &d.WebhookID, &d.AccountID, &d.NotificationID, &d.MsgID, &d.Type, &d.Attempts, &d.CreatedAt, &c.Now, &commit,
+		&wid, &waccount, &url, &active, &w.Secret, &w.OldSecret, &w.OldSecretUntil, &w.FailingSince, &slot)
+	if errors.Is(err, sql.ErrNoRows) {
+		return false, 0, nil
+	}
+	if err != nil {
+		return false, 0, err
+	}
+	if !active || !slot.Valid {
+		// the endpoint is full, deactivated since the look, or being
+		// deleted (locked FOR UPDATE: a DELETE of the webhook, which
+		// then waits for its deliveries' rows; waiting for it here,
+		// holding one of them, would be a cycle): the caller rolls back
+		// and looks past the endpoint
+		return false, d.WebhookID, nil
+	}
+	w.ID, w.AccountID, w.URL = wid.Int64, waccount.Int64, url.String
+	return true, 0, c.loadOwner(ctx)
 }
 
 // loadOwner reads the webhook's owner with the accounts above it.
@@ -295,10 +312,8 @@ type Recorded struct {
 func (c *Claim) Record(ctx context.Context, a Attempt, r Retry) (Recorded, error) {
 	defer c.Release()
 	var out Recorded
-	var now time.Time
-	if err := c.tx.QueryRowContext(ctx, "SELECT now()").Scan(&now); err != nil {
-		return out, translateOwn(err)
-	}
+	// the transaction's now(), read by the claim
+	now := c.Now
 	var status *int
 	if a.Status != 0 {
 		status = &a.Status
@@ -306,10 +321,6 @@ func (c *Claim) Record(ctx context.Context, a Attempt, r Retry) (Recorded, error
 	errText := a.Error
 	if !a.OK && errText == "" {
 		errText = "no 2xx answer"
-	}
-	if _, err := c.tx.ExecContext(ctx, `INSERT INTO webhook_attempts (delivery_id, time, status, duration_ms, error) VALUES (?, ?, ?, ?, left(?, 1000))`,
-		c.ID, now, status, max(a.Duration.Milliseconds(), 0), errText); err != nil {
-		return out, translateOwn(err)
 	}
 	attempts := c.Attempts + 1
 	switch {
@@ -328,38 +339,62 @@ func (c *Claim) Record(ctx context.Context, a Attempt, r Retry) (Recorded, error
 	if next.IsZero() {
 		next = now
 	}
-	if _, err := c.tx.ExecContext(ctx, `UPDATE webhook_deliveries SET state = ?, attempts = ?, next_at = ?, last_status = ?, last_error = left(?, 1000), updated_at = now()
-WHERE id = ?`, out.State, attempts, next, status, errText, c.ID); err != nil {
+	// The attempt, the delivery and, for a success, the endpoint's
+	// failing_since cleared when its row is free, in one round trip.
+	// cleared says whether the endpoint is left as it should be: false
+	// when a success found it failing (in this statement's snapshot) but
+	// could not take its row, which another transaction holds (a PATCH, a
+	// rotation or a DELETE of the webhook, which lock it FOR NO KEY UPDATE
+	// and then may wait for this claim's delivery row): never waiting for
+	// the webhook while holding the delivery (docs/locking.md, "Webhook
+	// deliveries"), the bookkeeping then runs after the commit, in a
+	// transaction of its own.
+	var cleared bool
+	if err := c.tx.QueryRowContext(ctx, `WITH a AS (
+  INSERT INTO webhook_attempts (delivery_id, time, status, duration_ms, error) VALUES (?0, ?1, ?2, ?3, left(?4, 1000))),
+u AS (
+  UPDATE webhook_deliveries SET state = ?5, attempts = ?6, next_at = ?7, last_status = ?2, last_error = left(?4, 1000), updated_at = now()
+  WHERE id = ?0),
+f AS (
+  UPDATE webhooks SET failing_since = NULL
+  WHERE ?9 AND id IN (SELECT id FROM webhooks WHERE id = ?8 AND failing_since <= ?1 FOR NO KEY UPDATE SKIP LOCKED)
+  RETURNING id)
+SELECT NOT ?9 OR EXISTS (SELECT 1 FROM f) OR NOT EXISTS (SELECT 1 FROM webhooks WHERE id = ?8 AND failing_since <= ?1)`,
+		c.ID, now, status, max(a.Duration.Milliseconds(), 0), errText, out.State, attempts, next, c.WebhookID, a.OK).Scan(&cleared); err != nil {
 		return out, translateOwn(err)
 	}
-	// The endpoint's bookkeeping in the same transaction when its row
-	// is free; when another transaction holds it (a PATCH, a rotation or
-	// a DELETE of the webhook, which lock it FOR NO KEY UPDATE and then
-	// may wait for this claim's delivery row), after the commit, in a
-	// transaction of its own: never waiting for the webhook while holding
-	// the delivery (docs/locking.md, "Webhook deliveries").
-	deferred := false
-	if _, err := c.tx.ExecContext(ctx, "SAVEPOINT delivery_endpoint"); err != nil {
-		return out, translateOwn(err)
-	}
-	if _, err := c.tx.ExecContext(ctx, `SELECT 1 FROM webhooks WHERE id = ? FOR NO KEY UPDATE NOWAIT`, c.WebhookID); err != nil {
-		if !isLockNotAvailable(err) {
+	deferred := a.OK && !cleared
+	if !a.OK {
+		// a failure's bookkeeping: when the endpoint's row is free, in
+		// the same transaction, else after the commit (as above)
+		if _, err := c.tx.ExecContext(ctx, "SAVEPOINT delivery_endpoint"); err != nil {
 			return out, translateOwn(err)
 		}
-		if _, err := c.tx.ExecContext(ctx, "ROLLBACK TO SAVEPOINT delivery_endpoint"); err != nil {
+		if _, err := c.tx.ExecContext(ctx, `SELECT 1 FROM webhooks WHERE id = ? FOR NO KEY UPDATE NOWAIT`, c.WebhookID); err != nil {
+			if !isLockNotAvailable(err) {
+				return out, translateOwn(err)
+			}
+			if _, err := c.tx.ExecContext(ctx, "ROLLBACK TO SAVEPOINT delivery_endpoint"); err != nil {
+				return out, translateOwn(err)
+			}
+			deferred = true
+		} else if err := c.endpoint(ctx, c.tx, a, r, now, errText, &out, false); err != nil {
 			return out, translateOwn(err)
 		}
-		deferred = true
-	} else if err := c.endpoint(ctx, c.tx, a, r, now, errText, &out, false); err != nil {
-		return out, translateOwn(err)
 	}
-	if err := c.store.AddUsage(ctx, []UsageCount{c.usage(now)}); err != nil {
-		return out, err
+	// The owner's usage and the COMMIT in one message (the driver sends
+	// a query without parameters as a simple query, which may hold two
+	// statements): the owner's usage row, which every attempt to its
+	// endpoints updates, stays locked for no round trip to the sender.
+	// The transaction then has ended; database/sql's Commit ends its own
+	// side (PostgreSQL answers it with a warning, no transaction in
+	// progress).
+	q, args := usageUpsert([]UsageCount{c.usage(now)})
+	if _, err := c.tx.ExecContext(ctx, q+";\nCOMMIT", args...); err != nil {
+		return out, translateOwn(err)
 	}
 	c.ended = true
-	if err := c.tx.Commit(); err != nil {
-		return out, translateOwn(err)
-	}
+	_ = c.tx.Commit()
 	if deferred {
 		err := c.root.db.RunInTx(ctx, nil, func(ctx context.Context, tx bun.Tx) error {
 			var fs *time.Time
@@ -378,6 +413,13 @@ WHERE id = ?`, out.State, attempts, next, status, errText, c.ID); err != nil {
 		_ = err
 	}
 	return out, nil
+}
+
+// isDeadlock reports whether err is PostgreSQL's deadlock_detected
+// (40P01).
+func isDeadlock(err error) bool {
+	var pg interface{ Field(byte) string }
+	return err != nil && errors.As(err, &pg) && pg.Field('C') == "40P01"
 }
 
 // isLockNotAvailable reports whether err is PostgreSQL's

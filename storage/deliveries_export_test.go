@@ -34,6 +34,7 @@ func (s *Store) InsertNotificationOf(ctx context.Context, imei, typ string) (int
 	return id, tx.Commit()
 }
 
-// ClaimSQL is the claim's statement (args: the webhook ids excluded, and
-// whether only healthy endpoints), for its plan.
+// ClaimSQL is the claim's statement (args: the webhook ids excluded,
+// whether only retries, whether only healthy endpoints, the slots), for
+// its plan.
 const ClaimSQL = claimSQL

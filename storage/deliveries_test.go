@@ -404,7 +404,7 @@ func TestClaimReadsTheIndexInOrder(t *testing.T) {
 	if err := db.NewRaw(`SELECT min(id) FROM webhooks`).Scan(ctx, &some); err != nil {
 		t.Fatal(err)
 	}
-	for _, args := range [][]any{{pgdialect.Array([]int64{}), false}, {pgdialect.Array([]int64{some, some + 1}), true}} {
+	for _, args := range [][]any{{pgdialect.Array([]int64{}), false, false, 2}, {pgdialect.Array([]int64{some, some + 1}), false, true, 2}, {pgdialect.Array([]int64{}), true, false, 2}} {
 		var plan []string
 		if err := db.NewRaw("EXPLAIN "+storage.ClaimSQL, args...).Scan(ctx, &plan); err != nil {
 			t.Fatal(err)
@@ -413,5 +413,56 @@ func TestClaimReadsTheIndexInOrder(t *testing.T) {
 		if strings.Contains(text, "Sort") || !strings.Contains(text, "Index Scan using webhook_deliveries_due_idx") {
 			t.Fatalf("the claim's plan sorts or does not read webhook_deliveries_due_idx in order:\n%s", text)
 		}
+	}
+}
+
+// TestClaimRetriesTakesAnOlderRetryFirst: a claim with Retries takes a due
+// retry although first attempts are due (the retries' share of the
+// sender), and nothing when no retry is due; without it the first attempt
+// comes first. The attempt then recorded commits, counts the owner's usage
+// once and leaves no transaction open.
+func TestClaimRetriesTakesAnOlderRetryFirst(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	store, db := newStore(t)
+	importJSON(t, db, demodata.File())
+	addWebhook(t, db, "acme", true)
+	first, err := store.InsertNotificationOf(ctx, deliveryVan, "overspeed")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c, err := store.ClaimDelivery(ctx, storage.ClaimOptions{EndpointSlots: 2, Retries: true}); err != nil || c != nil {
+		t.Fatalf("a retries claim with no retry due: %+v %v", c, err)
+	}
+	retry, err := store.InsertNotificationOf(ctx, deliveryVan, "overspeed")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := db.ExecContext(ctx, `UPDATE webhook_deliveries SET attempts = 1, next_at = now() - interval '1 second' WHERE notification_id = ?`, retry); err != nil {
+		t.Fatal(err)
+	}
+	c, err := store.ClaimDelivery(ctx, storage.ClaimOptions{EndpointSlots: 2, Retries: true})
+	if err != nil || c == nil || *c.NotificationID != retry {
+		t.Fatalf("a retries claim: %+v %v, want notification %d's", c, err, retry)
+	}
+	c2, err := store.ClaimDelivery(ctx, storage.ClaimOptions{EndpointSlots: 2})
+	if err != nil || c2 == nil || *c2.NotificationID != first {
+		t.Fatalf("a claim: %+v %v, want notification %d's", c2, err, first)
+	}
+	c2.Release()
+	if _, err := c.Record(ctx, storage.Attempt{OK: true, Status: 204}, storage.Retry{}); err != nil {
+		t.Fatal(err)
+	}
+	var state string
+	var n int64
+	if err := db.NewRaw(`SELECT d.state, (SELECT sum(deliveries_attempted) FROM usage_daily) FROM webhook_deliveries AS d WHERE d.notification_id = ?`, retry).
+		Scan(ctx, &state, &n); err != nil {
+		t.Fatal(err)
+	}
+	if state != storage.DeliverySucceeded || n != 1 {
+		t.Fatalf("after the record: state %s, %d attempts counted, want succeeded and 1", state, n)
+	}
+	if n := advisoryLocks(t, db); n != 0 {
+		t.Fatalf("%d advisory locks held after the record, want 0", n)
 	}
 }

@@ -106,6 +106,14 @@ func (s *Store) AddUsage(ctx context.Context, counts []UsageCount) error {
 	if len(counts) == 0 {
 		return nil
 	}
+	q, args := usageUpsert(counts)
+	_, err := s.db.ExecContext(ctx, q, args...)
+	return translateOwn(err)
+}
+
+// usageUpsert is AddUsage's statement and arguments for counts (at least
+// one).
+func usageUpsert(counts []UsageCount) (string, []any) {
 	type keyed struct {
 		c   UsageCount
 		day string
@@ -132,7 +140,7 @@ func (s *Store) AddUsage(ctx context.Context, counts []UsageCount) error {
 		req[i], ret[i], wr[i], e4[i], e5[i], out[i] = c.Requests, c.RowsReturned, c.Writes, c.Errors4xx, c.Errors5xx, c.BytesOut
 		readings[i], notes[i], deliveries[i] = c.ReadingsAccepted, c.NotificationsCreated, c.DeliveriesAttempted
 	}
-	_, err := s.db.ExecContext(ctx, `INSERT INTO usage_daily AS u
+	return `INSERT INTO usage_daily AS u
     (account_id, day, route, requests, rows_returned, writes, errors_4xx, errors_5xx, bytes_out, ancestors, billed_account_id,
      readings_accepted, notifications_created, deliveries_attempted)
 SELECT v.account_id, v.day::date, v.route, v.requests, v.rows_returned, v.writes, v.errors_4xx, v.errors_5xx, v.bytes_out,
@@ -152,10 +160,9 @@ ON CONFLICT (account_id, day, route) DO UPDATE SET
     readings_accepted = u.readings_accepted + EXCLUDED.readings_accepted,
     notifications_created = u.notifications_created + EXCLUDED.notifications_created,
     deliveries_attempted = u.deliveries_attempted + EXCLUDED.deliveries_attempted`,
-		pgdialect.Array(acc), pgdialect.Array(days), pgdialect.Array(routes), pgdialect.Array(req), pgdialect.Array(ret),
-		pgdialect.Array(wr), pgdialect.Array(e4), pgdialect.Array(e5), pgdialect.Array(out), pgdialect.Array(ancestors), pgdialect.Array(billed),
-		pgdialect.Array(readings), pgdialect.Array(notes), pgdialect.Array(deliveries))
-	return translateOwn(err)
+		[]any{pgdialect.Array(acc), pgdialect.Array(days), pgdialect.Array(routes), pgdialect.Array(req), pgdialect.Array(ret),
+			pgdialect.Array(wr), pgdialect.Array(e4), pgdialect.Array(e5), pgdialect.Array(out), pgdialect.Array(ancestors), pgdialect.Array(billed),
+			pgdialect.Array(readings), pgdialect.Array(notes), pgdialect.Array(deliveries)}
 }
 
 // UsageRequest is a read of GET /usage: the UTC days From to To
