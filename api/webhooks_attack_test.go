@@ -165,3 +165,47 @@ func TestWebhookSecretsNotInLogsOrTraces(t *testing.T) {
 		}
 	}
 }
+
+// TestWebhookIdempotencyKeyReuse: an Idempotency-Key reused with another
+// body, the same body spelled differently, or on another route is a 4xx
+// with a code or a replay, never a second webhook and never a secret again.
+func TestWebhookIdempotencyKeyReuse(t *testing.T) {
+	a := newTestAPI(t)
+	tok := demoToken(t, "acme-all")
+	first := a.createWebhook(t, tok, `{"url":"https://hooks.acme.example/idem","types":["sos"]}`, "Idempotency-Key", "k1")
+	ctx := context.Background()
+	count := func() (n int) {
+		if err := a.db.NewRaw("SELECT count(*) FROM webhooks").Scan(ctx, &n); err != nil {
+			t.Fatal(err)
+		}
+		return n
+	}
+	before := count()
+	for _, c := range []struct{ name, method, path, body, key string }{
+		{"other url", "POST", webhooksPath, `{"url":"https://hooks.acme.example/other","types":["sos"]}`, "k1"},
+		{"other types", "POST", webhooksPath, `{"url":"https://hooks.acme.example/idem","types":["overspeed"]}`, "k1"},
+		{"other active", "POST", webhooksPath, `{"url":"https://hooks.acme.example/idem","types":["sos"],"active":false}`, "k1"},
+		{"bad body", "POST", webhooksPath, `{"url":"https://127.0.0.1/","types":["sos"]}`, "k1"},
+		{"other route", "POST", "/api/v2/passengers", `{"passenger_name":"Idem"}`, "k1"},
+		{"huge key", "POST", webhooksPath, `{"url":"https://hooks.acme.example/k"}`, strings.Repeat("k", 10000)},
+		{"control key", "POST", webhooksPath, `{"url":"https://hooks.acme.example/k"}`, "a\x01b"},
+	} {
+		r := a.send(c.method, c.path, tok, c.body, "Idempotency-Key", c.key)
+		if r.status == 201 && c.name != "other route" {
+			if _, shown := r.data(t)["secret"]; shown || r.data(t)["id"] != first["id"] {
+				t.Errorf("%s: a new webhook or a secret again: %s", c.name, r.raw)
+			}
+			continue
+		}
+		if r.status < 400 || r.status > 499 {
+			t.Errorf("%s: %d %.300s", c.name, r.status, r.raw)
+			continue
+		}
+		if code, _ := r.body["error"].(map[string]any)["code"].(string); code == "" {
+			t.Errorf("%s: no code: %s", c.name, r.raw)
+		}
+	}
+	if after := count(); after != before {
+		t.Errorf("webhooks %d → %d", before, after)
+	}
+}
