@@ -209,3 +209,36 @@ func TestWebhookIdempotencyKeyReuse(t *testing.T) {
 		t.Errorf("webhooks %d → %d", before, after)
 	}
 }
+
+// TestWebhookPrivilegeLost: a subaccount whose event_notifications was
+// taken away after it registered a webhook can neither read nor change it
+// on any route (403 PRIVILEGE_REQUIRED, nothing written), and its parent's
+// user still reads it.
+func TestWebhookPrivilegeLost(t *testing.T) {
+	a := newTestAPI(t)
+	day := demoToken(t, "globex-day-all")
+	id := idOf(t, a.createWebhook(t, day, `{"url":"https://hooks.globex.example/lost"}`))
+	one := fmt.Sprintf("%s/%d", webhooksPath, id)
+	did := idOf(t, a.send("POST", one+"/test", day, "").data(t))
+	r := a.send("PATCH", fmt.Sprintf("/api/v2/accounts/%d", a.accountID(t, "globex-day")), demoToken(t, "fleetco-all"), `{"privileges":["reports"]}`)
+	if r.status != 200 {
+		t.Fatalf("take the privilege away: %d %s", r.status, r.raw)
+	}
+	audits := a.auditCount(t)
+	for _, c := range []struct{ method, path, body string }{
+		{"GET", webhooksPath, ""}, {"GET", one, ""}, {"PATCH", one, `{"active":false}`}, {"DELETE", one, ""},
+		{"POST", one + "/rotate-secret", ""}, {"POST", one + "/test", ""}, {"GET", one + "/deliveries", ""},
+		{"POST", fmt.Sprintf("%s/deliveries/%d/retry", one, did), ""}, {"POST", webhooksPath, `{"url":"https://hooks.globex.example/x"}`},
+	} {
+		r := a.send(c.method, c.path, day, c.body)
+		if r.status != 403 || r.errorCode(t) != "PRIVILEGE_REQUIRED" {
+			t.Errorf("%s %s without event_notifications: %d %s", c.method, c.path, r.status, r.raw)
+		}
+	}
+	if a.auditCount(t) != audits {
+		t.Errorf("audit rows %d → %d", audits, a.auditCount(t))
+	}
+	if g := a.get(one, demoToken(t, "globex-read")); g.status != 200 {
+		t.Errorf("the parent's user reads the webhook: %d %s", g.status, g.raw)
+	}
+}
