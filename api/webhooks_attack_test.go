@@ -242,3 +242,46 @@ func TestWebhookPrivilegeLost(t *testing.T) {
 		t.Errorf("the parent's user reads the webhook: %d %s", g.status, g.raw)
 	}
 }
+
+// TestWebhookForeignCallers: every caller that may not touch acme's webhook
+// (another tenant, a read-only account, a GET-only or narrow token, a
+// subaccount without event_notifications, an expired token, an inactive or
+// expired account) gets a 4xx with a code on every route, never acme's data,
+// and writes nothing.
+func TestWebhookForeignCallers(t *testing.T) {
+	a := newTestAPI(t)
+	acme := demoToken(t, "acme-all")
+	id := idOf(t, a.createWebhook(t, acme, `{"url":"https://hooks.acme.example/foreign-probe"}`))
+	one := fmt.Sprintf("%s/%d", webhooksPath, id)
+	did := idOf(t, a.send("POST", one+"/test", acme, "").data(t))
+	ctx := context.Background()
+	count := func() (n int) {
+		if err := a.db.NewRaw("SELECT (SELECT count(*) FROM webhooks) + (SELECT count(*) FROM webhook_deliveries) + (SELECT count(*) FROM audit_events)").Scan(ctx, &n); err != nil {
+			t.Fatal(err)
+		}
+		return n
+	}
+	before := count()
+	routes := []struct{ method, path, body string }{
+		{"GET", one, ""}, {"PATCH", one, `{"url":"https://evil.example/"}`}, {"DELETE", one, ""},
+		{"POST", one + "/rotate-secret", ""}, {"POST", one + "/test", ""}, {"GET", one + "/deliveries", ""},
+		{"POST", fmt.Sprintf("%s/deliveries/%d/retry", one, did), ""},
+	}
+	for _, caller := range []string{"tailspin-all", "northwind-all", "umbrella-all", "globex-read", "globex-day-all", "acme-night-all",
+		"acme-services-only", "acme-expired", "hooli-all", "soylent-all"} {
+		tok := demoToken(t, caller)
+		for _, r := range routes {
+			res := a.send(r.method, r.path, tok, r.body)
+			if res.status < 400 || res.status > 499 {
+				t.Errorf("%s: %s %s: %d %.300s", caller, r.method, r.path, res.status, res.raw)
+				continue
+			}
+			if code, _ := res.body["error"].(map[string]any)["code"].(string); code == "" || strings.Contains(string(res.raw), "foreign-probe") {
+				t.Errorf("%s: %s %s: %s", caller, r.method, r.path, res.raw)
+			}
+		}
+	}
+	if after := count(); after != before {
+		t.Errorf("foreign callers wrote: rows %d → %d", before, after)
+	}
+}
