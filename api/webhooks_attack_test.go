@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"log/slog"
 	"strings"
+	"sync"
 	"testing"
 
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
@@ -283,5 +284,55 @@ func TestWebhookForeignCallers(t *testing.T) {
 	}
 	if after := count(); after != before {
 		t.Errorf("foreign callers wrote: rows %d → %d", before, after)
+	}
+}
+
+// TestWebhookRetryRace: retries of one delivery racing each other, a test,
+// a deactivation and the DELETE of their webhook answer 200, 202, 204, 404
+// or 409, never a 5xx; afterwards nothing of the webhook remains.
+func TestWebhookRetryRace(t *testing.T) {
+	a := newTestAPI(t)
+	tok := demoToken(t, "acme-all")
+	for round := range 3 {
+		id := idOf(t, a.createWebhook(t, tok, `{"url":"https://hooks.acme.example/race"}`))
+		one := fmt.Sprintf("%s/%d", webhooksPath, id)
+		did := idOf(t, a.send("POST", one+"/test", tok, "").data(t))
+		retry := fmt.Sprintf("%s/deliveries/%d/retry", one, did)
+		var wg sync.WaitGroup
+		var mu sync.Mutex
+		var bad []string
+		for i := range 16 {
+			wg.Go(func() {
+				var r response
+				switch {
+				case i == 15:
+					r = a.send("DELETE", one, tok, "")
+				case i == 7:
+					r = a.send("PATCH", one, tok, `{"active":false}`)
+				case i%5 == 0:
+					r = a.send("POST", one+"/test", tok, "")
+				default:
+					r = a.send("POST", retry, tok, "")
+				}
+				switch r.status {
+				case 200, 202, 204, 404, 409:
+				default:
+					mu.Lock()
+					bad = append(bad, fmt.Sprintf("%d %s", r.status, r.raw))
+					mu.Unlock()
+				}
+			})
+		}
+		wg.Wait()
+		if len(bad) > 0 {
+			t.Errorf("round %d: %v", round, bad)
+		}
+		var left int
+		if err := a.db.NewRaw("SELECT count(*) FROM webhook_deliveries WHERE webhook_id = ?", id).Scan(context.Background(), &left); err != nil {
+			t.Fatal(err)
+		}
+		if left != 0 {
+			t.Errorf("round %d: %d deliveries of the deleted webhook remain", round, left)
+		}
 	}
 }
