@@ -5,6 +5,7 @@ import (
 	"context"
 	"crypto/tls"
 	"crypto/x509"
+	"errors"
 	"io"
 	"net"
 	"net/http"
@@ -221,8 +222,10 @@ func retryAfter(v string, now time.Time) time.Duration {
 		return 0
 	}
 	var d time.Duration
-	if n, err := strconv.ParseUint(v, 10, 64); err == nil {
-		if n > uint64(maxRetryAfter/time.Second) {
+	if n, err := strconv.ParseUint(v, 10, 64); err == nil || errors.Is(err, strconv.ErrRange) {
+		// delay-seconds is 1*DIGIT, unbounded (RFC 9110 10.2.3): a value
+		// beyond uint64 asks for the longest wait, not for none.
+		if err != nil || n > uint64(maxRetryAfter/time.Second) {
 			return maxRetryAfter
 		}
 		d = time.Duration(n) * time.Second

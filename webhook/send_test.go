@@ -245,7 +245,7 @@ func TestSendStatus(t *testing.T) {
 		{"429_seconds", 429, map[string]string{"Retry-After": "120"}, "status: 429", ClassStatus, [2]time.Duration{120 * time.Second, 120 * time.Second}},
 		{"429_date", 429, map[string]string{"Retry-After": date}, "status: 429", ClassStatus, [2]time.Duration{80 * time.Second, 91 * time.Second}},
 		{"503_capped", 503, map[string]string{"Retry-After": "86400"}, "status: 503", ClassStatus, [2]time.Duration{time.Hour, time.Hour}},
-		{"503_huge", 503, map[string]string{"Retry-After": "999999999999999999999"}, "status: 503", ClassStatus, [2]time.Duration{}},
+		{"503_huge", 503, map[string]string{"Retry-After": "999999999999999999999"}, "status: 503", ClassStatus, [2]time.Duration{time.Hour, time.Hour}}, // beyond uint64: the longest wait, like 86400
 		{"429_past", 429, map[string]string{"Retry-After": "Wed, 21 Oct 2015 07:28:00 GMT"}, "status: 429", ClassStatus, [2]time.Duration{}},
 		{"429_invalid", 429, map[string]string{"Retry-After": "soon"}, "status: 429", ClassStatus, [2]time.Duration{}},
 		{"429_negative", 429, map[string]string{"Retry-After": "-5"}, "status: 429", ClassStatus, [2]time.Duration{}},
