@@ -348,6 +348,9 @@ func (s *Server) testWebhook(c fuego.ContextNoBody) (*Envelope[storage.WebhookDe
 		return nil, err
 	}
 	d, err := s.cfg.Store.TestWebhook(ctx, scope, a, id)
+	if errors.Is(err, storage.ErrConflict) {
+		return nil, newError(CodeConflict, "a test delivery of this webhook is still pending: follow it in GET /webhooks/{id}/deliveries", nil)
+	}
 	if err != nil {
 		return nil, webhookNotFound(err)
 	}

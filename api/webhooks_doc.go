@@ -80,11 +80,12 @@ func (s *Server) registerWebhooks(g *fuego.Server) {
 			"and write access" + webhookPrivilege),
 		respondsOne(rotatedWebhookSchema(), RotatedWebhook{exampleWebhook(), exampleSecret, exampleWebhook().UpdatedAt.Add(24 * time.Hour)}),
 	}, one("id"))...)
-	fuego.Post(g, path+"/{id}/test", s.testWebhook, routeOptions(oneErrors(), []fuego.RouteOption{
+	fuego.Post(g, path+"/{id}/test", s.testWebhook, routeOptions(oneErrors(), errorResponses(http.StatusConflict), []fuego.RouteOption{
 		fuego.OptionOperationID("test_webhook"), fuego.OptionTags("Events"),
 		fuego.OptionSummary("Queue a test delivery"),
 		fuego.OptionDescription("Queues a delivery of type webhook.test (no notification), due now, and answers 202 with it; " +
-			"follow it in GET /webhooks/{id}/deliveries. Takes no body. Audited (webhook.test). Needs the token permission " +
+			"follow it in GET /webhooks/{id}/deliveries. One test delivery is pending at a time: another while one is pending is " +
+			"409 CONFLICT. Takes no body. Audited (webhook.test). Needs the token permission " +
 			"POST /webhooks/{id}/test and write access" + webhookPrivilege),
 		fuego.OptionDefaultStatusCode(http.StatusAccepted),
 		respondsOne(deliverySchema(), exampleDelivery()),

@@ -5450,7 +5450,7 @@ type ClientInterface interface {
 
 	// TestWebhook Queue a test delivery
 	//
-	// Queues a delivery of type webhook.test (no notification), due now, and answers 202 with it; follow it in GET /webhooks/{id}/deliveries. Takes no body. Audited (webhook.test). Needs the token permission POST /webhooks/{id}/test and write access; a subaccount also needs the event_notifications privilege.
+	// Queues a delivery of type webhook.test (no notification), due now, and answers 202 with it; follow it in GET /webhooks/{id}/deliveries. One test delivery is pending at a time: another while one is pending is 409 CONFLICT. Takes no body. Audited (webhook.test). Needs the token permission POST /webhooks/{id}/test and write access; a subaccount also needs the event_notifications privilege.
 	//
 	// Corresponds with POST /webhooks/{id}/test (the `TestWebhook` operationId).
 	TestWebhook(ctx context.Context, id int64, reqEditors ...RequestEditorFn) (*http.Response, error)
@@ -6280,7 +6280,7 @@ func (c *Client) RotateWebhookSecret(ctx context.Context, id int64, reqEditors .
 
 // TestWebhook Queue a test delivery
 //
-// Queues a delivery of type webhook.test (no notification), due now, and answers 202 with it; follow it in GET /webhooks/{id}/deliveries. Takes no body. Audited (webhook.test). Needs the token permission POST /webhooks/{id}/test and write access; a subaccount also needs the event_notifications privilege.
+// Queues a delivery of type webhook.test (no notification), due now, and answers 202 with it; follow it in GET /webhooks/{id}/deliveries. One test delivery is pending at a time: another while one is pending is 409 CONFLICT. Takes no body. Audited (webhook.test). Needs the token permission POST /webhooks/{id}/test and write access; a subaccount also needs the event_notifications privilege.
 //
 // Corresponds with POST /webhooks/{id}/test (the `TestWebhook` operationId).
 func (c *Client) TestWebhook(ctx context.Context, id int64, reqEditors ...RequestEditorFn) (*http.Response, error) {
@@ -10112,7 +10112,7 @@ type ClientWithResponsesInterface interface {
 
 	// TestWebhookWithResponse Queue a test delivery
 	//
-	// Queues a delivery of type webhook.test (no notification), due now, and answers 202 with it; follow it in GET /webhooks/{id}/deliveries. Takes no body. Audited (webhook.test). Needs the token permission POST /webhooks/{id}/test and write access; a subaccount also needs the event_notifications privilege.
+	// Queues a delivery of type webhook.test (no notification), due now, and answers 202 with it; follow it in GET /webhooks/{id}/deliveries. One test delivery is pending at a time: another while one is pending is 409 CONFLICT. Takes no body. Audited (webhook.test). Needs the token permission POST /webhooks/{id}/test and write access; a subaccount also needs the event_notifications privilege.
 	//
 	// Returns a wrapper object for the known response body format(s).
 	//
@@ -16223,6 +16223,14 @@ type TestWebhookResponse404Headers struct {
 	XRequestId         string
 }
 
+// TestWebhookResponse409Headers the declared response headers of an HTTP 409 response for TestWebhook
+type TestWebhookResponse409Headers struct {
+	RateLimitLimit     *int64
+	RateLimitRemaining *int64
+	RateLimitReset     *int64
+	XRequestId         string
+}
+
 // TestWebhookResponse429Headers the declared response headers of an HTTP 429 response for TestWebhook
 type TestWebhookResponse429Headers struct {
 	RateLimitLimit     *int64
@@ -16256,6 +16264,8 @@ type TestWebhookResponse struct {
 	JSON403 *Forbidden
 	// JSON404 the response for an HTTP 404 `application/json` response
 	JSON404 *NotFound
+	// JSON409 the response for an HTTP 409 `application/json` response
+	JSON409 *Conflict
 	// JSON429 the response for an HTTP 429 `application/json` response
 	JSON429 *TooManyRequests
 	// JSON500 the response for an HTTP 500 `application/json` response
@@ -16272,6 +16282,8 @@ type TestWebhookResponse struct {
 	Headers403 *TestWebhookResponse403Headers
 	// Headers404 the parsed response headers for an HTTP 404 response
 	Headers404 *TestWebhookResponse404Headers
+	// Headers409 the parsed response headers for an HTTP 409 response
+	Headers409 *TestWebhookResponse409Headers
 	// Headers429 the parsed response headers for an HTTP 429 response
 	Headers429 *TestWebhookResponse429Headers
 	// Headers500 the parsed response headers for an HTTP 500 response
@@ -16303,6 +16315,11 @@ func (r TestWebhookResponse) GetJSON403() *Forbidden {
 // GetJSON404 returns the response for an HTTP 404 `application/json` response
 func (r TestWebhookResponse) GetJSON404() *NotFound {
 	return r.JSON404
+}
+
+// GetJSON409 returns the response for an HTTP 409 `application/json` response
+func (r TestWebhookResponse) GetJSON409() *Conflict {
+	return r.JSON409
 }
 
 // GetJSON429 returns the response for an HTTP 429 `application/json` response
@@ -17041,7 +17058,7 @@ func (c *ClientWithResponses) RotateWebhookSecretWithResponse(ctx context.Contex
 
 // TestWebhookWithResponse Queue a test delivery
 //
-// Queues a delivery of type webhook.test (no notification), due now, and answers 202 with it; follow it in GET /webhooks/{id}/deliveries. Takes no body. Audited (webhook.test). Needs the token permission POST /webhooks/{id}/test and write access; a subaccount also needs the event_notifications privilege.
+// Queues a delivery of type webhook.test (no notification), due now, and answers 202 with it; follow it in GET /webhooks/{id}/deliveries. One test delivery is pending at a time: another while one is pending is 409 CONFLICT. Takes no body. Audited (webhook.test). Needs the token permission POST /webhooks/{id}/test and write access; a subaccount also needs the event_notifications privilege.
 //
 // Returns a wrapper object for the known response body format(s).
 //
@@ -27585,6 +27602,13 @@ func ParseTestWebhookResponse(rsp *http.Response) (*TestWebhookResponse, error) 
 		}
 		response.JSON404 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 409:
+		var dest Conflict
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON409 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
 		var dest TooManyRequests
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -27743,6 +27767,37 @@ func ParseTestWebhookResponse(rsp *http.Response) (*TestWebhookResponse, error) 
 			headers.XRequestId = value
 		}
 		response.Headers404 = &headers
+	case rsp.StatusCode == 409:
+		var headers TestWebhookResponse409Headers
+		if values := rsp.Header.Values("RateLimit-Limit"); len(values) > 0 {
+			var value int64
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: "int64"}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitLimit = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Remaining"); len(values) > 0 {
+			var value int64
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Remaining", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: "int64"}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitRemaining = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Reset"); len(values) > 0 {
+			var value int64
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Reset", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: "int64"}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitReset = &value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers409 = &headers
 	case rsp.StatusCode == 429:
 		var headers TestWebhookResponse429Headers
 		if values := rsp.Header.Values("RateLimit-Limit"); len(values) > 0 {

@@ -64,11 +64,24 @@ type DeliveryPage struct {
 
 // TestWebhook queues a test delivery to the webhook id inside scope
 // (notification_id NULL, type WebhookTestType, pending, due now) and
-// returns it, audited (webhook.test). It returns ErrNotFound,
+// returns it, audited (webhook.test). One is pending at a time: another
+// while one is pending is ErrConflict. It returns ErrNotFound,
 // policy.ErrScope and ErrUnavailable.
 func (s *Store) TestWebhook(ctx context.Context, scope policy.Scope, actor Actor, id int64) (WebhookDelivery, error) {
 	var d WebhookDelivery
 	err := s.changeWebhook(ctx, scope, actor, id, func(ctx context.Context, tx bun.Tx, w Webhook) (audit.Event, error) {
+		// One test delivery pending per webhook: a test of an endpoint that
+		// is down queues nothing more (the webhook's row, locked by
+		// changeWebhook, orders concurrent tests).
+		var pending []int64
+		if err := tx.NewRaw(`SELECT id FROM webhook_deliveries WHERE webhook_id = ? AND type = ? AND state = 'pending' LIMIT 1`,
+			id, WebhookTestType).Scan(ctx, &pending); err != nil {
+			return audit.Event{}, err
+		}
+		if len(pending) > 0 {
+			return audit.Event{}, fmt.Errorf("%w: the test delivery %d of webhook %d is still pending: follow it in GET /webhooks/{id}/deliveries",
+				ErrConflict, pending[0], id)
+		}
 		d = WebhookDelivery{WebhookID: id, AccountID: w.AccountID, Type: WebhookTestType}
 		if _, err := tx.NewInsert().Model(&d).Column("webhook_id", "account_id", "type").Returning("*").Exec(ctx); err != nil {
 			return audit.Event{}, err
