@@ -112,8 +112,10 @@ type Sender struct {
 	kick    chan struct{}
 	metrics *metrics
 	// failing holds a token per send in flight to a failing endpoint
-	// (failing_since set): at most a quarter of the workers, at least 1.
-	failing chan struct{}
+	// (failing_since set), unproven one per send to an endpoint not
+	// proven yet (proven_at unset): each at most a quarter of the
+	// workers, at least 1.
+	failing, unproven chan struct{}
 	// claims counts the claims, for RetryShare.
 	claims atomic.Uint64
 
@@ -181,6 +183,7 @@ func New(opts Options) (*Sender, error) {
 		opts.MeterProvider = noop.NewMeterProvider()
 	}
 	s := &Sender{opts: opts, kick: make(chan struct{}, opts.Workers), failing: make(chan struct{}, max(opts.Workers/4, 1)),
+		unproven: make(chan struct{}, max(opts.Workers/4, 1)),
 		inflight: map[*send]struct{}{}, hooks: map[int64]*hookLoad{}, canceledWebhooks: map[int64]time.Time{}, canceledAccounts: map[int64]time.Time{},
 		retry: storage.Retry{Schedule: opts.Schedule, DisableAfter: opts.DisableAfter, MaxRetryAfter: time.Hour}}
 	m, err := newMetrics(opts.MeterProvider, opts.Store)
@@ -247,17 +250,13 @@ func (s *Sender) work(ctx context.Context) {
 }
 
 // claim claims the next delivery this worker may send: of a failing
-// endpoint only while the failing share of the workers has room, of no
+// endpoint only while the failing share of the workers has room, of an
+// unproven one only while the unproven share has room, of no
 // webhook or account canceled in the last CancelHold, of no endpoint this
 // replica already fills; one claim in RetryShare takes a due retry first.
 func (s *Sender) claim(ctx context.Context) (*storage.Claim, error) {
-	token := false
-	select {
-	case s.failing <- struct{}{}:
-		token = true
-	default:
-	}
-	o := storage.ClaimOptions{EndpointSlots: s.opts.EndpointInflight, HealthyOnly: !token, Exclude: s.excluded()}
+	failing, unproven := take(s.failing), take(s.unproven)
+	o := storage.ClaimOptions{EndpointSlots: s.opts.EndpointInflight, SkipFailing: !failing, SkipUnproven: !unproven, Exclude: s.excluded()}
 	var c *storage.Claim
 	var err error
 	if s.claims.Add(1)%RetryShare == 0 {
@@ -271,18 +270,32 @@ func (s *Sender) claim(ctx context.Context) (*storage.Claim, error) {
 	if c != nil {
 		s.hold(c)
 	}
-	if !token {
-		// a healthy-only claim may still come back failing (its endpoint
-		// began failing between the claim's look and its read of the
-		// webhook): it is sent, and there is no token to give back
-		return c, err
+	// Keep the token of the endpoint's class until the claim ends, give
+	// back the others. A claim may come back of a class whose token this
+	// worker does not hold (its endpoint began failing between the
+	// claim's look and its read of the webhook): it is sent, and there is
+	// no token to give back.
+	keep := func(held bool, ch chan struct{}, class bool) {
+		switch {
+		case held && c != nil && err == nil && class:
+			c.OnEnd(func() { <-ch })
+		case held:
+			<-ch
+		}
 	}
-	if c == nil || err != nil || c.Webhook.FailingSince == nil {
-		<-s.failing
-		return c, err
+	keep(failing, s.failing, c != nil && c.Webhook.Failing())
+	keep(unproven, s.unproven, c != nil && c.Webhook.Unproven())
+	return c, err
+}
+
+// take takes a token of ch when one is free.
+func take(ch chan struct{}) bool {
+	select {
+	case ch <- struct{}{}:
+		return true
+	default:
+		return false
 	}
-	c.OnEnd(func() { <-s.failing })
-	return c, nil
 }
 
 // hold counts the claim c against its webhook until c ends; the end wakes
@@ -296,7 +309,7 @@ func (s *Sender) hold(c *storage.Claim) {
 		s.hooks[id] = h
 	}
 	h.claims++
-	h.failing = c.Webhook.FailingSince != nil
+	h.failing = c.Webhook.Failing() || c.Webhook.Unproven()
 	s.hooksMu.Unlock()
 	c.OnEnd(func() {
 		s.hooksMu.Lock()

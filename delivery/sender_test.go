@@ -298,7 +298,9 @@ func TestStalledEndpointHoldsOnlyItsSlots(t *testing.T) {
 		}
 	})
 	healthy := newReceiver(t, nil)
-	w.addWebhook("acme", stalled.URL)
+	// an endpoint that answered before (proven: its 2 slots), then stalls
+	st := w.addWebhook("acme", stalled.URL)
+	w.exec(`UPDATE webhooks SET proven_at = now() WHERE id = ?`, st.id)
 	w.addWebhook("globex", healthy.URL)
 	for range 10 {
 		w.notify(acmeVan)

@@ -47,8 +47,53 @@ func TestFailingEndpointsLeaveWorkersToHealthy(t *testing.T) {
 		w.notify(globexReefr)
 	}
 	eventually(t, "every delivery to the healthy endpoint", func() bool { return len(healthy.requests()) == 12 })
+	if w.scalar(`SELECT count(*) FROM webhooks WHERE url = ? AND proven_at IS NOT NULL`, healthy.URL) != 1 {
+		t.Fatal("the new endpoint that answered is not proven by its first success")
+	}
 	if n := deadStarted.Load(); n != 1 {
 		t.Fatalf("%d attempts to dead endpoints started, want 1 (a quarter of 4 workers)", n)
+	}
+}
+
+// TestNewDeadEndpointsLeaveWorkersToHealthy: new endpoints (never
+// failed, never proven) that never answer are unproven, not healthy: one
+// slot each and together at most a quarter of the workers, so a proven
+// endpoint's deliveries all arrive while their first attempts are held
+// (before, each took its 2 slots for its first Timeout, and enough of
+// them held every worker). A new endpoint that answers waits for the
+// unproven share like them, until its first success proves it
+// (TestFailingEndpointsLeaveWorkersToHealthy's new endpoint).
+func TestNewDeadEndpointsLeaveWorkersToHealthy(t *testing.T) {
+	t.Parallel()
+	w := newWorld(t)
+	var deadStarted atomic.Int64
+	dead := newReceiver(t, func(_ http.ResponseWriter, r *http.Request, _ int) {
+		deadStarted.Add(1)
+		<-r.Context().Done()
+	})
+	healthy := newReceiver(t, nil)
+	for range 5 {
+		w.addWebhook("acme", dead.URL)
+	}
+	proven := w.addWebhook("globex", healthy.URL)
+	w.exec(`UPDATE webhooks SET proven_at = now() WHERE id = ?`, proven.id)
+	for range 4 {
+		w.notify(acmeVan)
+	}
+	w.start(func(o *delivery.Options) {
+		o.Workers, o.EndpointInflight = 4, 2
+		o.Client = client(time.Minute)
+	})
+	eventually(t, "a dead attempt in flight", func() bool { return deadStarted.Load() == 1 })
+	for range 12 {
+		w.notify(globexReefr)
+	}
+	eventually(t, "every delivery to the proven endpoint", func() bool { return len(healthy.requests()) == 12 })
+	if n := deadStarted.Load(); n != 1 {
+		t.Fatalf("%d attempts to new dead endpoints started, want 1 (a quarter of 4 workers)", n)
+	}
+	if w.scalar(`SELECT count(*) FROM webhooks WHERE url = ? AND proven_at IS NOT NULL`, dead.URL) != 0 {
+		t.Fatal("a dead endpoint is proven")
 	}
 }
 
@@ -168,7 +213,7 @@ func TestChangesCancelSendsInFlight(t *testing.T) {
 type healthyRaceStore struct{ *storage.Store }
 
 func (s healthyRaceStore) ClaimDelivery(ctx context.Context, o storage.ClaimOptions) (*storage.Claim, error) {
-	o.HealthyOnly = false
+	o.SkipFailing, o.SkipUnproven = false, false
 	return s.Store.ClaimDelivery(ctx, o)
 }
 

@@ -66,7 +66,20 @@ type DeliveryWebhook struct {
 	OldSecret      []byte
 	OldSecretUntil *time.Time
 	FailingSince   *time.Time
+	// ProvenAt is when the endpoint first answered 2xx since its URL was
+	// set or it was re-activated; nil: not proven yet.
+	ProvenAt *time.Time
 }
+
+// Failing reports whether the endpoint is failing (failing_since set).
+func (w DeliveryWebhook) Failing() bool { return w.FailingSince != nil }
+
+// Unproven reports whether the endpoint is not failing and not proven yet
+// (proven_at unset). An endpoint neither failing nor unproven is healthy:
+// only then does it get every slot and a share of the workers beyond the
+// quarter kept for the failing ones and the quarter kept for the
+// unproven ones (docs/decisions.md, "Unproven endpoints").
+func (w DeliveryWebhook) Unproven() bool { return w.FailingSince == nil && w.ProvenAt == nil }
 
 // Claim is one delivery claimed by a sender, inside its own open
 // transaction: the delivery's row is locked FOR UPDATE, its webhook's FOR
@@ -94,11 +107,14 @@ type Claim struct {
 type ClaimOptions struct {
 	// EndpointSlots is the most attempts in flight to one healthy
 	// endpoint, across every sender; an endpoint that is failing
-	// (failing_since set) has one slot.
+	// (failing_since set) or not proven yet (proven_at unset) has one
+	// slot.
 	EndpointSlots int
-	// HealthyOnly leaves the deliveries of failing endpoints alone (the
-	// sender's share of workers for them is taken).
-	HealthyOnly bool
+	// SkipFailing leaves the deliveries of failing endpoints
+	// (failing_since set) alone, SkipUnproven those of endpoints not
+	// failing and not proven yet (proven_at unset): the sender's share of
+	// workers for them is taken.
+	SkipFailing, SkipUnproven bool
 	// Exclude are webhooks whose deliveries are not taken (the ones a
 	// DELETE, a deactivation or an erase is canceling, the ones the
 	// sender knows full).
@@ -168,17 +184,18 @@ const claimSQL = `WITH d AS (
   SELECT d.id, d.webhook_id, d.account_id, d.notification_id, d.msg_id, d.type, d.attempts, d.created_at
   FROM webhook_deliveries AS d
   WHERE d.state = 'pending' AND d.next_at <= now() AND d.webhook_id <> ALL (?::bigint[]) AND (NOT ? OR d.attempts > 0)
-    AND EXISTS (SELECT 1 FROM webhooks AS w WHERE w.id = d.webhook_id AND w.active AND (NOT ? OR w.failing_since IS NULL))
+    AND EXISTS (SELECT 1 FROM webhooks AS w WHERE w.id = d.webhook_id AND w.active
+      AND (NOT ? OR w.failing_since IS NULL) AND (NOT ? OR w.failing_since IS NOT NULL OR w.proven_at IS NOT NULL))
   ORDER BY (d.attempts > 0), d.next_at, d.id
   LIMIT 1
   FOR UPDATE OF d SKIP LOCKED)
 SELECT d.id, d.webhook_id, d.account_id, d.notification_id, d.msg_id, d.type, d.attempts, d.created_at, now(),
   set_config('synchronous_commit', 'off', true),
-  w.id, w.account_id, w.url, coalesce(w.active, false), w.secret, w.old_secret, w.old_secret_until, w.failing_since, slot.k
+  w.id, w.account_id, w.url, coalesce(w.active, false), w.secret, w.old_secret, w.old_secret_until, w.failing_since, w.proven_at, slot.k
 FROM d
-LEFT JOIN LATERAL (SELECT w.id, w.account_id, w.url, w.active, w.secret, w.old_secret, w.old_secret_until, w.failing_since
+LEFT JOIN LATERAL (SELECT w.id, w.account_id, w.url, w.active, w.secret, w.old_secret, w.old_secret_until, w.failing_since, w.proven_at
   FROM webhooks AS w WHERE w.id = d.webhook_id FOR KEY SHARE SKIP LOCKED) AS w ON true
-LEFT JOIN LATERAL (SELECT k FROM generate_series(0, CASE WHEN w.failing_since IS NULL THEN ?::int - 1 ELSE 0 END) AS k
+LEFT JOIN LATERAL (SELECT k FROM generate_series(0, CASE WHEN w.failing_since IS NULL AND w.proven_at IS NOT NULL THEN ?::int - 1 ELSE 0 END) AS k
   WHERE w.id IS NOT NULL AND pg_try_advisory_xact_lock(hashtextextended('fleet_webhook_slot:' || d.webhook_id || ':' || k, 0))
   LIMIT 1) AS slot ON true`
 
@@ -192,9 +209,9 @@ func (c *Claim) claim(ctx context.Context, o ClaimOptions, full []int64) (ok boo
 	var slot sql.NullInt64
 	active := false
 	var commit string
-	err = c.tx.QueryRowContext(ctx, claimSQL, pgdialect.Array(full), o.Retries, o.HealthyOnly, o.EndpointSlots).Scan(
+	err = c.tx.QueryRowContext(ctx, claimSQL, pgdialect.Array(full), o.Retries, o.SkipFailing, o.SkipUnproven, o.EndpointSlots).Scan(
 		&d.ID, &d.WebhookID, &d.AccountID, &d.NotificationID, &d.MsgID, &d.Type, &d.Attempts, &d.CreatedAt, &c.Now, &commit,
-		&wid, &waccount, &url, &active, &w.Secret, &w.OldSecret, &w.OldSecretUntil, &w.FailingSince, &slot)
+		&wid, &waccount, &url, &active, &w.Secret, &w.OldSecret, &w.OldSecretUntil, &w.FailingSince, &w.ProvenAt, &slot)
 	if errors.Is(err, sql.ErrNoRows) {
 		return false, 0, nil
 	}
@@ -356,10 +373,10 @@ u AS (
   UPDATE webhook_deliveries SET state = ?5, attempts = ?6, next_at = ?7, last_status = ?2, last_error = left(?4, 1000), updated_at = now()
   WHERE id = ?0),
 f AS (
-  UPDATE webhooks SET failing_since = NULL
-  WHERE ?9 AND id IN (SELECT id FROM webhooks WHERE id = ?8 AND failing_since <= ?1 FOR NO KEY UPDATE SKIP LOCKED)
+  UPDATE webhooks SET failing_since = CASE WHEN failing_since <= ?1 THEN NULL ELSE failing_since END, proven_at = coalesce(proven_at, ?1)
+  WHERE ?9 AND id IN (SELECT id FROM webhooks WHERE id = ?8 AND (failing_since <= ?1 OR proven_at IS NULL) FOR NO KEY UPDATE SKIP LOCKED)
   RETURNING id)
-SELECT NOT ?9 OR EXISTS (SELECT 1 FROM f) OR NOT EXISTS (SELECT 1 FROM webhooks WHERE id = ?8 AND failing_since <= ?1)`,
+SELECT NOT ?9 OR EXISTS (SELECT 1 FROM f) OR NOT EXISTS (SELECT 1 FROM webhooks WHERE id = ?8 AND (failing_since <= ?1 OR proven_at IS NULL))`,
 		c.ID, now, status, max(a.Duration.Milliseconds(), 0), errText, out.State, attempts, next, c.WebhookID, a.OK).Scan(&cleared); err != nil {
 		return out, translateOwn(err)
 	}
@@ -435,7 +452,8 @@ func isLockNotAvailable(err error) bool {
 // endpoint alone when a success of it was recorded after the attempt.
 func (c *Claim) endpoint(ctx context.Context, tx bun.Tx, a Attempt, r Retry, now time.Time, errText string, out *Recorded, late bool) error {
 	if a.OK {
-		_, err := tx.ExecContext(ctx, `UPDATE webhooks SET failing_since = NULL WHERE id = ? AND failing_since <= ?`, c.WebhookID, now)
+		_, err := tx.ExecContext(ctx, `UPDATE webhooks SET failing_since = CASE WHEN failing_since <= ?0 THEN NULL ELSE failing_since END,
+  proven_at = coalesce(proven_at, ?0) WHERE id = ?1 AND (failing_since <= ?0 OR proven_at IS NULL)`, now, c.WebhookID)
 		return err
 	}
 	if late {

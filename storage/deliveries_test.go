@@ -404,7 +404,7 @@ func TestClaimReadsTheIndexInOrder(t *testing.T) {
 	if err := db.NewRaw(`SELECT min(id) FROM webhooks`).Scan(ctx, &some); err != nil {
 		t.Fatal(err)
 	}
-	for _, args := range [][]any{{pgdialect.Array([]int64{}), false, false, 2}, {pgdialect.Array([]int64{some, some + 1}), false, true, 2}, {pgdialect.Array([]int64{}), true, false, 2}} {
+	for _, args := range [][]any{{pgdialect.Array([]int64{}), false, false, false, 2}, {pgdialect.Array([]int64{some, some + 1}), false, true, true, 2}, {pgdialect.Array([]int64{}), true, false, false, 2}} {
 		var plan []string
 		if err := db.NewRaw("EXPLAIN "+storage.ClaimSQL, args...).Scan(ctx, &plan); err != nil {
 			t.Fatal(err)
@@ -427,6 +427,10 @@ func TestClaimRetriesTakesAnOlderRetryFirst(t *testing.T) {
 	store, db := newStore(t)
 	importJSON(t, db, demodata.File())
 	addWebhook(t, db, "acme", true)
+	// proven (it answered before): two slots, for the two claims below
+	if _, err := db.ExecContext(ctx, `UPDATE webhooks SET proven_at = now()`); err != nil {
+		t.Fatal(err)
+	}
 	first, err := store.InsertNotificationOf(ctx, deliveryVan, "overspeed")
 	if err != nil {
 		t.Fatal(err)

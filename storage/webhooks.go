@@ -234,7 +234,7 @@ func (s *Store) changeWebhook(ctx context.Context, scope policy.Scope, actor Act
 // UpdateWebhook applies p to the webhook id inside scope and returns it,
 // audited (webhook.update, the fields that changed; nothing is written or
 // audited when nothing changes). Re-activating a webhook (active false to
-// true) clears disabled_reason and failing_since. It returns ErrNotFound
+// true) clears disabled_reason and failing_since (and proven_at, like a new URL). It returns ErrNotFound
 // (outside the scope or absent), ErrInvalid, policy.ErrScope and
 // ErrUnavailable.
 func (s *Store) UpdateWebhook(ctx context.Context, scope policy.Scope, actor Actor, id int64, p WebhookPatch) (Webhook, error) {
@@ -278,9 +278,10 @@ func (s *Store) UpdateWebhook(ctx context.Context, scope policy.Scope, actor Act
 		}
 		if _, err := tx.NewRaw(`UPDATE webhooks SET url = ?, description = ?, types = ?, active = ?, updated_at = now(),
 			disabled_reason = CASE WHEN ? THEN NULL ELSE disabled_reason END,
-			failing_since = CASE WHEN ? THEN NULL ELSE failing_since END
+			failing_since = CASE WHEN ? THEN NULL ELSE failing_since END,
+			proven_at = CASE WHEN ? OR url <> ? THEN NULL ELSE proven_at END
 			WHERE id = ?`,
-			after.URL, after.Description, pgdialect.Array([]string(after.Types)), after.Active, reactivated, reactivated, id).Exec(ctx); err != nil {
+			after.URL, after.Description, pgdialect.Array([]string(after.Types)), after.Active, reactivated, reactivated, reactivated, after.URL, id).Exec(ctx); err != nil {
 			return audit.Event{}, err
 		}
 		after = Webhook{}
