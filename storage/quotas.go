@@ -27,13 +27,14 @@ func (s *Store) DefaultQuotas() limits.Quotas { return s.quotas }
 
 // overrides returns the account's own quota overrides (nil: the default).
 func (a Account) overrides() limits.Quotas {
-	return limits.Quotas{Subaccounts: a.QuotaSubaccounts, Tokens: a.QuotaTokens, Devices: a.QuotaDevices, Passengers: a.QuotaPassengers}
+	return limits.Quotas{Subaccounts: a.QuotaSubaccounts, Tokens: a.QuotaTokens, Devices: a.QuotaDevices, Passengers: a.QuotaPassengers, Events: a.QuotaEvents}
 }
 
 // SetOverrides sets the account's quota overrides (nil: the platform
 // default).
 func (a *Account) SetOverrides(q limits.Quotas) {
 	a.QuotaSubaccounts, a.QuotaTokens, a.QuotaDevices, a.QuotaPassengers = q.Subaccounts, q.Tokens, q.Devices, q.Passengers
+	a.QuotaEvents = q.Events
 }
 
 // Overrides returns the account's own quota overrides: nil where the
