@@ -47,6 +47,9 @@ func Routes() []Route {
 		{"GET", "/usage"},
 		{"POST", "/readings"},
 		{"GET", "/objects/{id}/positions"},
+		{"POST", "/events"}, {"PATCH", "/events/{id}"}, {"DELETE", "/events/{id}"},
+		{"POST", "/services"}, {"PATCH", "/services/{id}"}, {"DELETE", "/services/{id}"}, {"POST", "/services/{id}/done"},
+		{"POST", "/reports"}, {"PATCH", "/reports/{id}"}, {"DELETE", "/reports/{id}"},
 	}
 }
 
