@@ -193,7 +193,7 @@ func (im *importer) importAccount(ctx context.Context, r record[importAccount], 
 	}
 	if a.Quotas != nil {
 		row.QuotaSubaccounts, row.QuotaTokens, row.QuotaDevices, row.QuotaPassengers = a.Quotas.Subaccounts, a.Quotas.Tokens, a.Quotas.Devices, a.Quotas.Passengers
-			row.QuotaEvents = a.Quotas.Events
+		row.QuotaEvents = a.Quotas.Events
 	}
 	if a.CreatedAt != nil {
 		row.CreatedAt = *a.CreatedAt
