@@ -123,6 +123,11 @@ func TestConfigWritesRefused(t *testing.T) {
 		many[i] = fmt.Sprintf("%d", 100000000+i)
 	}
 	manyIMEIs, _ := json.Marshal(many)
+	short := make([]string, 1001)
+	for i := range short {
+		short[i] = fmt.Sprint(i)
+	}
+	manyShort, _ := json.Marshal(short)
 	ev := func(extra string) string {
 		return `{"type":"overspeed","name":"R","checked_value":"90"` + extra + `}`
 	}
@@ -160,7 +165,9 @@ func TestConfigWritesRefused(t *testing.T) {
 		{"gateway", tok, "POST", "/api/v2/events", ev(`,"cmd_gateway":"pigeon"`), 400, "VALIDATION_FAILED", "cmd_gateway"},
 		{"hex command", tok, "POST", "/api/v2/events", ev(`,"cmd_type":"hex","cmd_string":"0xZZ"`), 400, "VALIDATION_FAILED", "cmd_string"},
 		{"e-mail", tok, "POST", "/api/v2/events", ev(`,"notify_email_address":"not an address"`), 400, "VALIDATION_FAILED", "notify_email_address"},
-		{"imei 10,000", tok, "POST", "/api/v2/events", ev(`,"imei":` + string(manyIMEIs)), 400, "VALIDATION_FAILED", "imei"},
+		{"imei 10,000", tok, "POST", "/api/v2/events", ev(`,"imei":` + string(manyIMEIs)), 413, "PAYLOAD_TOO_LARGE", ""},
+		{"imei 1,001", tok, "POST", "/api/v2/events", ev(`,"imei":` + string(manyShort)), 400, "VALIDATION_FAILED", "imei"},
+		{"reports imei 1,001", tok, "POST", "/api/v2/reports", `{"name":"R","imei":` + string(manyShort) + `}`, 400, "VALIDATION_FAILED", "imei"},
 		{"imei twice", tok, "POST", "/api/v2/events", ev(`,"imei":["` + acmeVan + `","` + acmeVan + `"]`), 400, "VALIDATION_FAILED", "imei"},
 		{"imei malformed", tok, "POST", "/api/v2/events", ev(`,"imei":["a b"]`), 400, "VALIDATION_FAILED", "imei"},
 		{"zones malformed", tok, "POST", "/api/v2/events", ev(`,"zones":[""]`), 400, "VALIDATION_FAILED", "zones"},
@@ -249,10 +256,10 @@ func TestConfigWritesRefused(t *testing.T) {
 		same(t, x, y)
 	})
 	t.Run("another tenant's row", func(t *testing.T) {
-		var ids []int64
+		ids := make([]int64, 3)
 		if err := a.db.NewRaw(`SELECT (SELECT min(event_id) FROM events e JOIN accounts a ON a.id = e.account_id WHERE a.username = 'tailspin'),
 			(SELECT min(service_id) FROM services s JOIN accounts a ON a.id = s.account_id WHERE a.username = 'tailspin'),
-			(SELECT min(report_id) FROM reports r JOIN accounts a ON a.id = r.account_id WHERE a.username = 'tailspin')`).Scan(context.Background(), &ids); err != nil {
+			(SELECT min(report_id) FROM reports r JOIN accounts a ON a.id = r.account_id WHERE a.username = 'tailspin')`).Scan(context.Background(), &ids[0], &ids[1], &ids[2]); err != nil {
 			t.Fatal(err)
 		}
 		for i, p := range []string{"/api/v2/events/%d", "/api/v2/services/%d", "/api/v2/reports/%d"} {

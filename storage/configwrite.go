@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"slices"
-	"strings"
 
 	"github.com/uptrace/bun"
 	"github.com/uptrace/bun/dialect/pgdialect"
@@ -49,28 +48,25 @@ type configWrites[T any] struct {
 
 // ownedDevices returns the ids of the devices imeis of account (locked FOR
 // NO KEY UPDATE when lock), in id order, or an InvalidFields naming field
-// when one is not the account's (unknown or another account's alike: the
-// answer says nothing of other tenants).
+// for the first that is not the account's (unknown or another account's
+// alike: the answer says nothing of other tenants).
 func ownedDevices(ctx context.Context, db bun.IDB, account int64, imeis []string, field string, lock bool) ([]int64, error) {
 	ids, found, err := deviceIDs(ctx, db, account, imeis, lock)
 	if err != nil {
 		return nil, err
 	}
-	var missing []string
-	for _, imei := range imeis {
+	for i, imei := range imeis {
 		if !found[imei] {
-			missing = append(missing, imei)
+			// The entry, not the IMEI: the answer is the same byte for byte
+			// for an unknown device and another tenant's.
+			reason := "not a device of the account"
+			if len(imeis) > 1 {
+				reason = fmt.Sprintf("entry %d: %s", i, reason)
+			}
+			return nil, InvalidFields{field: reason}
 		}
 	}
-	if len(missing) == 0 {
-		return ids, nil
-	}
-	slices.Sort(missing)
-	missing = slices.Compact(missing)
-	if len(missing) > 5 {
-		missing = append(missing[:5], "…")
-	}
-	return nil, InvalidFields{field: "not a device of the account: " + strings.Join(missing, ", ")}
+	return ids, nil
 }
 
 // deviceIDs reads the devices imeis of account (FOR NO KEY UPDATE when
