@@ -38,8 +38,8 @@ import (
 // configRequest is a validated create: the row and the account it is for
 // (nil: the caller's own).
 type configRequest[T any] struct {
-	Row     T
-	Account *int64
+	Row     T      `json:"row"`
+	Account *int64 `json:"account_id"`
 }
 
 // configResource declares the writes of one resource: rows T, bodies
@@ -65,30 +65,23 @@ type configResource[T, In, P any] struct {
 func (cr configResource[T, In, P]) create(s *Server, r *http.Request, ctx context.Context,
 	store func(ctx context.Context, scope, mscope policy.Scope, a storage.Actor, row T, idem *storage.IdempotentRequest) (T, bool, error)) (T, bool, error) {
 	var zero T
-	req, err := validBody(r, cr.validate)
+	// The opening of every write (managementWrite): the owner, absent the
+	// caller, is filled in before the Idempotency-Key's hash and is the
+	// target account (404 outside the caller's management scope).
+	o, err := managementWrite[In, configRequest[T]]{validate: cr.validate, create: cr.route,
+		inherit: func(m manager, v *configRequest[T]) {
+			if v.Account == nil {
+				own := m.principal.Account.ID
+				v.Account = &own
+			}
+		},
+		account: func(v configRequest[T]) *int64 { return v.Account },
+	}.open(s, ctx, r)
 	if err != nil {
 		return zero, false, err
 	}
-	m, err := s.managerFrom(ctx)
-	if err != nil {
-		return zero, false, err
-	}
-	owner := m.principal.Account.ID
-	if req.Account != nil {
-		owner = *req.Account
-	}
-	idem, err := idempotencyRequest(r, m.principal.Account.ID, cr.route, struct {
-		Account int64 `json:"account_id"`
-		Row     T     `json:"row"`
-	}{owner, req.Row})
-	if err != nil {
-		return zero, false, err
-	}
-	a, _, err := s.target(ctx, m, owner)
-	if err != nil {
-		return zero, false, err
-	}
-	if a.Type == tenancy.Subaccount {
+	m, req, idem, owner := o.manager, o.value, o.idem, *o.value.Account
+	if o.target.Type == string(tenancy.Subaccount) {
 		return zero, false, newError(CodeValidationFailed, "the "+cr.what+" is not valid", map[string]any{"fields": map[string]any{
 			"account_id": "a subaccount owns no " + cr.what + "s: name the account that owns the devices"}})
 	}

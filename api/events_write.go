@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/getkin/kin-openapi/openapi3"
 	"github.com/go-fuego/fuego"
 
 	"github.com/fleetapi/fleetapi/rules"
@@ -72,7 +73,7 @@ type EventFields struct {
 	Name               string       `json:"name,omitempty"`
 	Active             bool         `json:"active,omitempty"`
 	WeekDays           []string     `json:"week_days,omitempty"`
-	DayTime            DayTimeInput `json:"day_time"`
+	DayTime            DayTimeInput `json:"day_time,omitempty"`
 	IMEI               []string     `json:"imei,omitempty"`
 	CheckedValue       string       `json:"checked_value,omitempty"`
 	RouteTrigger       string       `json:"route_trigger,omitempty"`
@@ -111,6 +112,34 @@ type DayTimeInput struct {
 func eventTypes() []string {
 	return []string{rules.Overspeed, rules.IgnitionOn, rules.IgnitionOff, rules.SOS, rules.DoorOpen, rules.Param, rules.FuelDrop,
 		rules.Stopped, rules.ConnectionNo, rules.ZoneIn, rules.ZoneOut, rules.RouteOut}
+}
+
+// hhmm is a time of day of an event rule's window (rules.DayTime).
+const hhmm = `^([01][0-9]|2[0-3]):[0-5][0-9]$`
+
+// hhmmProps states day_time's from and to: "HH:MM" each.
+func hhmmProps() fieldOpt {
+	return schemaOpt(func(s *openapi3.Schema) {
+		five := uint64(5)
+		for _, p := range []string{"from", "to"} {
+			v := s.Properties[p].Value
+			v.Pattern, v.MinLength, v.MaxLength = hhmm, five, &five
+		}
+	})
+}
+
+// checkedValueOfTypes states that a rule created of a type that compares
+// with checked_value names one (rules.Check reads it; its form per type is
+// the server's to judge).
+func checkedValueOfTypes(s *openapi3.Schema) {
+	ifType := openapi3.NewObjectSchema()
+	ifType.Required = []string{"type"}
+	ifType.Properties = openapi3.Schemas{"type": openapi3.NewSchemaRef("", &openapi3.Schema{
+		Enum: anys([]string{rules.Overspeed, rules.FuelDrop, rules.Stopped, rules.ConnectionNo, rules.Param})})}
+	then := openapi3.NewObjectSchema()
+	then.Required = []string{"checked_value"}
+	then.Properties = openapi3.Schemas{"checked_value": openapi3.NewSchemaRef("", &openapi3.Schema{MinLength: 1})}
+	s.If, s.Then = openapi3.NewSchemaRef("", ifType), openapi3.NewSchemaRef("", then)
 }
 
 // hexCommand is a command of cmd_type hex.
@@ -200,14 +229,14 @@ func eventInputSchema(create bool) wireType {
 		"type":                 {enum(eventTypes()...), desc("Kind of event (docs/design.md §14); required on a create.")},
 		"name":                 {minLen(1), maxLen(maxNameLen), desc("Name, unique in the account (409 otherwise); required on a create.")},
 		"active":               {desc("Whether the rule is on; defaults to false.")},
-		"week_days":            {itemEnum(storage.WeekDays()...), maxItems(7), desc("Days on which the rule applies, each once; empty: every day.")},
-		"day_time":             {desc(`Daily window {"from": "HH:MM", "to": "HH:MM"} in the account's time zone, both or neither; from after to spans midnight.`)},
-		"imei":                 {maxItems(maxDevicesNamed), desc("IMEIs of the account's devices the rule watches, each once; empty: every device of the account.")},
+		"week_days":            {itemEnum(storage.WeekDays()...), maxItems(7), uniqueItems(), desc("Days on which the rule applies, each once; empty: every day.")},
+		"day_time":             {hhmmProps(), desc(`Daily window {"from": "HH:MM", "to": "HH:MM"} in the account's time zone, both or neither; from after to spans midnight.`)},
+		"imei":                 {maxItems(maxDevicesNamed), uniqueItems(), itemPattern(imeiPattern.String()), itemLen(1, 50), desc("IMEIs of the account's devices the rule watches, each once; empty: every device of the account.")},
 		"checked_value":        {maxLen(maxTextLen), desc("Value the rule compares with, as its type reads it (a number of km/h, minutes, a param expression).")},
 		"route_trigger":        {enum(storage.Triggers()...), desc(`Trigger on the routes; defaults to "off".`)},
 		"zone_trigger":         {enum(storage.Triggers()...), desc(`Trigger on the zones; defaults to "off".`)},
-		"routes":               {maxItems(maxListItems), desc("Routes the rule watches.")},
-		"zones":                {maxItems(maxListItems), desc("Ids of the zones the rule watches.")},
+		"routes":               {maxItems(maxListItems), uniqueItems(), itemLen(1, maxItemLen), desc("Routes the rule watches.")},
+		"zones":                {maxItems(maxListItems), uniqueItems(), itemPattern(zoneIDPattern.String()), itemLen(1, 50), desc("Ids of the zones the rule watches.")},
 		"notify_system":        {desc("Whether to notify in the system.")},
 		"notify_email":         {desc("Whether to notify by e-mail.")},
 		"notify_email_address": {maxLen(maxTextLen), desc("E-mail addresses separated by commas (at most 10), or empty.")},
@@ -222,11 +251,11 @@ func eventInputSchema(create bool) wireType {
 		"cmd_string":           {maxLen(maxTextLen), desc("The command (pairs of hexadecimal digits for cmd_type hex).")},
 	}
 	if !create {
-		return wireType{name: "EventPatch", value: EventFields{}, fields: fields,
+		return wireType{name: "EventPatch", required: []string{}, minProperties: 1, value: EventFields{}, fields: fields,
 			description: "The fields of an event rule to change (docs/design.md §15); at least one. Field names are exact; unknown, repeated and null keys are rejected."}
 	}
 	fields["account_id"] = []fieldOpt{minimum(1), desc("The rule's account, in the caller's management scope and not a subaccount; defaults to the caller's own.")}
-	return wireType{name: "EventInput", value: EventInput{}, fields: fields, required: []string{"type", "name"},
+	return wireType{name: "EventInput", value: EventInput{}, fields: fields, required: []string{"type", "name"}, complete: checkedValueOfTypes,
 		description: "An event rule to create (docs/design.md §15). Absent fields take their defaults. Field names are exact; unknown, repeated and null keys are rejected."}
 }
 

@@ -154,16 +154,19 @@ func reportInputSchema(create bool) wireType {
 	fields["format"] = append(fields["format"], maxLen(maxReportFormat))
 	fields["stop_duration"] = append(fields["stop_duration"], minimum(0), maximum(maxInteger))
 	fields["speed_limit"] = append(fields["speed_limit"], minimum(0), maximum(maxInteger))
-	fields["imei"] = []fieldOpt{maxItems(maxDevicesNamed), desc("IMEIs of the account's devices the report covers, each once.")}
+	fields["imei"] = []fieldOpt{maxItems(maxDevicesNamed), uniqueItems(), itemPattern(imeiPattern.String()), itemLen(1, 50), desc("IMEIs of the account's devices the report covers, each once.")}
 	for _, f := range []string{"zone_ids", "sensor_names", "data_items"} {
-		fields[f] = append(fields[f], maxItems(maxListItems))
+		fields[f] = append(fields[f], maxItems(maxListItems), uniqueItems())
 	}
+	fields["zone_ids"] = append(fields["zone_ids"], itemPattern(zoneIDPattern.String()), itemLen(1, 50))
+	fields["sensor_names"] = append(fields["sensor_names"], itemLen(1, maxItemLen))
+	fields["data_items"] = append(fields["data_items"], itemLen(1, maxItemLen))
 	fields["schedule_email_address"] = append(fields["schedule_email_address"], maxLen(maxTextLen))
 	for _, f := range []string{"dt_schedule_d", "dt_schedule_w"} {
-		fields[f] = append(fields[f], typed(openapi3.TypeString), format("date-time"))
+		fields[f] = append(fields[f], typed(openapi3.TypeString), nullable(), format("date-time"))
 	}
 	if !create {
-		return wireType{name: "ReportPatch", value: ReportFields{}, fields: fields,
+		return wireType{name: "ReportPatch", required: []string{}, minProperties: 1, value: ReportFields{}, fields: fields,
 			description: "The fields of a report to change (docs/design.md §15); at least one. Field names are exact; unknown, repeated and null keys are rejected (the schedule times take null)."}
 	}
 	fields["account_id"] = []fieldOpt{minimum(1), desc("The report's account, in the caller's management scope and not a subaccount; defaults to the caller's own.")}

@@ -152,10 +152,10 @@ func serviceInputSchema(create bool) wireType {
 	for _, f := range []string{"odo_interval", "odo_last", "engh_interval", "engh_last", "days_interval", "odo_left_num", "engh_left_num", "days_left_num"} {
 		fields[f] = append(fields[f], minimum(0), maximum(maxInteger))
 	}
-	fields["imei"] = []fieldOpt{pattern(imeiPattern.String()), desc("IMEI of a device of the record's account; required on a create.")}
+	fields["imei"] = []fieldOpt{pattern(imeiPattern.String()), minLen(1), maxLen(50), desc("IMEI of a device of the record's account; required on a create.")}
 	fields["name"] = []fieldOpt{minLen(1), maxLen(maxNameLen), desc("Name of the service, unique per device (409 otherwise); required on a create.")}
 	if !create {
-		return wireType{name: "ServicePatch", value: ServiceFields{}, fields: fields,
+		return wireType{name: "ServicePatch", required: []string{}, minProperties: 1, value: ServiceFields{}, fields: fields,
 			description: "The fields of a service record to change (docs/design.md §15); at least one. Field names are exact; unknown, repeated and null keys are rejected (days_last takes null)."}
 	}
 	fields["account_id"] = []fieldOpt{minimum(1), desc("The record's account, in the caller's management scope and not a subaccount; defaults to the caller's own.")}
@@ -244,7 +244,7 @@ func serviceDoneSchema() wireType {
 	return wireType{name: "ServiceDone", value: ServiceDoneInput{},
 		description: "What was done (docs/design.md §15): each field absent or null takes its default. Field names are exact; unknown and repeated keys are rejected.",
 		fields: map[string][]fieldOpt{
-			"time":         {typed(openapi3.TypeString), format("date-time"), desc("When the work was done (RFC 3339; at most 5 minutes ahead); default now. days_last takes its UTC day.")},
+			"time":         {typed(openapi3.TypeString), nullable(), format("date-time"), desc("When the work was done (RFC 3339; at most 5 minutes ahead); absent or null: now. days_last takes its UTC day.")},
 			"odometer":     {minimum(0), maximum(maxInteger), desc("Odometer then (km); default the device's current odometer.")},
 			"engine_hours": {minimum(0), maximum(maxInteger), desc("Engine hours then (h); default the device's current engine hours.")},
 		}}

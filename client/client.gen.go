@@ -3181,10 +3181,10 @@ type EventPatch struct {
 	CmdType *EventPatchCmdType `json:"cmd_type,omitempty"`
 
 	// DayTime Daily window {"from": "HH:MM", "to": "HH:MM"} in the account's time zone, both or neither; from after to spans midnight.
-	DayTime struct {
+	DayTime *struct {
 		From *string `json:"from,omitempty"`
 		To   *string `json:"to,omitempty"`
-	} `json:"day_time"`
+	} `json:"day_time,omitempty"`
 
 	// EmailTemplateId E-mail template (0: the default).
 	EmailTemplateId *int64 `json:"email_template_id,omitempty"`
@@ -3930,10 +3930,10 @@ type ReportInput struct {
 	DataItems *[]string `json:"data_items,omitempty"`
 
 	// DtScheduleD Next daily run (RFC 3339), or null.
-	DtScheduleD *time.Time `json:"dt_schedule_d,omitempty"`
+	DtScheduleD nullable.Nullable[time.Time] `json:"dt_schedule_d,omitempty"`
 
 	// DtScheduleW Next weekly run (RFC 3339), or null.
-	DtScheduleW *time.Time `json:"dt_schedule_w,omitempty"`
+	DtScheduleW nullable.Nullable[time.Time] `json:"dt_schedule_w,omitempty"`
 
 	// Format Output format, for example "pdf".
 	Format *string `json:"format,omitempty"`
@@ -3998,10 +3998,10 @@ type ReportPatch struct {
 	DataItems *[]string `json:"data_items,omitempty"`
 
 	// DtScheduleD Next daily run (RFC 3339), or null.
-	DtScheduleD *time.Time `json:"dt_schedule_d,omitempty"`
+	DtScheduleD nullable.Nullable[time.Time] `json:"dt_schedule_d,omitempty"`
 
 	// DtScheduleW Next weekly run (RFC 3339), or null.
-	DtScheduleW *time.Time `json:"dt_schedule_w,omitempty"`
+	DtScheduleW nullable.Nullable[time.Time] `json:"dt_schedule_w,omitempty"`
 
 	// Format Output format, for example "pdf".
 	Format *string `json:"format,omitempty"`
@@ -4187,8 +4187,8 @@ type ServiceDone struct {
 	// Odometer Odometer then (km); default the device's current odometer.
 	Odometer nullable.Nullable[int64] `json:"odometer,omitempty"`
 
-	// Time When the work was done (RFC 3339; at most 5 minutes ahead); default now. days_last takes its UTC day.
-	Time *time.Time `json:"time,omitempty"`
+	// Time When the work was done (RFC 3339; at most 5 minutes ahead); absent or null: now. days_last takes its UTC day.
+	Time nullable.Nullable[time.Time] `json:"time,omitempty"`
 }
 
 // ServiceInput A maintenance service record to create (docs/design.md §15). Absent fields take their defaults (false, 0, null). Field names are exact; unknown, repeated and null keys are rejected (days_last takes null).
