@@ -430,3 +430,42 @@ func TestServiceWritesMoveState(t *testing.T) {
 		t.Fatalf("%d service.done audit events, want 2", n)
 	}
 }
+
+// TestConfigWritesDeniedEveryRoute: the route decisions of the writes of
+// docs/design.md §15 through the real stack, every one of the ten routes:
+// a subaccount writes none of them whatever its privileges
+// (not_for_subaccounts: 403 PRIVILEGE_REQUIRED naming the account type), a
+// read-only account none (403 READ_ONLY_ACCOUNT), and neither writes a row
+// or an audit event.
+func TestConfigWritesDeniedEveryRoute(t *testing.T) {
+	a := newTestAPI(t)
+	counts := func() string {
+		var s string
+		if err := a.db.NewRaw(`SELECT concat_ws(',', (SELECT count(*) FROM events), (SELECT count(*) FROM services),
+			(SELECT count(*) FROM reports), (SELECT count(*) FROM audit_events))`).Scan(context.Background(), &s); err != nil {
+			t.Fatal(err)
+		}
+		return s
+	}
+	before := counts()
+	bodies := map[string]string{"POST /events": `{"type":"sos","name":"Denied"}`, "PATCH /events/{id}": `{"active":false}`,
+		"DELETE /events/{id}": ``, "POST /services": `{"imei":"` + acmeVan + `","name":"Denied"}`, "PATCH /services/{id}": `{"odo":false}`,
+		"DELETE /services/{id}": ``, "POST /services/{id}/done": `{}`, "POST /reports": `{"name":"Denied"}`,
+		"PATCH /reports/{id}": `{"speed_limit":1}`, "DELETE /reports/{id}": ``}
+	for route, body := range bodies {
+		method, tmpl, _ := strings.Cut(route, " ")
+		path := "/api/v2" + strings.ReplaceAll(tmpl, "{id}", "1")
+		sub := a.write(method, path, body, demoToken(t, "acme-night-all"))
+		if sub.status != http.StatusForbidden || sub.errorCode(t) != "PRIVILEGE_REQUIRED" ||
+			fmt.Sprint(sub.body["error"].(map[string]any)["details"]) != "map[account_type:subaccount]" {
+			t.Errorf("%s as a subaccount: %d %s", route, sub.status, sub.raw)
+		}
+		ro := a.write(method, path, body, demoToken(t, "umbrella-all"))
+		if ro.status != http.StatusForbidden || ro.errorCode(t) != "READ_ONLY_ACCOUNT" {
+			t.Errorf("%s as a read-only account: %d %s", route, ro.status, ro.raw)
+		}
+	}
+	if after := counts(); after != before {
+		t.Fatalf("rows (events, services, reports, audit) %s → %s", before, after)
+	}
+}
