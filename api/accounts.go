@@ -196,6 +196,7 @@ type QuotasInput struct {
 	Devices     *int64 `json:"devices,omitempty"`
 	Passengers  *int64 `json:"passengers,omitempty"`
 	Webhooks    *int64 `json:"webhooks,omitempty"`
+	Events      *int64 `json:"events,omitempty"`
 }
 
 // quotasFrom validates the quotas of a PATCH body (raw: the object as
@@ -205,16 +206,17 @@ type QuotasInput struct {
 func (v validation) quotas(in *QuotasInput, raw json.RawMessage, defaults limits.Quotas) (map[limits.Quota]*int64, map[string]any) {
 	var present map[string]json.RawMessage
 	if in == nil || json.Unmarshal(raw, &present) != nil {
-		v["quotas"] = "an object of subaccounts, tokens, devices, passengers, webhooks: each a number of rows, or null for the platform default"
+		v["quotas"] = "an object of subaccounts, tokens, devices, passengers, webhooks, events: each a number of rows, or null for the platform default"
 		return nil, nil
 	}
 	if len(present) == 0 {
-		v["quotas"] = "name at least one of subaccounts, tokens, devices, passengers, webhooks"
+		v["quotas"] = "name at least one of subaccounts, tokens, devices, passengers, webhooks, events"
 		return nil, nil
 	}
 	set := map[limits.Quota]*int64{}
 	change := map[string]any{}
-	values := limits.Quotas{Subaccounts: in.Subaccounts, Tokens: in.Tokens, Devices: in.Devices, Passengers: in.Passengers, Webhooks: in.Webhooks}
+	values := limits.Quotas{Subaccounts: in.Subaccounts, Tokens: in.Tokens, Devices: in.Devices, Passengers: in.Passengers, Webhooks: in.Webhooks,
+		Events: in.Events}
 	for _, name := range limits.AllQuotas {
 		if _, ok := present[string(name)]; !ok {
 			continue
@@ -363,7 +365,8 @@ func accountFrom(in AccountInput, faults textFaults) (storage.Account, error) {
 	if in.Quotas != nil {
 		// the limits asked for, as overrides; newAccountLimits fills in
 		// the others
-		given := limits.Quotas{Subaccounts: in.Quotas.Subaccounts, Tokens: in.Quotas.Tokens, Devices: in.Quotas.Devices, Passengers: in.Quotas.Passengers, Webhooks: in.Quotas.Webhooks}
+		given := limits.Quotas{Subaccounts: in.Quotas.Subaccounts, Tokens: in.Quotas.Tokens, Devices: in.Quotas.Devices, Passengers: in.Quotas.Passengers,
+			Webhooks: in.Quotas.Webhooks, Events: in.Quotas.Events}
 		for _, name := range limits.AllQuotas {
 			v.quotaValue(name, given.Get(name), quotaRule+", or null to inherit")
 		}
@@ -702,7 +705,7 @@ func accountInputSchema() wireType {
 			"username":   {typed(openapi3.TypeString), minLen(2), maxLen(64), pattern(usernamePattern.String()), desc("Required; " + storage.UsernameRule + " (409 when another account has it in any case).")},
 			"type":       {typed(openapi3.TypeString), enum(accountTypes...), desc("Required. Nobody creates an admin through the API.")},
 			"manager_id": {minimum(1), desc("The account it is created under: null or a manager for an admin's manager or user, the manager for its users, the parent user for a subaccount.")},
-			"quotas": {quotaBounds(), desc("The new account's quota limits (docs/design.md §12): subaccounts, tokens, devices, passengers, " +
+			"quotas": {quotaBounds(), desc("The new account's quota limits (docs/design.md §12): subaccounts, tokens, devices, passengers, events, " +
 				"each a number of rows from 0 to 1000000000. Never above the caller's own limit in force (403 MANAGEMENT_DENIED " +
 				"exceeds_own_quota) unless the caller is an admin. An omitted or null quota (or quotas omitted or null) is the " +
 				"platform default, or the caller's own limit when that is lower: a new account never has more than its creator.")},
@@ -715,7 +718,7 @@ func accountPatchSchema() wireType {
 	return wireType{name: "AccountPatchInput", value: AccountPatchInput{}, required: []string{}, minProperties: 1,
 		description: "The fields to change (docs/design.md §9); at least one. Any other field, type, manager_id and username included, is 400 INVALID_BODY.",
 		fields: withSettings(map[string][]fieldOpt{
-			"quotas": {notNull(), quotaBounds(), oneQuotaAtLeast(), desc("Quota overrides (docs/design.md §12): subaccounts, tokens, devices, passengers, each a number of rows from 0 to " +
+			"quotas": {notNull(), quotaBounds(), oneQuotaAtLeast(), desc("Quota overrides (docs/design.md §12): subaccounts, tokens, devices, passengers, events, each a number of rows from 0 to " +
 				"1000000000, or null to return to the platform default; at least one. Not on one's own account; never above the caller's own limit " +
 				"(403 MANAGEMENT_DENIED exceeds_own_quota) unless the caller is an admin.")},
 		}, true, true, func(f accountSetting) string { return f.patch })}

@@ -1,8 +1,10 @@
 package api_test
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"net/http"
 	"slices"
 	"sort"
@@ -11,6 +13,7 @@ import (
 	"time"
 
 	"github.com/getkin/kin-openapi/openapi3"
+	"github.com/uptrace/bun"
 )
 
 // bodyCase is a request body the server accepts (2xx) for an operation,
@@ -101,6 +104,30 @@ func TestBodiesAgreeWithSchema(t *testing.T) {
 			return map[string]any{"url": fmt.Sprintf("https://hooks.acme.example/patched-%d", n), "description": "d",
 				"types": []any{"sos"}, "active": false}
 		}},
+		// The writes of docs/design.md §15, on acme's van and acme's demo
+		// rows (a name unique per n: the names are unique in the account or
+		// per device).
+		"POST /events": {"acme-all", "/api/v2/events", func(n int) map[string]any {
+			return eventBody(fmt.Sprintf("schema-event-%d", n), map[string]any{"account_id": acme})
+		}},
+		"PATCH /events/{id}": {"acme-all", fmt.Sprintf("/api/v2/events/%d", a.demoRowID(t, "events", "event_id", "acme")), func(n int) map[string]any {
+			return eventBody(fmt.Sprintf("schema-event-patched-%d", n), nil)
+		}},
+		"POST /services": {"acme-all", "/api/v2/services", func(n int) map[string]any {
+			return serviceBody(fmt.Sprintf("schema-service-%d", n), map[string]any{"account_id": acme})
+		}},
+		"PATCH /services/{id}": {"acme-all", fmt.Sprintf("/api/v2/services/%d", a.demoRowID(t, "services", "service_id", "acme")), func(n int) map[string]any {
+			return serviceBody(fmt.Sprintf("schema-service-patched-%d", n), nil)
+		}},
+		"POST /services/{id}/done": {"acme-all", fmt.Sprintf("/api/v2/services/%d/done", a.demoRowID(t, "services", "service_id", "acme")), func(int) map[string]any {
+			return map[string]any{"time": time.Now().UTC().Add(-time.Hour).Format(time.RFC3339), "odometer": 1000, "engine_hours": 10}
+		}},
+		"POST /reports": {"acme-all", "/api/v2/reports", func(n int) map[string]any {
+			return reportBody(fmt.Sprintf("schema-report-%d", n), map[string]any{"account_id": acme})
+		}},
+		"PATCH /reports/{id}": {"acme-all", fmt.Sprintf("/api/v2/reports/%d", a.demoRowID(t, "reports", "report_id", "acme")), func(n int) map[string]any {
+			return reportBody(fmt.Sprintf("schema-report-patched-%d", n), nil)
+		}},
 	}
 	doc := loadOpenAPI(t, openAPIDoc(t))
 	n := 0
@@ -177,6 +204,52 @@ func TestBodiesAgreeWithSchema(t *testing.T) {
 		t.Fatalf("only %d bodies checked", checked)
 	}
 	_ = strings.Contains
+}
+
+// eventBody is an event rule's body with every field of PATCH
+// /events/{id}, named name, and more's fields (account_id on a create).
+func eventBody(name string, more map[string]any) map[string]any {
+	b := map[string]any{"type": "sos", "name": name, "active": true, "week_days": []any{"mon", "fri"},
+		"day_time": map[string]any{"from": "22:00", "to": "06:00"}, "imei": []any{acmeVan}, "checked_value": "100",
+		"route_trigger": "off", "zone_trigger": "off", "routes": []any{}, "zones": []any{}, "notify_system": true,
+		"notify_email": true, "notify_email_address": "a@acme.example", "notify_sms": false, "notify_sms_number": "+100",
+		"notify_telegram": false, "email_template_id": 0, "sms_template_id": 0, "cmd_send": false, "cmd_gateway": "gprs",
+		"cmd_type": "ascii", "cmd_string": "getinfo"}
+	maps.Copy(b, more)
+	return b
+}
+
+// serviceBody is a service record's body with every field of PATCH
+// /services/{id} (on acme's van), named name, and more's fields.
+func serviceBody(name string, more map[string]any) map[string]any {
+	b := map[string]any{"imei": acmeVan, "name": name, "odo": true, "odo_interval": 40000, "odo_last": 50000, "engh": true,
+		"engh_interval": 500, "engh_last": 100, "days": true, "days_interval": 365, "days_last": "2026-01-02", "odo_left": true,
+		"odo_left_num": 1000, "engh_left": true, "engh_left_num": 50, "days_left": true, "days_left_num": 30, "update_last": true,
+		"notify_service_expire": true}
+	maps.Copy(b, more)
+	return b
+}
+
+// reportBody is a report's body with every field of PATCH /reports/{id}
+// (on acme's van), named name, and more's fields.
+func reportBody(name string, more map[string]any) map[string]any {
+	b := map[string]any{"name": name, "type": "drives_stops", "format": "pdf", "show_addresses": true, "zones_addresses": false,
+		"show_trip_image": false, "stop_duration": 5, "speed_limit": 90, "imei": []any{acmeVan}, "zone_ids": []any{},
+		"sensor_names": []any{"fuel"}, "data_items": []any{"route_start"}, "schedule_period": "dw",
+		"schedule_email_address": "r@acme.example", "dt_schedule_d": "2027-03-02T06:00:00Z", "dt_schedule_w": "2027-03-01T06:00:00Z"}
+	maps.Copy(b, more)
+	return b
+}
+
+// demoRowID is the smallest id (column idCol) of username's rows of table.
+func (a *testAPI) demoRowID(t *testing.T, table, idCol, username string) int64 {
+	t.Helper()
+	var id int64
+	if err := a.db.NewRaw("SELECT min(r.?) FROM ? r JOIN accounts a ON a.id = r.account_id WHERE a.username = ?",
+		bun.Ident(idCol), bun.Ident(table), username).Scan(context.Background(), &id); err != nil {
+		t.Fatalf("demo %s of %s: %v", table, username, err)
+	}
+	return id
 }
 
 func mapsKeys[V any](m map[string]V) []string {

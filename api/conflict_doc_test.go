@@ -23,6 +23,9 @@ func TestConflictFieldsDocumented(t *testing.T) {
 		"POST /accounts":   fmt.Sprintf(`{"username":"twice-sub","type":"subaccount","manager_id":%d}`, acme),
 		"POST /objects":    fmt.Sprintf(`{"imei":"TWICE-1","account_id":%d}`, acme),
 		"POST /tokens":     `{"name":"twice","permissions":["GET /me"]}`,
+		"POST /events":     `{"type":"overspeed","name":"Twice","checked_value":"100"}`,
+		"POST /services":   `{"imei":"` + acmeVan + `","name":"Twice"}`,
+		"POST /reports":    `{"name":"Twice"}`,
 	}
 	// The creates whose one 409 is the reuse of an Idempotency-Key (a
 	// webhook has no unique field: two of the same url are two webhooks):

@@ -169,6 +169,10 @@ func eraseIn(t *testing.T, tx bun.Tx, ids []int64) {
 	for _, q := range []string{
 		"DELETE FROM object_grants WHERE subaccount_id = ANY(?0) OR imei IN (SELECT imei FROM objects WHERE account_id = ANY(?0))",
 		"DELETE FROM tokens WHERE account_id = ANY(?0)",
+		// the lock world's event rule, service record and report (docs/design.md §15)
+		"DELETE FROM events WHERE account_id = ANY(?0)",
+		"DELETE FROM services WHERE account_id = ANY(?0)",
+		"DELETE FROM reports WHERE account_id = ANY(?0)",
 		"DELETE FROM objects WHERE account_id = ANY(?0)",
 		"DELETE FROM accounts WHERE id = ANY(?0)",
 	} {

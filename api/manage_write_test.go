@@ -20,7 +20,9 @@ func TestOneOpeningForWrites(t *testing.T) {
 		// the opening of every write with a body
 		"decodeBody": {"validBody",
 			// reads the body twice: which keys the PATCH names
-			"patchAccount"},
+			"patchAccount",
+			// the same for the writes of docs/design.md §15 (config_write.go)
+			"change"},
 		// the opening of a management write, and the one create that is
 		// no management write (its Idempotency-Key hash has no route name)
 		"idempotencyRequest": {"open", "postPassengers"},

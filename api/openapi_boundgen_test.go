@@ -262,7 +262,7 @@ func (g *boundGen) text(t *testing.T, what string, s *openapi3.Schema, length in
 		if len(id) > length {
 			break
 		}
-		candidates := []string{strings.Repeat("a", length-len(id)) + id}
+		candidates := []string{strings.Repeat("a", length-len(id)) + id, fmt.Sprintf("%02d:%02d", k/60%24, k%60)}
 		if length >= 6+len(id) {
 			candidates = append(candidates, emailOfLength(min(64, length-10), length, id))
 		}

@@ -76,6 +76,16 @@ func maxItems(n uint64) fieldOpt { return schemaOpt(func(s *openapi3.Schema) { s
 
 func uniqueItems() fieldOpt { return schemaOpt(func(s *openapi3.Schema) { s.UniqueItems = true }) }
 
+// itemPattern is the pattern every item of an array property matches.
+func itemPattern(p string) fieldOpt {
+	return schemaOpt(func(s *openapi3.Schema) { s.Items.Value.Pattern = p })
+}
+
+// itemLen bounds the length of every item of an array property.
+func itemLen(min, max uint64) fieldOpt {
+	return schemaOpt(func(s *openapi3.Schema) { s.Items.Value.MinLength, s.Items.Value.MaxLength = min, &max })
+}
+
 func pattern(p string) fieldOpt { return schemaOpt(func(s *openapi3.Schema) { s.Pattern = p }) }
 
 // nullable lets the property be null as well (OpenAPI 3.1: a type list).

@@ -110,6 +110,10 @@ var wantOperations = map[string]string{
 	"delete_webhook": "DELETE /webhooks/{id}", "rotate_webhook_secret": "POST /webhooks/{id}/rotate-secret",
 	"test_webhook": "POST /webhooks/{id}/test", "get_webhook_deliveries": "GET /webhooks/{id}/deliveries",
 	"retry_webhook_delivery": "POST /webhooks/{id}/deliveries/{delivery_id}/retry",
+	"create_event":           "POST /events", "update_event": "PATCH /events/{id}", "delete_event": "DELETE /events/{id}",
+	"create_service": "POST /services", "update_service": "PATCH /services/{id}", "delete_service": "DELETE /services/{id}",
+	"service_done":  "POST /services/{id}/done",
+	"create_report": "POST /reports", "update_report": "PATCH /reports/{id}", "delete_report": "DELETE /reports/{id}",
 }
 
 func TestOpenAPIContract(t *testing.T) {
@@ -227,7 +231,7 @@ func checkOperation(t *testing.T, method string, op *openapi3.Operation) {
 	case http.MethodPost:
 		want = append(want, "201", "409", "413", "415")
 		switch op.OperationID {
-		case "post_readings": // not a create: 200 with each item's outcome
+		case "post_readings", "service_done": // not a create: 200 (readings: each item's outcome)
 			want = []string{"400", "401", "403", "429", "500", "503", "200", "413", "415"}
 		case "rotate_webhook_secret", "retry_webhook_delivery": // actions without a body on a row: 200
 			want = []string{"400", "401", "403", "429", "500", "503", "200"}
@@ -236,6 +240,9 @@ func checkOperation(t *testing.T, method string, op *openapi3.Operation) {
 		}
 	case http.MethodPatch, http.MethodPut:
 		want = append(want, "200", "413", "415")
+		if slices.Contains([]string{"update_event", "update_service", "update_report"}, op.OperationID) {
+			want = append(want, "409") // a name taken by another row
+		}
 	case http.MethodDelete:
 		want = append(want, "204")
 	default:
@@ -245,7 +252,9 @@ func checkOperation(t *testing.T, method string, op *openapi3.Operation) {
 	if slices.Contains([]string{"get_event", "get_notification", "get_account", "create_account", "update_account", "erase_account", "create_token", "revoke_token",
 		"get_account_objects", "replace_account_objects", "create_object", "move_object", "get_usage", "get_object_positions", "get_object",
 		"create_webhook", "get_webhook", "update_webhook", "delete_webhook", "rotate_webhook_secret", "test_webhook",
-		"get_webhook_deliveries", "retry_webhook_delivery"}, op.OperationID) {
+		"get_webhook_deliveries", "retry_webhook_delivery",
+		"create_event", "update_event", "delete_event", "create_service", "update_service", "delete_service", "service_done",
+		"create_report", "update_report", "delete_report"}, op.OperationID) {
 		want = append(want, "404")
 	}
 	// A write that can find its row in a state that refuses it: 409

@@ -81,6 +81,16 @@ var routeBodies = map[string]string{
 	"POST /webhooks/{id}/rotate-secret": ``,
 	"POST /webhooks/{id}/test":          ``,
 	"POST /webhooks/{id}/deliveries/{delivery_id}/retry": ``,
+	"POST /events":             `{"type":"sos","name":"query-test"}`,
+	"PATCH /events/{id}":       `{"active":false}`,
+	"DELETE /events/{id}":      ``,
+	"POST /services":           `{"imei":"query-test","name":"query-test"}`,
+	"PATCH /services/{id}":     `{"odo":false}`,
+	"DELETE /services/{id}":    ``,
+	"POST /services/{id}/done": `{}`,
+	"POST /reports":            `{"name":"query-test"}`,
+	"PATCH /reports/{id}":      `{"speed_limit":80}`,
+	"DELETE /reports/{id}":     ``,
 }
 
 // everyRoute is one call of each route of the client API (tenancy.Routes:

@@ -33,6 +33,7 @@ type Store interface {
 	usageStore
 	readingStore
 	webhookStore
+	configStore
 }
 
 // webhookStore keeps the webhooks and their deliveries (webhooks.go).
@@ -46,6 +47,21 @@ type webhookStore interface {
 	TestWebhook(ctx context.Context, scope policy.Scope, actor storage.Actor, id int64) (storage.WebhookDelivery, error)
 	RetryDelivery(ctx context.Context, scope policy.Scope, actor storage.Actor, id, deliveryID int64) (storage.WebhookDelivery, error)
 	WebhookDeliveries(ctx context.Context, scope policy.Scope, id int64, p storage.DeliveryPage) ([]storage.WebhookDelivery, int64, error)
+}
+
+// configStore writes event rules, service records and reports
+// (config_write.go, docs/design.md §15).
+type configStore interface {
+	CreateEvent(ctx context.Context, scope, mscope policy.Scope, actor storage.Actor, e storage.Event, idem *storage.IdempotentRequest) (storage.Event, bool, error)
+	UpdateEvent(ctx context.Context, scope, mscope policy.Scope, actor storage.Actor, id int64, apply func(cur storage.Event) (storage.Event, error)) (storage.Event, error)
+	DeleteEvent(ctx context.Context, scope, mscope policy.Scope, actor storage.Actor, id int64) error
+	CreateService(ctx context.Context, scope, mscope policy.Scope, actor storage.Actor, v storage.Service, idem *storage.IdempotentRequest) (storage.Service, bool, error)
+	UpdateService(ctx context.Context, scope, mscope policy.Scope, actor storage.Actor, id int64, apply func(cur storage.Service) (storage.Service, error)) (storage.Service, error)
+	DeleteService(ctx context.Context, scope, mscope policy.Scope, actor storage.Actor, id int64) error
+	ServiceDone(ctx context.Context, scope, mscope policy.Scope, actor storage.Actor, id int64, day storage.Date, odometer, engineHours *int64) (storage.Service, error)
+	CreateReport(ctx context.Context, scope, mscope policy.Scope, actor storage.Actor, r storage.Report, idem *storage.IdempotentRequest) (storage.Report, bool, error)
+	UpdateReport(ctx context.Context, scope, mscope policy.Scope, actor storage.Actor, id int64, apply func(cur storage.Report) (storage.Report, error)) (storage.Report, error)
+	DeleteReport(ctx context.Context, scope, mscope policy.Scope, actor storage.Actor, id int64) error
 }
 
 // readingStore stores readings and reads a device's history (readings.go,

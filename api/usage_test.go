@@ -272,3 +272,47 @@ func TestUsageParameters(t *testing.T) {
 		t.Errorf("366 days: %d %s", r.status, r.raw)
 	}
 }
+
+// TestUsageCountsConfigWrites: the writes of docs/design.md §15 are
+// counted in usage (issue 38 item 3) like every write: each 2xx one write of
+// its route, a refused one a 4xx and no write.
+func TestUsageCountsConfigWrites(t *testing.T) {
+	base := newTestAPI(t)
+	day := time.Date(2026, 3, 11, 12, 0, 0, 0, time.UTC)
+	srv, meter := meteredServer(t, base, func() time.Time { return day })
+	acme, admin := demoToken(t, "acme-all"), demoToken(t, "admin-all")
+	ids := map[string]int64{}
+	for _, c := range configCases {
+		r := srv.send("POST", c.path, acme, c.create)
+		if r.status != http.StatusCreated {
+			t.Fatalf("POST %s: %d %s", c.path, r.status, r.raw)
+		}
+		ids[c.path] = int64(r.data(t)[c.id].(float64))
+	}
+	for _, c := range []struct {
+		method, path, body string
+		status             int
+	}{
+		{"PATCH", fmt.Sprintf("/api/v2/events/%d", ids["/api/v2/events"]), `{"active":false}`, 200},
+		{"POST", fmt.Sprintf("/api/v2/services/%d/done", ids["/api/v2/services"]), `{}`, 200},
+		{"DELETE", fmt.Sprintf("/api/v2/reports/%d", ids["/api/v2/reports"]), ``, 204},
+		{"POST", "/api/v2/events", `{"type":"teleport","name":"R"}`, 400},
+	} {
+		if r := srv.send(c.method, c.path, acme, c.body); r.status != c.status {
+			t.Fatalf("%s %s: %d, want %d: %s", c.method, c.path, r.status, c.status, r.raw)
+		}
+	}
+	if err := meter.Flush(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	items, _ := usageItems(t, base, admin, "from=2026-03-11&to=2026-03-11&account_id="+fmt.Sprint(base.accountID(t, "acme")))
+	if len(items) != 1 {
+		t.Fatalf("items %+v, want acme's", items)
+	}
+	got := items[0]
+	want := map[string]int64{"POST /events": 2, "POST /services": 1, "POST /reports": 1, "PATCH /events/{id}": 1,
+		"POST /services/{id}/done": 1, "DELETE /reports/{id}": 1}
+	if got.Requests != 7 || got.Writes != 6 || got.Errors4xx != 1 || fmt.Sprint(got.Routes) != fmt.Sprint(want) {
+		t.Errorf("acme: %+v, want 7 requests, 6 writes, 1 4xx, routes %v", got, want)
+	}
+}

@@ -41,6 +41,9 @@ type lockWorld struct {
 	x, xs        int64
 	d1, d2       int64
 	imei1, imei2 string
+	// ev, svc and rep are U's event rule, service record and report on
+	// d2 (the device no move takes).
+	ev, svc, rep int64
 	keyed        bool
 	twoServers   bool
 	servers      [2]*testAPI
@@ -93,8 +96,10 @@ func (w *lockWorld) send(srv *testAPI, op, method, path, token, body, key string
 	if r.status == http.StatusCreated && key != "" && w.keyed {
 		if d, ok := r.body["data"].(map[string]any); ok {
 			id, _ := d["id"].(float64)
-			if id == 0 {
-				id, _ = d["passenger_id"].(float64)
+			for _, k := range []string{"passenger_id", "event_id", "service_id", "report_id"} {
+				if id == 0 {
+					id, _ = d[k].(float64)
+				}
 			}
 			w.mu.Lock()
 			w.createdIDs[op] = append(w.createdIDs[op], int64(id))
@@ -214,6 +219,23 @@ var writeOps = []writeOp{
 	{name: "POST /readings (the same devices the other way round, by the manager)", ok: gone,
 		do: func(w *lockWorld, srv *testAPI, c int) writeOutcome {
 			return w.send(srv, "readings-m", "POST", "/api/v2/readings", w.m, readingsPair(w.imei2, w.imei1, c+1000), "")
+		}},
+	{name: "POST /events (a rule of the user's d2, by the user)", audited: true, ok: gone,
+		do: func(w *lockWorld, srv *testAPI, c int) writeOutcome {
+			return w.send(srv, "event", "POST", "/api/v2/events", w.tU,
+				fmt.Sprintf(`{"type":"overspeed","name":%q,"active":true,"checked_value":"80","imei":[%q]}`, w.name("ev", c), w.imei2), "event")
+		}},
+	{name: "PATCH /events/{id} (the rule of d2: a new threshold, its state reset, by the manager)", audited: true, ok: gone,
+		do: func(w *lockWorld, srv *testAPI, c int) writeOutcome {
+			return w.send(srv, "event-patch", "PATCH", fmt.Sprint("/api/v2/events/", w.ev), w.m, fmt.Sprintf(`{"checked_value":"%d"}`, 50+c), "")
+		}},
+	{name: "POST /services/{id}/done (the service of d2, by the user)", audited: true, ok: gone,
+		do: func(w *lockWorld, srv *testAPI, c int) writeOutcome {
+			return w.send(srv, "service-done", "POST", fmt.Sprintf("/api/v2/services/%d/done", w.svc), w.tU, fmt.Sprintf(`{"odometer":%d}`, c), "")
+		}},
+	{name: "PATCH /reports/{id} (the report of d2, by the user)", audited: true, ok: gone,
+		do: func(w *lockWorld, srv *testAPI, c int) writeOutcome {
+			return w.send(srv, "report-patch", "PATCH", fmt.Sprint("/api/v2/reports/", w.rep), w.tU, fmt.Sprintf(`{"speed_limit":%d}`, 80+c), "")
 		}},
 	{name: "DELETE /tokens/{id} (a token with an heir)", audited: true, ok: gone,
 		do: func(w *lockWorld, srv *testAPI, c int) writeOutcome {
@@ -385,6 +407,17 @@ func newLockWorld(a *testAPI, mID int64, keyed, two bool, servers [2]*testAPI) (
 			}
 		}
 		if _, err := tx.NewRaw(`INSERT INTO object_grants (subaccount_id, imei) VALUES (?, ?)`, w.s, w.imei1).Exec(ctx); err != nil {
+			return err
+		}
+		if err := tx.NewRaw(`INSERT INTO events (account_id, type, name, active, checked_value, imei) VALUES (?, 'overspeed', 'lk', true, '90', ARRAY[?])
+			RETURNING event_id`, w.u, w.imei2).Scan(ctx, &w.ev); err != nil {
+			return err
+		}
+		if err := tx.NewRaw(`INSERT INTO services (account_id, imei, name, odo, odo_interval, odo_left, odo_left_num, notify_service_expire)
+			VALUES (?, ?, 'lk', true, 100, true, 50, true) RETURNING service_id`, w.u, w.imei2).Scan(ctx, &w.svc); err != nil {
+			return err
+		}
+		if err := tx.NewRaw(`INSERT INTO reports (account_id, name, imei) VALUES (?, 'lk', ARRAY[?]) RETURNING report_id`, w.u, w.imei2).Scan(ctx, &w.rep); err != nil {
 			return err
 		}
 		var uTok int64
@@ -593,7 +626,8 @@ func checkRound(t *testing.T, a *testAPI, w *lockWorld, outs []writeOutcome) str
 		if err := a.db.NewRaw(`SELECT (SELECT count(*) FROM objects WHERE account_id = ?0) + (SELECT count(*) FROM tokens WHERE account_id = ?0)
 			+ (SELECT count(*) FROM passengers WHERE account_id = ?0) + (SELECT count(*) FROM accounts WHERE manager_id = ?0)
 			+ (SELECT count(*) FROM object_grants WHERE subaccount_id = ?0) + (SELECT count(*) FROM account_row_counts WHERE account_id = ?0)
-			+ (SELECT count(*) FROM idempotency_keys WHERE account_id = ?0)`, gone.id).Scan(ctx, &left); err != nil {
+			+ (SELECT count(*) FROM idempotency_keys WHERE account_id = ?0) + (SELECT count(*) FROM events WHERE account_id = ?0)
+			+ (SELECT count(*) FROM services WHERE account_id = ?0) + (SELECT count(*) FROM reports WHERE account_id = ?0)`, gone.id).Scan(ctx, &left); err != nil {
 			t.Fatal(err)
 		}
 		if left != 0 {

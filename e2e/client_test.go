@@ -618,6 +618,73 @@ func TestGeneratedClient(t *testing.T) {
 		}
 		failure(t, again.HTTPResponse, again.JSON404, http.StatusNotFound, client.ErrorCodeNOTFOUND)
 	})
+	// The writes of event rules, service records and reports (docs/design.md
+	// §15) on acme's van: each created, changed and deleted through the
+	// client, a service marked done, and the refusals a client meets.
+	t.Run("writes", func(t *testing.T) {
+		const van, tailspins = "356938035643817", "865231041152302"
+		ev, err := acme.CreateEventWithResponse(ctx, &client.CreateEventParams{IdempotencyKey: ptr("e2e-event-1")}, client.EventInput{
+			Type: client.EventInputTypeOverspeed, Name: "e2e overspeed", CheckedValue: ptr("100"), Imei: &[]string{van}, Active: ptr(true)})
+		if err != nil || ev.JSON201 == nil || ev.JSON201.Data.CheckedValue != "100" {
+			t.Fatalf("POST /events: %v %d %s", err, ev.StatusCode(), ev.Body)
+		}
+		eventID := ev.JSON201.Data.EventId
+		dup, err := acme.CreateEventWithResponse(ctx, nil, client.EventInput{Type: client.EventInputTypeSos, Name: "e2e overspeed"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		failure(t, dup.HTTPResponse, dup.JSON409, http.StatusConflict, client.ErrorCodeCONFLICT)
+		foreign, err := acme.CreateEventWithResponse(ctx, nil, client.EventInput{Type: client.EventInputTypeSos, Name: "e2e foreign",
+			Imei: &[]string{tailspins}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		failure(t, foreign.HTTPResponse, foreign.JSON400, http.StatusBadRequest, client.ErrorCodeVALIDATIONFAILED)
+		evUpd, err := acme.UpdateEventWithResponse(ctx, eventID, client.EventPatch{CheckedValue: ptr("110")})
+		if err != nil || evUpd.JSON200 == nil || evUpd.JSON200.Data.CheckedValue != "110" || !evUpd.JSON200.Data.Active {
+			t.Fatalf("PATCH /events/{id}: %v %d %s", err, evUpd.StatusCode(), evUpd.Body)
+		}
+		if gone, err := acme.DeleteEventWithResponse(ctx, eventID); err != nil || gone.StatusCode() != http.StatusNoContent {
+			t.Fatalf("DELETE /events/{id}: %v %d %s", err, gone.StatusCode(), gone.Body)
+		}
+		hidden, err := c.bearer("northwind-all").DeleteEventWithResponse(ctx, eventID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		failure(t, hidden.HTTPResponse, hidden.JSON404, http.StatusNotFound, client.ErrorCodeNOTFOUND)
+
+		sv, err := acme.CreateServiceWithResponse(ctx, &client.CreateServiceParams{IdempotencyKey: ptr("e2e-service-1")}, client.ServiceInput{
+			Imei: van, Name: "e2e tyres", Odo: ptr(true), OdoInterval: ptr(int64(40000)), OdoLast: ptr(int64(1000))})
+		if err != nil || sv.JSON201 == nil || sv.JSON201.Data.Imei != van {
+			t.Fatalf("POST /services: %v %d %s", err, sv.StatusCode(), sv.Body)
+		}
+		serviceID := sv.JSON201.Data.ServiceId
+		svUpd, err := acme.UpdateServiceWithResponse(ctx, serviceID, client.ServicePatch{OdoInterval: ptr(int64(45000))})
+		if err != nil || svUpd.JSON200 == nil || svUpd.JSON200.Data.OdoInterval != 45000 {
+			t.Fatalf("PATCH /services/{id}: %v %d %s", err, svUpd.StatusCode(), svUpd.Body)
+		}
+		done, err := acme.ServiceDoneWithResponse(ctx, serviceID, client.ServiceDone{Odometer: nullable.NewNullableWithValue(int64(42000))})
+		if err != nil || done.JSON200 == nil || done.JSON200.Data.OdoLast != 42000 {
+			t.Fatalf("POST /services/{id}/done: %v %d %s", err, done.StatusCode(), done.Body)
+		}
+		if gone, err := acme.DeleteServiceWithResponse(ctx, serviceID); err != nil || gone.StatusCode() != http.StatusNoContent {
+			t.Fatalf("DELETE /services/{id}: %v %d %s", err, gone.StatusCode(), gone.Body)
+		}
+
+		rp, err := acme.CreateReportWithResponse(ctx, &client.CreateReportParams{IdempotencyKey: ptr("e2e-report-1")}, client.ReportInput{
+			Name: "e2e stops", Type: ptr("drives_stops"), Imei: &[]string{van}})
+		if err != nil || rp.JSON201 == nil || rp.JSON201.Data.Name != "e2e stops" {
+			t.Fatalf("POST /reports: %v %d %s", err, rp.StatusCode(), rp.Body)
+		}
+		reportID := rp.JSON201.Data.ReportId
+		rpUpd, err := acme.UpdateReportWithResponse(ctx, reportID, client.ReportPatch{SpeedLimit: ptr(int64(80))})
+		if err != nil || rpUpd.JSON200 == nil || rpUpd.JSON200.Data.SpeedLimit != 80 {
+			t.Fatalf("PATCH /reports/{id}: %v %d %s", err, rpUpd.StatusCode(), rpUpd.Body)
+		}
+		if gone, err := acme.DeleteReportWithResponse(ctx, reportID); err != nil || gone.StatusCode() != http.StatusNoContent {
+			t.Fatalf("DELETE /reports/{id}: %v %d %s", err, gone.StatusCode(), gone.Body)
+		}
+	})
 	t.Run("create_passenger_errors", func(t *testing.T) {
 		r, err := acme.CreatePassengerWithResponse(ctx, nil, client.PassengerInput{PassengerName: "  "})
 		if err != nil {

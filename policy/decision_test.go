@@ -126,8 +126,12 @@ func expectCode(in Input) (string, map[string]any) {
 	if route != "GET /me" && !slices.Contains(p, "*") && !slices.Contains(p, in.Request.Method+" *") && !slices.Contains(p, route) {
 		return "TOKEN_PERMISSION_DENIED", map[string]any{"method": in.Request.Method, "route": in.Request.Route}
 	}
-	if a.Type == "subaccount" && route == "POST /readings" {
-		return "PRIVILEGE_REQUIRED", map[string]any{"account_type": "subaccount"} // subaccounts never ingest (§14)
+	if a.Type == "subaccount" && slices.Contains([]string{"POST /readings", "POST /events", "PATCH /events/{id}", "DELETE /events/{id}",
+		"POST /services", "PATCH /services/{id}", "DELETE /services/{id}", "POST /services/{id}/done", "POST /reports",
+		"PATCH /reports/{id}", "DELETE /reports/{id}"}, route) {
+		// subaccounts never ingest (§14) and write no event rules, service
+		// records or reports (§15)
+		return "PRIVILEGE_REQUIRED", map[string]any{"account_type": "subaccount"}
 	}
 	need := map[string]string{"GET /reports": "reports", "GET /events": "event_notifications", "GET /events/{id}": "event_notifications",
 		"GET /notifications": "event_notifications", "GET /notifications/{id}": "event_notifications", "GET /notifications/stream": "event_notifications",

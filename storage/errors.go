@@ -155,11 +155,27 @@ func translateServerError(err error, pgErr pgdriver.Error, clientValues bool) er
 	case code == "23505":
 		return fmt.Errorf("%w: %w", ErrConflict, err)
 	case class == "23":
-		return &InvalidError{SQLState: code, Column: pgErr.Field('c'), Reason: constraintReason(code), cause: err}
+		return &InvalidError{SQLState: code, Column: constraintColumn(pgErr), Reason: constraintReason(code), cause: err}
 	case class == "22" && clientValues:
 		return &InvalidError{SQLState: code, Column: pgErr.Field('c'), Reason: pgErr.Field('M'), cause: err}
 	}
 	return err
+}
+
+// constraintColumn is the column a violated constraint is about: the one
+// PostgreSQL names, else, for a column's CHECK, the column in its name
+// (PostgreSQL names a column constraint <table>_<column>_check, as the
+// import reads it too: importfile's constraintWords); "" when neither
+// says.
+func constraintColumn(pgErr pgdriver.Error) string {
+	if c := pgErr.Field('c'); c != "" {
+		return c
+	}
+	table, name := pgErr.Field('t'), pgErr.Field('n')
+	if pgErr.Field('C') != "23514" || table == "" || !strings.HasPrefix(name, table+"_") || !strings.HasSuffix(name, "_check") {
+		return ""
+	}
+	return strings.TrimSuffix(strings.TrimPrefix(name, table+"_"), "_check")
 }
 
 // constraintReason describes a violated integrity constraint without

@@ -52,6 +52,9 @@ func TestScopeRulesAskForTheirRoutePrivilege(t *testing.T) {
 	e := newEngine(t)
 	routePrivilege := policyValue[map[string]string](t, e, "data.fleet.authz.route_privilege")
 	privileges := policyValue[[]string](t, e, "data.fleet.authz.all_privileges")
+	// The routes no subaccount may use (authz.rego not_for_subaccounts: the
+	// writes of docs/design.md §15) ask for no privilege: none admits them.
+	notForSubaccounts := policyValue[[]string](t, e, "data.fleet.authz.not_for_subaccounts")
 	if len(routePrivilege) == 0 || len(privileges) == 0 {
 		t.Fatalf("route_privilege %v, all_privileges %v", routePrivilege, privileges)
 	}
@@ -83,7 +86,8 @@ func TestScopeRulesAskForTheirRoutePrivilege(t *testing.T) {
 		// The privilege the resource's routes need; they must agree.
 		need, routes := "", []string{}
 		for _, r := range tenancy.Routes() {
-			if r.Template != "/"+string(resource) && !strings.HasPrefix(r.Template, "/"+string(resource)+"/") {
+			if r.Template != "/"+string(resource) && !strings.HasPrefix(r.Template, "/"+string(resource)+"/") ||
+				slices.Contains(notForSubaccounts, r.String()) {
 				continue
 			}
 			p := routePrivilege[r.String()]

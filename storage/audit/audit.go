@@ -260,6 +260,30 @@ func storedSecrets(ctx context.Context, db bun.IDB, candidates map[string][][]by
 	return fields, nil
 }
 
+// The actions of the writes of what a fleet configures (docs/design.md
+// §15): event rules, service records and reports. Unlike the management
+// actions (policy.Action*) they are not decided by data.fleet.manage: the
+// route decision and the caller's row scope govern them. Each is audited
+// like a management write.
+const (
+	ActionEventCreate   = "event.create"
+	ActionEventUpdate   = "event.update"
+	ActionEventDelete   = "event.delete"
+	ActionServiceCreate = "service.create"
+	ActionServiceUpdate = "service.update"
+	ActionServiceDelete = "service.delete"
+	ActionServiceDone   = "service.done"
+	ActionReportCreate  = "report.create"
+	ActionReportUpdate  = "report.update"
+	ActionReportDelete  = "report.delete"
+)
+
+// ConfigActions are the actions of ActionEventCreate's group, in a
+// documented order.
+var ConfigActions = []string{ActionEventCreate, ActionEventUpdate, ActionEventDelete,
+	ActionServiceCreate, ActionServiceUpdate, ActionServiceDelete, ActionServiceDone,
+	ActionReportCreate, ActionReportUpdate, ActionReportDelete}
+
 // Target is what the events of one action are about: the table
 // whose row target_id names, and the fields of changes that hold that
 // row's personal data (replaced by ErasedMark when the row is erased).
@@ -287,7 +311,25 @@ var Targets = map[string]Target{
 	policy.ActionWebhookRotate: {"webhooks", nil},
 	policy.ActionWebhookTest:   {"webhooks", nil},
 	policy.ActionWebhookRetry:  {"webhooks", nil},
+	ActionEventCreate:          {"events", eventPersonal},
+	ActionEventUpdate:          {"events", eventPersonal},
+	ActionEventDelete:          {"events", eventPersonal},
+	ActionServiceCreate:        {"services", nil},
+	ActionServiceUpdate:        {"services", nil},
+	ActionServiceDelete:        {"services", nil},
+	ActionServiceDone:          {"services", nil},
+	ActionReportCreate:         {"reports", reportPersonal},
+	ActionReportUpdate:         {"reports", reportPersonal},
+	ActionReportDelete:         {"reports", reportPersonal},
 }
+
+// eventPersonal and reportPersonal are the fields of an event rule and a
+// report that reach a person (addresses and numbers), erased with the
+// row's account.
+var (
+	eventPersonal  = []string{"notify_email_address", "notify_sms_number"}
+	reportPersonal = []string{"schedule_email_address"}
+)
 
 // Write stores ev inside the caller's transaction db: the one
 // place an audit row is written. It refuses an event without an actor, a

@@ -66,10 +66,24 @@ route_privilege := {
 }
 
 # not_for_subaccounts are the routes no subaccount may use, whatever its
-# privileges and token (docs/design.md §14: subaccounts never ingest). The
+# privileges and token (docs/design.md §14: subaccounts never ingest; §15:
+# subaccounts write no event rules, service records or reports, which
+# belong to their parent and reach devices not granted to them). The
 # denial is PRIVILEGE_REQUIRED with details.account_type "subaccount": no
 # privilege grants them, so details.privilege is absent.
-not_for_subaccounts := {"POST /readings"}
+not_for_subaccounts := {
+	"POST /readings",
+	"POST /events",
+	"PATCH /events/{id}",
+	"DELETE /events/{id}",
+	"POST /services",
+	"PATCH /services/{id}",
+	"DELETE /services/{id}",
+	"POST /services/{id}/done",
+	"POST /reports",
+	"PATCH /reports/{id}",
+	"DELETE /reports/{id}",
+}
 
 # open_routes need no token permission: any valid token reads its own account.
 open_routes := {"GET /me"}

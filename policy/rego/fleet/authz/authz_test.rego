@@ -562,3 +562,39 @@ test_webhook_routes_need_event_notifications if {
 		with_it == {"allow": true}
 	}
 }
+
+# Subaccounts write no event rules, service records or reports
+# (docs/design.md §15), whatever their privileges and token; a user may
+# write them, a read-only user may not, and a token without the route's
+# permission may not.
+config_writes := [
+	["POST", "/events"],
+	["PATCH", "/events/{id}"],
+	["DELETE", "/events/{id}"],
+	["POST", "/services"],
+	["PATCH", "/services/{id}"],
+	["DELETE", "/services/{id}"],
+	["POST", "/services/{id}/done"],
+	["POST", "/reports"],
+	["PATCH", "/reports/{id}"],
+	["DELETE", "/reports/{id}"],
+]
+
+test_config_writes_never_for_subaccounts if {
+	every w in config_writes {
+		inp := object.union(sub(all_privileges), {"request": {"method": w[0], "route": w[1]}})
+		d := authz.decision with input as inp
+		d.code == "PRIVILEGE_REQUIRED"
+		d.details == {"account_type": "subaccount"}
+	}
+}
+
+test_config_writes_user if {
+	every w in config_writes {
+		authz.decision == {"allow": true} with input as with_request(w[0], w[1])
+		d := authz.decision with input as object.union(with_request(w[0], w[1]), {"account": {"read_only": true}})
+		d.code == "READ_ONLY_ACCOUNT"
+		e := authz.decision with input as object.union(with_request(w[0], w[1]), {"token": {"permissions": ["GET *"]}})
+		e.code == "TOKEN_PERMISSION_DENIED"
+	}
+}

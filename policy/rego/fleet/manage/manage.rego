@@ -65,7 +65,7 @@
 #   with quotas, and every account.create, has change.quotas {quota: the
 #   limit the account will have, null for unlimited} and
 #   input.limits.quotas, the caller's own limits in force ({subaccounts,
-#   tokens, devices, passengers}, each a number or null for unlimited).
+#   tokens, devices, passengers, events}, each a number or null for unlimited).
 #
 #   decision is always defined: {"allow": true} or {"allow": false, "code":
 #   "MANAGEMENT_DENIED", "message", "details": {"reason", ...}}. When
@@ -134,7 +134,7 @@ updatable := {"email", "active", "read_only", "account_expire", "account_expire_
 own_limits := {"active", "read_only", "account_expire", "account_expire_dt", "privileges", "rate_limit", "quotas"}
 
 # quota_names are the quotas of docs/design.md §12 an account.update may set.
-quota_names := {"subaccounts", "tokens", "devices", "passengers", "webhooks"}
+quota_names := {"subaccounts", "tokens", "devices", "passengers", "webhooks", "events"}
 
 # usable: the caller may use the API at all (its own state; the chain is
 # fleet.authz's).

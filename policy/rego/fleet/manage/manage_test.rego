@@ -995,3 +995,14 @@ test_erase_target_of_unknown_type_is_wrong if {
 	}
 	denied(d, "wrong_target_type")
 }
+
+# The events quota (docs/design.md §15) is set like the others: up to the
+# caller's own limit, never above it.
+test_quota_events if {
+	own := object.union(own_quotas, {"events": 40})
+	decide_quotas(caller(2), 3, {"events": 40}, own).allow
+	d := decide_quotas(caller(2), 3, {"events": 41}, own)
+	denied(d, "exceeds_own_quota")
+	d.details.quota == "events"
+	d.details.limit == 40
+}
