@@ -32,7 +32,8 @@ func (s *Server) registerAuditEvents(g *fuego.Server) {
 
 // auditActions are the actions of the audit trail.
 var auditActions = []string{policy.ActionAccountCreate, policy.ActionAccountUpdate, policy.ActionAccountErase, policy.ActionGrantsReplace,
-	policy.ActionObjectCreate, policy.ActionObjectMove, policy.ActionTokenCreate, policy.ActionTokenRevoke}
+	policy.ActionObjectCreate, policy.ActionObjectMove, policy.ActionTokenCreate, policy.ActionTokenRevoke,
+	policy.ActionZoneCreate, policy.ActionZoneUpdate, policy.ActionZoneDelete}
 
 // newestFirst completes a request of GET /audit-events: newest first
 // unless the query names a sort (and, with no order, descending by at); an

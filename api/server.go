@@ -317,6 +317,7 @@ func (s *Server) registerRoutes() {
 	s.registerPassengers(v2)
 	s.registerReports(v2)
 	s.registerEvents(v2)
+	s.registerZones(v2)
 	s.registerNotifications(v2)
 	s.registerObjects(v2)
 	s.registerAccounts(v2)

@@ -32,6 +32,15 @@ type Store interface {
 	dueStore
 	usageStore
 	readingStore
+	zoneStore
+}
+
+// zoneStore keeps the zones (zones.go).
+type zoneStore interface {
+	CreateZone(ctx context.Context, scope policy.Scope, actor storage.Actor, owner int64, cz storage.CheckedZone, idem *storage.IdempotentRequest) (storage.Zone, bool, error)
+	ZoneByID(ctx context.Context, scope policy.Scope, id int64) (storage.Zone, error)
+	UpdateZone(ctx context.Context, scope policy.Scope, actor storage.Actor, id int64, p storage.ZonePatch) (storage.Zone, error)
+	DeleteZone(ctx context.Context, scope policy.Scope, actor storage.Actor, id int64) error
 }
 
 // readingStore stores readings and reads a device's history (readings.go,

@@ -35,6 +35,12 @@ const (
 	ActionAccountErase = "account.erase"
 	ActionTokenCreate  = "token.create"
 	ActionTokenRevoke  = "token.revoke"
+	// The zone writes (docs/design.md §15, Places): audited like the
+	// management writes; no management decision (the route's permission
+	// and write access decide them).
+	ActionZoneCreate = "zone.create"
+	ActionZoneUpdate = "zone.update"
+	ActionZoneDelete = "zone.delete"
 )
 
 // CodeManagementDenied is the code of every management denial; its

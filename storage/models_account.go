@@ -41,6 +41,7 @@ type Account struct {
 	QuotaTokens      *int64 `bun:"quota_tokens" json:"-"`
 	QuotaDevices     *int64 `bun:"quota_devices" json:"-"`
 	QuotaPassengers  *int64 `bun:"quota_passengers" json:"-"`
+	QuotaZones       *int64 `bun:"quota_zones" json:"-"`
 	// Quotas and Usage are the limits in force and their current use,
 	// shown by GET and PATCH /accounts/{id} only (nil elsewhere).
 	Quotas *limits.Quotas     `bun:"-" json:"quotas,omitempty"`

@@ -47,6 +47,8 @@ func Routes() []Route {
 		{"GET", "/usage"},
 		{"POST", "/readings"},
 		{"GET", "/objects/{id}/positions"},
+		{"GET", "/zones"}, {"POST", "/zones"},
+		{"GET", "/zones/{id}"}, {"PATCH", "/zones/{id}"}, {"DELETE", "/zones/{id}"},
 	}
 }
 

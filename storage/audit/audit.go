@@ -281,6 +281,9 @@ var Targets = map[string]Target{
 	policy.ActionObjectMove:    {"objects", []string{"imei"}},
 	policy.ActionTokenCreate:   {"tokens", []string{"name"}},
 	policy.ActionTokenRevoke:   {"tokens", nil},
+	policy.ActionZoneCreate:    {"zones", []string{"name"}},
+	policy.ActionZoneUpdate:    {"zones", []string{"name"}},
+	policy.ActionZoneDelete:    {"zones", []string{"name"}},
 }
 
 // Write stores ev inside the caller's transaction db: the one

@@ -192,7 +192,7 @@ func (im *importer) importAccount(ctx context.Context, r record[importAccount], 
 		row.Timezone = storage.DefaultTimezone
 	}
 	if a.Quotas != nil {
-		row.QuotaSubaccounts, row.QuotaTokens, row.QuotaDevices, row.QuotaPassengers = a.Quotas.Subaccounts, a.Quotas.Tokens, a.Quotas.Devices, a.Quotas.Passengers
+		row.SetOverrides(*a.Quotas)
 	}
 	if a.CreatedAt != nil {
 		row.CreatedAt = *a.CreatedAt

@@ -35,10 +35,13 @@ const (
 	// QuotaPassengers counts the passengers the account owns (a
 	// subaccount's passengers are its parent's).
 	QuotaPassengers Quota = "passengers"
+	// QuotaZones counts the zones the account owns (docs/design.md §15;
+	// a subaccount writes none).
+	QuotaZones Quota = "zones"
 )
 
 // AllQuotas lists the quotas in their documented order.
-var AllQuotas = []Quota{QuotaSubaccounts, QuotaTokens, QuotaDevices, QuotaPassengers}
+var AllQuotas = []Quota{QuotaSubaccounts, QuotaTokens, QuotaDevices, QuotaPassengers, QuotaZones}
 
 // Quotas holds one limit per quota; nil is unlimited.
 type Quotas struct {
@@ -46,12 +49,13 @@ type Quotas struct {
 	Tokens      *int64 `json:"tokens"`
 	Devices     *int64 `json:"devices"`
 	Passengers  *int64 `json:"passengers"`
+	Zones       *int64 `json:"zones"`
 }
 
 // quotaField returns the one of the four fields, given for each quota in
 // the order of AllQuotas, that holds quota name (nil for an unknown name):
 // the one place that maps a quota name to a field, for limits and for use.
-func quotaField[T any](name Quota, subaccounts, tokens, devices, passengers *T) *T {
+func quotaField[T any](name Quota, subaccounts, tokens, devices, passengers, zones *T) *T {
 	switch name {
 	case QuotaSubaccounts:
 		return subaccounts
@@ -61,6 +65,8 @@ func quotaField[T any](name Quota, subaccounts, tokens, devices, passengers *T) 
 		return devices
 	case QuotaPassengers:
 		return passengers
+	case QuotaZones:
+		return zones
 	}
 	return nil
 }
@@ -68,7 +74,7 @@ func quotaField[T any](name Quota, subaccounts, tokens, devices, passengers *T) 
 // field returns the field of q that holds the limit of name (nil for an
 // unknown name).
 func (q *Quotas) field(name Quota) **int64 {
-	return quotaField(name, &q.Subaccounts, &q.Tokens, &q.Devices, &q.Passengers)
+	return quotaField(name, &q.Subaccounts, &q.Tokens, &q.Devices, &q.Passengers, &q.Zones)
 }
 
 // Get returns the limit of q (nil: unlimited).
@@ -105,6 +111,7 @@ type QuotaUsage struct {
 	Tokens      int64 `json:"tokens"`
 	Devices     int64 `json:"devices"`
 	Passengers  int64 `json:"passengers"`
+	Zones       int64 `json:"zones"`
 }
 
 // ErrQuotaExceeded is wrapped by a *QuotaError.
@@ -159,6 +166,9 @@ func Used(ctx context.Context, db bun.IDB, account int64, q Quota) (int64, error
 		err = db.NewRaw(`SELECT COALESCE(sum(n), 0) FROM account_row_counts WHERE resource = 'objects' AND account_id = ?`, account).Scan(ctx, &n)
 	case QuotaPassengers:
 		err = db.NewRaw(`SELECT COALESCE(sum(n), 0) FROM account_row_counts WHERE resource = 'passengers' AND account_id = ?`, account).Scan(ctx, &n)
+	case QuotaZones:
+		// Few rows per account: a count of its (account_id, id) index.
+		err = db.NewRaw(`SELECT count(*) FROM zones WHERE account_id = ?`, account).Scan(ctx, &n)
 	default:
 		err = fmt.Errorf("limits: unknown quota %q", q)
 	}
@@ -173,7 +183,7 @@ func UsageOf(ctx context.Context, db bun.IDB, account int64) (QuotaUsage, error)
 		if err != nil {
 			return QuotaUsage{}, err
 		}
-		*quotaField(q, &u.Subaccounts, &u.Tokens, &u.Devices, &u.Passengers) = n
+		*quotaField(q, &u.Subaccounts, &u.Tokens, &u.Devices, &u.Passengers, &u.Zones) = n
 	}
 	return u, nil
 }

@@ -544,3 +544,23 @@ test_positions_subaccount if {
 	inp := object.union(sub([]), {"request": {"method": "GET", "route": "/objects/{id}/positions"}})
 	authz.decision.allow with input as inp
 }
+
+# Zones (docs/design.md §15): a subaccount reads them with
+# event_notifications and never writes them, whatever its privileges; a
+# user uses every zone route, a read-only user only the reads.
+test_zones_subaccount_reads_only if {
+	every r in [["GET", "/zones"], ["GET", "/zones/{id}"]] {
+		without := authz.decision with input as object.union(sub(["reports"]), {"request": {"method": r[0], "route": r[1]}})
+		without.code == "PRIVILEGE_REQUIRED"
+		without.details == {"privilege": "event_notifications"}
+		authz.decision == {"allow": true} with input as object.union(sub(["event_notifications"]), {"request": {"method": r[0], "route": r[1]}})
+	}
+	every r in [["POST", "/zones"], ["PATCH", "/zones/{id}"], ["DELETE", "/zones/{id}"]] {
+		d := authz.decision with input as object.union(sub(all_privileges), {"request": {"method": r[0], "route": r[1]}})
+		d.code == "PRIVILEGE_REQUIRED"
+		d.details == {"account_type": "subaccount"}
+		authz.decision == {"allow": true} with input as with_request(r[0], r[1])
+		ro := authz.decision with input as object.union(with_request(r[0], r[1]), {"account": {"read_only": true}})
+		ro.code == "READ_ONLY_ACCOUNT"
+	}
+}
