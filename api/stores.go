@@ -113,6 +113,7 @@ type passengerStore interface {
 // eventStore reads one event (events.go).
 type eventStore interface {
 	EventByID(ctx context.Context, scope policy.Scope, id int64) (storage.Event, error)
+	EventZonesMissing(ctx context.Context, e storage.Event) ([]string, error)
 }
 
 // notificationStore reads notifications (notifications.go) and keeps the
