@@ -29,6 +29,7 @@ CREATE TABLE zones (
         AND (points IS NULL OR (jsonb_typeof(points) = 'array' AND jsonb_array_length(points) BETWEEN 4 AND 1001)))
 );
 CREATE INDEX zones_account_id_idx ON zones (account_id, id);
+CREATE INDEX zones_name_trgm_idx ON zones USING gin (name gin_trgm_ops); -- the search field name
 
 -- The audit trail records the zone writes (the webhook actions of
 -- 20270401000001 kept).

@@ -40,7 +40,7 @@ type Zone struct {
 	CenterLon *float64       `bun:"center_lon" json:"-"`
 	Center    *places.Point  `bun:"-" json:"center"`
 	RadiusM   *float64       `bun:"radius_m" json:"radius_m"`
-	Points    []places.Point `bun:"points,type:jsonb" json:"points"`
+	Points    []places.Point `bun:"points,type:jsonb,nullzero" json:"points"`
 	Color     string         `bun:"color,notnull" json:"color" list:"filter"`
 	CreatedAt time.Time      `bun:"created_at,nullzero,notnull,default:current_timestamp" json:"created_at" list:"sort"`
 	UpdatedAt time.Time      `bun:"updated_at,nullzero,notnull,default:current_timestamp" json:"updated_at"`

@@ -55,7 +55,10 @@ route_privilege := {
 	"GET /notifications/{id}": "event_notifications",
 	"GET /notifications/stream": "event_notifications",
 	"GET /zones": "event_notifications",
+	"POST /zones": "event_notifications",
 	"GET /zones/{id}": "event_notifications",
+	"PATCH /zones/{id}": "event_notifications",
+	"DELETE /zones/{id}": "event_notifications",
 }
 
 # not_for_subaccounts are the routes no subaccount may use, whatever its
