@@ -31,4 +31,9 @@ routes := [
 	"GET /usage",
 	"POST /readings",
 	"GET /objects/{id}/positions",
+	"GET /zones",
+	"POST /zones",
+	"GET /zones/{id}",
+	"PATCH /zones/{id}",
+	"DELETE /zones/{id}",
 ]
