@@ -34,7 +34,8 @@ func (s *Server) registerAuditEvents(g *fuego.Server) {
 var auditActions = []string{policy.ActionAccountCreate, policy.ActionAccountUpdate, policy.ActionAccountErase, policy.ActionGrantsReplace,
 	policy.ActionObjectCreate, policy.ActionObjectMove, policy.ActionTokenCreate, policy.ActionTokenRevoke,
 	policy.ActionWebhookCreate, policy.ActionWebhookUpdate, policy.ActionWebhookDelete, policy.ActionWebhookRotate,
-	policy.ActionWebhookTest, policy.ActionWebhookRetry}
+	policy.ActionWebhookTest, policy.ActionWebhookRetry,
+	policy.ActionZoneCreate, policy.ActionZoneUpdate, policy.ActionZoneDelete}
 
 // newestFirst completes a request of GET /audit-events: newest first
 // unless the query names a sort (and, with no order, descending by at); an

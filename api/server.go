@@ -329,6 +329,7 @@ func (s *Server) registerRoutes() {
 	s.registerPassengers(v2)
 	s.registerReports(v2)
 	s.registerEvents(v2)
+	s.registerZones(v2)
 	s.registerNotifications(v2)
 	s.registerWebhooks(v2)
 	s.registerObjects(v2)

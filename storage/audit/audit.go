@@ -287,6 +287,9 @@ var Targets = map[string]Target{
 	policy.ActionWebhookRotate: {"webhooks", nil},
 	policy.ActionWebhookTest:   {"webhooks", nil},
 	policy.ActionWebhookRetry:  {"webhooks", nil},
+	policy.ActionZoneCreate:    {"zones", []string{"name"}},
+	policy.ActionZoneUpdate:    {"zones", []string{"name"}},
+	policy.ActionZoneDelete:    {"zones", []string{"name"}},
 }
 
 // Write stores ev inside the caller's transaction db: the one

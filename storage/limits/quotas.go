@@ -38,10 +38,13 @@ const (
 	// QuotaWebhooks counts the webhooks the account registered (a
 	// subaccount's are its own: docs/design.md §14, Webhooks).
 	QuotaWebhooks Quota = "webhooks"
+	// QuotaZones counts the zones the account owns (docs/design.md §15;
+	// a subaccount writes none).
+	QuotaZones Quota = "zones"
 )
 
 // AllQuotas lists the quotas in their documented order.
-var AllQuotas = []Quota{QuotaSubaccounts, QuotaTokens, QuotaDevices, QuotaPassengers, QuotaWebhooks}
+var AllQuotas = []Quota{QuotaSubaccounts, QuotaTokens, QuotaDevices, QuotaPassengers, QuotaWebhooks, QuotaZones}
 
 // Quotas holds one limit per quota; nil is unlimited.
 type Quotas struct {
@@ -50,12 +53,13 @@ type Quotas struct {
 	Devices     *int64 `json:"devices"`
 	Passengers  *int64 `json:"passengers"`
 	Webhooks    *int64 `json:"webhooks"`
+	Zones       *int64 `json:"zones"`
 }
 
-// quotaField returns the one of the five fields, given for each quota in
+// quotaField returns the one of the six fields, given for each quota in
 // the order of AllQuotas, that holds quota name (nil for an unknown name):
 // the one place that maps a quota name to a field, for limits and for use.
-func quotaField[T any](name Quota, subaccounts, tokens, devices, passengers, webhooks *T) *T {
+func quotaField[T any](name Quota, subaccounts, tokens, devices, passengers, webhooks, zones *T) *T {
 	switch name {
 	case QuotaSubaccounts:
 		return subaccounts
@@ -67,6 +71,8 @@ func quotaField[T any](name Quota, subaccounts, tokens, devices, passengers, web
 		return passengers
 	case QuotaWebhooks:
 		return webhooks
+	case QuotaZones:
+		return zones
 	}
 	return nil
 }
@@ -74,7 +80,7 @@ func quotaField[T any](name Quota, subaccounts, tokens, devices, passengers, web
 // field returns the field of q that holds the limit of name (nil for an
 // unknown name).
 func (q *Quotas) field(name Quota) **int64 {
-	return quotaField(name, &q.Subaccounts, &q.Tokens, &q.Devices, &q.Passengers, &q.Webhooks)
+	return quotaField(name, &q.Subaccounts, &q.Tokens, &q.Devices, &q.Passengers, &q.Webhooks, &q.Zones)
 }
 
 // Get returns the limit of q (nil: unlimited).
@@ -112,6 +118,7 @@ type QuotaUsage struct {
 	Devices     int64 `json:"devices"`
 	Passengers  int64 `json:"passengers"`
 	Webhooks    int64 `json:"webhooks"`
+	Zones       int64 `json:"zones"`
 }
 
 // ErrQuotaExceeded is wrapped by a *QuotaError.
@@ -170,6 +177,9 @@ func Used(ctx context.Context, db bun.IDB, account int64, q Quota) (int64, error
 		// Few rows per account (the quota's default is small): a count of
 		// its (account_id, id) index.
 		err = db.NewRaw(`SELECT count(*) FROM webhooks WHERE account_id = ?`, account).Scan(ctx, &n)
+	case QuotaZones:
+		// Few rows per account: a count of its (account_id, id) index.
+		err = db.NewRaw(`SELECT count(*) FROM zones WHERE account_id = ?`, account).Scan(ctx, &n)
 	default:
 		err = fmt.Errorf("limits: unknown quota %q", q)
 	}
@@ -184,7 +194,7 @@ func UsageOf(ctx context.Context, db bun.IDB, account int64) (QuotaUsage, error)
 		if err != nil {
 			return QuotaUsage{}, err
 		}
-		*quotaField(q, &u.Subaccounts, &u.Tokens, &u.Devices, &u.Passengers, &u.Webhooks) = n
+		*quotaField(q, &u.Subaccounts, &u.Tokens, &u.Devices, &u.Passengers, &u.Webhooks, &u.Zones) = n
 	}
 	return u, nil
 }
