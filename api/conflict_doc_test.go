@@ -30,6 +30,9 @@ func TestConflictFieldsDocumented(t *testing.T) {
 	// IDEMPOTENCY_KEY_REUSED, which docs/api.md's error table names.
 	reused := map[string][2]string{
 		"POST /webhooks": {`{"url":"https://hooks.acme.example/twice"}`, `{"url":"https://hooks.acme.example/twice-2"}`},
+		// a zone has no unique field either (two of one name are two zones)
+		"POST /zones": {`{"name":"twice","kind":"circle","center":{"lat":1,"lon":2},"radius_m":10}`,
+			`{"name":"twice","kind":"circle","center":{"lat":1,"lon":2},"radius_m":11}`},
 	}
 	guide, err := os.ReadFile(filepath.Join("..", "cmd", "fleetapi", "apiguide.md"))
 	if err != nil {

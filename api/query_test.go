@@ -81,6 +81,9 @@ var routeBodies = map[string]string{
 	"POST /webhooks/{id}/rotate-secret": ``,
 	"POST /webhooks/{id}/test":          ``,
 	"POST /webhooks/{id}/deliveries/{delivery_id}/retry": ``,
+	"POST /zones":        `{"name":"query-test","kind":"circle","center":{"lat":1,"lon":2},"radius_m":100}`,
+	"PATCH /zones/{id}":  `{"name":"query test"}`,
+	"DELETE /zones/{id}": ``,
 }
 
 // everyRoute is one call of each route of the client API (tenancy.Routes:

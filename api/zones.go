@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
+	"io"
 	"maps"
 	"slices"
 
@@ -63,18 +64,8 @@ func zoneCreateFrom(in ZoneInput, faults textFaults) (storage.CheckedZone, error
 // postZones answers POST /zones: 201 with the zone, owned by the caller's
 // account (subaccounts write no zone: the policy refuses them first).
 func (s *Server) postZones(c fuego.ContextWithBody[ZoneInput]) (*Envelope[storage.Zone], error) {
-	r := c.Request()
-	cz, err := validBody(r, zoneCreateFrom)
-	if err != nil {
-		return nil, err
-	}
 	ctx := c.Context()
-	cl, ok := callFrom(ctx)
-	if !ok {
-		return nil, errors.New("postZones: no authenticated call in context")
-	}
-	owner := cl.principal.Account.ID
-	idem, err := idempotencyRequest(r, owner, "POST /zones", cz.Value())
+	o, err := managementWrite[ZoneInput, storage.CheckedZone]{validate: zoneCreateFrom, create: "POST /zones"}.open(s, ctx, c.Request())
 	if err != nil {
 		return nil, err
 	}
@@ -82,7 +73,7 @@ func (s *Server) postZones(c fuego.ContextWithBody[ZoneInput]) (*Envelope[storag
 	if err != nil {
 		return nil, err
 	}
-	created, replayed, err := s.cfg.Store.CreateZone(ctx, scope, actor(ctx, manager{call: cl}), owner, cz, idem)
+	created, replayed, err := s.cfg.Store.CreateZone(ctx, scope, actor(ctx, o.manager), o.principal.Account.ID, o.value, o.idem)
 	switch {
 	case errors.Is(err, storage.ErrNotFound):
 		return nil, newError(CodeInvalidToken, "the caller's account was erased: its tokens no longer authenticate", nil)
@@ -126,32 +117,35 @@ func (s *Server) patchZone(c fuego.ContextWithBody[ZoneInput]) (*Envelope[storag
 	if err != nil {
 		return nil, err
 	}
-	body, err := readBody(c.Request())
+	// The body is read once and decoded twice: strictly (validBody) and
+	// for the keys it names (a PATCH names at least one, none null).
+	r := c.Request()
+	body, err := readBody(r)
 	if err != nil {
 		return nil, err
 	}
-	in, faults, err := decodeBody[ZoneInput](bytes.NewReader(body))
-	if err != nil {
-		return nil, err
-	}
-	var present map[string]json.RawMessage
-	if err := json.Unmarshal(body, &present); err != nil {
-		return nil, invalidBody("not valid JSON", nil)
-	}
-	if len(present) == 0 {
-		return nil, newError(CodeValidationFailed, "the zone is not valid",
-			map[string]any{"fields": map[string]any{"body": "name at least one of name, kind, center, radius_m, points, color"}})
-	}
-	v := validation{}
-	for _, key := range slices.Sorted(maps.Keys(present)) {
-		if string(present[key]) == "null" {
-			v[key] = "must not be null"
+	r.Body = io.NopCloser(bytes.NewReader(body))
+	in, err := validBody(r, func(in ZoneInput, faults textFaults) (ZoneInput, error) {
+		var present map[string]json.RawMessage
+		if err := json.Unmarshal(body, &present); err != nil {
+			return in, invalidBody("not valid JSON", nil)
 		}
-	}
-	for f, reason := range faults {
-		v[f] = reason
-	}
-	if err := v.err("the zone"); err != nil {
+		if len(present) == 0 {
+			return in, newError(CodeValidationFailed, "the zone is not valid",
+				map[string]any{"fields": map[string]any{"body": "name at least one of name, kind, center, radius_m, points, color"}})
+		}
+		v := validation{}
+		for _, key := range slices.Sorted(maps.Keys(present)) {
+			if string(present[key]) == "null" {
+				v[key] = "must not be null"
+			}
+		}
+		for f, reason := range faults {
+			v[f] = reason
+		}
+		return in, v.err("the zone")
+	})
+	if err != nil {
 		return nil, err
 	}
 	ctx := c.Context()

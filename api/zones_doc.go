@@ -142,9 +142,46 @@ func zoneInputFields(create bool) map[string][]fieldOpt {
 	}
 }
 
+// zoneKindFields relates a zone body's geometry to its kind (an allOf of
+// two if/then): with kind circle, points is absent (and on a create,
+// center and radius_m are required); with kind polygon, center and
+// radius_m are absent (and on a create, points is required). A PATCH
+// that keeps the kind may give the kind's fields alone: what it needs
+// depends on the zone stored, which no schema knows.
+func zoneKindFields(create bool) func(*openapi3.Schema) {
+	kindIs := func(k string) *openapi3.SchemaRef {
+		s := openapi3.NewObjectSchema()
+		s.Required = []string{"kind"}
+		s.Properties = openapi3.Schemas{"kind": openapi3.NewSchemaRef("", &openapi3.Schema{Enum: []any{k}})}
+		return openapi3.NewSchemaRef("", s)
+	}
+	has := func(field string) *openapi3.SchemaRef {
+		return openapi3.NewSchemaRef("", &openapi3.Schema{Required: []string{field}})
+	}
+	rule := func(kind string, need, absent []string) *openapi3.SchemaRef {
+		then := &openapi3.Schema{}
+		if create {
+			then.Required = need
+		}
+		var not openapi3.SchemaRefs
+		for _, f := range absent {
+			not = append(not, has(f))
+		}
+		then.Not = openapi3.NewSchemaRef("", &openapi3.Schema{AnyOf: not})
+		return openapi3.NewSchemaRef("", &openapi3.Schema{If: kindIs(kind), Then: openapi3.NewSchemaRef("", then)})
+	}
+	return func(s *openapi3.Schema) {
+		s.AllOf = openapi3.SchemaRefs{
+			rule(places.KindCircle, []string{"center", "radius_m"}, []string{"points"}),
+			rule(places.KindPolygon, []string{"points"}, []string{"center", "radius_m"}),
+		}
+	}
+}
+
 // zoneInputSchema is the ZoneInput component, the body of POST /zones.
 func zoneInputSchema() wireType {
 	return wireType{name: "ZoneInput", value: ZoneInput{}, required: []string{"name", "kind"}, uses: []wireType{pointSchema()},
+		complete:    zoneKindFields(true),
 		description: "A zone to draw (docs/design.md §15). " + zoneShapeRules + " Field names are exact; unknown and repeated keys are rejected.",
 		fields:      zoneInputFields(true)}
 }
@@ -158,6 +195,7 @@ func zonePatchSchema() wireType {
 		}
 	}
 	return wireType{name: "ZonePatch", value: ZoneInput{}, required: []string{}, minProperties: 1, uses: []wireType{pointSchema()},
+		complete:    zoneKindFields(false),
 		description: "A change of a zone: at least one field, none null; unknown and repeated keys are rejected.", fields: f}
 }
 

@@ -126,15 +126,17 @@ func expectCode(in Input) (string, map[string]any) {
 	if route != "GET /me" && !slices.Contains(p, "*") && !slices.Contains(p, in.Request.Method+" *") && !slices.Contains(p, route) {
 		return "TOKEN_PERMISSION_DENIED", map[string]any{"method": in.Request.Method, "route": in.Request.Route}
 	}
-	if a.Type == "subaccount" && route == "POST /readings" {
-		return "PRIVILEGE_REQUIRED", map[string]any{"account_type": "subaccount"} // subaccounts never ingest (§14)
+	if a.Type == "subaccount" && slices.Contains([]string{"POST /readings", "POST /zones", "PATCH /zones/{id}", "DELETE /zones/{id}"}, route) {
+		// subaccounts never ingest (§14) and never write zones (§15)
+		return "PRIVILEGE_REQUIRED", map[string]any{"account_type": "subaccount"}
 	}
 	need := map[string]string{"GET /reports": "reports", "GET /events": "event_notifications", "GET /events/{id}": "event_notifications",
 		"GET /notifications": "event_notifications", "GET /notifications/{id}": "event_notifications", "GET /notifications/stream": "event_notifications",
 		"GET /webhooks": "event_notifications", "POST /webhooks": "event_notifications", "GET /webhooks/{id}": "event_notifications",
 		"PATCH /webhooks/{id}": "event_notifications", "DELETE /webhooks/{id}": "event_notifications",
 		"POST /webhooks/{id}/rotate-secret": "event_notifications", "POST /webhooks/{id}/test": "event_notifications",
-		"GET /webhooks/{id}/deliveries": "event_notifications", "POST /webhooks/{id}/deliveries/{delivery_id}/retry": "event_notifications"}[route]
+		"GET /webhooks/{id}/deliveries": "event_notifications", "POST /webhooks/{id}/deliveries/{delivery_id}/retry": "event_notifications",
+		"GET /zones": "event_notifications", "GET /zones/{id}": "event_notifications"}[route]
 	if a.Type == "subaccount" && need != "" && !slices.Contains(a.Privileges, need) {
 		return "PRIVILEGE_REQUIRED", map[string]any{"privilege": need}
 	}

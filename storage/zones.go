@@ -401,3 +401,7 @@ func (s *Store) DeleteZone(ctx context.Context, scope policy.Scope, actor Actor,
 		return audit.Event{Action: policy.ActionZoneDelete, TargetAccountID: z.AccountID, TargetID: id, Changes: changes}, err
 	})
 }
+
+// MarshalJSON writes the checked content (what an Idempotency-Key's
+// request hash is made of).
+func (c CheckedZone) MarshalJSON() ([]byte, error) { return json.Marshal(c.v) }
