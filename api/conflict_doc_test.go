@@ -52,10 +52,13 @@ func TestConflictFieldsDocumented(t *testing.T) {
 			if bodies, ok := reused[name]; ok {
 				delete(reused, name)
 				tok := demoToken(t, "acme-all")
-				if first := a.send(method, "/api/v2"+path, tok, bodies[0], "Idempotency-Key", "twice"); first.status != http.StatusCreated {
+				// a key of its own per route: the keys are the account's,
+				// whatever the route
+				key := "twice-" + strings.ReplaceAll(name, " ", "-")
+				if first := a.send(method, "/api/v2"+path, tok, bodies[0], "Idempotency-Key", key); first.status != http.StatusCreated {
 					t.Fatalf("%s: the first create: %d %s", name, first.status, first.raw)
 				}
-				res := a.send(method, "/api/v2"+path, tok, bodies[1], "Idempotency-Key", "twice")
+				res := a.send(method, "/api/v2"+path, tok, bodies[1], "Idempotency-Key", key)
 				if res.status != http.StatusConflict || res.errorCode(t) != "IDEMPOTENCY_KEY_REUSED" {
 					t.Fatalf("%s twice with one Idempotency-Key: %d %s, want 409 IDEMPOTENCY_KEY_REUSED", name, res.status, res.raw)
 				}

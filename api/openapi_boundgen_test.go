@@ -169,6 +169,17 @@ func (g *boundGen) bounds(t *testing.T, what string, s *openapi3.Schema, body, u
 			hi = exactInt(*s.Max)
 		}
 		out = append(out, lo, hi)
+	case s.Type.Includes(openapi3.TypeNumber):
+		// a number (a zone's coordinates and radius): its bounds, and the
+		// largest finite float64 where it has none
+		lo, hi := -math.MaxFloat64, math.MaxFloat64
+		if s.Min != nil {
+			lo = *s.Min
+		}
+		if s.Max != nil {
+			hi = *s.Max
+		}
+		out = append(out, lo, hi)
 	case s.Type.Includes(openapi3.TypeBoolean):
 		out = append(out, true, false)
 	case s.Type.Includes(openapi3.TypeString):

@@ -65,7 +65,30 @@ func zoneCreateFrom(in ZoneInput, faults textFaults) (storage.CheckedZone, error
 // account (subaccounts write no zone: the policy refuses them first).
 func (s *Server) postZones(c fuego.ContextWithBody[ZoneInput]) (*Envelope[storage.Zone], error) {
 	ctx := c.Context()
-	o, err := managementWrite[ZoneInput, storage.CheckedZone]{validate: zoneCreateFrom, create: "POST /zones"}.open(s, ctx, c.Request())
+	// The body is read once and decoded twice: strictly (validBody) and
+	// for the geometry it names null (absent is what the other kind's
+	// fields are; null is refused, as the schema says).
+	r := c.Request()
+	body, err := readBody(r)
+	if err != nil {
+		return nil, err
+	}
+	r.Body = io.NopCloser(bytes.NewReader(body))
+	validate := func(in ZoneInput, faults textFaults) (storage.CheckedZone, error) {
+		var present map[string]json.RawMessage
+		if json.Unmarshal(body, &present) == nil {
+			for _, key := range []string{"center", "radius_m"} {
+				if string(present[key]) == "null" {
+					if faults == nil {
+						faults = textFaults{}
+					}
+					faults[key] = "must not be null"
+				}
+			}
+		}
+		return zoneCreateFrom(in, faults)
+	}
+	o, err := managementWrite[ZoneInput, storage.CheckedZone]{validate: validate, create: "POST /zones"}.open(s, ctx, r)
 	if err != nil {
 		return nil, err
 	}

@@ -135,8 +135,8 @@ func zoneInputFields(create bool) map[string][]fieldOpt {
 	return map[string][]fieldOpt{
 		"name":     {typed(openapi3.TypeString), minLen(1), maxLen(storage.MaxZoneName), desc("1 to 100 characters, not blank." + def(" Required."))},
 		"kind":     {typed(openapi3.TypeString), enum(places.KindCircle, places.KindPolygon), desc("circle or polygon." + def(" Required."))},
-		"center":   {centerOpt("A circle's center; only for a circle.")},
-		"radius_m": {minimum(places.MinRadiusM), maximum(places.MaxRadiusM), desc("A circle's radius in metres; only for a circle.")},
+		"center":   {centerOpt("A circle's center; only for a circle."), notNull()},
+		"radius_m": {minimum(places.MinRadiusM), maximum(places.MaxRadiusM), desc("A circle's radius in metres; only for a circle."), notNull()},
 		"points":   {pointsOpt(), desc("A polygon's closed ring, the last point equal to the first; only for a polygon.")},
 		"color":    {pattern(`^(#[0-9A-Fa-f]{6})?$`), desc(`"#rrggbb" or empty.` + def(" Defaults to empty."))},
 	}
@@ -190,9 +190,7 @@ func zoneInputSchema() wireType {
 func zonePatchSchema() wireType {
 	f := zoneInputFields(false)
 	for name := range f {
-		if name != "center" {
-			f[name] = append(f[name], notNull())
-		}
+		f[name] = append(f[name], notNull())
 	}
 	return wireType{name: "ZonePatch", value: ZoneInput{}, required: []string{}, minProperties: 1, uses: []wireType{pointSchema()},
 		complete:    zoneKindFields(false),

@@ -588,3 +588,14 @@ test_zones_subaccount_reads_only if {
 		ro.code == "READ_ONLY_ACCOUNT"
 	}
 }
+
+# Every zone route names event_notifications, the writes too: one privilege
+# per resource, which its scope rule asks for (storage's
+# TestScopeRulesAskForTheirRoutePrivilege). A subaccount never reaches the
+# writes' privilege (not_for_subaccounts refuses it first), so the table
+# itself is what this test holds.
+test_zone_routes_name_event_notifications if {
+	every r in ["GET /zones", "POST /zones", "GET /zones/{id}", "PATCH /zones/{id}", "DELETE /zones/{id}"] {
+		authz.route_privilege[r] == "event_notifications"
+	}
+}
