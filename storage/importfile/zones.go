@@ -9,7 +9,6 @@ import (
 
 	"github.com/uptrace/bun/dialect/pgdialect"
 
-	"github.com/fleetapi/fleetapi/places"
 	"github.com/fleetapi/fleetapi/storage"
 )
 
@@ -26,17 +25,12 @@ var _ = declareSection(spec[importZone]{name: "zones", after: "webhooks", key: [
 // account's first zone of that name (docs/decisions.md, "Zones in an
 // import file").
 type importZone struct {
-	Account   string         `json:"account"`
-	AccountID derivedField   `json:"account_id,omitzero"`
-	ID        dbAssigned     `json:"id,omitzero"`
-	Name      string         `json:"name"`
-	Kind      string         `json:"kind"`
-	Center    *places.Point  `json:"center,omitempty"`
-	RadiusM   *float64       `json:"radius_m,omitempty"`
-	Points    []places.Point `json:"points,omitempty"`
-	Color     string         `json:"color,omitempty"`
-	CreatedAt *time.Time     `json:"created_at,omitempty"`
-	UpdatedAt *time.Time     `json:"updated_at,omitempty"`
+	storage.ZoneValue
+	Account   string       `json:"account"`
+	AccountID derivedField `json:"account_id,omitzero"`
+	ID        dbAssigned   `json:"id,omitzero"`
+	CreatedAt *time.Time   `json:"created_at,omitempty"`
+	UpdatedAt *time.Time   `json:"updated_at,omitempty"`
 }
 
 // zoneRuleTypes are the rule types whose zones name zones (storage's
@@ -53,7 +47,7 @@ func loadZone(ctx context.Context, im *importer, ref recordRef, z importZone) (b
 	if err != nil {
 		return false, err
 	}
-	checked, err := storage.CheckZone(storage.ZoneValue{Name: z.Name, Kind: z.Kind, Center: z.Center, RadiusM: z.RadiusM, Points: z.Points, Color: z.Color})
+	checked, err := storage.CheckZone(z.ZoneValue)
 	var bad storage.InvalidFields
 	if errors.As(err, &bad) {
 		return false, ref.errorf("%s", fieldErrors(bad))
@@ -99,8 +93,8 @@ func loadZone(ctx context.Context, im *importer, ref recordRef, z importZone) (b
 // dumpZones writes the subtree's zones.
 func dumpZones(ctx context.Context, ex *exporter, emit func(importZone) error) error {
 	return eachRow(ctx, ex, "id", "z.account_id = ANY(?)", func(z *storage.Zone) int64 { return z.ID }, func(z *storage.Zone) error {
-		return emit(importZone{Account: ex.names[z.AccountID], Name: z.Name, Kind: z.Kind, Center: z.Center, RadiusM: z.RadiusM,
-			Points: z.Points, Color: z.Color, CreatedAt: &z.CreatedAt, UpdatedAt: &z.UpdatedAt})
+		return emit(importZone{ZoneValue: storage.ZoneValue{Name: z.Name, Kind: z.Kind, Center: z.Center, RadiusM: z.RadiusM,
+			Points: z.Points, Color: z.Color}, Account: ex.names[z.AccountID], CreatedAt: &z.CreatedAt, UpdatedAt: &z.UpdatedAt})
 	})
 }
 
