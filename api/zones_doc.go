@@ -142,12 +142,13 @@ func zoneInputFields(create bool) map[string][]fieldOpt {
 	}
 }
 
-// zoneKindFields relates a zone body's geometry to its kind (an allOf of
-// two if/then): with kind circle, points is absent (and on a create,
-// center and radius_m are required); with kind polygon, center and
-// radius_m are absent (and on a create, points is required). A PATCH
-// that keeps the kind may give the kind's fields alone: what it needs
-// depends on the zone stored, which no schema knows.
+// zoneKindFields relates a zone body's geometry to its kind (an if/then
+// whose else holds the second if/then: kin-openapi's JSON Schema 2020-12
+// validation skips an if inside allOf): with kind circle, points is absent
+// (and on a create, center and radius_m are required); with kind polygon,
+// center and radius_m are absent (and on a create, points is required). A
+// PATCH that keeps the kind may give the kind's fields alone: what it
+// needs depends on the zone stored, which no schema knows.
 func zoneKindFields(create bool) func(*openapi3.Schema) {
 	kindIs := func(k string) *openapi3.SchemaRef {
 		s := openapi3.NewObjectSchema()
@@ -158,7 +159,7 @@ func zoneKindFields(create bool) func(*openapi3.Schema) {
 	has := func(field string) *openapi3.SchemaRef {
 		return openapi3.NewSchemaRef("", &openapi3.Schema{Required: []string{field}})
 	}
-	rule := func(kind string, need, absent []string) *openapi3.SchemaRef {
+	rule := func(need, absent []string) *openapi3.SchemaRef {
 		then := &openapi3.Schema{}
 		if create {
 			then.Required = need
@@ -168,13 +169,12 @@ func zoneKindFields(create bool) func(*openapi3.Schema) {
 			not = append(not, has(f))
 		}
 		then.Not = openapi3.NewSchemaRef("", &openapi3.Schema{AnyOf: not})
-		return openapi3.NewSchemaRef("", &openapi3.Schema{If: kindIs(kind), Then: openapi3.NewSchemaRef("", then)})
+		return openapi3.NewSchemaRef("", then)
 	}
 	return func(s *openapi3.Schema) {
-		s.AllOf = openapi3.SchemaRefs{
-			rule(places.KindCircle, []string{"center", "radius_m"}, []string{"points"}),
-			rule(places.KindPolygon, []string{"points"}, []string{"center", "radius_m"}),
-		}
+		s.If, s.Then = kindIs(places.KindCircle), rule([]string{"center", "radius_m"}, []string{"points"})
+		s.Else = openapi3.NewSchemaRef("", &openapi3.Schema{If: kindIs(places.KindPolygon),
+			Then: rule([]string{"points"}, []string{"center", "radius_m"})})
 	}
 }
 
