@@ -40,4 +40,9 @@ routes := [
 	"POST /webhooks/{id}/test",
 	"GET /webhooks/{id}/deliveries",
 	"POST /webhooks/{id}/deliveries/{delivery_id}/retry",
+	"GET /zones",
+	"POST /zones",
+	"GET /zones/{id}",
+	"PATCH /zones/{id}",
+	"DELETE /zones/{id}",
 ]
