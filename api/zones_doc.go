@@ -138,7 +138,7 @@ func zoneInputFields(create bool) map[string][]fieldOpt {
 		"center":   {centerOpt("A circle's center; only for a circle."), notNull()},
 		"radius_m": {minimum(places.MinRadiusM), maximum(places.MaxRadiusM), desc("A circle's radius in metres; only for a circle."), notNull()},
 		"points":   {pointsOpt(), desc("A polygon's closed ring, the last point equal to the first; only for a polygon.")},
-		"color":    {pattern(`^(#[0-9A-Fa-f]{6})?$`), desc(`"#rrggbb" or empty.` + def(" Defaults to empty."))},
+		"color":    {pattern(`^(#[0-9A-Fa-f]{6})?$`), maxLen(7), desc(`"#rrggbb" or empty.` + def(" Defaults to empty."))},
 	}
 }
 
