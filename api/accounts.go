@@ -196,6 +196,7 @@ type QuotasInput struct {
 	Devices     *int64 `json:"devices,omitempty"`
 	Passengers  *int64 `json:"passengers,omitempty"`
 	Webhooks    *int64 `json:"webhooks,omitempty"`
+	Zones       *int64 `json:"zones,omitempty"`
 	Events      *int64 `json:"events,omitempty"`
 }
 
@@ -206,16 +207,16 @@ type QuotasInput struct {
 func (v validation) quotas(in *QuotasInput, raw json.RawMessage, defaults limits.Quotas) (map[limits.Quota]*int64, map[string]any) {
 	var present map[string]json.RawMessage
 	if in == nil || json.Unmarshal(raw, &present) != nil {
-		v["quotas"] = "an object of subaccounts, tokens, devices, passengers, webhooks, events: each a number of rows, or null for the platform default"
+		v["quotas"] = "an object of subaccounts, tokens, devices, passengers, webhooks, zones, events: each a number of rows, or null for the platform default"
 		return nil, nil
 	}
 	if len(present) == 0 {
-		v["quotas"] = "name at least one of subaccounts, tokens, devices, passengers, webhooks, events"
+		v["quotas"] = "name at least one of subaccounts, tokens, devices, passengers, webhooks, zones, events"
 		return nil, nil
 	}
 	set := map[limits.Quota]*int64{}
 	change := map[string]any{}
-	values := limits.Quotas{Subaccounts: in.Subaccounts, Tokens: in.Tokens, Devices: in.Devices, Passengers: in.Passengers, Webhooks: in.Webhooks,
+	values := limits.Quotas{Subaccounts: in.Subaccounts, Tokens: in.Tokens, Devices: in.Devices, Passengers: in.Passengers, Webhooks: in.Webhooks, Zones: in.Zones,
 		Events: in.Events}
 	for _, name := range limits.AllQuotas {
 		if _, ok := present[string(name)]; !ok {
@@ -365,8 +366,8 @@ func accountFrom(in AccountInput, faults textFaults) (storage.Account, error) {
 	if in.Quotas != nil {
 		// the limits asked for, as overrides; newAccountLimits fills in
 		// the others
-		given := limits.Quotas{Subaccounts: in.Quotas.Subaccounts, Tokens: in.Quotas.Tokens, Devices: in.Quotas.Devices, Passengers: in.Quotas.Passengers,
-			Webhooks: in.Quotas.Webhooks, Events: in.Quotas.Events}
+		given := limits.Quotas{Subaccounts: in.Quotas.Subaccounts, Tokens: in.Quotas.Tokens, Devices: in.Quotas.Devices, Passengers: in.Quotas.Passengers, Webhooks: in.Quotas.Webhooks, Zones: in.Quotas.Zones,
+			Events: in.Quotas.Events}
 		for _, name := range limits.AllQuotas {
 			v.quotaValue(name, given.Get(name), quotaRule+", or null to inherit")
 		}
@@ -690,7 +691,7 @@ func managedAccountSchema() wireType {
 			"created_at": {desc("When the account was created.")},
 			"quotas": {desc("GET and PATCH /accounts/{id} only: the quota limits in force (docs/design.md §12), the account's own overrides " +
 				"or the platform defaults, each a number of rows or null for unlimited (an admin has none). subaccounts: the accounts " +
-				"directly below it; tokens: its active tokens; devices, passengers and webhooks: those it owns.")},
+				"directly below it; tokens: its active tokens; devices, passengers, webhooks and zones: those it owns.")},
 			"usage": {desc("GET and PATCH /accounts/{id} only: how much of each quota the account uses now.")},
 		}, false, false, func(f accountSetting) string { return f.managed })}
 }

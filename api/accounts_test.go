@@ -30,6 +30,19 @@ func (a *testAPI) demoWebhookID(t *testing.T, username string) int64 {
 	return id
 }
 
+// demoZoneID is the id of the first demo zone of the account username of
+// that kind (storage/demodata: acme and globex have a circle and a
+// polygon).
+func (a *testAPI) demoZoneID(t *testing.T, username, kind string) int64 {
+	t.Helper()
+	var id int64
+	if err := a.db.NewRaw("SELECT min(z.id) FROM zones z JOIN accounts a ON a.id = z.account_id WHERE a.username = ? AND z.kind = ?",
+		username, kind).Scan(context.Background(), &id); err != nil || id == 0 {
+		t.Fatalf("demo %s zone of %s: %d, %v", kind, username, id, err)
+	}
+	return id
+}
+
 // auditCount counts the audit rows.
 func (a *testAPI) auditCount(t *testing.T) int {
 	t.Helper()

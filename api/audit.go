@@ -35,6 +35,7 @@ var auditActions = []string{policy.ActionAccountCreate, policy.ActionAccountUpda
 	policy.ActionObjectCreate, policy.ActionObjectMove, policy.ActionTokenCreate, policy.ActionTokenRevoke,
 	policy.ActionWebhookCreate, policy.ActionWebhookUpdate, policy.ActionWebhookDelete, policy.ActionWebhookRotate,
 	policy.ActionWebhookTest, policy.ActionWebhookRetry,
+	policy.ActionZoneCreate, policy.ActionZoneUpdate, policy.ActionZoneDelete,
 	audit.ActionEventCreate, audit.ActionEventUpdate, audit.ActionEventDelete,
 	audit.ActionServiceCreate, audit.ActionServiceUpdate, audit.ActionServiceDelete, audit.ActionServiceDone,
 	audit.ActionReportCreate, audit.ActionReportUpdate, audit.ActionReportDelete}

@@ -33,6 +33,9 @@ func TestConflictFieldsDocumented(t *testing.T) {
 	// IDEMPOTENCY_KEY_REUSED, which docs/api.md's error table names.
 	reused := map[string][2]string{
 		"POST /webhooks": {`{"url":"https://hooks.acme.example/twice"}`, `{"url":"https://hooks.acme.example/twice-2"}`},
+		// a zone has no unique field either (two of one name are two zones)
+		"POST /zones": {`{"name":"twice","kind":"circle","center":{"lat":1,"lon":2},"radius_m":10}`,
+			`{"name":"twice","kind":"circle","center":{"lat":1,"lon":2},"radius_m":11}`},
 	}
 	guide, err := os.ReadFile(filepath.Join("..", "cmd", "fleetapi", "apiguide.md"))
 	if err != nil {
@@ -52,10 +55,13 @@ func TestConflictFieldsDocumented(t *testing.T) {
 			if bodies, ok := reused[name]; ok {
 				delete(reused, name)
 				tok := demoToken(t, "acme-all")
-				if first := a.send(method, "/api/v2"+path, tok, bodies[0], "Idempotency-Key", "twice"); first.status != http.StatusCreated {
+				// a key of its own per route: the keys are the account's,
+				// whatever the route
+				key := "twice-" + strings.ReplaceAll(name, " ", "-")
+				if first := a.send(method, "/api/v2"+path, tok, bodies[0], "Idempotency-Key", key); first.status != http.StatusCreated {
 					t.Fatalf("%s: the first create: %d %s", name, first.status, first.raw)
 				}
-				res := a.send(method, "/api/v2"+path, tok, bodies[1], "Idempotency-Key", "twice")
+				res := a.send(method, "/api/v2"+path, tok, bodies[1], "Idempotency-Key", key)
 				if res.status != http.StatusConflict || res.errorCode(t) != "IDEMPOTENCY_KEY_REUSED" {
 					t.Fatalf("%s twice with one Idempotency-Key: %d %s, want 409 IDEMPOTENCY_KEY_REUSED", name, res.status, res.raw)
 				}

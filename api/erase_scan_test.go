@@ -109,6 +109,10 @@ func plantErased(t *testing.T, a *testAPI) erasedWorld {
 		w.erinTok, "Idempotency-Key", "rider"))
 	created(a.post(`{"passenger_name":"zq-erin Guest","passenger_phone":"+351 990 000 002"}`, w.intTok, "Idempotency-Key", "guest"))
 	created(a.post(`{"passenger_name":"zq-erin Walk-in"}`, w.erinTok))
+	// a zone of erin's, keyed (its stored response and zone.create's audit
+	// event name it)
+	created(a.send("POST", "/api/v2/zones", w.erinTok, `{"name":"zq-erin Yard","kind":"circle","center":{"lat":38.7,"lon":-9.1},"radius_m":200}`,
+		"Idempotency-Key", "yard"))
 	// fleetco's report definitions and event rules naming erin's devices
 	// (the import writes those): one also names acme's device, one names
 	// only erin's.
@@ -149,7 +153,7 @@ func TestEraseLeavesNothing(t *testing.T) {
 	for _, col := range []string{"accounts.username", "accounts.email", "objects.imei", "objects.name", "tokens.name",
 		"passengers.passenger_name", "passengers.passenger_email", "passengers.passenger_phone", "object_grants.imei",
 		"reports.imei", "events.imei", "idempotency_keys.response", "audit_events.changes", "audit_events.request_id",
-		"positions.imei", "positions.attributes", "objects.attributes", "notifications.imei", "notifications.message"} {
+		"positions.imei", "positions.attributes", "objects.attributes", "notifications.imei", "notifications.message", "zones.name"} {
 		if !planted[col] {
 			t.Errorf("the test world plants nothing in %s", col)
 		}

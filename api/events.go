@@ -41,7 +41,11 @@ func (s *Server) getEvent(c fuego.ContextNoBody) (*Envelope[Event], error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Envelope[Event]{Data: wireEvent(ev)}, nil
+	missing, err := s.cfg.Store.EventZonesMissing(ctx, ev)
+	if err != nil {
+		return nil, err
+	}
+	return &Envelope[Event]{Data: wireEventMissing(ev, missing)}, nil
 }
 
 // Event is the wire form of an event rule (docs/api.md §7, docs/design.md
@@ -51,16 +55,25 @@ func (s *Server) getEvent(c fuego.ContextNoBody) (*Envelope[Event], error) {
 type Event struct {
 	storage.Event
 	// Evaluable is false for a rule that never fires: a malformed
-	// checked_value, week_days or day_time, or a type kept but not
-	// evaluated (zone_in, zone_out, route_out) or unknown.
+	// checked_value, week_days or day_time, a zone rule naming no zone or
+	// one not of its account, route_out, or an unknown type.
 	Evaluable bool `json:"evaluable"`
 	// Reason says why the rule is not evaluable; empty when it is.
 	Reason string `json:"reason"`
 }
 
-// wireEvent is the wire form of a stored event rule.
-func wireEvent(ev storage.Event) Event {
-	ok, reason := rules.Check(ev.Rule())
+// wireEvent is the wire form of a stored event rule in a list, whose
+// zones are not looked up (GET /events/{id} does: wireEventMissing).
+func wireEvent(ev storage.Event) Event { return wireEventMissing(ev, nil) }
+
+// wireEventMissing is the wire form of a stored event rule whose zones
+// missing are not zones of its account (storage.EventZonesMissing).
+func wireEventMissing(ev storage.Event, missing []string) Event {
+	r := ev.Rule()
+	if missing != nil {
+		r.ZonesMissing = missing
+	}
+	ok, reason := rules.Check(r)
 	if ok {
 		reason = ""
 	}
@@ -74,7 +87,8 @@ func events(rows []storage.Event) []Event { return wireRows(rows, wireEvent) }
 func eventSchema() wireType {
 	return wireType{name: "Event", value: Event{}, description: "An event rule (docs/api.md §7).", fields: map[string][]fieldOpt{
 		"evaluable": {desc("Computed, not stored (no filter, no sort): whether the rule can fire (docs/design.md §14). false for a malformed " +
-			"checked_value, week_days or day_time, and for the types kept but not evaluated (zone_in, zone_out, route_out) or unknown.")},
+			"checked_value, week_days or day_time, for zone_in and zone_out naming no zone or a zone that is not of the rule's account (GET /events/{id} " +
+			"looks the zones up; the list does not), and for route_out (no routes resource) or an unknown type.")},
 		"reason":               {desc("Why the rule is not evaluable, for people; empty when it is.")},
 		"event_id":             {desc("Id of the event rule."), minimum(1)},
 		"type":                 {desc(`Kind of event, for example "overspeed".`)},

@@ -3,6 +3,7 @@ package api_test
 import (
 	"encoding/json"
 	"fmt"
+	"maps"
 	"math"
 	"regexp"
 	"slices"
@@ -47,7 +48,12 @@ func bodyFields(s *openapi3.Schema, prefix string) []bodyField {
 		if p.Type.Includes(openapi3.TypeObject) && len(p.Properties) > 0 {
 			for _, f := range bodyFields(p, prefix+name+".") {
 				out = append(out, bodyField{f.path, f.schema, func(b map[string]any, v any) {
+					// into the body's object, its other fields kept (a
+					// zone's center keeps its lon when lat is set)
 					inner := map[string]any{}
+					if have, ok := b[name].(map[string]any); ok {
+						maps.Copy(inner, have)
+					}
 					f.set(inner, v)
 					b[name] = inner
 				}})
@@ -167,6 +173,17 @@ func (g *boundGen) bounds(t *testing.T, what string, s *openapi3.Schema, body, u
 		}
 		if s.Max != nil {
 			hi = exactInt(*s.Max)
+		}
+		out = append(out, lo, hi)
+	case s.Type.Includes(openapi3.TypeNumber):
+		// a number (a zone's coordinates and radius): its bounds, and the
+		// largest finite float64 where it has none
+		lo, hi := -math.MaxFloat64, math.MaxFloat64
+		if s.Min != nil {
+			lo = *s.Min
+		}
+		if s.Max != nil {
+			hi = *s.Max
 		}
 		out = append(out, lo, hi)
 	case s.Type.Includes(openapi3.TypeBoolean):

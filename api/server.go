@@ -329,6 +329,7 @@ func (s *Server) registerRoutes() {
 	s.registerPassengers(v2)
 	s.registerReports(v2)
 	s.registerEvents(v2)
+	s.registerZones(v2)
 	s.registerEventWrites(v2)
 	s.registerServiceWrites(v2)
 	s.registerReportWrites(v2)

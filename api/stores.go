@@ -47,6 +47,15 @@ type webhookStore interface {
 	TestWebhook(ctx context.Context, scope policy.Scope, actor storage.Actor, id int64) (storage.WebhookDelivery, error)
 	RetryDelivery(ctx context.Context, scope policy.Scope, actor storage.Actor, id, deliveryID int64) (storage.WebhookDelivery, error)
 	WebhookDeliveries(ctx context.Context, scope policy.Scope, id int64, p storage.DeliveryPage) ([]storage.WebhookDelivery, int64, error)
+	zoneStore
+}
+
+// zoneStore keeps the zones (zones.go).
+type zoneStore interface {
+	CreateZone(ctx context.Context, scope policy.Scope, actor storage.Actor, owner int64, cz storage.CheckedZone, idem *storage.IdempotentRequest) (storage.Zone, bool, error)
+	ZoneByID(ctx context.Context, scope policy.Scope, id int64) (storage.Zone, error)
+	UpdateZone(ctx context.Context, scope policy.Scope, actor storage.Actor, id int64, p storage.ZonePatch) (storage.Zone, error)
+	DeleteZone(ctx context.Context, scope policy.Scope, actor storage.Actor, id int64) error
 }
 
 // configStore writes event rules, service records and reports
@@ -134,6 +143,7 @@ type passengerStore interface {
 // eventStore reads one event (events.go).
 type eventStore interface {
 	EventByID(ctx context.Context, scope policy.Scope, id int64) (storage.Event, error)
+	EventZonesMissing(ctx context.Context, e storage.Event) ([]string, error)
 }
 
 // notificationStore reads notifications (notifications.go) and keeps the

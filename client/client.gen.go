@@ -180,6 +180,9 @@ const (
 	AuditEventActionWebhookRotate AuditEventAction = "webhook.rotate"
 	AuditEventActionWebhookTest   AuditEventAction = "webhook.test"
 	AuditEventActionWebhookUpdate AuditEventAction = "webhook.update"
+	AuditEventActionZoneCreate    AuditEventAction = "zone.create"
+	AuditEventActionZoneDelete    AuditEventAction = "zone.delete"
+	AuditEventActionZoneUpdate    AuditEventAction = "zone.update"
 )
 
 // Valid indicates whether the value is a known member of the AuditEventAction enum.
@@ -232,6 +235,12 @@ func (e AuditEventAction) Valid() bool {
 	case AuditEventActionWebhookTest:
 		return true
 	case AuditEventActionWebhookUpdate:
+		return true
+	case AuditEventActionZoneCreate:
+		return true
+	case AuditEventActionZoneDelete:
+		return true
+	case AuditEventActionZoneUpdate:
 		return true
 	default:
 		return false
@@ -1403,6 +1412,7 @@ const (
 	TokenInputPermissionsDELETEservicesId                        TokenInputPermissions = "DELETE /services/{id}"
 	TokenInputPermissionsDELETEtokensId                          TokenInputPermissions = "DELETE /tokens/{id}"
 	TokenInputPermissionsDELETEwebhooksId                        TokenInputPermissions = "DELETE /webhooks/{id}"
+	TokenInputPermissionsDELETEzonesId                           TokenInputPermissions = "DELETE /zones/{id}"
 	TokenInputPermissionsGET                                     TokenInputPermissions = "GET *"
 	TokenInputPermissionsGETaccounts                             TokenInputPermissions = "GET /accounts"
 	TokenInputPermissionsGETaccountsId                           TokenInputPermissions = "GET /accounts/{id}"
@@ -1425,6 +1435,8 @@ const (
 	TokenInputPermissionsGETwebhooks                             TokenInputPermissions = "GET /webhooks"
 	TokenInputPermissionsGETwebhooksId                           TokenInputPermissions = "GET /webhooks/{id}"
 	TokenInputPermissionsGETwebhooksIddeliveries                 TokenInputPermissions = "GET /webhooks/{id}/deliveries"
+	TokenInputPermissionsGETzones                                TokenInputPermissions = "GET /zones"
+	TokenInputPermissionsGETzonesId                              TokenInputPermissions = "GET /zones/{id}"
 	TokenInputPermissionsPATCH                                   TokenInputPermissions = "PATCH *"
 	TokenInputPermissionsPATCHaccountsId                         TokenInputPermissions = "PATCH /accounts/{id}"
 	TokenInputPermissionsPATCHeventsId                           TokenInputPermissions = "PATCH /events/{id}"
@@ -1432,6 +1444,7 @@ const (
 	TokenInputPermissionsPATCHreportsId                          TokenInputPermissions = "PATCH /reports/{id}"
 	TokenInputPermissionsPATCHservicesId                         TokenInputPermissions = "PATCH /services/{id}"
 	TokenInputPermissionsPATCHwebhooksId                         TokenInputPermissions = "PATCH /webhooks/{id}"
+	TokenInputPermissionsPATCHzonesId                            TokenInputPermissions = "PATCH /zones/{id}"
 	TokenInputPermissionsPOST                                    TokenInputPermissions = "POST *"
 	TokenInputPermissionsPOSTaccounts                            TokenInputPermissions = "POST /accounts"
 	TokenInputPermissionsPOSTevents                              TokenInputPermissions = "POST /events"
@@ -1446,6 +1459,7 @@ const (
 	TokenInputPermissionsPOSTwebhooksIddeliveriesDeliveryIdretry TokenInputPermissions = "POST /webhooks/{id}/deliveries/{delivery_id}/retry"
 	TokenInputPermissionsPOSTwebhooksIdrotateSecret              TokenInputPermissions = "POST /webhooks/{id}/rotate-secret"
 	TokenInputPermissionsPOSTwebhooksIdtest                      TokenInputPermissions = "POST /webhooks/{id}/test"
+	TokenInputPermissionsPOSTzones                               TokenInputPermissions = "POST /zones"
 	TokenInputPermissionsPUT                                     TokenInputPermissions = "PUT *"
 	TokenInputPermissionsPUTaccountsIdobjects                    TokenInputPermissions = "PUT /accounts/{id}/objects"
 )
@@ -1468,6 +1482,8 @@ func (e TokenInputPermissions) Valid() bool {
 	case TokenInputPermissionsDELETEtokensId:
 		return true
 	case TokenInputPermissionsDELETEwebhooksId:
+		return true
+	case TokenInputPermissionsDELETEzonesId:
 		return true
 	case TokenInputPermissionsGET:
 		return true
@@ -1513,6 +1529,10 @@ func (e TokenInputPermissions) Valid() bool {
 		return true
 	case TokenInputPermissionsGETwebhooksIddeliveries:
 		return true
+	case TokenInputPermissionsGETzones:
+		return true
+	case TokenInputPermissionsGETzonesId:
+		return true
 	case TokenInputPermissionsPATCH:
 		return true
 	case TokenInputPermissionsPATCHaccountsId:
@@ -1526,6 +1546,8 @@ func (e TokenInputPermissions) Valid() bool {
 	case TokenInputPermissionsPATCHservicesId:
 		return true
 	case TokenInputPermissionsPATCHwebhooksId:
+		return true
+	case TokenInputPermissionsPATCHzonesId:
 		return true
 	case TokenInputPermissionsPOST:
 		return true
@@ -1554,6 +1576,8 @@ func (e TokenInputPermissions) Valid() bool {
 	case TokenInputPermissionsPOSTwebhooksIdrotateSecret:
 		return true
 	case TokenInputPermissionsPOSTwebhooksIdtest:
+		return true
+	case TokenInputPermissionsPOSTzones:
 		return true
 	case TokenInputPermissionsPUT:
 		return true
@@ -1825,6 +1849,90 @@ func (e WebhookResponseSuccess) Valid() bool {
 	}
 }
 
+// Defines values for ZoneKind.
+const (
+	ZoneKindCircle  ZoneKind = "circle"
+	ZoneKindPolygon ZoneKind = "polygon"
+)
+
+// Valid indicates whether the value is a known member of the ZoneKind enum.
+func (e ZoneKind) Valid() bool {
+	switch e {
+	case ZoneKindCircle:
+		return true
+	case ZoneKindPolygon:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for ZoneInputKind.
+const (
+	ZoneInputKindCircle  ZoneInputKind = "circle"
+	ZoneInputKindPolygon ZoneInputKind = "polygon"
+)
+
+// Valid indicates whether the value is a known member of the ZoneInputKind enum.
+func (e ZoneInputKind) Valid() bool {
+	switch e {
+	case ZoneInputKindCircle:
+		return true
+	case ZoneInputKindPolygon:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for ZoneListSuccess.
+const (
+	ZoneListSuccessTrue ZoneListSuccess = true
+)
+
+// Valid indicates whether the value is a known member of the ZoneListSuccess enum.
+func (e ZoneListSuccess) Valid() bool {
+	switch e {
+	case ZoneListSuccessTrue:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for ZonePatchKind.
+const (
+	ZonePatchKindCircle  ZonePatchKind = "circle"
+	ZonePatchKindPolygon ZonePatchKind = "polygon"
+)
+
+// Valid indicates whether the value is a known member of the ZonePatchKind enum.
+func (e ZonePatchKind) Valid() bool {
+	switch e {
+	case ZonePatchKindCircle:
+		return true
+	case ZonePatchKindPolygon:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for ZoneResponseSuccess.
+const (
+	ZoneResponseSuccessTrue ZoneResponseSuccess = true
+)
+
+// Valid indicates whether the value is a known member of the ZoneResponseSuccess enum.
+func (e ZoneResponseSuccess) Valid() bool {
+	switch e {
+	case ZoneResponseSuccessTrue:
+		return true
+	default:
+		return false
+	}
+}
+
 // Defines values for GetAccountsParamsOrder.
 const (
 	GetAccountsParamsOrderAsc  GetAccountsParamsOrder = "asc"
@@ -1992,6 +2100,9 @@ const (
 	GetAuditEventsParamsActionWebhookRotate GetAuditEventsParamsAction = "webhook.rotate"
 	GetAuditEventsParamsActionWebhookTest   GetAuditEventsParamsAction = "webhook.test"
 	GetAuditEventsParamsActionWebhookUpdate GetAuditEventsParamsAction = "webhook.update"
+	GetAuditEventsParamsActionZoneCreate    GetAuditEventsParamsAction = "zone.create"
+	GetAuditEventsParamsActionZoneDelete    GetAuditEventsParamsAction = "zone.delete"
+	GetAuditEventsParamsActionZoneUpdate    GetAuditEventsParamsAction = "zone.update"
 )
 
 // Valid indicates whether the value is a known member of the GetAuditEventsParamsAction enum.
@@ -2044,6 +2155,12 @@ func (e GetAuditEventsParamsAction) Valid() bool {
 	case GetAuditEventsParamsActionWebhookTest:
 		return true
 	case GetAuditEventsParamsActionWebhookUpdate:
+		return true
+	case GetAuditEventsParamsActionZoneCreate:
+		return true
+	case GetAuditEventsParamsActionZoneDelete:
+		return true
+	case GetAuditEventsParamsActionZoneUpdate:
 		return true
 	default:
 		return false
@@ -2521,6 +2638,48 @@ func (e GetWebhookDeliveriesParamsState) Valid() bool {
 	}
 }
 
+// Defines values for GetZonesParamsOrder.
+const (
+	GetZonesParamsOrderAsc  GetZonesParamsOrder = "asc"
+	GetZonesParamsOrderDesc GetZonesParamsOrder = "desc"
+)
+
+// Valid indicates whether the value is a known member of the GetZonesParamsOrder enum.
+func (e GetZonesParamsOrder) Valid() bool {
+	switch e {
+	case GetZonesParamsOrderAsc:
+		return true
+	case GetZonesParamsOrderDesc:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for GetZonesParamsSort.
+const (
+	GetZonesParamsSortCreatedAt GetZonesParamsSort = "created_at"
+	GetZonesParamsSortId        GetZonesParamsSort = "id"
+	GetZonesParamsSortKind      GetZonesParamsSort = "kind"
+	GetZonesParamsSortName      GetZonesParamsSort = "name"
+)
+
+// Valid indicates whether the value is a known member of the GetZonesParamsSort enum.
+func (e GetZonesParamsSort) Valid() bool {
+	switch e {
+	case GetZonesParamsSortCreatedAt:
+		return true
+	case GetZonesParamsSortId:
+		return true
+	case GetZonesParamsSortKind:
+		return true
+	case GetZonesParamsSortName:
+		return true
+	default:
+		return false
+	}
+}
+
 // Account The authenticated account (docs/api.md §7).
 type Account struct {
 	// AccountExpire "true" when the account expires on account_expire_dt.
@@ -2591,6 +2750,7 @@ type AccountInput struct {
 		Subaccounts nullable.Nullable[int64] `json:"subaccounts,omitempty"`
 		Tokens      nullable.Nullable[int64] `json:"tokens,omitempty"`
 		Webhooks    nullable.Nullable[int64] `json:"webhooks,omitempty"`
+		Zones       nullable.Nullable[int64] `json:"zones,omitempty"`
 	}] `json:"quotas,omitempty"`
 
 	// RateLimit Requests per minute for every token of the account and of its subaccounts; not above the caller's own account limit (403 MANAGEMENT_DENIED exceeds_account). Omitted or null: the caller's own account limit, or none when it has none.
@@ -2640,6 +2800,7 @@ type AccountPatchInput struct {
 		Subaccounts nullable.Nullable[int64] `json:"subaccounts,omitempty"`
 		Tokens      nullable.Nullable[int64] `json:"tokens,omitempty"`
 		Webhooks    nullable.Nullable[int64] `json:"webhooks,omitempty"`
+		Zones       nullable.Nullable[int64] `json:"zones,omitempty"`
 	} `json:"quotas,omitempty"`
 
 	// RateLimit Requests per minute for every token of the account and of its subaccounts, or null for none; not on one's own account, not above the caller's own account limit (403 MANAGEMENT_DENIED exceeds_account).
@@ -2980,7 +3141,7 @@ type Event struct {
 	// EmailTemplateId E-mail template (0: the default).
 	EmailTemplateId int64 `json:"email_template_id"`
 
-	// Evaluable Computed, not stored (no filter, no sort): whether the rule can fire (docs/design.md §14). false for a malformed checked_value, week_days or day_time, and for the types kept but not evaluated (zone_in, zone_out, route_out) or unknown.
+	// Evaluable Computed, not stored (no filter, no sort): whether the rule can fire (docs/design.md §14). false for a malformed checked_value, week_days or day_time, for zone_in and zone_out naming no zone or a zone that is not of the rule's account (GET /events/{id} looks the zones up; the list does not), and for route_out (no routes resource) or an unknown type.
 	Evaluable bool `json:"evaluable"`
 
 	// EventId Id of the event rule.
@@ -3335,7 +3496,7 @@ type ManagedAccount struct {
 	// Privileges A subaccount's privileges; empty for other accounts, which hold every privilege.
 	Privileges []ManagedAccountPrivileges `json:"privileges"`
 
-	// Quotas GET and PATCH /accounts/{id} only: the quota limits in force (docs/design.md §12), the account's own overrides or the platform defaults, each a number of rows or null for unlimited (an admin has none). subaccounts: the accounts directly below it; tokens: its active tokens; devices, passengers and webhooks: those it owns.
+	// Quotas GET and PATCH /accounts/{id} only: the quota limits in force (docs/design.md §12), the account's own overrides or the platform defaults, each a number of rows or null for unlimited (an admin has none). subaccounts: the accounts directly below it; tokens: its active tokens; devices, passengers, webhooks and zones: those it owns.
 	Quotas nullable.Nullable[struct {
 		Devices     nullable.Nullable[int64] `json:"devices"`
 		Events      nullable.Nullable[int64] `json:"events"`
@@ -3343,6 +3504,7 @@ type ManagedAccount struct {
 		Subaccounts nullable.Nullable[int64] `json:"subaccounts"`
 		Tokens      nullable.Nullable[int64] `json:"tokens"`
 		Webhooks    nullable.Nullable[int64] `json:"webhooks"`
+		Zones       nullable.Nullable[int64] `json:"zones"`
 	}] `json:"quotas,omitempty"`
 
 	// RateLimit The account's budget in requests per minute, shared by every token of the account and of its subaccounts; a token's own rate_limit only narrows it (docs/design.md §12). null: none.
@@ -3365,6 +3527,7 @@ type ManagedAccount struct {
 		Subaccounts int64 `json:"subaccounts"`
 		Tokens      int64 `json:"tokens"`
 		Webhooks    int64 `json:"webhooks"`
+		Zones       int64 `json:"zones"`
 	}] `json:"usage,omitempty"`
 
 	// Username Unique login name.
@@ -3729,6 +3892,15 @@ type Permissions struct {
 
 // PermissionsPrivileges defines model for Permissions.Privileges.
 type PermissionsPrivileges string
+
+// Point A position in WGS84 degrees.
+type Point struct {
+	// Lat Latitude, -90 to 90.
+	Lat float64 `json:"lat"`
+
+	// Lon Longitude, -180 to 180.
+	Lon float64 `json:"lon"`
+}
 
 // Position A stored reading of a device (docs/design.md §14); null: not reported.
 type Position struct {
@@ -4601,6 +4773,137 @@ type WebhookResponse struct {
 // WebhookResponseSuccess Always true on success.
 type WebhookResponseSuccess bool
 
+// Zone A place an account draws (docs/design.md §15): a circle or a polygon.
+type Zone struct {
+	// AccountId The account it belongs to.
+	AccountId int64 `json:"account_id"`
+
+	// Center A circle's center; null for a polygon.
+	Center nullable.Nullable[struct {
+		// Lat Latitude, -90 to 90.
+		Lat float64 `json:"lat"`
+
+		// Lon Longitude, -180 to 180.
+		Lon float64 `json:"lon"`
+	}] `json:"center"`
+
+	// Color Display color, "#rrggbb", or empty.
+	Color string `json:"color"`
+
+	// CreatedAt When the zone was created.
+	CreatedAt time.Time `json:"created_at"`
+
+	// Id Id of the zone: what event rules name in zones (as a string).
+	Id int64 `json:"id"`
+
+	// Kind circle or polygon.
+	Kind ZoneKind `json:"kind"`
+
+	// Name Name, 1 to 100 characters.
+	Name string `json:"name"`
+
+	// Points A polygon's closed ring as given (the last point equals the first); null for a circle.
+	Points nullable.Nullable[[]Point] `json:"points"`
+
+	// RadiusM A circle's radius in metres; null for a polygon.
+	RadiusM nullable.Nullable[float64] `json:"radius_m"`
+
+	// UpdatedAt When it last changed.
+	UpdatedAt time.Time `json:"updated_at"`
+}
+
+// ZoneKind circle or polygon.
+type ZoneKind string
+
+// ZoneInput A zone to draw (docs/design.md §15). WGS84 degrees on a sphere of radius 6371008.8 m (the mean Earth radius); edges are geodesics. A circle: center and radius_m (1 to 1000000 m). A polygon: points, a closed ring (the last point equal to the first) of 4 to 1001 points, each lat -90..90 and lon -180..180, no point repeating the one before, not self-intersecting, enclosing at least 1 m²; either winding means the smaller of the two regions the ring bounds (at most a hemisphere). The antimeridian and the poles need nothing special. Field names are exact; unknown and repeated keys are rejected.
+type ZoneInput struct {
+	// Center A circle's center; only for a circle.
+	Center *struct {
+		// Lat Latitude, -90 to 90.
+		Lat float64 `json:"lat"`
+
+		// Lon Longitude, -180 to 180.
+		Lon float64 `json:"lon"`
+	} `json:"center,omitempty"`
+
+	// Color "#rrggbb" or empty. Defaults to empty.
+	Color nullable.Nullable[string] `json:"color,omitempty"`
+
+	// Kind circle or polygon. Required.
+	Kind ZoneInputKind `json:"kind"`
+
+	// Name 1 to 100 characters, not blank. Required.
+	Name string `json:"name"`
+
+	// Points A polygon's closed ring, the last point equal to the first; only for a polygon.
+	Points *[]Point `json:"points,omitempty"`
+
+	// RadiusM A circle's radius in metres; only for a circle.
+	RadiusM *float64 `json:"radius_m,omitempty"`
+}
+
+// ZoneInputKind circle or polygon. Required.
+type ZoneInputKind string
+
+// ZoneList The success envelope holding a page of Zone.
+type ZoneList struct {
+	Data []Zone `json:"data"`
+
+	// Meta Facts about a page of a list.
+	Meta ListMeta `json:"meta"`
+
+	// Success Always true on success.
+	Success ZoneListSuccess `json:"success"`
+}
+
+// ZoneListSuccess Always true on success.
+type ZoneListSuccess bool
+
+// ZonePatch A change of a zone: at least one field, none null; unknown and repeated keys are rejected.
+type ZonePatch struct {
+	// Center A circle's center; only for a circle.
+	Center *struct {
+		// Lat Latitude, -90 to 90.
+		Lat float64 `json:"lat"`
+
+		// Lon Longitude, -180 to 180.
+		Lon float64 `json:"lon"`
+	} `json:"center,omitempty"`
+
+	// Color "#rrggbb" or empty.
+	Color *string `json:"color,omitempty"`
+
+	// Kind circle or polygon.
+	Kind *ZonePatchKind `json:"kind,omitempty"`
+
+	// Name 1 to 100 characters, not blank.
+	Name *string `json:"name,omitempty"`
+
+	// Points A polygon's closed ring, the last point equal to the first; only for a polygon.
+	Points *[]Point `json:"points,omitempty"`
+
+	// RadiusM A circle's radius in metres; only for a circle.
+	RadiusM *float64 `json:"radius_m,omitempty"`
+}
+
+// ZonePatchKind circle or polygon.
+type ZonePatchKind string
+
+// ZoneResponse The success envelope holding one Zone.
+type ZoneResponse struct {
+	// Data A place an account draws (docs/design.md §15): a circle or a polygon.
+	Data Zone `json:"data"`
+
+	// Meta Facts about the response.
+	Meta Meta `json:"meta"`
+
+	// Success Always true on success.
+	Success ZoneResponseSuccess `json:"success"`
+}
+
+// ZoneResponseSuccess Always true on success.
+type ZoneResponseSuccess bool
+
 // BadRequest The error envelope of every failure (docs/api.md §1, §8).
 type BadRequest = ErrorEnvelope
 
@@ -5249,6 +5552,51 @@ type GetWebhookDeliveriesParams struct {
 // GetWebhookDeliveriesParamsState defines parameters for GetWebhookDeliveries.
 type GetWebhookDeliveriesParamsState string
 
+// GetZonesParams defines parameters for GetZones.
+type GetZonesParams struct {
+	// Page Page number. A page past the end is an empty list.
+	Page *int32 `form:"page,omitempty" json:"page,omitempty"`
+
+	// PerPage Items per page.
+	PerPage *int32 `form:"per_page,omitempty" json:"per_page,omitempty"`
+
+	// After Extension beyond the spec (keyset paging): the opaque cursor meta.next of the previous page. Returns the items strictly after it in the same order, with the same scope, filters and search; send it to the list that gave it with the sort, order, filters and search it was made for (per_page may change), and no page beyond 1. meta.total stays the whole list's total.
+	After *string `form:"after,omitempty" json:"after,omitempty"`
+
+	// Search Case-insensitive substring match over name; surrounding whitespace is trimmed and the rest must be 2 to 100 characters; %, _ and \ match themselves. Applied after the caller's scope and the filters.
+	Search *string `form:"search,omitempty" json:"search,omitempty"`
+
+	// Order Sort direction.
+	Order *GetZonesParamsOrder `form:"order,omitempty" json:"order,omitempty"`
+
+	// Sort Field used for ordering; id breaks ties, so pages are stable.
+	Sort *GetZonesParamsSort `form:"sort,omitempty" json:"sort,omitempty"`
+
+	// AccountId Exact-match filter on account_id (decimal digits: no sign, leading zeros or spaces).
+	AccountId *int64 `form:"account_id,omitempty" json:"account_id,omitempty"`
+
+	// Name Exact-match filter on name.
+	Name *string `form:"name,omitempty" json:"name,omitempty"`
+
+	// Kind Exact-match filter on kind.
+	Kind *string `form:"kind,omitempty" json:"kind,omitempty"`
+
+	// Color Exact-match filter on color.
+	Color *string `form:"color,omitempty" json:"color,omitempty"`
+}
+
+// GetZonesParamsOrder defines parameters for GetZones.
+type GetZonesParamsOrder string
+
+// GetZonesParamsSort defines parameters for GetZones.
+type GetZonesParamsSort string
+
+// CreateZoneParams defines parameters for CreateZone.
+type CreateZoneParams struct {
+	// IdempotencyKey Makes a retried create return the first response; the same key with another body is 409 IDEMPOTENCY_KEY_REUSED.
+	IdempotencyKey *string `json:"Idempotency-Key,omitempty"`
+}
+
 // CreateAccountJSONRequestBody defines body for CreateAccount for application/json ContentType.
 type CreateAccountJSONRequestBody = AccountInput
 
@@ -5299,6 +5647,12 @@ type CreateWebhookJSONRequestBody = WebhookInput
 
 // UpdateWebhookJSONRequestBody defines body for UpdateWebhook for application/json ContentType.
 type UpdateWebhookJSONRequestBody = WebhookPatch
+
+// CreateZoneJSONRequestBody defines body for CreateZone for application/json ContentType.
+type CreateZoneJSONRequestBody = ZoneInput
+
+// UpdateZoneJSONRequestBody defines body for UpdateZone for application/json ContentType.
+type UpdateZoneJSONRequestBody = ZonePatch
 
 // Getter for additional properties for DueService. Returns the specified
 // element and whether it was found
@@ -6595,6 +6949,63 @@ type ClientInterface interface {
 	//
 	// Corresponds with POST /webhooks/{id}/test (the `TestWebhook` operationId).
 	TestWebhook(ctx context.Context, id int64, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// GetZones Paged list of zones
+	//
+	// The zones the caller may see: an admin every zone, a manager or user those of its own account and of the accounts it manages. Needs the token permission GET /zones; a subaccount reads its parent's zones with the event_notifications privilege and never writes one.
+	//
+	// Corresponds with GET /zones (the `GetZones` operationId).
+	GetZones(ctx context.Context, params *GetZonesParams, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// CreateZoneWithBody Draw a zone
+	//
+	// Creates a zone of the caller's account, counted against its zones quota (403 QUOTA_EXCEEDED). WGS84 degrees on a sphere of radius 6371008.8 m (the mean Earth radius); edges are geodesics. A circle: center and radius_m (1 to 1000000 m). A polygon: points, a closed ring (the last point equal to the first) of 4 to 1001 points, each lat -90..90 and lon -180..180, no point repeating the one before, not self-intersecting, enclosing at least 1 m²; either winding means the smaller of the two regions the ring bounds (at most a hemisphere). The antimeridian and the poles need nothing special. A field that fails is named in details.fields ("points[3].lat"). Audited (zone.create). Event rules of type zone_in and zone_out name zones by id in their zones. Needs the token permission POST /zones and write access; a subaccount reads its parent's zones with the event_notifications privilege and never writes one.
+	//
+	// Takes any type of body and a specified content type.
+	//
+	// Corresponds with POST /zones (the `CreateZone` operationId).
+	CreateZoneWithBody(ctx context.Context, params *CreateZoneParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// CreateZone Draw a zone
+	//
+	// Creates a zone of the caller's account, counted against its zones quota (403 QUOTA_EXCEEDED). WGS84 degrees on a sphere of radius 6371008.8 m (the mean Earth radius); edges are geodesics. A circle: center and radius_m (1 to 1000000 m). A polygon: points, a closed ring (the last point equal to the first) of 4 to 1001 points, each lat -90..90 and lon -180..180, no point repeating the one before, not self-intersecting, enclosing at least 1 m²; either winding means the smaller of the two regions the ring bounds (at most a hemisphere). The antimeridian and the poles need nothing special. A field that fails is named in details.fields ("points[3].lat"). Audited (zone.create). Event rules of type zone_in and zone_out name zones by id in their zones. Needs the token permission POST /zones and write access; a subaccount reads its parent's zones with the event_notifications privilege and never writes one.
+	//
+	// Takes a body of the `application/json` content type.
+	//
+	// Corresponds with POST /zones (the `CreateZone` operationId).
+	CreateZone(ctx context.Context, params *CreateZoneParams, body CreateZoneJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// DeleteZone Delete a zone
+	//
+	// Deletes the zone: 204. A zone that event rules of its account name is kept: 409 CONFLICT with details.event_ids (take it out of their zones first). Audited (zone.delete). Needs the token permission DELETE /zones/{id} and write access; a subaccount reads its parent's zones with the event_notifications privilege and never writes one.
+	//
+	// Corresponds with DELETE /zones/{id} (the `DeleteZone` operationId).
+	DeleteZone(ctx context.Context, id int64, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// GetZone Read one zone
+	//
+	// One zone by id. A zone outside the caller's scope is 404, like one that does not exist. Needs the token permission GET /zones/{id}; a subaccount reads its parent's zones with the event_notifications privilege and never writes one.
+	//
+	// Corresponds with GET /zones/{id} (the `GetZone` operationId).
+	GetZone(ctx context.Context, id int64, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// UpdateZoneWithBody Change a zone
+	//
+	// Changes name, color or the shape (at least one field, none null). A new kind drops the old kind's geometry, so a circle made a polygon needs points; the changed zone is checked whole. WGS84 degrees on a sphere of radius 6371008.8 m (the mean Earth radius); edges are geodesics. A circle: center and radius_m (1 to 1000000 m). A polygon: points, a closed ring (the last point equal to the first) of 4 to 1001 points, each lat -90..90 and lon -180..180, no point repeating the one before, not self-intersecting, enclosing at least 1 m²; either winding means the smaller of the two regions the ring bounds (at most a hemisphere). The antimeridian and the poles need nothing special. Audited (zone.update). Needs the token permission PATCH /zones/{id} and write access; a subaccount reads its parent's zones with the event_notifications privilege and never writes one.
+	//
+	// Takes any type of body and a specified content type.
+	//
+	// Corresponds with PATCH /zones/{id} (the `UpdateZone` operationId).
+	UpdateZoneWithBody(ctx context.Context, id int64, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// UpdateZone Change a zone
+	//
+	// Changes name, color or the shape (at least one field, none null). A new kind drops the old kind's geometry, so a circle made a polygon needs points; the changed zone is checked whole. WGS84 degrees on a sphere of radius 6371008.8 m (the mean Earth radius); edges are geodesics. A circle: center and radius_m (1 to 1000000 m). A polygon: points, a closed ring (the last point equal to the first) of 4 to 1001 points, each lat -90..90 and lon -180..180, no point repeating the one before, not self-intersecting, enclosing at least 1 m²; either winding means the smaller of the two regions the ring bounds (at most a hemisphere). The antimeridian and the poles need nothing special. Audited (zone.update). Needs the token permission PATCH /zones/{id} and write access; a subaccount reads its parent's zones with the event_notifications privilege and never writes one.
+	//
+	// Takes a body of the `application/json` content type.
+	//
+	// Corresponds with PATCH /zones/{id} (the `UpdateZone` operationId).
+	UpdateZone(ctx context.Context, id int64, body UpdateZoneJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
 }
 
 // GetAccounts Paged list of the accounts the caller manages
@@ -7743,6 +8154,133 @@ func (c *Client) RotateWebhookSecret(ctx context.Context, id int64, reqEditors .
 // Corresponds with POST /webhooks/{id}/test (the `TestWebhook` operationId).
 func (c *Client) TestWebhook(ctx context.Context, id int64, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewTestWebhookRequest(c.Server, id)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// GetZones Paged list of zones
+//
+// The zones the caller may see: an admin every zone, a manager or user those of its own account and of the accounts it manages. Needs the token permission GET /zones; a subaccount reads its parent's zones with the event_notifications privilege and never writes one.
+//
+// Corresponds with GET /zones (the `GetZones` operationId).
+func (c *Client) GetZones(ctx context.Context, params *GetZonesParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewGetZonesRequest(c.Server, params)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// CreateZoneWithBody Draw a zone
+//
+// Creates a zone of the caller's account, counted against its zones quota (403 QUOTA_EXCEEDED). WGS84 degrees on a sphere of radius 6371008.8 m (the mean Earth radius); edges are geodesics. A circle: center and radius_m (1 to 1000000 m). A polygon: points, a closed ring (the last point equal to the first) of 4 to 1001 points, each lat -90..90 and lon -180..180, no point repeating the one before, not self-intersecting, enclosing at least 1 m²; either winding means the smaller of the two regions the ring bounds (at most a hemisphere). The antimeridian and the poles need nothing special. A field that fails is named in details.fields ("points[3].lat"). Audited (zone.create). Event rules of type zone_in and zone_out name zones by id in their zones. Needs the token permission POST /zones and write access; a subaccount reads its parent's zones with the event_notifications privilege and never writes one.
+//
+// Takes any type of body and a specified content type.
+//
+// Corresponds with POST /zones (the `CreateZone` operationId).
+func (c *Client) CreateZoneWithBody(ctx context.Context, params *CreateZoneParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewCreateZoneRequestWithBody(c.Server, params, contentType, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// CreateZone Draw a zone
+//
+// Creates a zone of the caller's account, counted against its zones quota (403 QUOTA_EXCEEDED). WGS84 degrees on a sphere of radius 6371008.8 m (the mean Earth radius); edges are geodesics. A circle: center and radius_m (1 to 1000000 m). A polygon: points, a closed ring (the last point equal to the first) of 4 to 1001 points, each lat -90..90 and lon -180..180, no point repeating the one before, not self-intersecting, enclosing at least 1 m²; either winding means the smaller of the two regions the ring bounds (at most a hemisphere). The antimeridian and the poles need nothing special. A field that fails is named in details.fields ("points[3].lat"). Audited (zone.create). Event rules of type zone_in and zone_out name zones by id in their zones. Needs the token permission POST /zones and write access; a subaccount reads its parent's zones with the event_notifications privilege and never writes one.
+//
+// Takes a body of the `application/json` content type.
+//
+// Corresponds with POST /zones (the `CreateZone` operationId).
+func (c *Client) CreateZone(ctx context.Context, params *CreateZoneParams, body CreateZoneJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewCreateZoneRequest(c.Server, params, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// DeleteZone Delete a zone
+//
+// Deletes the zone: 204. A zone that event rules of its account name is kept: 409 CONFLICT with details.event_ids (take it out of their zones first). Audited (zone.delete). Needs the token permission DELETE /zones/{id} and write access; a subaccount reads its parent's zones with the event_notifications privilege and never writes one.
+//
+// Corresponds with DELETE /zones/{id} (the `DeleteZone` operationId).
+func (c *Client) DeleteZone(ctx context.Context, id int64, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewDeleteZoneRequest(c.Server, id)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// GetZone Read one zone
+//
+// One zone by id. A zone outside the caller's scope is 404, like one that does not exist. Needs the token permission GET /zones/{id}; a subaccount reads its parent's zones with the event_notifications privilege and never writes one.
+//
+// Corresponds with GET /zones/{id} (the `GetZone` operationId).
+func (c *Client) GetZone(ctx context.Context, id int64, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewGetZoneRequest(c.Server, id)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// UpdateZoneWithBody Change a zone
+//
+// Changes name, color or the shape (at least one field, none null). A new kind drops the old kind's geometry, so a circle made a polygon needs points; the changed zone is checked whole. WGS84 degrees on a sphere of radius 6371008.8 m (the mean Earth radius); edges are geodesics. A circle: center and radius_m (1 to 1000000 m). A polygon: points, a closed ring (the last point equal to the first) of 4 to 1001 points, each lat -90..90 and lon -180..180, no point repeating the one before, not self-intersecting, enclosing at least 1 m²; either winding means the smaller of the two regions the ring bounds (at most a hemisphere). The antimeridian and the poles need nothing special. Audited (zone.update). Needs the token permission PATCH /zones/{id} and write access; a subaccount reads its parent's zones with the event_notifications privilege and never writes one.
+//
+// Takes any type of body and a specified content type.
+//
+// Corresponds with PATCH /zones/{id} (the `UpdateZone` operationId).
+func (c *Client) UpdateZoneWithBody(ctx context.Context, id int64, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewUpdateZoneRequestWithBody(c.Server, id, contentType, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// UpdateZone Change a zone
+//
+// Changes name, color or the shape (at least one field, none null). A new kind drops the old kind's geometry, so a circle made a polygon needs points; the changed zone is checked whole. WGS84 degrees on a sphere of radius 6371008.8 m (the mean Earth radius); edges are geodesics. A circle: center and radius_m (1 to 1000000 m). A polygon: points, a closed ring (the last point equal to the first) of 4 to 1001 points, each lat -90..90 and lon -180..180, no point repeating the one before, not self-intersecting, enclosing at least 1 m²; either winding means the smaller of the two regions the ring bounds (at most a hemisphere). The antimeridian and the poles need nothing special. Audited (zone.update). Needs the token permission PATCH /zones/{id} and write access; a subaccount reads its parent's zones with the event_notifications privilege and never writes one.
+//
+// Takes a body of the `application/json` content type.
+//
+// Corresponds with PATCH /zones/{id} (the `UpdateZone` operationId).
+func (c *Client) UpdateZone(ctx context.Context, id int64, body UpdateZoneJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewUpdateZoneRequest(c.Server, id, body)
 	if err != nil {
 		return nil, err
 	}
@@ -11565,6 +12103,338 @@ func NewTestWebhookRequest(server string, id int64) (*http.Request, error) {
 	return req, nil
 }
 
+// NewGetZonesRequest constructs an http.Request for the GetZones method
+func NewGetZonesRequest(server string, params *GetZonesParams) (*http.Request, error) {
+	var err error
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/zones")
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	if params != nil {
+		// queryValues collects non-styled parameters (passthrough, JSON)
+		// that are safe to round-trip through url.Values.Encode().
+		queryValues := queryURL.Query()
+		// rawQueryFragments collects pre-encoded query fragments from
+		// styled parameters, preserving literal commas as delimiters
+		// per the OpenAPI spec (e.g. "color=blue,black,brown").
+		var rawQueryFragments []string
+
+		if params.Page != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "page", *params.Page, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "integer", Format: "int32"}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.PerPage != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "per_page", *params.PerPage, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "integer", Format: "int32"}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.After != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "after", *params.After, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.Search != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "search", *params.Search, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.Order != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "order", *params.Order, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.Sort != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "sort", *params.Sort, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.AccountId != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "account_id", *params.AccountId, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "integer", Format: "int64"}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.Name != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "name", *params.Name, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.Kind != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "kind", *params.Kind, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.Color != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "color", *params.Color, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if encoded := queryValues.Encode(); encoded != "" {
+			rawQueryFragments = append(rawQueryFragments, encoded)
+		}
+		queryURL.RawQuery = strings.Join(rawQueryFragments, "&")
+	}
+
+	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
+// NewCreateZoneRequest calls the generic CreateZone builder with application/json body
+func NewCreateZoneRequest(server string, params *CreateZoneParams, body CreateZoneJSONRequestBody) (*http.Request, error) {
+	var bodyReader io.Reader
+	buf, err := json.Marshal(body)
+	if err != nil {
+		return nil, err
+	}
+	bodyReader = bytes.NewReader(buf)
+	return NewCreateZoneRequestWithBody(server, params, "application/json", bodyReader)
+}
+
+// NewCreateZoneRequestWithBody constructs an http.Request for the CreateZone method, with any body, and a specified content type
+func NewCreateZoneRequestWithBody(server string, params *CreateZoneParams, contentType string, body io.Reader) (*http.Request, error) {
+	var err error
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/zones")
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodPost, queryURL.String(), body)
+	if err != nil {
+		return nil, err
+	}
+
+	req.Header.Add("Content-Type", contentType)
+
+	if params != nil {
+
+		if params.IdempotencyKey != nil {
+			var headerParam0 string
+
+			headerParam0, err = runtime.StyleParamWithOptions("simple", false, "Idempotency-Key", *params.IdempotencyKey, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+			if err != nil {
+				return nil, err
+			}
+
+			req.Header.Set("Idempotency-Key", headerParam0)
+		}
+
+	}
+
+	return req, nil
+}
+
+// NewDeleteZoneRequest constructs an http.Request for the DeleteZone method
+func NewDeleteZoneRequest(server string, id int64) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "id", id, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "integer", Format: "int64"})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/zones/%s", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodDelete, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
+// NewGetZoneRequest constructs an http.Request for the GetZone method
+func NewGetZoneRequest(server string, id int64) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "id", id, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "integer", Format: "int64"})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/zones/%s", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
+// NewUpdateZoneRequest calls the generic UpdateZone builder with application/json body
+func NewUpdateZoneRequest(server string, id int64, body UpdateZoneJSONRequestBody) (*http.Request, error) {
+	var bodyReader io.Reader
+	buf, err := json.Marshal(body)
+	if err != nil {
+		return nil, err
+	}
+	bodyReader = bytes.NewReader(buf)
+	return NewUpdateZoneRequestWithBody(server, id, "application/json", bodyReader)
+}
+
+// NewUpdateZoneRequestWithBody constructs an http.Request for the UpdateZone method, with any body, and a specified content type
+func NewUpdateZoneRequestWithBody(server string, id int64, contentType string, body io.Reader) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "id", id, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "integer", Format: "int64"})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/zones/%s", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodPatch, queryURL.String(), body)
+	if err != nil {
+		return nil, err
+	}
+
+	req.Header.Add("Content-Type", contentType)
+
+	return req, nil
+}
+
 func (c *Client) applyEditors(ctx context.Context, req *http.Request, additionalEditors []RequestEditorFn) error {
 	for _, r := range c.RequestEditors {
 		if err := r(ctx, req); err != nil {
@@ -12184,6 +13054,69 @@ type ClientWithResponsesInterface interface {
 	//
 	// Corresponds with POST /webhooks/{id}/test (the `TestWebhook` operationId).
 	TestWebhookWithResponse(ctx context.Context, id int64, reqEditors ...RequestEditorFn) (*TestWebhookResponse, error)
+
+	// GetZonesWithResponse Paged list of zones
+	//
+	// The zones the caller may see: an admin every zone, a manager or user those of its own account and of the accounts it manages. Needs the token permission GET /zones; a subaccount reads its parent's zones with the event_notifications privilege and never writes one.
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /zones (the `GetZones` operationId).
+	GetZonesWithResponse(ctx context.Context, params *GetZonesParams, reqEditors ...RequestEditorFn) (*GetZonesResponse, error)
+
+	// CreateZoneWithBodyWithResponse Draw a zone
+	//
+	// Creates a zone of the caller's account, counted against its zones quota (403 QUOTA_EXCEEDED). WGS84 degrees on a sphere of radius 6371008.8 m (the mean Earth radius); edges are geodesics. A circle: center and radius_m (1 to 1000000 m). A polygon: points, a closed ring (the last point equal to the first) of 4 to 1001 points, each lat -90..90 and lon -180..180, no point repeating the one before, not self-intersecting, enclosing at least 1 m²; either winding means the smaller of the two regions the ring bounds (at most a hemisphere). The antimeridian and the poles need nothing special. A field that fails is named in details.fields ("points[3].lat"). Audited (zone.create). Event rules of type zone_in and zone_out name zones by id in their zones. Needs the token permission POST /zones and write access; a subaccount reads its parent's zones with the event_notifications privilege and never writes one.
+	//
+	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /zones (the `CreateZone` operationId).
+	CreateZoneWithBodyWithResponse(ctx context.Context, params *CreateZoneParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*CreateZoneResponse, error)
+
+	// CreateZoneWithResponse Draw a zone
+	//
+	// Creates a zone of the caller's account, counted against its zones quota (403 QUOTA_EXCEEDED). WGS84 degrees on a sphere of radius 6371008.8 m (the mean Earth radius); edges are geodesics. A circle: center and radius_m (1 to 1000000 m). A polygon: points, a closed ring (the last point equal to the first) of 4 to 1001 points, each lat -90..90 and lon -180..180, no point repeating the one before, not self-intersecting, enclosing at least 1 m²; either winding means the smaller of the two regions the ring bounds (at most a hemisphere). The antimeridian and the poles need nothing special. A field that fails is named in details.fields ("points[3].lat"). Audited (zone.create). Event rules of type zone_in and zone_out name zones by id in their zones. Needs the token permission POST /zones and write access; a subaccount reads its parent's zones with the event_notifications privilege and never writes one.
+	//
+	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /zones (the `CreateZone` operationId).
+	CreateZoneWithResponse(ctx context.Context, params *CreateZoneParams, body CreateZoneJSONRequestBody, reqEditors ...RequestEditorFn) (*CreateZoneResponse, error)
+
+	// DeleteZoneWithResponse Delete a zone
+	//
+	// Deletes the zone: 204. A zone that event rules of its account name is kept: 409 CONFLICT with details.event_ids (take it out of their zones first). Audited (zone.delete). Needs the token permission DELETE /zones/{id} and write access; a subaccount reads its parent's zones with the event_notifications privilege and never writes one.
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with DELETE /zones/{id} (the `DeleteZone` operationId).
+	DeleteZoneWithResponse(ctx context.Context, id int64, reqEditors ...RequestEditorFn) (*DeleteZoneResponse, error)
+
+	// GetZoneWithResponse Read one zone
+	//
+	// One zone by id. A zone outside the caller's scope is 404, like one that does not exist. Needs the token permission GET /zones/{id}; a subaccount reads its parent's zones with the event_notifications privilege and never writes one.
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /zones/{id} (the `GetZone` operationId).
+	GetZoneWithResponse(ctx context.Context, id int64, reqEditors ...RequestEditorFn) (*GetZoneResponse, error)
+
+	// UpdateZoneWithBodyWithResponse Change a zone
+	//
+	// Changes name, color or the shape (at least one field, none null). A new kind drops the old kind's geometry, so a circle made a polygon needs points; the changed zone is checked whole. WGS84 degrees on a sphere of radius 6371008.8 m (the mean Earth radius); edges are geodesics. A circle: center and radius_m (1 to 1000000 m). A polygon: points, a closed ring (the last point equal to the first) of 4 to 1001 points, each lat -90..90 and lon -180..180, no point repeating the one before, not self-intersecting, enclosing at least 1 m²; either winding means the smaller of the two regions the ring bounds (at most a hemisphere). The antimeridian and the poles need nothing special. Audited (zone.update). Needs the token permission PATCH /zones/{id} and write access; a subaccount reads its parent's zones with the event_notifications privilege and never writes one.
+	//
+	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with PATCH /zones/{id} (the `UpdateZone` operationId).
+	UpdateZoneWithBodyWithResponse(ctx context.Context, id int64, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*UpdateZoneResponse, error)
+
+	// UpdateZoneWithResponse Change a zone
+	//
+	// Changes name, color or the shape (at least one field, none null). A new kind drops the old kind's geometry, so a circle made a polygon needs points; the changed zone is checked whole. WGS84 degrees on a sphere of radius 6371008.8 m (the mean Earth radius); edges are geodesics. A circle: center and radius_m (1 to 1000000 m). A polygon: points, a closed ring (the last point equal to the first) of 4 to 1001 points, each lat -90..90 and lon -180..180, no point repeating the one before, not self-intersecting, enclosing at least 1 m²; either winding means the smaller of the two regions the ring bounds (at most a hemisphere). The antimeridian and the poles need nothing special. Audited (zone.update). Needs the token permission PATCH /zones/{id} and write access; a subaccount reads its parent's zones with the event_notifications privilege and never writes one.
+	//
+	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with PATCH /zones/{id} (the `UpdateZone` operationId).
+	UpdateZoneWithResponse(ctx context.Context, id int64, body UpdateZoneJSONRequestBody, reqEditors ...RequestEditorFn) (*UpdateZoneResponse, error)
 }
 
 // GetAccountsResponse200Headers the declared response headers of an HTTP 200 response for GetAccounts
@@ -20384,6 +21317,900 @@ func (r TestWebhookResponse) ContentType() string {
 	return ""
 }
 
+// GetZonesResponse200Headers the declared response headers of an HTTP 200 response for GetZones
+type GetZonesResponse200Headers struct {
+	RateLimitLimit     *int64
+	RateLimitRemaining *int64
+	RateLimitReset     *int64
+	XRequestId         string
+}
+
+// GetZonesResponse400Headers the declared response headers of an HTTP 400 response for GetZones
+type GetZonesResponse400Headers struct {
+	RateLimitLimit     *int64
+	RateLimitRemaining *int64
+	RateLimitReset     *int64
+	XRequestId         string
+}
+
+// GetZonesResponse401Headers the declared response headers of an HTTP 401 response for GetZones
+type GetZonesResponse401Headers struct {
+	XRequestId string
+}
+
+// GetZonesResponse403Headers the declared response headers of an HTTP 403 response for GetZones
+type GetZonesResponse403Headers struct {
+	RateLimitLimit     *int64
+	RateLimitRemaining *int64
+	RateLimitReset     *int64
+	XRequestId         string
+}
+
+// GetZonesResponse429Headers the declared response headers of an HTTP 429 response for GetZones
+type GetZonesResponse429Headers struct {
+	RateLimitLimit     *int64
+	RateLimitRemaining *int64
+	RateLimitReset     *int64
+	RetryAfter         int64
+	XRequestId         string
+}
+
+// GetZonesResponse500Headers the declared response headers of an HTTP 500 response for GetZones
+type GetZonesResponse500Headers struct {
+	XRequestId string
+}
+
+// GetZonesResponse503Headers the declared response headers of an HTTP 503 response for GetZones
+type GetZonesResponse503Headers struct {
+	RetryAfter int64
+	XRequestId string
+}
+
+type GetZonesResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *ZoneList
+	// JSON400 the response for an HTTP 400 `application/json` response
+	JSON400 *BadRequest
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthorized
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *Forbidden
+	// JSON429 the response for an HTTP 429 `application/json` response
+	JSON429 *TooManyRequests
+	// JSON500 the response for an HTTP 500 `application/json` response
+	JSON500 *InternalError
+	// JSON503 the response for an HTTP 503 `application/json` response
+	JSON503 *ServiceUnavailable
+	// Headers200 the parsed response headers for an HTTP 200 response
+	Headers200 *GetZonesResponse200Headers
+	// Headers400 the parsed response headers for an HTTP 400 response
+	Headers400 *GetZonesResponse400Headers
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *GetZonesResponse401Headers
+	// Headers403 the parsed response headers for an HTTP 403 response
+	Headers403 *GetZonesResponse403Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *GetZonesResponse429Headers
+	// Headers500 the parsed response headers for an HTTP 500 response
+	Headers500 *GetZonesResponse500Headers
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *GetZonesResponse503Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r GetZonesResponse) GetJSON200() *ZoneList {
+	return r.JSON200
+}
+
+// GetJSON400 returns the response for an HTTP 400 `application/json` response
+func (r GetZonesResponse) GetJSON400() *BadRequest {
+	return r.JSON400
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r GetZonesResponse) GetJSON401() *Unauthorized {
+	return r.JSON401
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r GetZonesResponse) GetJSON403() *Forbidden {
+	return r.JSON403
+}
+
+// GetJSON429 returns the response for an HTTP 429 `application/json` response
+func (r GetZonesResponse) GetJSON429() *TooManyRequests {
+	return r.JSON429
+}
+
+// GetJSON500 returns the response for an HTTP 500 `application/json` response
+func (r GetZonesResponse) GetJSON500() *InternalError {
+	return r.JSON500
+}
+
+// GetJSON503 returns the response for an HTTP 503 `application/json` response
+func (r GetZonesResponse) GetJSON503() *ServiceUnavailable {
+	return r.JSON503
+}
+
+// GetBody returns the raw response body bytes
+func (r GetZonesResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r GetZonesResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r GetZonesResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r GetZonesResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// CreateZoneResponse201Headers the declared response headers of an HTTP 201 response for CreateZone
+type CreateZoneResponse201Headers struct {
+	IdempotentReplayed *string
+	RateLimitLimit     *int64
+	RateLimitRemaining *int64
+	RateLimitReset     *int64
+	XRequestId         string
+}
+
+// CreateZoneResponse400Headers the declared response headers of an HTTP 400 response for CreateZone
+type CreateZoneResponse400Headers struct {
+	RateLimitLimit     *int64
+	RateLimitRemaining *int64
+	RateLimitReset     *int64
+	XRequestId         string
+}
+
+// CreateZoneResponse401Headers the declared response headers of an HTTP 401 response for CreateZone
+type CreateZoneResponse401Headers struct {
+	XRequestId string
+}
+
+// CreateZoneResponse403Headers the declared response headers of an HTTP 403 response for CreateZone
+type CreateZoneResponse403Headers struct {
+	RateLimitLimit     *int64
+	RateLimitRemaining *int64
+	RateLimitReset     *int64
+	XRequestId         string
+}
+
+// CreateZoneResponse404Headers the declared response headers of an HTTP 404 response for CreateZone
+type CreateZoneResponse404Headers struct {
+	RateLimitLimit     *int64
+	RateLimitRemaining *int64
+	RateLimitReset     *int64
+	XRequestId         string
+}
+
+// CreateZoneResponse409Headers the declared response headers of an HTTP 409 response for CreateZone
+type CreateZoneResponse409Headers struct {
+	RateLimitLimit     *int64
+	RateLimitRemaining *int64
+	RateLimitReset     *int64
+	XRequestId         string
+}
+
+// CreateZoneResponse413Headers the declared response headers of an HTTP 413 response for CreateZone
+type CreateZoneResponse413Headers struct {
+	RateLimitLimit     *int64
+	RateLimitRemaining *int64
+	RateLimitReset     *int64
+	XRequestId         string
+}
+
+// CreateZoneResponse415Headers the declared response headers of an HTTP 415 response for CreateZone
+type CreateZoneResponse415Headers struct {
+	RateLimitLimit     *int64
+	RateLimitRemaining *int64
+	RateLimitReset     *int64
+	XRequestId         string
+}
+
+// CreateZoneResponse429Headers the declared response headers of an HTTP 429 response for CreateZone
+type CreateZoneResponse429Headers struct {
+	RateLimitLimit     *int64
+	RateLimitRemaining *int64
+	RateLimitReset     *int64
+	RetryAfter         int64
+	XRequestId         string
+}
+
+// CreateZoneResponse500Headers the declared response headers of an HTTP 500 response for CreateZone
+type CreateZoneResponse500Headers struct {
+	XRequestId string
+}
+
+// CreateZoneResponse503Headers the declared response headers of an HTTP 503 response for CreateZone
+type CreateZoneResponse503Headers struct {
+	RetryAfter int64
+	XRequestId string
+}
+
+type CreateZoneResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON201 the response for an HTTP 201 `application/json` response
+	JSON201 *ZoneResponse
+	// JSON400 the response for an HTTP 400 `application/json` response
+	JSON400 *BadRequest
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthorized
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *Forbidden
+	// JSON404 the response for an HTTP 404 `application/json` response
+	JSON404 *NotFound
+	// JSON409 the response for an HTTP 409 `application/json` response
+	JSON409 *Conflict
+	// JSON413 the response for an HTTP 413 `application/json` response
+	JSON413 *PayloadTooLarge
+	// JSON415 the response for an HTTP 415 `application/json` response
+	JSON415 *UnsupportedMediaType
+	// JSON429 the response for an HTTP 429 `application/json` response
+	JSON429 *TooManyRequests
+	// JSON500 the response for an HTTP 500 `application/json` response
+	JSON500 *InternalError
+	// JSON503 the response for an HTTP 503 `application/json` response
+	JSON503 *ServiceUnavailable
+	// Headers201 the parsed response headers for an HTTP 201 response
+	Headers201 *CreateZoneResponse201Headers
+	// Headers400 the parsed response headers for an HTTP 400 response
+	Headers400 *CreateZoneResponse400Headers
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *CreateZoneResponse401Headers
+	// Headers403 the parsed response headers for an HTTP 403 response
+	Headers403 *CreateZoneResponse403Headers
+	// Headers404 the parsed response headers for an HTTP 404 response
+	Headers404 *CreateZoneResponse404Headers
+	// Headers409 the parsed response headers for an HTTP 409 response
+	Headers409 *CreateZoneResponse409Headers
+	// Headers413 the parsed response headers for an HTTP 413 response
+	Headers413 *CreateZoneResponse413Headers
+	// Headers415 the parsed response headers for an HTTP 415 response
+	Headers415 *CreateZoneResponse415Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *CreateZoneResponse429Headers
+	// Headers500 the parsed response headers for an HTTP 500 response
+	Headers500 *CreateZoneResponse500Headers
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *CreateZoneResponse503Headers
+}
+
+// GetJSON201 returns the response for an HTTP 201 `application/json` response
+func (r CreateZoneResponse) GetJSON201() *ZoneResponse {
+	return r.JSON201
+}
+
+// GetJSON400 returns the response for an HTTP 400 `application/json` response
+func (r CreateZoneResponse) GetJSON400() *BadRequest {
+	return r.JSON400
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r CreateZoneResponse) GetJSON401() *Unauthorized {
+	return r.JSON401
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r CreateZoneResponse) GetJSON403() *Forbidden {
+	return r.JSON403
+}
+
+// GetJSON404 returns the response for an HTTP 404 `application/json` response
+func (r CreateZoneResponse) GetJSON404() *NotFound {
+	return r.JSON404
+}
+
+// GetJSON409 returns the response for an HTTP 409 `application/json` response
+func (r CreateZoneResponse) GetJSON409() *Conflict {
+	return r.JSON409
+}
+
+// GetJSON413 returns the response for an HTTP 413 `application/json` response
+func (r CreateZoneResponse) GetJSON413() *PayloadTooLarge {
+	return r.JSON413
+}
+
+// GetJSON415 returns the response for an HTTP 415 `application/json` response
+func (r CreateZoneResponse) GetJSON415() *UnsupportedMediaType {
+	return r.JSON415
+}
+
+// GetJSON429 returns the response for an HTTP 429 `application/json` response
+func (r CreateZoneResponse) GetJSON429() *TooManyRequests {
+	return r.JSON429
+}
+
+// GetJSON500 returns the response for an HTTP 500 `application/json` response
+func (r CreateZoneResponse) GetJSON500() *InternalError {
+	return r.JSON500
+}
+
+// GetJSON503 returns the response for an HTTP 503 `application/json` response
+func (r CreateZoneResponse) GetJSON503() *ServiceUnavailable {
+	return r.JSON503
+}
+
+// GetBody returns the raw response body bytes
+func (r CreateZoneResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r CreateZoneResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r CreateZoneResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r CreateZoneResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// DeleteZoneResponse204Headers the declared response headers of an HTTP 204 response for DeleteZone
+type DeleteZoneResponse204Headers struct {
+	RateLimitLimit     *int64
+	RateLimitRemaining *int64
+	RateLimitReset     *int64
+	XRequestId         string
+}
+
+// DeleteZoneResponse400Headers the declared response headers of an HTTP 400 response for DeleteZone
+type DeleteZoneResponse400Headers struct {
+	RateLimitLimit     *int64
+	RateLimitRemaining *int64
+	RateLimitReset     *int64
+	XRequestId         string
+}
+
+// DeleteZoneResponse401Headers the declared response headers of an HTTP 401 response for DeleteZone
+type DeleteZoneResponse401Headers struct {
+	XRequestId string
+}
+
+// DeleteZoneResponse403Headers the declared response headers of an HTTP 403 response for DeleteZone
+type DeleteZoneResponse403Headers struct {
+	RateLimitLimit     *int64
+	RateLimitRemaining *int64
+	RateLimitReset     *int64
+	XRequestId         string
+}
+
+// DeleteZoneResponse404Headers the declared response headers of an HTTP 404 response for DeleteZone
+type DeleteZoneResponse404Headers struct {
+	RateLimitLimit     *int64
+	RateLimitRemaining *int64
+	RateLimitReset     *int64
+	XRequestId         string
+}
+
+// DeleteZoneResponse409Headers the declared response headers of an HTTP 409 response for DeleteZone
+type DeleteZoneResponse409Headers struct {
+	RateLimitLimit     *int64
+	RateLimitRemaining *int64
+	RateLimitReset     *int64
+	XRequestId         string
+}
+
+// DeleteZoneResponse429Headers the declared response headers of an HTTP 429 response for DeleteZone
+type DeleteZoneResponse429Headers struct {
+	RateLimitLimit     *int64
+	RateLimitRemaining *int64
+	RateLimitReset     *int64
+	RetryAfter         int64
+	XRequestId         string
+}
+
+// DeleteZoneResponse500Headers the declared response headers of an HTTP 500 response for DeleteZone
+type DeleteZoneResponse500Headers struct {
+	XRequestId string
+}
+
+// DeleteZoneResponse503Headers the declared response headers of an HTTP 503 response for DeleteZone
+type DeleteZoneResponse503Headers struct {
+	RetryAfter int64
+	XRequestId string
+}
+
+type DeleteZoneResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON400 the response for an HTTP 400 `application/json` response
+	JSON400 *BadRequest
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthorized
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *Forbidden
+	// JSON404 the response for an HTTP 404 `application/json` response
+	JSON404 *NotFound
+	// JSON409 the response for an HTTP 409 `application/json` response
+	JSON409 *Conflict
+	// JSON429 the response for an HTTP 429 `application/json` response
+	JSON429 *TooManyRequests
+	// JSON500 the response for an HTTP 500 `application/json` response
+	JSON500 *InternalError
+	// JSON503 the response for an HTTP 503 `application/json` response
+	JSON503 *ServiceUnavailable
+	// Headers204 the parsed response headers for an HTTP 204 response
+	Headers204 *DeleteZoneResponse204Headers
+	// Headers400 the parsed response headers for an HTTP 400 response
+	Headers400 *DeleteZoneResponse400Headers
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *DeleteZoneResponse401Headers
+	// Headers403 the parsed response headers for an HTTP 403 response
+	Headers403 *DeleteZoneResponse403Headers
+	// Headers404 the parsed response headers for an HTTP 404 response
+	Headers404 *DeleteZoneResponse404Headers
+	// Headers409 the parsed response headers for an HTTP 409 response
+	Headers409 *DeleteZoneResponse409Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *DeleteZoneResponse429Headers
+	// Headers500 the parsed response headers for an HTTP 500 response
+	Headers500 *DeleteZoneResponse500Headers
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *DeleteZoneResponse503Headers
+}
+
+// GetJSON400 returns the response for an HTTP 400 `application/json` response
+func (r DeleteZoneResponse) GetJSON400() *BadRequest {
+	return r.JSON400
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r DeleteZoneResponse) GetJSON401() *Unauthorized {
+	return r.JSON401
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r DeleteZoneResponse) GetJSON403() *Forbidden {
+	return r.JSON403
+}
+
+// GetJSON404 returns the response for an HTTP 404 `application/json` response
+func (r DeleteZoneResponse) GetJSON404() *NotFound {
+	return r.JSON404
+}
+
+// GetJSON409 returns the response for an HTTP 409 `application/json` response
+func (r DeleteZoneResponse) GetJSON409() *Conflict {
+	return r.JSON409
+}
+
+// GetJSON429 returns the response for an HTTP 429 `application/json` response
+func (r DeleteZoneResponse) GetJSON429() *TooManyRequests {
+	return r.JSON429
+}
+
+// GetJSON500 returns the response for an HTTP 500 `application/json` response
+func (r DeleteZoneResponse) GetJSON500() *InternalError {
+	return r.JSON500
+}
+
+// GetJSON503 returns the response for an HTTP 503 `application/json` response
+func (r DeleteZoneResponse) GetJSON503() *ServiceUnavailable {
+	return r.JSON503
+}
+
+// GetBody returns the raw response body bytes
+func (r DeleteZoneResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r DeleteZoneResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r DeleteZoneResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r DeleteZoneResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// GetZoneResponse200Headers the declared response headers of an HTTP 200 response for GetZone
+type GetZoneResponse200Headers struct {
+	RateLimitLimit     *int64
+	RateLimitRemaining *int64
+	RateLimitReset     *int64
+	XRequestId         string
+}
+
+// GetZoneResponse400Headers the declared response headers of an HTTP 400 response for GetZone
+type GetZoneResponse400Headers struct {
+	RateLimitLimit     *int64
+	RateLimitRemaining *int64
+	RateLimitReset     *int64
+	XRequestId         string
+}
+
+// GetZoneResponse401Headers the declared response headers of an HTTP 401 response for GetZone
+type GetZoneResponse401Headers struct {
+	XRequestId string
+}
+
+// GetZoneResponse403Headers the declared response headers of an HTTP 403 response for GetZone
+type GetZoneResponse403Headers struct {
+	RateLimitLimit     *int64
+	RateLimitRemaining *int64
+	RateLimitReset     *int64
+	XRequestId         string
+}
+
+// GetZoneResponse404Headers the declared response headers of an HTTP 404 response for GetZone
+type GetZoneResponse404Headers struct {
+	RateLimitLimit     *int64
+	RateLimitRemaining *int64
+	RateLimitReset     *int64
+	XRequestId         string
+}
+
+// GetZoneResponse429Headers the declared response headers of an HTTP 429 response for GetZone
+type GetZoneResponse429Headers struct {
+	RateLimitLimit     *int64
+	RateLimitRemaining *int64
+	RateLimitReset     *int64
+	RetryAfter         int64
+	XRequestId         string
+}
+
+// GetZoneResponse500Headers the declared response headers of an HTTP 500 response for GetZone
+type GetZoneResponse500Headers struct {
+	XRequestId string
+}
+
+// GetZoneResponse503Headers the declared response headers of an HTTP 503 response for GetZone
+type GetZoneResponse503Headers struct {
+	RetryAfter int64
+	XRequestId string
+}
+
+type GetZoneResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *ZoneResponse
+	// JSON400 the response for an HTTP 400 `application/json` response
+	JSON400 *BadRequest
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthorized
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *Forbidden
+	// JSON404 the response for an HTTP 404 `application/json` response
+	JSON404 *NotFound
+	// JSON429 the response for an HTTP 429 `application/json` response
+	JSON429 *TooManyRequests
+	// JSON500 the response for an HTTP 500 `application/json` response
+	JSON500 *InternalError
+	// JSON503 the response for an HTTP 503 `application/json` response
+	JSON503 *ServiceUnavailable
+	// Headers200 the parsed response headers for an HTTP 200 response
+	Headers200 *GetZoneResponse200Headers
+	// Headers400 the parsed response headers for an HTTP 400 response
+	Headers400 *GetZoneResponse400Headers
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *GetZoneResponse401Headers
+	// Headers403 the parsed response headers for an HTTP 403 response
+	Headers403 *GetZoneResponse403Headers
+	// Headers404 the parsed response headers for an HTTP 404 response
+	Headers404 *GetZoneResponse404Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *GetZoneResponse429Headers
+	// Headers500 the parsed response headers for an HTTP 500 response
+	Headers500 *GetZoneResponse500Headers
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *GetZoneResponse503Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r GetZoneResponse) GetJSON200() *ZoneResponse {
+	return r.JSON200
+}
+
+// GetJSON400 returns the response for an HTTP 400 `application/json` response
+func (r GetZoneResponse) GetJSON400() *BadRequest {
+	return r.JSON400
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r GetZoneResponse) GetJSON401() *Unauthorized {
+	return r.JSON401
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r GetZoneResponse) GetJSON403() *Forbidden {
+	return r.JSON403
+}
+
+// GetJSON404 returns the response for an HTTP 404 `application/json` response
+func (r GetZoneResponse) GetJSON404() *NotFound {
+	return r.JSON404
+}
+
+// GetJSON429 returns the response for an HTTP 429 `application/json` response
+func (r GetZoneResponse) GetJSON429() *TooManyRequests {
+	return r.JSON429
+}
+
+// GetJSON500 returns the response for an HTTP 500 `application/json` response
+func (r GetZoneResponse) GetJSON500() *InternalError {
+	return r.JSON500
+}
+
+// GetJSON503 returns the response for an HTTP 503 `application/json` response
+func (r GetZoneResponse) GetJSON503() *ServiceUnavailable {
+	return r.JSON503
+}
+
+// GetBody returns the raw response body bytes
+func (r GetZoneResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r GetZoneResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r GetZoneResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r GetZoneResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// UpdateZoneResponse200Headers the declared response headers of an HTTP 200 response for UpdateZone
+type UpdateZoneResponse200Headers struct {
+	RateLimitLimit     *int64
+	RateLimitRemaining *int64
+	RateLimitReset     *int64
+	XRequestId         string
+}
+
+// UpdateZoneResponse400Headers the declared response headers of an HTTP 400 response for UpdateZone
+type UpdateZoneResponse400Headers struct {
+	RateLimitLimit     *int64
+	RateLimitRemaining *int64
+	RateLimitReset     *int64
+	XRequestId         string
+}
+
+// UpdateZoneResponse401Headers the declared response headers of an HTTP 401 response for UpdateZone
+type UpdateZoneResponse401Headers struct {
+	XRequestId string
+}
+
+// UpdateZoneResponse403Headers the declared response headers of an HTTP 403 response for UpdateZone
+type UpdateZoneResponse403Headers struct {
+	RateLimitLimit     *int64
+	RateLimitRemaining *int64
+	RateLimitReset     *int64
+	XRequestId         string
+}
+
+// UpdateZoneResponse404Headers the declared response headers of an HTTP 404 response for UpdateZone
+type UpdateZoneResponse404Headers struct {
+	RateLimitLimit     *int64
+	RateLimitRemaining *int64
+	RateLimitReset     *int64
+	XRequestId         string
+}
+
+// UpdateZoneResponse413Headers the declared response headers of an HTTP 413 response for UpdateZone
+type UpdateZoneResponse413Headers struct {
+	RateLimitLimit     *int64
+	RateLimitRemaining *int64
+	RateLimitReset     *int64
+	XRequestId         string
+}
+
+// UpdateZoneResponse415Headers the declared response headers of an HTTP 415 response for UpdateZone
+type UpdateZoneResponse415Headers struct {
+	RateLimitLimit     *int64
+	RateLimitRemaining *int64
+	RateLimitReset     *int64
+	XRequestId         string
+}
+
+// UpdateZoneResponse429Headers the declared response headers of an HTTP 429 response for UpdateZone
+type UpdateZoneResponse429Headers struct {
+	RateLimitLimit     *int64
+	RateLimitRemaining *int64
+	RateLimitReset     *int64
+	RetryAfter         int64
+	XRequestId         string
+}
+
+// UpdateZoneResponse500Headers the declared response headers of an HTTP 500 response for UpdateZone
+type UpdateZoneResponse500Headers struct {
+	XRequestId string
+}
+
+// UpdateZoneResponse503Headers the declared response headers of an HTTP 503 response for UpdateZone
+type UpdateZoneResponse503Headers struct {
+	RetryAfter int64
+	XRequestId string
+}
+
+type UpdateZoneResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *ZoneResponse
+	// JSON400 the response for an HTTP 400 `application/json` response
+	JSON400 *BadRequest
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthorized
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *Forbidden
+	// JSON404 the response for an HTTP 404 `application/json` response
+	JSON404 *NotFound
+	// JSON413 the response for an HTTP 413 `application/json` response
+	JSON413 *PayloadTooLarge
+	// JSON415 the response for an HTTP 415 `application/json` response
+	JSON415 *UnsupportedMediaType
+	// JSON429 the response for an HTTP 429 `application/json` response
+	JSON429 *TooManyRequests
+	// JSON500 the response for an HTTP 500 `application/json` response
+	JSON500 *InternalError
+	// JSON503 the response for an HTTP 503 `application/json` response
+	JSON503 *ServiceUnavailable
+	// Headers200 the parsed response headers for an HTTP 200 response
+	Headers200 *UpdateZoneResponse200Headers
+	// Headers400 the parsed response headers for an HTTP 400 response
+	Headers400 *UpdateZoneResponse400Headers
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *UpdateZoneResponse401Headers
+	// Headers403 the parsed response headers for an HTTP 403 response
+	Headers403 *UpdateZoneResponse403Headers
+	// Headers404 the parsed response headers for an HTTP 404 response
+	Headers404 *UpdateZoneResponse404Headers
+	// Headers413 the parsed response headers for an HTTP 413 response
+	Headers413 *UpdateZoneResponse413Headers
+	// Headers415 the parsed response headers for an HTTP 415 response
+	Headers415 *UpdateZoneResponse415Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *UpdateZoneResponse429Headers
+	// Headers500 the parsed response headers for an HTTP 500 response
+	Headers500 *UpdateZoneResponse500Headers
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *UpdateZoneResponse503Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r UpdateZoneResponse) GetJSON200() *ZoneResponse {
+	return r.JSON200
+}
+
+// GetJSON400 returns the response for an HTTP 400 `application/json` response
+func (r UpdateZoneResponse) GetJSON400() *BadRequest {
+	return r.JSON400
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r UpdateZoneResponse) GetJSON401() *Unauthorized {
+	return r.JSON401
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r UpdateZoneResponse) GetJSON403() *Forbidden {
+	return r.JSON403
+}
+
+// GetJSON404 returns the response for an HTTP 404 `application/json` response
+func (r UpdateZoneResponse) GetJSON404() *NotFound {
+	return r.JSON404
+}
+
+// GetJSON413 returns the response for an HTTP 413 `application/json` response
+func (r UpdateZoneResponse) GetJSON413() *PayloadTooLarge {
+	return r.JSON413
+}
+
+// GetJSON415 returns the response for an HTTP 415 `application/json` response
+func (r UpdateZoneResponse) GetJSON415() *UnsupportedMediaType {
+	return r.JSON415
+}
+
+// GetJSON429 returns the response for an HTTP 429 `application/json` response
+func (r UpdateZoneResponse) GetJSON429() *TooManyRequests {
+	return r.JSON429
+}
+
+// GetJSON500 returns the response for an HTTP 500 `application/json` response
+func (r UpdateZoneResponse) GetJSON500() *InternalError {
+	return r.JSON500
+}
+
+// GetJSON503 returns the response for an HTTP 503 `application/json` response
+func (r UpdateZoneResponse) GetJSON503() *ServiceUnavailable {
+	return r.JSON503
+}
+
+// GetBody returns the raw response body bytes
+func (r UpdateZoneResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r UpdateZoneResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r UpdateZoneResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r UpdateZoneResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
 // GetAccountsWithResponse Paged list of the accounts the caller manages
 //
 // The accounts in the caller's management scope: an admin every account; a manager itself, its accounts and their subaccounts; a user itself and its subaccounts; a subaccount itself. Needs the token permission GET /accounts.
@@ -21342,6 +23169,111 @@ func (c *ClientWithResponses) TestWebhookWithResponse(ctx context.Context, id in
 		return nil, err
 	}
 	return ParseTestWebhookResponse(rsp)
+}
+
+// GetZonesWithResponse Paged list of zones
+//
+// The zones the caller may see: an admin every zone, a manager or user those of its own account and of the accounts it manages. Needs the token permission GET /zones; a subaccount reads its parent's zones with the event_notifications privilege and never writes one.
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /zones (the `GetZones` operationId).
+func (c *ClientWithResponses) GetZonesWithResponse(ctx context.Context, params *GetZonesParams, reqEditors ...RequestEditorFn) (*GetZonesResponse, error) {
+	rsp, err := c.GetZones(ctx, params, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseGetZonesResponse(rsp)
+}
+
+// CreateZoneWithBodyWithResponse Draw a zone
+//
+// Creates a zone of the caller's account, counted against its zones quota (403 QUOTA_EXCEEDED). WGS84 degrees on a sphere of radius 6371008.8 m (the mean Earth radius); edges are geodesics. A circle: center and radius_m (1 to 1000000 m). A polygon: points, a closed ring (the last point equal to the first) of 4 to 1001 points, each lat -90..90 and lon -180..180, no point repeating the one before, not self-intersecting, enclosing at least 1 m²; either winding means the smaller of the two regions the ring bounds (at most a hemisphere). The antimeridian and the poles need nothing special. A field that fails is named in details.fields ("points[3].lat"). Audited (zone.create). Event rules of type zone_in and zone_out name zones by id in their zones. Needs the token permission POST /zones and write access; a subaccount reads its parent's zones with the event_notifications privilege and never writes one.
+//
+// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /zones (the `CreateZone` operationId).
+func (c *ClientWithResponses) CreateZoneWithBodyWithResponse(ctx context.Context, params *CreateZoneParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*CreateZoneResponse, error) {
+	rsp, err := c.CreateZoneWithBody(ctx, params, contentType, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseCreateZoneResponse(rsp)
+}
+
+// CreateZoneWithResponse Draw a zone
+//
+// Creates a zone of the caller's account, counted against its zones quota (403 QUOTA_EXCEEDED). WGS84 degrees on a sphere of radius 6371008.8 m (the mean Earth radius); edges are geodesics. A circle: center and radius_m (1 to 1000000 m). A polygon: points, a closed ring (the last point equal to the first) of 4 to 1001 points, each lat -90..90 and lon -180..180, no point repeating the one before, not self-intersecting, enclosing at least 1 m²; either winding means the smaller of the two regions the ring bounds (at most a hemisphere). The antimeridian and the poles need nothing special. A field that fails is named in details.fields ("points[3].lat"). Audited (zone.create). Event rules of type zone_in and zone_out name zones by id in their zones. Needs the token permission POST /zones and write access; a subaccount reads its parent's zones with the event_notifications privilege and never writes one.
+//
+// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /zones (the `CreateZone` operationId).
+func (c *ClientWithResponses) CreateZoneWithResponse(ctx context.Context, params *CreateZoneParams, body CreateZoneJSONRequestBody, reqEditors ...RequestEditorFn) (*CreateZoneResponse, error) {
+	rsp, err := c.CreateZone(ctx, params, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseCreateZoneResponse(rsp)
+}
+
+// DeleteZoneWithResponse Delete a zone
+//
+// Deletes the zone: 204. A zone that event rules of its account name is kept: 409 CONFLICT with details.event_ids (take it out of their zones first). Audited (zone.delete). Needs the token permission DELETE /zones/{id} and write access; a subaccount reads its parent's zones with the event_notifications privilege and never writes one.
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with DELETE /zones/{id} (the `DeleteZone` operationId).
+func (c *ClientWithResponses) DeleteZoneWithResponse(ctx context.Context, id int64, reqEditors ...RequestEditorFn) (*DeleteZoneResponse, error) {
+	rsp, err := c.DeleteZone(ctx, id, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseDeleteZoneResponse(rsp)
+}
+
+// GetZoneWithResponse Read one zone
+//
+// One zone by id. A zone outside the caller's scope is 404, like one that does not exist. Needs the token permission GET /zones/{id}; a subaccount reads its parent's zones with the event_notifications privilege and never writes one.
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /zones/{id} (the `GetZone` operationId).
+func (c *ClientWithResponses) GetZoneWithResponse(ctx context.Context, id int64, reqEditors ...RequestEditorFn) (*GetZoneResponse, error) {
+	rsp, err := c.GetZone(ctx, id, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseGetZoneResponse(rsp)
+}
+
+// UpdateZoneWithBodyWithResponse Change a zone
+//
+// Changes name, color or the shape (at least one field, none null). A new kind drops the old kind's geometry, so a circle made a polygon needs points; the changed zone is checked whole. WGS84 degrees on a sphere of radius 6371008.8 m (the mean Earth radius); edges are geodesics. A circle: center and radius_m (1 to 1000000 m). A polygon: points, a closed ring (the last point equal to the first) of 4 to 1001 points, each lat -90..90 and lon -180..180, no point repeating the one before, not self-intersecting, enclosing at least 1 m²; either winding means the smaller of the two regions the ring bounds (at most a hemisphere). The antimeridian and the poles need nothing special. Audited (zone.update). Needs the token permission PATCH /zones/{id} and write access; a subaccount reads its parent's zones with the event_notifications privilege and never writes one.
+//
+// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with PATCH /zones/{id} (the `UpdateZone` operationId).
+func (c *ClientWithResponses) UpdateZoneWithBodyWithResponse(ctx context.Context, id int64, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*UpdateZoneResponse, error) {
+	rsp, err := c.UpdateZoneWithBody(ctx, id, contentType, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseUpdateZoneResponse(rsp)
+}
+
+// UpdateZoneWithResponse Change a zone
+//
+// Changes name, color or the shape (at least one field, none null). A new kind drops the old kind's geometry, so a circle made a polygon needs points; the changed zone is checked whole. WGS84 degrees on a sphere of radius 6371008.8 m (the mean Earth radius); edges are geodesics. A circle: center and radius_m (1 to 1000000 m). A polygon: points, a closed ring (the last point equal to the first) of 4 to 1001 points, each lat -90..90 and lon -180..180, no point repeating the one before, not self-intersecting, enclosing at least 1 m²; either winding means the smaller of the two regions the ring bounds (at most a hemisphere). The antimeridian and the poles need nothing special. Audited (zone.update). Needs the token permission PATCH /zones/{id} and write access; a subaccount reads its parent's zones with the event_notifications privilege and never writes one.
+//
+// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with PATCH /zones/{id} (the `UpdateZone` operationId).
+func (c *ClientWithResponses) UpdateZoneWithResponse(ctx context.Context, id int64, body UpdateZoneJSONRequestBody, reqEditors ...RequestEditorFn) (*UpdateZoneResponse, error) {
+	rsp, err := c.UpdateZone(ctx, id, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseUpdateZoneResponse(rsp)
 }
 
 // ParseGetAccountsResponse parses an HTTP response from a GetAccountsWithResponse call
@@ -35660,6 +37592,1584 @@ func ParseTestWebhookResponse(rsp *http.Response) (*TestWebhookResponse, error) 
 		response.Headers500 = &headers
 	case rsp.StatusCode == 503:
 		var headers TestWebhookResponse503Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int64
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: "int64"}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers503 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseGetZonesResponse parses an HTTP response from a GetZonesWithResponse call
+func ParseGetZonesResponse(rsp *http.Response) (*GetZonesResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &GetZonesResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest ZoneList
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest BadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Forbidden
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest TooManyRequests
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest InternalError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON500 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest ServiceUnavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON503 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 200:
+		var headers GetZonesResponse200Headers
+		if values := rsp.Header.Values("RateLimit-Limit"); len(values) > 0 {
+			var value int64
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: "int64"}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitLimit = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Remaining"); len(values) > 0 {
+			var value int64
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Remaining", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: "int64"}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitRemaining = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Reset"); len(values) > 0 {
+			var value int64
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Reset", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: "int64"}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitReset = &value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers200 = &headers
+	case rsp.StatusCode == 400:
+		var headers GetZonesResponse400Headers
+		if values := rsp.Header.Values("RateLimit-Limit"); len(values) > 0 {
+			var value int64
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: "int64"}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitLimit = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Remaining"); len(values) > 0 {
+			var value int64
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Remaining", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: "int64"}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitRemaining = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Reset"); len(values) > 0 {
+			var value int64
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Reset", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: "int64"}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitReset = &value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers400 = &headers
+	case rsp.StatusCode == 401:
+		var headers GetZonesResponse401Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers401 = &headers
+	case rsp.StatusCode == 403:
+		var headers GetZonesResponse403Headers
+		if values := rsp.Header.Values("RateLimit-Limit"); len(values) > 0 {
+			var value int64
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: "int64"}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitLimit = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Remaining"); len(values) > 0 {
+			var value int64
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Remaining", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: "int64"}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitRemaining = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Reset"); len(values) > 0 {
+			var value int64
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Reset", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: "int64"}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitReset = &value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers403 = &headers
+	case rsp.StatusCode == 429:
+		var headers GetZonesResponse429Headers
+		if values := rsp.Header.Values("RateLimit-Limit"); len(values) > 0 {
+			var value int64
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: "int64"}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitLimit = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Remaining"); len(values) > 0 {
+			var value int64
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Remaining", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: "int64"}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitRemaining = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Reset"); len(values) > 0 {
+			var value int64
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Reset", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: "int64"}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitReset = &value
+		}
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int64
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: "int64"}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers429 = &headers
+	case rsp.StatusCode == 500:
+		var headers GetZonesResponse500Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers500 = &headers
+	case rsp.StatusCode == 503:
+		var headers GetZonesResponse503Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int64
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: "int64"}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers503 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseCreateZoneResponse parses an HTTP response from a CreateZoneWithResponse call
+func ParseCreateZoneResponse(rsp *http.Response) (*CreateZoneResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &CreateZoneResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 201:
+		var dest ZoneResponse
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON201 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest BadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Forbidden
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest NotFound
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 409:
+		var dest Conflict
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON409 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 413:
+		var dest PayloadTooLarge
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON413 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 415:
+		var dest UnsupportedMediaType
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON415 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest TooManyRequests
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest InternalError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON500 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest ServiceUnavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON503 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 201:
+		var headers CreateZoneResponse201Headers
+		if values := rsp.Header.Values("Idempotent-Replayed"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Idempotent-Replayed", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.IdempotentReplayed = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Limit"); len(values) > 0 {
+			var value int64
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: "int64"}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitLimit = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Remaining"); len(values) > 0 {
+			var value int64
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Remaining", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: "int64"}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitRemaining = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Reset"); len(values) > 0 {
+			var value int64
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Reset", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: "int64"}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitReset = &value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers201 = &headers
+	case rsp.StatusCode == 400:
+		var headers CreateZoneResponse400Headers
+		if values := rsp.Header.Values("RateLimit-Limit"); len(values) > 0 {
+			var value int64
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: "int64"}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitLimit = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Remaining"); len(values) > 0 {
+			var value int64
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Remaining", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: "int64"}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitRemaining = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Reset"); len(values) > 0 {
+			var value int64
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Reset", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: "int64"}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitReset = &value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers400 = &headers
+	case rsp.StatusCode == 401:
+		var headers CreateZoneResponse401Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers401 = &headers
+	case rsp.StatusCode == 403:
+		var headers CreateZoneResponse403Headers
+		if values := rsp.Header.Values("RateLimit-Limit"); len(values) > 0 {
+			var value int64
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: "int64"}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitLimit = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Remaining"); len(values) > 0 {
+			var value int64
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Remaining", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: "int64"}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitRemaining = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Reset"); len(values) > 0 {
+			var value int64
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Reset", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: "int64"}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitReset = &value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers403 = &headers
+	case rsp.StatusCode == 404:
+		var headers CreateZoneResponse404Headers
+		if values := rsp.Header.Values("RateLimit-Limit"); len(values) > 0 {
+			var value int64
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: "int64"}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitLimit = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Remaining"); len(values) > 0 {
+			var value int64
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Remaining", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: "int64"}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitRemaining = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Reset"); len(values) > 0 {
+			var value int64
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Reset", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: "int64"}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitReset = &value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers404 = &headers
+	case rsp.StatusCode == 409:
+		var headers CreateZoneResponse409Headers
+		if values := rsp.Header.Values("RateLimit-Limit"); len(values) > 0 {
+			var value int64
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: "int64"}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitLimit = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Remaining"); len(values) > 0 {
+			var value int64
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Remaining", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: "int64"}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitRemaining = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Reset"); len(values) > 0 {
+			var value int64
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Reset", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: "int64"}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitReset = &value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers409 = &headers
+	case rsp.StatusCode == 413:
+		var headers CreateZoneResponse413Headers
+		if values := rsp.Header.Values("RateLimit-Limit"); len(values) > 0 {
+			var value int64
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: "int64"}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitLimit = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Remaining"); len(values) > 0 {
+			var value int64
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Remaining", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: "int64"}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitRemaining = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Reset"); len(values) > 0 {
+			var value int64
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Reset", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: "int64"}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitReset = &value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers413 = &headers
+	case rsp.StatusCode == 415:
+		var headers CreateZoneResponse415Headers
+		if values := rsp.Header.Values("RateLimit-Limit"); len(values) > 0 {
+			var value int64
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: "int64"}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitLimit = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Remaining"); len(values) > 0 {
+			var value int64
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Remaining", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: "int64"}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitRemaining = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Reset"); len(values) > 0 {
+			var value int64
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Reset", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: "int64"}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitReset = &value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers415 = &headers
+	case rsp.StatusCode == 429:
+		var headers CreateZoneResponse429Headers
+		if values := rsp.Header.Values("RateLimit-Limit"); len(values) > 0 {
+			var value int64
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: "int64"}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitLimit = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Remaining"); len(values) > 0 {
+			var value int64
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Remaining", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: "int64"}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitRemaining = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Reset"); len(values) > 0 {
+			var value int64
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Reset", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: "int64"}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitReset = &value
+		}
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int64
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: "int64"}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers429 = &headers
+	case rsp.StatusCode == 500:
+		var headers CreateZoneResponse500Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers500 = &headers
+	case rsp.StatusCode == 503:
+		var headers CreateZoneResponse503Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int64
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: "int64"}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers503 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseDeleteZoneResponse parses an HTTP response from a DeleteZoneWithResponse call
+func ParseDeleteZoneResponse(rsp *http.Response) (*DeleteZoneResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &DeleteZoneResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case rsp.StatusCode == 204:
+		break // No content-type
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest BadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Forbidden
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest NotFound
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 409:
+		var dest Conflict
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON409 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest TooManyRequests
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest InternalError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON500 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest ServiceUnavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON503 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 204:
+		var headers DeleteZoneResponse204Headers
+		if values := rsp.Header.Values("RateLimit-Limit"); len(values) > 0 {
+			var value int64
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: "int64"}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitLimit = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Remaining"); len(values) > 0 {
+			var value int64
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Remaining", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: "int64"}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitRemaining = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Reset"); len(values) > 0 {
+			var value int64
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Reset", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: "int64"}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitReset = &value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers204 = &headers
+	case rsp.StatusCode == 400:
+		var headers DeleteZoneResponse400Headers
+		if values := rsp.Header.Values("RateLimit-Limit"); len(values) > 0 {
+			var value int64
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: "int64"}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitLimit = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Remaining"); len(values) > 0 {
+			var value int64
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Remaining", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: "int64"}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitRemaining = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Reset"); len(values) > 0 {
+			var value int64
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Reset", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: "int64"}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitReset = &value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers400 = &headers
+	case rsp.StatusCode == 401:
+		var headers DeleteZoneResponse401Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers401 = &headers
+	case rsp.StatusCode == 403:
+		var headers DeleteZoneResponse403Headers
+		if values := rsp.Header.Values("RateLimit-Limit"); len(values) > 0 {
+			var value int64
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: "int64"}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitLimit = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Remaining"); len(values) > 0 {
+			var value int64
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Remaining", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: "int64"}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitRemaining = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Reset"); len(values) > 0 {
+			var value int64
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Reset", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: "int64"}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitReset = &value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers403 = &headers
+	case rsp.StatusCode == 404:
+		var headers DeleteZoneResponse404Headers
+		if values := rsp.Header.Values("RateLimit-Limit"); len(values) > 0 {
+			var value int64
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: "int64"}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitLimit = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Remaining"); len(values) > 0 {
+			var value int64
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Remaining", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: "int64"}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitRemaining = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Reset"); len(values) > 0 {
+			var value int64
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Reset", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: "int64"}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitReset = &value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers404 = &headers
+	case rsp.StatusCode == 409:
+		var headers DeleteZoneResponse409Headers
+		if values := rsp.Header.Values("RateLimit-Limit"); len(values) > 0 {
+			var value int64
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: "int64"}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitLimit = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Remaining"); len(values) > 0 {
+			var value int64
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Remaining", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: "int64"}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitRemaining = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Reset"); len(values) > 0 {
+			var value int64
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Reset", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: "int64"}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitReset = &value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers409 = &headers
+	case rsp.StatusCode == 429:
+		var headers DeleteZoneResponse429Headers
+		if values := rsp.Header.Values("RateLimit-Limit"); len(values) > 0 {
+			var value int64
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: "int64"}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitLimit = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Remaining"); len(values) > 0 {
+			var value int64
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Remaining", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: "int64"}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitRemaining = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Reset"); len(values) > 0 {
+			var value int64
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Reset", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: "int64"}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitReset = &value
+		}
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int64
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: "int64"}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers429 = &headers
+	case rsp.StatusCode == 500:
+		var headers DeleteZoneResponse500Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers500 = &headers
+	case rsp.StatusCode == 503:
+		var headers DeleteZoneResponse503Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int64
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: "int64"}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers503 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseGetZoneResponse parses an HTTP response from a GetZoneWithResponse call
+func ParseGetZoneResponse(rsp *http.Response) (*GetZoneResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &GetZoneResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest ZoneResponse
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest BadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Forbidden
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest NotFound
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest TooManyRequests
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest InternalError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON500 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest ServiceUnavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON503 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 200:
+		var headers GetZoneResponse200Headers
+		if values := rsp.Header.Values("RateLimit-Limit"); len(values) > 0 {
+			var value int64
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: "int64"}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitLimit = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Remaining"); len(values) > 0 {
+			var value int64
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Remaining", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: "int64"}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitRemaining = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Reset"); len(values) > 0 {
+			var value int64
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Reset", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: "int64"}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitReset = &value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers200 = &headers
+	case rsp.StatusCode == 400:
+		var headers GetZoneResponse400Headers
+		if values := rsp.Header.Values("RateLimit-Limit"); len(values) > 0 {
+			var value int64
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: "int64"}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitLimit = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Remaining"); len(values) > 0 {
+			var value int64
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Remaining", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: "int64"}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitRemaining = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Reset"); len(values) > 0 {
+			var value int64
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Reset", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: "int64"}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitReset = &value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers400 = &headers
+	case rsp.StatusCode == 401:
+		var headers GetZoneResponse401Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers401 = &headers
+	case rsp.StatusCode == 403:
+		var headers GetZoneResponse403Headers
+		if values := rsp.Header.Values("RateLimit-Limit"); len(values) > 0 {
+			var value int64
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: "int64"}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitLimit = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Remaining"); len(values) > 0 {
+			var value int64
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Remaining", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: "int64"}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitRemaining = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Reset"); len(values) > 0 {
+			var value int64
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Reset", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: "int64"}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitReset = &value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers403 = &headers
+	case rsp.StatusCode == 404:
+		var headers GetZoneResponse404Headers
+		if values := rsp.Header.Values("RateLimit-Limit"); len(values) > 0 {
+			var value int64
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: "int64"}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitLimit = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Remaining"); len(values) > 0 {
+			var value int64
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Remaining", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: "int64"}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitRemaining = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Reset"); len(values) > 0 {
+			var value int64
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Reset", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: "int64"}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitReset = &value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers404 = &headers
+	case rsp.StatusCode == 429:
+		var headers GetZoneResponse429Headers
+		if values := rsp.Header.Values("RateLimit-Limit"); len(values) > 0 {
+			var value int64
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: "int64"}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitLimit = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Remaining"); len(values) > 0 {
+			var value int64
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Remaining", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: "int64"}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitRemaining = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Reset"); len(values) > 0 {
+			var value int64
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Reset", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: "int64"}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitReset = &value
+		}
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int64
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: "int64"}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers429 = &headers
+	case rsp.StatusCode == 500:
+		var headers GetZoneResponse500Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers500 = &headers
+	case rsp.StatusCode == 503:
+		var headers GetZoneResponse503Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int64
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: "int64"}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers503 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseUpdateZoneResponse parses an HTTP response from a UpdateZoneWithResponse call
+func ParseUpdateZoneResponse(rsp *http.Response) (*UpdateZoneResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &UpdateZoneResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest ZoneResponse
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest BadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Forbidden
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest NotFound
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 413:
+		var dest PayloadTooLarge
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON413 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 415:
+		var dest UnsupportedMediaType
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON415 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest TooManyRequests
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest InternalError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON500 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest ServiceUnavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON503 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 200:
+		var headers UpdateZoneResponse200Headers
+		if values := rsp.Header.Values("RateLimit-Limit"); len(values) > 0 {
+			var value int64
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: "int64"}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitLimit = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Remaining"); len(values) > 0 {
+			var value int64
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Remaining", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: "int64"}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitRemaining = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Reset"); len(values) > 0 {
+			var value int64
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Reset", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: "int64"}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitReset = &value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers200 = &headers
+	case rsp.StatusCode == 400:
+		var headers UpdateZoneResponse400Headers
+		if values := rsp.Header.Values("RateLimit-Limit"); len(values) > 0 {
+			var value int64
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: "int64"}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitLimit = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Remaining"); len(values) > 0 {
+			var value int64
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Remaining", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: "int64"}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitRemaining = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Reset"); len(values) > 0 {
+			var value int64
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Reset", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: "int64"}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitReset = &value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers400 = &headers
+	case rsp.StatusCode == 401:
+		var headers UpdateZoneResponse401Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers401 = &headers
+	case rsp.StatusCode == 403:
+		var headers UpdateZoneResponse403Headers
+		if values := rsp.Header.Values("RateLimit-Limit"); len(values) > 0 {
+			var value int64
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: "int64"}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitLimit = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Remaining"); len(values) > 0 {
+			var value int64
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Remaining", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: "int64"}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitRemaining = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Reset"); len(values) > 0 {
+			var value int64
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Reset", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: "int64"}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitReset = &value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers403 = &headers
+	case rsp.StatusCode == 404:
+		var headers UpdateZoneResponse404Headers
+		if values := rsp.Header.Values("RateLimit-Limit"); len(values) > 0 {
+			var value int64
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: "int64"}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitLimit = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Remaining"); len(values) > 0 {
+			var value int64
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Remaining", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: "int64"}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitRemaining = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Reset"); len(values) > 0 {
+			var value int64
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Reset", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: "int64"}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitReset = &value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers404 = &headers
+	case rsp.StatusCode == 413:
+		var headers UpdateZoneResponse413Headers
+		if values := rsp.Header.Values("RateLimit-Limit"); len(values) > 0 {
+			var value int64
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: "int64"}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitLimit = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Remaining"); len(values) > 0 {
+			var value int64
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Remaining", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: "int64"}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitRemaining = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Reset"); len(values) > 0 {
+			var value int64
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Reset", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: "int64"}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitReset = &value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers413 = &headers
+	case rsp.StatusCode == 415:
+		var headers UpdateZoneResponse415Headers
+		if values := rsp.Header.Values("RateLimit-Limit"); len(values) > 0 {
+			var value int64
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: "int64"}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitLimit = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Remaining"); len(values) > 0 {
+			var value int64
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Remaining", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: "int64"}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitRemaining = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Reset"); len(values) > 0 {
+			var value int64
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Reset", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: "int64"}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitReset = &value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers415 = &headers
+	case rsp.StatusCode == 429:
+		var headers UpdateZoneResponse429Headers
+		if values := rsp.Header.Values("RateLimit-Limit"); len(values) > 0 {
+			var value int64
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: "int64"}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitLimit = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Remaining"); len(values) > 0 {
+			var value int64
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Remaining", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: "int64"}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitRemaining = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Reset"); len(values) > 0 {
+			var value int64
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Reset", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: "int64"}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitReset = &value
+		}
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int64
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: "int64"}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers429 = &headers
+	case rsp.StatusCode == 500:
+		var headers UpdateZoneResponse500Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers500 = &headers
+	case rsp.StatusCode == 503:
+		var headers UpdateZoneResponse503Headers
 		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
 			var value int64
 			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: "int64"}); err != nil {

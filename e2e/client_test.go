@@ -618,6 +618,43 @@ func TestGeneratedClient(t *testing.T) {
 		}
 		failure(t, again.HTTPResponse, again.JSON404, http.StatusNotFound, client.ErrorCodeNOTFOUND)
 	})
+	t.Run("zones", func(t *testing.T) {
+		ring := []client.Point{{Lat: 48.80, Lon: 2.30}, {Lat: 48.80, Lon: 2.32}, {Lat: 48.82, Lon: 2.31}, {Lat: 48.80, Lon: 2.30}}
+		created, err := acme.CreateZoneWithResponse(ctx, &client.CreateZoneParams{IdempotencyKey: ptr("e2e-zone-1")},
+			client.ZoneInput{Name: "e2e yard", Kind: client.ZoneInputKindPolygon, Points: &ring, Color: nullable.NewNullableWithValue("#ff8800")})
+		if err != nil || created.JSON201 == nil || created.JSON201.Data.Name != "e2e yard" {
+			t.Fatalf("POST /zones: %v %d %s", err, created.StatusCode(), created.Body)
+		}
+		id := created.JSON201.Data.Id
+		bowTie := []client.Point{{Lat: 0, Lon: 0}, {Lat: 1, Lon: 1}, {Lat: 0, Lon: 1}, {Lat: 1, Lon: 0}, {Lat: 0, Lon: 0}}
+		bad, err := acme.CreateZoneWithResponse(ctx, nil, client.ZoneInput{Name: "bow tie", Kind: client.ZoneInputKindPolygon, Points: &bowTie})
+		if err != nil {
+			t.Fatal(err)
+		}
+		failure(t, bad.HTTPResponse, bad.JSON400, http.StatusBadRequest, client.ErrorCodeVALIDATIONFAILED)
+		one, err := acme.GetZoneWithResponse(ctx, id)
+		if err != nil || one.JSON200 == nil || one.JSON200.Data.Kind != "polygon" {
+			t.Fatalf("GET /zones/{id}: %v %d %s", err, one.StatusCode(), one.Body)
+		}
+		hidden, err := c.bearer("northwind-all").GetZoneWithResponse(ctx, id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		failure(t, hidden.HTTPResponse, hidden.JSON404, http.StatusNotFound, client.ErrorCodeNOTFOUND)
+		upd, err := acme.UpdateZoneWithResponse(ctx, id, client.ZonePatch{Name: ptr("e2e yard, changed")})
+		if err != nil || upd.JSON200 == nil || upd.JSON200.Data.Name != "e2e yard, changed" {
+			t.Fatalf("PATCH /zones/{id}: %v %d %s", err, upd.StatusCode(), upd.Body)
+		}
+		gone, err := acme.DeleteZoneWithResponse(ctx, id)
+		if err != nil || gone.StatusCode() != http.StatusNoContent {
+			t.Fatalf("DELETE /zones/{id}: %v %d %s", err, gone.StatusCode(), gone.Body)
+		}
+		again, err := acme.GetZoneWithResponse(ctx, id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		failure(t, again.HTTPResponse, again.JSON404, http.StatusNotFound, client.ErrorCodeNOTFOUND)
+	})
 	// The writes of event rules, service records and reports (docs/design.md
 	// §15) on acme's van: each created, changed and deleted through the
 	// client, a service marked done, and the refusals a client meets.

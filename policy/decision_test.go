@@ -128,9 +128,9 @@ func expectCode(in Input) (string, map[string]any) {
 	}
 	if a.Type == "subaccount" && slices.Contains([]string{"POST /readings", "POST /events", "PATCH /events/{id}", "DELETE /events/{id}",
 		"POST /services", "PATCH /services/{id}", "DELETE /services/{id}", "POST /services/{id}/done", "POST /reports",
-		"PATCH /reports/{id}", "DELETE /reports/{id}"}, route) {
+		"PATCH /reports/{id}", "DELETE /reports/{id}", "POST /zones", "PATCH /zones/{id}", "DELETE /zones/{id}"}, route) {
 		// subaccounts never ingest (§14) and write no event rules, service
-		// records or reports (§15)
+		// records, reports or zones (§15)
 		return "PRIVILEGE_REQUIRED", map[string]any{"account_type": "subaccount"}
 	}
 	need := map[string]string{"GET /reports": "reports", "GET /events": "event_notifications", "GET /events/{id}": "event_notifications",
@@ -138,7 +138,8 @@ func expectCode(in Input) (string, map[string]any) {
 		"GET /webhooks": "event_notifications", "POST /webhooks": "event_notifications", "GET /webhooks/{id}": "event_notifications",
 		"PATCH /webhooks/{id}": "event_notifications", "DELETE /webhooks/{id}": "event_notifications",
 		"POST /webhooks/{id}/rotate-secret": "event_notifications", "POST /webhooks/{id}/test": "event_notifications",
-		"GET /webhooks/{id}/deliveries": "event_notifications", "POST /webhooks/{id}/deliveries/{delivery_id}/retry": "event_notifications"}[route]
+		"GET /webhooks/{id}/deliveries": "event_notifications", "POST /webhooks/{id}/deliveries/{delivery_id}/retry": "event_notifications",
+		"GET /zones": "event_notifications", "GET /zones/{id}": "event_notifications"}[route]
 	if a.Type == "subaccount" && need != "" && !slices.Contains(a.Privileges, need) {
 		return "PRIVILEGE_REQUIRED", map[string]any{"privilege": need}
 	}

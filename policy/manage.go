@@ -44,6 +44,12 @@ const (
 	ActionWebhookRotate = "webhook.rotate"
 	ActionWebhookTest   = "webhook.test"
 	ActionWebhookRetry  = "webhook.retry"
+	// The zone writes (docs/design.md §15, Places): audited like the
+	// management writes; no management decision (the route's permission
+	// and write access decide them).
+	ActionZoneCreate = "zone.create"
+	ActionZoneUpdate = "zone.update"
+	ActionZoneDelete = "zone.delete"
 )
 
 // CodeManagementDenied is the code of every management denial; its

@@ -27,13 +27,17 @@ func TestScopeTrees(t *testing.T) {
 		privileges []string
 		want       map[Resource]Scope
 	}{
-		{"admin", nil, map[Resource]Scope{"services": all, "reports": all, "events": all, "passengers": all}},
-		{"manager", nil, map[Resource]Scope{"services": manager, "reports": manager, "events": manager, "passengers": manager}},
+		{"admin", nil, map[Resource]Scope{"services": all, "reports": all, "events": all, "passengers": all, "zones": all}},
+		{"manager", nil, map[Resource]Scope{"services": manager, "reports": manager, "events": manager, "passengers": manager, "zones": manager}},
 		// webhooks: a user sees its own and its subaccounts' (their manager_id
 		// is the user), a subaccount only its own (docs/decisions.md, issue 37)
-		{"user", nil, map[Resource]Scope{"services": user, "reports": user, "events": user, "passengers": user, "webhooks": manager}},
-		{"subaccount", []string{"reports", "event_notifications"}, map[Resource]Scope{"services": granted, "reports": granted, "events": granted, "passengers": parent, "webhooks": user}},
-		{"subaccount", []string{}, map[Resource]Scope{"services": granted, "reports": none, "events": none, "passengers": parent}},
+		// zones: seen like the account's rows; a subaccount with
+		// event_notifications sees its parent's (docs/design.md §15), none
+		// without it
+		{"user", nil, map[Resource]Scope{"services": user, "reports": user, "events": user, "passengers": user, "webhooks": manager, "zones": user}},
+		{"subaccount", []string{"reports", "event_notifications"}, map[Resource]Scope{"services": granted, "reports": granted, "events": granted, "passengers": parent, "webhooks": user,
+			"zones": parent}},
+		{"subaccount", []string{}, map[Resource]Scope{"services": granted, "reports": none, "events": none, "passengers": parent, "zones": none}},
 	}
 	for _, c := range cases {
 		for _, r := range testResources {

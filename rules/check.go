@@ -9,8 +9,9 @@ import (
 // of minutes.
 const MaxMinutes = 525600
 
-// notEvaluatedYet is the reason of the types kept until places exist (§15).
-const notEvaluatedYet = "kept, not evaluated until places exist"
+// notEvaluated is the reason of route_out: kept, never evaluated, since
+// nothing defines a route (there is no routes resource).
+const notEvaluated = "kept, not evaluated: there is no routes resource"
 
 // compiled is a rule Check accepted, with its checked_value parsed: num is
 // the number of overspeed (km/h), fuel_drop and stopped/connection_no
@@ -23,8 +24,9 @@ type compiled struct {
 
 // Check reports whether a rule can be evaluated: false with the reason (for
 // GET /events' "evaluable" and "reason") for a malformed checked_value,
-// week_days or day_time, and for the types kept but not evaluated (zone_in,
-// zone_out, route_out) or unknown.
+// week_days or day_time, for a zone_in or zone_out rule naming no zone or a
+// zone that is not of its account (Rule.ZonesMissing), and for route_out
+// (kept, not evaluated) or an unknown type.
 func Check(r Rule) (evaluable bool, reason string) {
 	_, reason = compile(r)
 	return reason == "", reason
@@ -46,8 +48,15 @@ func compile(r Rule) (compiled, string) {
 		c.param, reason = parseParam(r.CheckedValue)
 	case IgnitionOn, IgnitionOff, SOS, DoorOpen:
 		// checked_value is not read.
-	case ZoneIn, ZoneOut, RouteOut:
-		return c, notEvaluatedYet
+	case ZoneIn, ZoneOut:
+		switch {
+		case len(r.ZonesMissing) > 0:
+			reason = fmt.Sprintf("zones %q are not zones of the rule's account", r.ZonesMissing)
+		case len(r.Zones) == 0:
+			reason = "zones names no zone"
+		}
+	case RouteOut:
+		return c, notEvaluated
 	default:
 		return c, fmt.Sprintf("unknown type %q", r.Type)
 	}

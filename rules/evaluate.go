@@ -3,6 +3,7 @@ package rules
 import (
 	"math"
 	"strconv"
+	"strings"
 	"time"
 )
 
@@ -128,6 +129,8 @@ func step(rule Rule, c compiled, old RuleState, prev *Snapshot, r Reading) (Rule
 			"Fuel drop: " + formatNumber(drop) + " (from " + formatNumber(before) + " to " + formatNumber(cur) + ") ≥ " + formatNumber(c.num) + ruleOf(rule)}
 	case Stopped:
 		return stopped(rule, c, old, r)
+	case ZoneIn, ZoneOut:
+		return zoneStep(rule, old, r)
 	case IgnitionOn, IgnitionOff:
 		if r.Ignition == nil || prev == nil || prev.Ignition == nil {
 			return RuleState{}, hit{}
@@ -265,4 +268,33 @@ func wholeMinutes(d time.Duration) string { return strconv.FormatInt(int64(d/tim
 
 // zero reports a rule state that remembers nothing (armed): it is not
 // stored.
-func (s RuleState) zero() bool { return !s.Fired && s.Since == nil && s.Silence == nil }
+func (s RuleState) zero() bool { return !s.Fired && s.Since == nil && s.Silence == nil && s.In == nil }
+
+// zoneStep is the step of zone_in and zone_out: the rule's condition is "the
+// position lies in one of its zones"; zone_in fires when it becomes true,
+// zone_out when it becomes false. The first positioned reading only sets
+// the state; a reading without a position changes nothing.
+func zoneStep(rule Rule, old RuleState, r Reading) (RuleState, hit) {
+	if r.Lat == nil || r.Lon == nil {
+		return old, hit{}
+	}
+	var in []string
+	for _, z := range rule.Zones {
+		if r.InZones[z] {
+			in = append(in, z)
+		}
+	}
+	inside := len(in) > 0
+	s := RuleState{In: &inside}
+	if old.In == nil || *old.In == inside {
+		return s, hit{}
+	}
+	pos := formatNumber(*r.Lat) + "," + formatNumber(*r.Lon)
+	if rule.Type == ZoneIn && inside {
+		return s, hit{true, strings.Join(in, ","), "Zone in: entered zone " + strings.Join(in, ", ") + " at " + pos + ruleOf(rule)}
+	}
+	if rule.Type == ZoneOut && !inside {
+		return s, hit{true, strings.Join(rule.Zones, ","), "Zone out: left zone " + strings.Join(rule.Zones, ", ") + " at " + pos + ruleOf(rule)}
+	}
+	return s, hit{}
+}

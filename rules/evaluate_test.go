@@ -147,7 +147,7 @@ func TestEvaluateTypes(t *testing.T) {
 		{"connection_no_never_from_a_reading", Rule{Type: ConnectionNo, CheckedValue: "1"}, []rd{
 			{min: 0}, {min: 100}, {min: 1000},
 		}},
-		{"zone_in_never", Rule{Type: ZoneIn, CheckedValue: "1"}, []rd{{min: 0, speed: num(1)}}},
+		{"zone_in_no_zone_never", Rule{Type: ZoneIn, CheckedValue: "1"}, []rd{{min: 0, speed: num(1)}}},
 		{"malformed_never", Rule{Type: Overspeed, CheckedValue: "ninety"}, []rd{{min: 0, speed: num(500)}}},
 	}
 	for _, c := range cases {

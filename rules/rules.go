@@ -7,8 +7,8 @@ package rules
 
 import "time"
 
-// The evaluable rule types of docs/design.md §14, and the types kept but not
-// evaluated until places exist (§15).
+// The rule types of docs/design.md §14 and §15 (zone_in, zone_out), and
+// route_out, kept but not evaluated: there is no routes resource.
 const (
 	Overspeed    = "overspeed"
 	IgnitionOn   = "ignition_on"
@@ -47,6 +47,10 @@ type Reading struct {
 	EngineHours *float64
 	Ignition    *bool
 	Attributes  map[string]any
+	// InZones holds the ids of the zones, among those the device's rules
+	// name, that contain the position (storage computes it with package
+	// places); nil when the reading has no position.
+	InZones map[string]bool
 }
 
 // DayTime is a rule's daily window, "HH:MM" each; both empty: all day. From
@@ -65,6 +69,12 @@ type Rule struct {
 	CheckedValue string
 	WeekDays     []string // "mon".."sun"; empty: every day
 	DayTime      DayTime
+	// Zones are the zone ids a zone_in or zone_out rule names; ZonesMissing
+	// those of them that are not zones of the rule's account (absent, of
+	// another account, or not an id), as storage found them: a rule with
+	// any is not evaluable.
+	Zones        []string
+	ZonesMissing []string
 }
 
 // State is one device's evaluation state between readings, stored as JSON
@@ -91,6 +101,9 @@ type RuleState struct {
 	// Silence is the last reading's time of the silence connection_no
 	// fired for (at most once per silence).
 	Silence *time.Time `json:"silence,omitempty"`
+	// In is whether the last positioned reading lay in one of a zone_in or
+	// zone_out rule's zones; nil before the first (which only sets it).
+	In *bool `json:"in,omitempty"`
 }
 
 // Snapshot is what the previous readings reported. Speed is not written

@@ -169,7 +169,7 @@ func (s *Store) UpdateAccount(ctx context.Context, scope policy.Scope, actor Act
 			if len(changes) > 0 {
 				if _, err := tx.db.NewUpdate().Model(&a).
 					Column("email", "active", "read_only", "account_expire", "account_expire_dt", "privileges", "rate_limit",
-						"quota_subaccounts", "quota_tokens", "quota_devices", "quota_passengers", "quota_webhooks", "quota_events", "timezone").
+						"quota_subaccounts", "quota_tokens", "quota_devices", "quota_passengers", "quota_webhooks", "quota_zones", "quota_events", "timezone").
 					WherePK().Exec(ctx); err != nil {
 					return audit.Event{}, err
 				}

@@ -39,6 +39,7 @@ var unscopedStore = map[string]string{
 	"WithShapesOff":           "configuration (the paging shapes' A/B): no table",
 	"ClaimDelivery":           "webhook_deliveries of every account: the sender's claim (a server job on no caller's behalf); what it sends is read through the owner's scope (Claim.Notification)",
 	"NewWebhookID":            "the webhooks id sequence only: reserves an id, reads and returns no row",
+	"EventZonesMissing":       "zones of the account of an event rule read in the caller's scope (GET /events/{id}): returns only which of the rule's zone names are not that account's zones, no row",
 	"Deliveries":              "webhook_deliveries of every account: the sender's queue counts, returns counts only",
 	"InsertNotificationOf":    "test only (export_test): a notification through insertNotifications",
 	"AddUsage":                "usage_daily: the servers' own counts of what they answered (metering), not a tenant table",

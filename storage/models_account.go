@@ -42,6 +42,7 @@ type Account struct {
 	QuotaDevices     *int64 `bun:"quota_devices" json:"-"`
 	QuotaPassengers  *int64 `bun:"quota_passengers" json:"-"`
 	QuotaWebhooks    *int64 `bun:"quota_webhooks" json:"-"`
+	QuotaZones       *int64 `bun:"quota_zones" json:"-"`
 	QuotaEvents      *int64 `bun:"quota_events" json:"-"`
 	// Quotas and Usage are the limits in force and their current use,
 	// shown by GET and PATCH /accounts/{id} only (nil elsewhere).

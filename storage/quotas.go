@@ -27,14 +27,14 @@ func (s *Store) DefaultQuotas() limits.Quotas { return s.quotas }
 
 // overrides returns the account's own quota overrides (nil: the default).
 func (a Account) overrides() limits.Quotas {
-	return limits.Quotas{Subaccounts: a.QuotaSubaccounts, Tokens: a.QuotaTokens, Devices: a.QuotaDevices, Passengers: a.QuotaPassengers, Webhooks: a.QuotaWebhooks,
+	return limits.Quotas{Subaccounts: a.QuotaSubaccounts, Tokens: a.QuotaTokens, Devices: a.QuotaDevices, Passengers: a.QuotaPassengers, Webhooks: a.QuotaWebhooks, Zones: a.QuotaZones,
 		Events: a.QuotaEvents}
 }
 
 // SetOverrides sets the account's quota overrides (nil: the platform
 // default).
 func (a *Account) SetOverrides(q limits.Quotas) {
-	a.QuotaSubaccounts, a.QuotaTokens, a.QuotaDevices, a.QuotaPassengers, a.QuotaWebhooks = q.Subaccounts, q.Tokens, q.Devices, q.Passengers, q.Webhooks
+	a.QuotaSubaccounts, a.QuotaTokens, a.QuotaDevices, a.QuotaPassengers, a.QuotaWebhooks, a.QuotaZones = q.Subaccounts, q.Tokens, q.Devices, q.Passengers, q.Webhooks, q.Zones
 	a.QuotaEvents = q.Events
 }
 

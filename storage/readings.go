@@ -242,7 +242,9 @@ func (s *Store) ingest(ctx context.Context, tx bun.Tx, c *compiledScope, imeis [
 		rl, loc := ev.rulesFor(d), ev.location(d.AccountID)
 		for _, r := range rs {
 			var fired []rules.Fired
-			st, fired = rules.Evaluate(rl, loc, st, ruleReading(r))
+			rr := ruleReading(r)
+			rr.InZones = ev.inZones(rl, r.Lat, r.Lon)
+			st, fired = rules.Evaluate(rl, loc, st, rr)
 			for _, f := range fired {
 				notes = append(notes, firedRow(d, f, r.Lat, r.Lon))
 			}

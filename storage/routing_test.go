@@ -25,6 +25,8 @@ var replicaReads = map[string]string{
 	"ObjectByID":        "GET /objects/{id}: the device's state may lag the newest reading by the replica's delay",
 	"WebhookByID":       "GET /webhooks/{id}",
 	"WebhookDeliveries": "GET /webhooks/{id}/deliveries",
+	"ZoneByID":          "GET /zones/{id}",
+	"EventZonesMissing": "GET /events/{id}: whether the rule's zones are zones of its account",
 }
 
 // primaryFirstReads are the entry points that read the primary and, only
@@ -103,6 +105,9 @@ var primaryOnly = map[string]string{
 	"RotateWebhookSecret":      "a write (POST /webhooks/{id}/rotate-secret)",
 	"TestWebhook":              "a write (POST /webhooks/{id}/test)",
 	"UpdateWebhook":            "a write (PATCH /webhooks/{id})",
+	"CreateZone":               "a write (POST /zones)",
+	"UpdateZone":               "a write (PATCH /zones/{id})",
+	"DeleteZone":               "a write (DELETE /zones/{id})",
 	"Deliveries":               "the sender's queue: its idle sleep and metrics, on the primary it claims from",
 	"InsertNotificationOf":     "test only (export_test): a write",
 	"UsageTotals":              "GET /usage: a management read, like GET /accounts",

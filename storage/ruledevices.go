@@ -47,16 +47,20 @@ WHERE id = ANY(?) ORDER BY id FOR NO KEY UPDATE`, pgdialect.Array(ids)).Scan(ctx
 type evaluation struct {
 	events map[int64][]Event // by account, in id order
 	zones  map[int64]*time.Location
+	// places are the zones the zone_in and zone_out rules name, by id
+	// (as the rules spell it), that exist and whose shape compiles.
+	places map[string]placedZone
 }
 
 // loadEvaluation reads the active rules of the accounts owners (of the
 // type typ only, when not empty) and their time zones (LoadTimezone; a
 // zone that is not valid, written behind the API's back, reads UTC and is
-// logged): two statements.
+// logged), and the zones their zone_in and zone_out rules name
+// (loadPlaces): at most three statements.
 func loadEvaluation(ctx context.Context, db bun.IDB, owners []int64, typ string) (evaluation, error) {
 	ev := evaluation{events: map[int64][]Event{}, zones: map[int64]*time.Location{}}
 	var evs []Event
-	err := db.NewRaw(`SELECT event_id, account_id, type, name, checked_value, week_days, day_time, imei FROM events
+	err := db.NewRaw(`SELECT event_id, account_id, type, name, checked_value, week_days, day_time, imei, zones FROM events
 WHERE account_id = ANY(?) AND active AND (? = '' OR type = ?) ORDER BY account_id, event_id`,
 		pgdialect.Array(owners), typ, typ).Scan(ctx, &evs)
 	if err != nil {
@@ -64,6 +68,9 @@ WHERE account_id = ANY(?) AND active AND (? = '' OR type = ?) ORDER BY account_i
 	}
 	for _, e := range evs {
 		ev.events[e.AccountID] = append(ev.events[e.AccountID], e)
+	}
+	if ev.places, err = loadPlaces(ctx, db, evs); err != nil {
+		return ev, err
 	}
 	var zones []struct {
 		ID       int64  `bun:"id"`
@@ -93,7 +100,7 @@ func (ev evaluation) rulesFor(d *ruleDevice) []rules.Rule {
 		if len(e.IMEI) > 0 && !slices.Contains(e.IMEI, d.IMEI) {
 			continue
 		}
-		out = append(out, e.Rule())
+		out = append(out, ev.withZones(e))
 	}
 	return out
 }

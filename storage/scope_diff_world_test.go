@@ -203,6 +203,9 @@ func (w *world) insertRows(t *testing.T, db bun.IDB, r *rand.Rand, objects []sto
 		for i := range perTable {
 			owner, device := w.rowOwnerAndDevice(rr, table)
 			w.genericRow(rr, d, table, rows.Index(i), i, owner, device)
+			if complete, ok := completeRow[d.Table()]; ok {
+				complete(rr, rows.Index(i))
+			}
 		}
 		ptr := reflect.New(rows.Type())
 		ptr.Elem().Set(rows)
@@ -217,6 +220,17 @@ func (w *world) insertRows(t *testing.T, db bun.IDB, r *rand.Rand, objects []sto
 			w.built[d.Table()] = rows[len(rows)-1].id
 		}
 	}
+}
+
+// completeRow completes, per table, what genericRow cannot fill from the
+// field kinds: the columns a CHECK relates to each other (a zone's kind
+// and its geometry).
+var completeRow = map[string]func(r *rand.Rand, row reflect.Value){
+	"zones": func(r *rand.Rand, row reflect.Value) {
+		z := row.Addr().Interface().(*storage.Zone)
+		lat, lon, radius := r.Float64()*180-90, r.Float64()*360-180, 1+r.Float64()*1000
+		z.Kind, z.CenterLat, z.CenterLon, z.RadiusM = "circle", &lat, &lon, &radius
+	},
 }
 
 // resourceRand is the random stream of one resource: seeded by seed and

@@ -51,6 +51,8 @@ func Routes() []Route {
 		{"GET", "/webhooks/{id}"}, {"PATCH", "/webhooks/{id}"}, {"DELETE", "/webhooks/{id}"},
 		{"POST", "/webhooks/{id}/rotate-secret"}, {"POST", "/webhooks/{id}/test"},
 		{"GET", "/webhooks/{id}/deliveries"}, {"POST", "/webhooks/{id}/deliveries/{delivery_id}/retry"},
+		{"GET", "/zones"}, {"POST", "/zones"},
+		{"GET", "/zones/{id}"}, {"PATCH", "/zones/{id}"}, {"DELETE", "/zones/{id}"},
 		{"POST", "/events"}, {"PATCH", "/events/{id}"}, {"DELETE", "/events/{id}"},
 		{"POST", "/services"}, {"PATCH", "/services/{id}"}, {"DELETE", "/services/{id}"}, {"POST", "/services/{id}/done"},
 		{"POST", "/reports"}, {"PATCH", "/reports/{id}"}, {"DELETE", "/reports/{id}"},

@@ -312,6 +312,7 @@ func (c config) checkTenantBound() error {
 // unset (docs/design.md §12, docs/management.md "Quotas").
 var defaultQuotas = limits.Quotas{
 	Subaccounts: ptrInt(1000), Tokens: ptrInt(1000), Devices: ptrInt(100_000), Passengers: ptrInt(1_000_000), Webhooks: ptrInt(100),
+	Zones:  ptrInt(10_000),
 	Events: ptrInt(10_000),
 }
 

@@ -28,7 +28,7 @@ var allowed = map[string][]string{
 	"delivery":            {"policy", "storage", "tenancy", "webhook"},
 	"migrations":          {},
 	"policy":              {"tenancy"},
-	"storage":             {"policy", "tenancy", "migrations", "rules", "storage/authsync", "storage/audit", "storage/limits", "storage/internal/paging"},
+	"storage":             {"policy", "tenancy", "migrations", "rules", "places", "storage/authsync", "storage/audit", "storage/limits", "storage/internal/paging"},
 	"storage/authsync":    {"tenancy"},
 	"storage/audit":       {"policy", "tenancy"},
 	"storage/limits":      {},
@@ -43,7 +43,7 @@ var allowed = map[string][]string{
 	"tooling/policydiff":  {"policy", "tooling/oracle", "tooling/synthetic", "storage", "tenancy"},
 	"api/ratelimit":       {},
 	"api/metering":        {"storage"},
-	"api":                 {"api/ratelimit", "api/metering", "tenancy", "policy", "rules", "storage", "storage/audit", "storage/limits", "telemetry", "webhook"},
+	"api":                 {"api/ratelimit", "api/metering", "tenancy", "policy", "rules", "storage", "storage/audit", "storage/limits", "telemetry", "webhook", "places"},
 
 	// The paging layer: only storage imports it (internal), and it imports
 	// nothing of fleetapi.
@@ -57,6 +57,11 @@ var allowed = map[string][]string{
 	// Webhook signing, sealing and the delivery client: storage and the
 	// sender call it; it imports nothing of fleetapi (stdlibOnly).
 	"webhook": {},
+
+	// The places domain (zone shapes, validity, containment): nothing of
+	// fleetapi; its one third-party import is the geometry library
+	// (github.com/golang/geo).
+	"places": {},
 }
 
 // stdlibOnly lists the packages that import nothing but the standard
@@ -75,6 +80,7 @@ var forbidden = map[string][]string{
 	"storage/pgserver":   {"github.com/go-fuego/fuego"},
 	"policy":             {"github.com/uptrace/bun"},
 	"tenancy":            {"github.com/uptrace/bun", "github.com/go-fuego/fuego", "github.com/open-policy-agent/opa"},
+	"places":             {"github.com/uptrace/bun", "github.com/go-fuego/fuego", "github.com/open-policy-agent/opa"},
 }
 
 // TestDependencyDirection keeps the package arrows of docs/design.md §1 and

@@ -51,9 +51,16 @@ func loadEvent(ctx context.Context, im *importer, ref recordRef, ev importEvent)
 	return im.insertNew(ctx, ref, &row, byAccountAndName, acct.ID, ev.Name)
 }
 
-// dumpEvents writes the subtree's event rules.
+// dumpEvents writes the subtree's event rules, a zone rule's zones by
+// name (zoneNamesOf).
 func dumpEvents(ctx context.Context, ex *exporter, emit func(importEvent) error) error {
 	return eachRow(ctx, ex, "event_id", "e.account_id = ANY(?)", func(e *storage.Event) int64 { return e.EventID }, func(e *storage.Event) error {
+		// a zone rule names its zones by name in a file (zones.go)
+		zones, err := zoneNamesOf(ctx, ex, e)
+		if err != nil {
+			return err
+		}
+		e.Zones = zones
 		return emit(importEvent{Event: *e, Account: ex.names[e.AccountID]})
 	})
 }

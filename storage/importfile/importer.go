@@ -20,6 +20,9 @@ type importer struct {
 	// passengerNames counts the passenger records of the file per account
 	// and name (loadPassenger).
 	passengerNames map[string]int
+	// zoneNames counts the zone records of the file per account and name
+	// (loadZone).
+	zoneNames map[string]int
 	// place says where the file's root accounts go (LoadPlaced).
 	place Placement
 }
@@ -32,6 +35,7 @@ func newImporter(db bun.IDB) *importer {
 		objects: map[string]*storage.Object{},
 
 		passengerNames: map[string]int{},
+		zoneNames:      map[string]int{},
 	}
 }
 

@@ -38,13 +38,16 @@ const (
 	// QuotaWebhooks counts the webhooks the account registered (a
 	// subaccount's are its own: docs/design.md §14, Webhooks).
 	QuotaWebhooks Quota = "webhooks"
+	// QuotaZones counts the zones the account owns (docs/design.md §15;
+	// a subaccount writes none).
+	QuotaZones Quota = "zones"
 	// QuotaEvents counts the event rules the account owns (docs/design.md
 	// §15: POST /events).
 	QuotaEvents Quota = "events"
 )
 
 // AllQuotas lists the quotas in their documented order.
-var AllQuotas = []Quota{QuotaSubaccounts, QuotaTokens, QuotaDevices, QuotaPassengers, QuotaWebhooks, QuotaEvents}
+var AllQuotas = []Quota{QuotaSubaccounts, QuotaTokens, QuotaDevices, QuotaPassengers, QuotaWebhooks, QuotaZones, QuotaEvents}
 
 // Quotas holds one limit per quota; nil is unlimited.
 type Quotas struct {
@@ -53,13 +56,14 @@ type Quotas struct {
 	Devices     *int64 `json:"devices"`
 	Passengers  *int64 `json:"passengers"`
 	Webhooks    *int64 `json:"webhooks"`
+	Zones       *int64 `json:"zones"`
 	Events      *int64 `json:"events"`
 }
 
 // quotaField returns the one of the six fields, given for each quota in
 // the order of AllQuotas, that holds quota name (nil for an unknown name):
 // the one place that maps a quota name to a field, for limits and for use.
-func quotaField[T any](name Quota, subaccounts, tokens, devices, passengers, webhooks, events *T) *T {
+func quotaField[T any](name Quota, subaccounts, tokens, devices, passengers, webhooks, zones, events *T) *T {
 	switch name {
 	case QuotaSubaccounts:
 		return subaccounts
@@ -71,6 +75,8 @@ func quotaField[T any](name Quota, subaccounts, tokens, devices, passengers, web
 		return passengers
 	case QuotaWebhooks:
 		return webhooks
+	case QuotaZones:
+		return zones
 	case QuotaEvents:
 		return events
 	}
@@ -80,7 +86,7 @@ func quotaField[T any](name Quota, subaccounts, tokens, devices, passengers, web
 // field returns the field of q that holds the limit of name (nil for an
 // unknown name).
 func (q *Quotas) field(name Quota) **int64 {
-	return quotaField(name, &q.Subaccounts, &q.Tokens, &q.Devices, &q.Passengers, &q.Webhooks, &q.Events)
+	return quotaField(name, &q.Subaccounts, &q.Tokens, &q.Devices, &q.Passengers, &q.Webhooks, &q.Zones, &q.Events)
 }
 
 // Get returns the limit of q (nil: unlimited).
@@ -118,6 +124,7 @@ type QuotaUsage struct {
 	Devices     int64 `json:"devices"`
 	Passengers  int64 `json:"passengers"`
 	Webhooks    int64 `json:"webhooks"`
+	Zones       int64 `json:"zones"`
 	Events      int64 `json:"events"`
 }
 
@@ -177,6 +184,9 @@ func Used(ctx context.Context, db bun.IDB, account int64, q Quota) (int64, error
 		// Few rows per account (the quota's default is small): a count of
 		// its (account_id, id) index.
 		err = db.NewRaw(`SELECT count(*) FROM webhooks WHERE account_id = ?`, account).Scan(ctx, &n)
+	case QuotaZones:
+		// Few rows per account: a count of its (account_id, id) index.
+		err = db.NewRaw(`SELECT count(*) FROM zones WHERE account_id = ?`, account).Scan(ctx, &n)
 	case QuotaEvents:
 		err = db.NewRaw(`SELECT COALESCE(sum(n), 0) FROM account_row_counts WHERE resource = 'events' AND account_id = ?`, account).Scan(ctx, &n)
 	default:
@@ -193,7 +203,7 @@ func UsageOf(ctx context.Context, db bun.IDB, account int64) (QuotaUsage, error)
 		if err != nil {
 			return QuotaUsage{}, err
 		}
-		*quotaField(q, &u.Subaccounts, &u.Tokens, &u.Devices, &u.Passengers, &u.Webhooks, &u.Events) = n
+		*quotaField(q, &u.Subaccounts, &u.Tokens, &u.Devices, &u.Passengers, &u.Webhooks, &u.Zones, &u.Events) = n
 	}
 	return u, nil
 }

@@ -63,12 +63,19 @@ route_privilege := {
 	"POST /webhooks/{id}/test": "event_notifications",
 	"GET /webhooks/{id}/deliveries": "event_notifications",
 	"POST /webhooks/{id}/deliveries/{delivery_id}/retry": "event_notifications",
+	"GET /zones": "event_notifications",
+	"POST /zones": "event_notifications",
+	"GET /zones/{id}": "event_notifications",
+	"PATCH /zones/{id}": "event_notifications",
+	"DELETE /zones/{id}": "event_notifications",
 }
 
 # not_for_subaccounts are the routes no subaccount may use, whatever its
 # privileges and token (docs/design.md §14: subaccounts never ingest; §15:
 # subaccounts write no event rules, service records or reports, which
-# belong to their parent and reach devices not granted to them). The
+# belong to their parent and reach devices not granted to them, and no
+# zones: a zone is shared by every rule of the parent, so subaccounts read
+# zones with event_notifications and never write them). The
 # denial is PRIVILEGE_REQUIRED with details.account_type "subaccount": no
 # privilege grants them, so details.privilege is absent.
 not_for_subaccounts := {
@@ -83,6 +90,9 @@ not_for_subaccounts := {
 	"POST /reports",
 	"PATCH /reports/{id}",
 	"DELETE /reports/{id}",
+	"POST /zones",
+	"PATCH /zones/{id}",
+	"DELETE /zones/{id}",
 }
 
 # open_routes need no token permission: any valid token reads its own account.

@@ -135,13 +135,19 @@ test_privilege_exactly_one if {
 		every r, needed in authz.route_privilege {
 			[method, route] := split(r, " ")
 			d := authz.decision with input as object.union(sub([held]), {"request": {"method": method, "route": route}})
-			want := needed == held
-			d.allow == want
+			d.allow == expect_allow(needed, held, r)
 		}
 		p := authz.permissions with input as sub([held])
 		p.privileges == [held]
 	}
 }
+
+# expect_allow: a subaccount holding held may use route r needing needed
+# when the privilege matches and r is not one no subaccount may use.
+expect_allow(needed, held, r) if {
+	needed == held
+	not r in authz.not_for_subaccounts
+} else := false
 
 test_token_beats_privilege if {
 	inp := object.union(sub([]), {
@@ -560,6 +566,37 @@ test_webhook_routes_need_event_notifications if {
 		without.details == {"privilege": "event_notifications"}
 		with_it := authz.decision with input as object.union(sub(["event_notifications"]), {"request": {"method": r[0], "route": r[1]}})
 		with_it == {"allow": true}
+	}
+}
+
+# Zones (docs/design.md §15): a subaccount reads them with
+# event_notifications and never writes them, whatever its privileges; a
+# user uses every zone route, a read-only user only the reads.
+test_zones_subaccount_reads_only if {
+	every r in [["GET", "/zones"], ["GET", "/zones/{id}"]] {
+		without := authz.decision with input as object.union(sub(["reports"]), {"request": {"method": r[0], "route": r[1]}})
+		without.code == "PRIVILEGE_REQUIRED"
+		without.details == {"privilege": "event_notifications"}
+		authz.decision == {"allow": true} with input as object.union(sub(["event_notifications"]), {"request": {"method": r[0], "route": r[1]}})
+	}
+	every r in [["POST", "/zones"], ["PATCH", "/zones/{id}"], ["DELETE", "/zones/{id}"]] {
+		d := authz.decision with input as object.union(sub(all_privileges), {"request": {"method": r[0], "route": r[1]}})
+		d.code == "PRIVILEGE_REQUIRED"
+		d.details == {"account_type": "subaccount"}
+		authz.decision == {"allow": true} with input as with_request(r[0], r[1])
+		ro := authz.decision with input as object.union(with_request(r[0], r[1]), {"account": {"read_only": true}})
+		ro.code == "READ_ONLY_ACCOUNT"
+	}
+}
+
+# Every zone route names event_notifications, the writes too: one privilege
+# per resource, which its scope rule asks for (storage's
+# TestScopeRulesAskForTheirRoutePrivilege). A subaccount never reaches the
+# writes' privilege (not_for_subaccounts refuses it first), so the table
+# itself is what this test holds.
+test_zone_routes_name_event_notifications if {
+	every r in ["GET /zones", "POST /zones", "GET /zones/{id}", "PATCH /zones/{id}", "DELETE /zones/{id}"] {
+		authz.route_privilege[r] == "event_notifications"
 	}
 }
 

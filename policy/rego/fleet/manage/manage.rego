@@ -134,7 +134,7 @@ updatable := {"email", "active", "read_only", "account_expire", "account_expire_
 own_limits := {"active", "read_only", "account_expire", "account_expire_dt", "privileges", "rate_limit", "quotas"}
 
 # quota_names are the quotas of docs/design.md §12 an account.update may set.
-quota_names := {"subaccounts", "tokens", "devices", "passengers", "webhooks", "events"}
+quota_names := {"subaccounts", "tokens", "devices", "passengers", "webhooks", "zones", "events"}
 
 # usable: the caller may use the API at all (its own state; the chain is
 # fleet.authz's).

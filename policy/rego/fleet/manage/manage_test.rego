@@ -453,7 +453,7 @@ decide_quotas(c, t, quotas, own) := d if {
 	}
 } else := decide(c, "account.update", t, {"quotas": quotas})
 
-own_quotas := {"subaccounts": 10, "tokens": 20, "devices": 30, "passengers": null, "webhooks": 8}
+own_quotas := {"subaccounts": 10, "tokens": 20, "devices": 30, "passengers": null, "webhooks": 8, "zones": 4}
 
 test_quota_within_own if {
 	# up to the caller's own limit, one quota or all at once
@@ -464,6 +464,10 @@ test_quota_within_own if {
 	# every quota of docs/design.md §12 is known, webhooks (§14) included
 	decide_quotas(caller(2), 3, {"webhooks": 8}, own_quotas).allow
 	denied(decide_quotas(caller(2), 3, {"webhooks": 9}, own_quotas), "exceeds_own_quota")
+
+	# and zones (§15)
+	decide_quotas(caller(2), 3, {"zones": 4}, own_quotas).allow
+	denied(decide_quotas(caller(2), 3, {"zones": 5}, own_quotas), "exceeds_own_quota")
 
 	# an unlimited own quota bounds nothing, unlimited included
 	decide_quotas(caller(2), 3, {"passengers": 1000000}, own_quotas).allow

@@ -5,7 +5,7 @@
 #
 #   Input: input.account {id, type, manager_id, active, expired, privileges}
 #   is known (schemas/input.json). The row is the UNKNOWN input.<resource>
-#   (services, reports, events, passengers, objects, notifications, webhooks): each rule here is partially
+#   (services, reports, events, passengers, objects, notifications, webhooks, zones): each rule here is partially
 #   evaluated with that unknown through OPA's rego/compile (target ucast) and
 #   the residue becomes the SQL WHERE clause.
 #
@@ -25,6 +25,7 @@
 #   - input.objects: schema.row
 #   - input.notifications: schema.row
 #   - input.webhooks: schema.row
+#   - input.zones: schema.row
 package fleet.scope
 
 # usable: the account may use the API at all.
@@ -115,6 +116,20 @@ webhooks if {
 	holds("event_notifications")
 	subaccount
 	input.webhooks.account_id == input.account.id
+}
+
+# zones belong to an account and are seen like its rows (the account and
+# the tree above it); a subaccount with event_notifications sees its
+# parent's zones, which name no device (the rules that name them are
+# scoped by their devices).
+zones if unrestricted
+
+zones if visible(input.zones)
+
+zones if {
+	holds("event_notifications")
+	subaccount
+	input.zones.account_id == input.account.manager_id
 }
 
 # objects are the devices: a subaccount sees those of its parent granted to it.

@@ -10,7 +10,7 @@ account(type, privileges) := {
 # row builds a known row of a resource (virtual columns included).
 row(account_id, manager_id, granted_to) := {"account_id": account_id, "manager_id": manager_id, "granted_to": granted_to}
 
-resources := ["services", "reports", "events", "passengers", "objects", "notifications"]
+resources := ["services", "reports", "events", "passengers", "objects", "notifications", "zones"]
 
 admits(resource, acct, r) if {
 	scope[resource] with input as {"account": acct, resource: r}
@@ -181,4 +181,15 @@ test_webhooks_unusable_sees_nothing if {
 		not admits("webhooks", acct, row(7, 3, 7))
 		not admits("webhooks", acct, row(12, 7, 7))
 	}
+}
+
+# A subaccount sees its parent's zones with event_notifications (zones
+# name no device), never without it, never its own tree's or another's.
+test_subaccount_zones_of_parent if {
+	acct := account("subaccount", ["event_notifications"])
+	admits("zones", acct, row(3, 1, 0))
+	not admits("zones", acct, row(7, 3, 0))
+	not admits("zones", acct, row(4, 1, 0))
+	not admits("zones", account("subaccount", ["reports"]), row(3, 1, 0))
+	not admits("zones", account("subaccount", []), row(3, 1, 7))
 }
