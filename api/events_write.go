@@ -145,8 +145,9 @@ func checkedValueOfTypes(s *openapi3.Schema) {
 // hexCommand is a command of cmd_type hex.
 var hexCommand = regexp.MustCompile(`^([0-9A-Fa-f]{2})*$`)
 
-// zoneIDPattern is a zone id of an event rule (accepted as the reads show
-// them until places exist: docs/decisions.md "Writes of event rules").
+// zoneIDPattern is the shape of a zone id of an event rule or a report
+// (as the reads show them); a write then checks that each names a zone of
+// the row's account (docs/decisions.md "Zone ids of rules and reports").
 var zoneIDPattern = regexp.MustCompile(`^[A-Za-z0-9_-]{1,50}$`)
 
 // eventResource declares the writes of event rules.
@@ -236,7 +237,7 @@ func eventInputSchema(create bool) wireType {
 		"route_trigger":        {enum(storage.Triggers()...), desc(`Trigger on the routes; defaults to "off".`)},
 		"zone_trigger":         {enum(storage.Triggers()...), desc(`Trigger on the zones; defaults to "off".`)},
 		"routes":               {maxItems(maxListItems), uniqueItems(), itemLen(1, maxItemLen), desc("Routes the rule watches.")},
-		"zones":                {maxItems(maxListItems), uniqueItems(), itemPattern(zoneIDPattern.String()), itemLen(1, 50), desc("Ids of the zones the rule watches.")},
+		"zones":                {maxItems(maxListItems), uniqueItems(), itemPattern(zoneIDPattern.String()), itemLen(1, 50), desc("Ids of zones of the rule's account (GET /zones) the rule watches; an id that is not a zone of the account (absent, deleted, another account's) is a 400 VALIDATION_FAILED naming zones.")},
 		"notify_system":        {desc("Whether to notify in the system.")},
 		"notify_email":         {desc("Whether to notify by e-mail.")},
 		"notify_email_address": {maxLen(maxTextLen), desc("E-mail addresses separated by commas (at most 10), or empty.")},

@@ -158,7 +158,8 @@ func reportInputSchema(create bool) wireType {
 	for _, f := range []string{"zone_ids", "sensor_names", "data_items"} {
 		fields[f] = append(fields[f], maxItems(maxListItems), uniqueItems())
 	}
-	fields["zone_ids"] = append(fields["zone_ids"], itemPattern(zoneIDPattern.String()), itemLen(1, 50))
+	fields["zone_ids"] = append(fields["zone_ids"], itemPattern(zoneIDPattern.String()), itemLen(1, 50),
+		desc("Ids of zones of the report's account (GET /zones) the report covers; an id that is not a zone of the account (absent, deleted, another account's) is a 400 VALIDATION_FAILED naming zone_ids."))
 	fields["sensor_names"] = append(fields["sensor_names"], itemLen(1, maxItemLen))
 	fields["data_items"] = append(fields["data_items"], itemLen(1, maxItemLen))
 	fields["schedule_email_address"] = append(fields["schedule_email_address"], maxLen(maxTextLen))

@@ -3285,7 +3285,7 @@ type EventInput struct {
 	// ZoneTrigger Trigger on the zones; defaults to "off".
 	ZoneTrigger *EventInputZoneTrigger `json:"zone_trigger,omitempty"`
 
-	// Zones Ids of the zones the rule watches.
+	// Zones Ids of zones of the rule's account (GET /zones) the rule watches; an id that is not a zone of the account (absent, deleted, another account's) is a 400 VALIDATION_FAILED naming zones.
 	Zones *[]string `json:"zones,omitempty"`
 }
 
@@ -3392,7 +3392,7 @@ type EventPatch struct {
 	// ZoneTrigger Trigger on the zones; defaults to "off".
 	ZoneTrigger *EventPatchZoneTrigger `json:"zone_trigger,omitempty"`
 
-	// Zones Ids of the zones the rule watches.
+	// Zones Ids of zones of the rule's account (GET /zones) the rule watches; an id that is not a zone of the account (absent, deleted, another account's) is a 400 VALIDATION_FAILED naming zones.
 	Zones *[]string `json:"zones,omitempty"`
 }
 
@@ -4140,7 +4140,7 @@ type ReportInput struct {
 	// Type Kind of report, for example "drives_stops".
 	Type *string `json:"type,omitempty"`
 
-	// ZoneIds Zones the report covers.
+	// ZoneIds Ids of zones of the report's account (GET /zones) the report covers; an id that is not a zone of the account (absent, deleted, another account's) is a 400 VALIDATION_FAILED naming zone_ids.
 	ZoneIds *[]string `json:"zone_ids,omitempty"`
 
 	// ZonesAddresses Whether zone names replace addresses.
@@ -4208,7 +4208,7 @@ type ReportPatch struct {
 	// Type Kind of report, for example "drives_stops".
 	Type *string `json:"type,omitempty"`
 
-	// ZoneIds Zones the report covers.
+	// ZoneIds Ids of zones of the report's account (GET /zones) the report covers; an id that is not a zone of the account (absent, deleted, another account's) is a 400 VALIDATION_FAILED naming zone_ids.
 	ZoneIds *[]string `json:"zone_ids,omitempty"`
 
 	// ZonesAddresses Whether zone names replace addresses.

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"strconv"
 
 	"github.com/uptrace/bun"
 	"github.com/uptrace/bun/dialect/pgdialect"
@@ -35,6 +36,10 @@ type configWrites[T any] struct {
 	id, owner func(*T) *int64
 	// devices are the IMEIs the row names (every one the owner's).
 	devices func(*T) []string
+	// zones, when not nil, are the zone ids the row names, in the field
+	// zoneField: every one a zone of the owner (ownedZones).
+	zones     func(*T) []string
+	zoneField string
 	// lockDevices: the devices are locked FOR NO KEY UPDATE (step 3), by
 	// id: the row's writes change what the ingest reads under that lock.
 	lockDevices bool
@@ -67,6 +72,51 @@ func ownedDevices(ctx context.Context, db bun.IDB, account int64, imeis []string
 		}
 	}
 	return ids, nil
+}
+
+// ownedZones checks that every id of ids names a zone of account, and
+// locks those zones FOR KEY SHARE, by id, so that a concurrent DELETE
+// /zones/{id} cannot remove one before the write commits (step 4 of
+// docs/locking.md: a row of an account the write holds). An id that is
+// not a zone of the account (not a canonical id, absent, deleted, another
+// tenant's alike: no existence oracle) is an InvalidFields naming field.
+func ownedZones(ctx context.Context, db bun.IDB, account int64, ids []string, field string) error {
+	if len(ids) == 0 {
+		return nil
+	}
+	want := make([]int64, 0, len(ids))
+	for _, z := range ids {
+		if n, err := strconv.ParseInt(z, 10, 64); err == nil && n > 0 && strconv.FormatInt(n, 10) == z {
+			want = append(want, n)
+		}
+	}
+	var found []int64
+	if len(want) > 0 {
+		if err := db.NewRaw(`SELECT id FROM zones WHERE account_id = ? AND id = ANY(?) ORDER BY id FOR KEY SHARE`,
+			account, pgdialect.Array(want)).Scan(ctx, &found); err != nil {
+			return err
+		}
+	}
+	for i, z := range ids {
+		n, err := strconv.ParseInt(z, 10, 64)
+		if err == nil && strconv.FormatInt(n, 10) == z && slices.Contains(found, n) {
+			continue
+		}
+		reason := "not a zone of the account"
+		if len(ids) > 1 {
+			reason = fmt.Sprintf("entry %d: %s", i, reason)
+		}
+		return InvalidFields{field: reason}
+	}
+	return nil
+}
+
+// zonesOf are the zone ids row names (none when w's rows name none).
+func (w configWrites[T]) zonesOf(row *T) []string {
+	if w.zones == nil {
+		return nil
+	}
+	return w.zones(row)
 }
 
 // deviceIDs reads the devices imeis of account (FOR NO KEY UPDATE when
@@ -150,6 +200,9 @@ func (w configWrites[T]) createRow(ctx context.Context, s *Store, scope, mscope 
 		if err != nil {
 			return audit.Event{}, err
 		}
+		if err := ownedZones(ctx, tx.db, owner, w.zonesOf(&row), w.zoneField); err != nil {
+			return audit.Event{}, err
+		}
 		if _, err := tx.db.NewInsert().Model(&row).Returning("*").Exec(ctx); err != nil {
 			return audit.Event{}, err
 		}
@@ -203,6 +256,12 @@ func (w configWrites[T]) changeRow(ctx context.Context, s *Store, scope, mscope 
 		slices.Sort(names)
 		devices, _, err := deviceIDs(ctx, tx.db, owner, slices.Compact(names), w.lockDevices)
 		if err != nil {
+			return audit.Event{}, err
+		}
+		// The zones the new row names, every one the owner's, the whole
+		// list (as its devices): a row imported with a dangling id is
+		// changed only with its zones set right.
+		if err := ownedZones(ctx, tx.db, owner, w.zonesOf(&next), w.zoneField); err != nil {
 			return audit.Event{}, err
 		}
 		if _, err := w.locked(ctx, tx, owner, id, "NO KEY UPDATE"); err != nil {

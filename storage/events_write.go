@@ -14,11 +14,13 @@ import (
 // the rule's state on every device of its account (resetRuleState).
 var eventWrites = configWrites[Event]{
 	model: Events, create: audit.ActionEventCreate, update: audit.ActionEventUpdate, remove: audit.ActionEventDelete,
-	quota:   limits.QuotaEvents,
-	id:      func(e *Event) *int64 { return &e.EventID },
-	owner:   func(e *Event) *int64 { return &e.AccountID },
-	devices: func(e *Event) []string { return e.IMEI },
-	audit:   eventAudit,
+	quota:     limits.QuotaEvents,
+	id:        func(e *Event) *int64 { return &e.EventID },
+	owner:     func(e *Event) *int64 { return &e.AccountID },
+	devices:   func(e *Event) []string { return e.IMEI },
+	zones:     func(e *Event) []string { return e.Zones },
+	zoneField: "zones",
+	audit:     eventAudit,
 	after: func(ctx context.Context, tx *Store, old, new *Event, _ []int64) error {
 		if old == nil || new == nil || (old.Type == new.Type && old.CheckedValue == new.CheckedValue) {
 			return nil

@@ -10,10 +10,12 @@ import (
 // reportWrites are the writes of reports (docs/design.md §15).
 var reportWrites = configWrites[Report]{
 	model: Reports, create: audit.ActionReportCreate, update: audit.ActionReportUpdate, remove: audit.ActionReportDelete,
-	id:      func(r *Report) *int64 { return &r.ReportID },
-	owner:   func(r *Report) *int64 { return &r.AccountID },
-	devices: func(r *Report) []string { return r.IMEI },
-	audit:   reportAudit,
+	id:        func(r *Report) *int64 { return &r.ReportID },
+	owner:     func(r *Report) *int64 { return &r.AccountID },
+	devices:   func(r *Report) []string { return r.IMEI },
+	zones:     func(r *Report) []string { return r.ZoneIDs },
+	zoneField: "zone_ids",
+	audit:     reportAudit,
 }
 
 // reportAudit is a report as the audit trail records it: its wire fields.
