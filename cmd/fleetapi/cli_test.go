@@ -197,7 +197,7 @@ func TestUsageErrorsExit2(t *testing.T) {
 		{"policy", "explain", "--token-id", "1"},
 		{"policy", "explain", "--route", "GET /me"},
 		{"policy", "explain", "--token-id", "1", "--route", "GET /nope"},
-		{"policy", "explain", "--token-id", "1", "--route", "POST /services"},
+		{"policy", "explain", "--token-id", "1", "--route", "PUT /services"},
 		{"policy", "explain", "--token-id", "1", "--route", "GET /events/12/x"},
 		{"policy", "explain", "--token-id", "1", "--route", "/events"},
 		{"policy", "explain", "--token-id", "1", "--action", "account.delete"},

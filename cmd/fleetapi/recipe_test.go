@@ -52,6 +52,7 @@ var recipeMentions = map[string]string{
 	"storage/demodata/demodata.go": "the demo tokens' notes, which name what a token may call",
 	"cmd/fleetops/":                "operations tooling: the load mixes and fail-over drills choose the routes they exercise",
 	"client/client.gen.go":         "generated (the client/ row)",
+	"api/reports_write.go":         "the writes of reports (docs/design.md §15), not the list: a list resource needs no write",
 }
 
 // recipeProse are backticked spans of the recipe that are not code of the

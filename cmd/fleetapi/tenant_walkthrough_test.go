@@ -156,7 +156,7 @@ func checkTenantWalkthrough(t *testing.T, got, dir string, db *storagetest.DB) {
 
 	for _, s := range []string{
 		// GET /accounts/{id}: the limits in force and the use
-		`"rate_limit":2,`, `"quotas":{"subaccounts":1000,"tokens":2,"devices":1,"passengers":1000000,"webhooks":100,"zones":10000},"usage":{"subaccounts":0,"tokens":1,"devices":0,"passengers":0,"webhooks":0,"zones":0}`,
+		`"rate_limit":2,`, `"quotas":{"subaccounts":1000,"tokens":2,"devices":1,"passengers":1000000,"webhooks":100,"zones":10000,"events":10000},"usage":{"subaccounts":0,"tokens":1,"devices":0,"passengers":0,"webhooks":0,"zones":0,"events":0}`,
 		// the headers of the first request: the account's budget is the tighter
 		"Ratelimit-Limit: 2\r\nRatelimit-Remaining: 1\r\n",
 		// GET /usage and the export: the customer's three requests
