@@ -9,6 +9,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/getkin/kin-openapi/openapi3"
@@ -96,10 +97,74 @@ func visit(s *openapi3.Schema, v any) error {
 	if err := json.Unmarshal(raw, &generic); err != nil {
 		return err
 	}
-	if err := s.VisitJSON(generic, openapi3.EnableJSONSchema2020()); err != nil {
+	if err := inlined(s).VisitJSON(generic, openapi3.EnableJSONSchema2020()); err != nil {
 		return err
 	}
 	return s.VisitJSON(generic)
+}
+
+// inlinedSchemas are the schemas visit has inlined (a bounds run visits
+// the same schemas many times).
+var inlinedSchemas sync.Map // *openapi3.Schema -> *openapi3.Schema
+
+// inlined is a copy of s with its references resolved in place (each
+// SchemaRef's $ref dropped, its loaded value kept). kin-openapi's JSON
+// Schema 2020-12 validator compiles the schema alone, without the
+// document: a $ref to a component does not compile, and kin-openapi then
+// falls back silently to its own validator, which ignores if/then/else
+// (a zone body without its kind's geometry passed).
+func inlined(s *openapi3.Schema) *openapi3.Schema {
+	if c, ok := inlinedSchemas.Load(s); ok {
+		return c.(*openapi3.Schema)
+	}
+	c := inlineSchema(s, map[*openapi3.Schema]*openapi3.Schema{})
+	inlinedSchemas.Store(s, c)
+	return c
+}
+
+func inlineSchema(s *openapi3.Schema, seen map[*openapi3.Schema]*openapi3.Schema) *openapi3.Schema {
+	if s == nil {
+		return nil
+	}
+	if c, ok := seen[s]; ok {
+		return c
+	}
+	c := new(openapi3.Schema)
+	*c = *s
+	seen[s] = c
+	ref := func(r *openapi3.SchemaRef) *openapi3.SchemaRef {
+		if r == nil {
+			return nil
+		}
+		return &openapi3.SchemaRef{Value: inlineSchema(r.Value, seen)}
+	}
+	refs := func(rs openapi3.SchemaRefs) openapi3.SchemaRefs {
+		if rs == nil {
+			return nil
+		}
+		out := make(openapi3.SchemaRefs, len(rs))
+		for i, r := range rs {
+			out[i] = ref(r)
+		}
+		return out
+	}
+	schemas := func(m openapi3.Schemas) openapi3.Schemas {
+		if m == nil {
+			return nil
+		}
+		out := make(openapi3.Schemas, len(m))
+		for k, r := range m {
+			out[k] = ref(r)
+		}
+		return out
+	}
+	c.OneOf, c.AnyOf, c.AllOf, c.PrefixItems = refs(s.OneOf), refs(s.AnyOf), refs(s.AllOf), refs(s.PrefixItems)
+	c.Not, c.Items, c.Contains, c.PropertyNames = ref(s.Not), ref(s.Items), ref(s.Contains), ref(s.PropertyNames)
+	c.If, c.Then, c.Else, c.ContentSchema = ref(s.If), ref(s.Then), ref(s.Else), ref(s.ContentSchema)
+	c.Properties, c.PatternProperties = schemas(s.Properties), schemas(s.PatternProperties)
+	c.DependentSchemas, c.Defs = schemas(s.DependentSchemas), schemas(s.Defs)
+	c.AdditionalProperties.Schema = ref(s.AdditionalProperties.Schema)
+	return c
 }
 
 func short(v any) string {
@@ -259,16 +324,22 @@ func (g *boundGen) items(t *testing.T, what string, s *openapi3.Schema, n int) [
 	return out
 }
 
+// textAttempts bounds the numbers text tries: a pattern none of its
+// candidates matches fails the test instead of looping (62^length
+// numbers).
+const textAttempts = 200_000
+
 // text is a string of length runes that s allows and the test has not
-// sent before: the base-62 digits of a number padded with "a", or an
-// e-mail address of that length when the pattern wants one.
+// sent before: the base-62 digits of a number padded with "a", a time of
+// day, a colour "#rrggbb", or an e-mail address of that length when the
+// pattern wants one.
 func (g *boundGen) text(t *testing.T, what string, s *openapi3.Schema, length int) string {
 	t.Helper()
 	if length == 0 && g.matches(s, "") {
 		return ""
 	}
 	const digits = "0123456789abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
-	for k := 0; ; k++ {
+	for k := 0; k < textAttempts; k++ {
 		id := ""
 		for r := k; ; r /= len(digits) {
 			id = string(digits[r%len(digits)]) + id
@@ -279,7 +350,8 @@ func (g *boundGen) text(t *testing.T, what string, s *openapi3.Schema, length in
 		if len(id) > length {
 			break
 		}
-		candidates := []string{strings.Repeat("a", length-len(id)) + id, fmt.Sprintf("%02d:%02d", k/60%24, k%60)}
+		candidates := []string{strings.Repeat("a", length-len(id)) + id, fmt.Sprintf("%02d:%02d", k/60%24, k%60),
+			fmt.Sprintf("#%06x", k%0x1000000), fmt.Sprintf("#%06X", k%0x1000000)}
 		if length >= 6+len(id) {
 			candidates = append(candidates, emailOfLength(min(64, length-10), length, id))
 		}
@@ -290,7 +362,8 @@ func (g *boundGen) text(t *testing.T, what string, s *openapi3.Schema, length in
 			}
 		}
 	}
-	t.Fatalf("%s: no string of %d characters matches %q (format %q): teach boundGen.text one", what, length, s.Pattern, s.Format)
+	t.Fatalf("%s: no string of %d characters matches %q (format %q) in %d attempts: teach boundGen.text one",
+		what, length, s.Pattern, s.Format, textAttempts)
 	return ""
 }
 

@@ -426,6 +426,14 @@ func boundExceptions(c boundCase) (boundException, bool) {
 			f, _ := d["fields"].(map[string]any)
 			return len(f) == 1 && f[field] != nil || c.op == "POST /services/{id}/done" && field == "time"
 		}}, true
+	case (c.op == "POST /zones" || c.op == "PATCH /zones/{id}") && c.field == "name" && c.value != nil &&
+		strings.TrimSpace(fmt.Sprint(c.value)) == "":
+		// A blank zone name (storage.CheckZone: white space only), stated
+		// in the description alone, as the writes' blank names are.
+		return boundException{http.StatusBadRequest, "VALIDATION_FAILED", func(d map[string]any) bool {
+			f, _ := d["fields"].(map[string]any)
+			return len(f) == 1 && f["name"] != nil
+		}}, true
 	case c.op == "POST /accounts" && c.field == "type" && c.value != "subaccount":
 		// The levels below the caller (a user: subaccounts) and nobody
 		// creates an admin: the management policy, on the caller's type.
