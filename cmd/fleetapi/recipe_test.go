@@ -325,7 +325,7 @@ func repositoryCode(t *testing.T, root string) map[string]string {
 		rel, _ := filepath.Rel(root, p)
 		rel = filepath.ToSlash(rel)
 		if d.IsDir() {
-			if rel == ".git" || rel == "node_modules" {
+			if rel == ".git" || d.Name() == "node_modules" { // web/node_modules: npm packages, not the repository's code
 				return filepath.SkipDir
 			}
 			return nil
