@@ -156,30 +156,11 @@ func (s *Store) CreateWebhook(ctx context.Context, scope policy.Scope, actor Act
 	return created, replayed, nil
 }
 
-// writeAudit stores ev with the actor's fields (audit.Write).
-func writeAudit(ctx context.Context, db bun.IDB, actor Actor, ev *audit.Event) error {
-	ev.ActorAccountID, ev.ActorTokenID = actor.AccountID, actor.TokenID
-	ev.RequestID, ev.TraceID = actor.RequestID, actor.TraceID
-	return audit.Write(ctx, db, ev)
-}
-
 // webhookIn reads the webhook id inside scope with s's database, locked
 // with lock when not empty ("UPDATE"); ErrNotFound when the scope does not
 // admit it or it does not exist.
 func (s *Store) webhookIn(ctx context.Context, scope policy.Scope, id int64, lock string) (Webhook, error) {
-	var w Webhook
-	q, err := s.scopedSelect(scope, Webhooks.Descriptor, &w)
-	if err != nil {
-		return Webhook{}, err
-	}
-	q = q.Where(Webhooks.col(Webhooks.id.Name)+" = ?", id).Limit(1)
-	if lock != "" {
-		q = q.For(lock + " OF " + Webhooks.alias)
-	}
-	if err := q.Scan(ctx); err != nil {
-		return Webhook{}, translateOwn(err)
-	}
-	return w, nil
+	return rowIn(ctx, s, Webhooks, scope, id, lock)
 }
 
 // WebhookByID returns the webhook id when scope (a webhooks scope) admits
@@ -196,39 +177,10 @@ func (s *Store) WebhookByID(ctx context.Context, scope policy.Scope, id int64) (
 	return w, err
 }
 
-// changeWebhook runs change on the webhook id inside scope in one
-// transaction: the webhook read in scope (ErrNotFound outside it), its
-// account locked FOR NO KEY UPDATE (step 1 of the lock order), the row
-// read again locked FOR NO KEY UPDATE (ErrNotFound when it went
-// meanwhile), then change, whose audit event (when its Action is set) is
-// stored with the actor. Errors are translated.
+// changeWebhook runs change on the webhook id inside scope (changeOwned).
 func (s *Store) changeWebhook(ctx context.Context, scope policy.Scope, actor Actor, id int64,
 	change func(ctx context.Context, tx bun.Tx, w Webhook) (audit.Event, error)) error {
-	if _, err := s.compiledFor(scope, Webhooks.Descriptor); err != nil {
-		return err
-	}
-	err := s.db.RunInTx(ctx, nil, func(ctx context.Context, tx bun.Tx) error {
-		ts := s.on(tx)
-		w, err := ts.webhookIn(ctx, scope, id, "")
-		if err != nil {
-			return err
-		}
-		if err := (accountLocks{}.with(forNoKeyUpdate, w.AccountID)).lock(ctx, tx); err != nil {
-			return err
-		}
-		if w, err = ts.webhookIn(ctx, scope, id, "NO KEY UPDATE"); err != nil {
-			return err
-		}
-		ev, err := change(ctx, tx, w)
-		if err != nil {
-			return err
-		}
-		if ev.Action == "" {
-			return nil
-		}
-		return writeAudit(ctx, tx, actor, &ev)
-	})
-	return Translate(err)
+	return changeOwned(ctx, s, Webhooks, scope, actor, id, func(w Webhook) int64 { return w.AccountID }, change)
 }
 
 // UpdateWebhook applies p to the webhook id inside scope and returns it,

@@ -181,13 +181,6 @@ func zoneFields(z Zone) map[string]any {
 	return map[string]any{"name": z.Name, "kind": z.Kind, "center": z.Center, "radius_m": z.RadiusM, "points": z.Points, "color": z.Color}
 }
 
-// writeZoneAudit stores ev with the actor's fields (audit.Write).
-func writeZoneAudit(ctx context.Context, db bun.IDB, actor Actor, ev *audit.Event) error {
-	ev.ActorAccountID, ev.ActorTokenID = actor.AccountID, actor.TokenID
-	ev.RequestID, ev.TraceID = actor.RequestID, actor.TraceID
-	return audit.Write(ctx, db, ev)
-}
-
 // CreateZone stores cz as a zone of account owner and returns it, audited
 // (zone.create) in the same transaction. The owner is locked (step 1 of
 // the lock order, docs/locking.md) FOR NO KEY UPDATE for its zones quota
@@ -243,7 +236,7 @@ func (s *Store) CreateZone(ctx context.Context, scope policy.Scope, actor Actor,
 		if err != nil {
 			return err
 		}
-		if err := writeZoneAudit(ctx, tx, actor, &ev); err != nil {
+		if err := writeAudit(ctx, tx, actor, &ev); err != nil {
 			return err
 		}
 		if idem != nil {
@@ -261,19 +254,7 @@ func (s *Store) CreateZone(ctx context.Context, scope policy.Scope, actor Actor,
 // lock when not empty ("NO KEY UPDATE"); ErrNotFound when the scope does
 // not admit it or it does not exist.
 func (s *Store) zoneIn(ctx context.Context, scope policy.Scope, id int64, lock string) (Zone, error) {
-	var z Zone
-	q, err := s.scopedSelect(scope, Zones.Descriptor, &z)
-	if err != nil {
-		return Zone{}, err
-	}
-	q = q.Where(Zones.col(Zones.id.Name)+" = ?", id).Limit(1)
-	if lock != "" {
-		q = q.For(lock + " OF " + Zones.alias)
-	}
-	if err := q.Scan(ctx); err != nil {
-		return Zone{}, translateOwn(err)
-	}
-	return z, nil
+	return rowIn(ctx, s, Zones, scope, id, lock)
 }
 
 // ZoneByID returns the zone id when scope (a zones scope) admits it; one
@@ -290,36 +271,10 @@ func (s *Store) ZoneByID(ctx context.Context, scope policy.Scope, id int64) (Zon
 	return z, err
 }
 
-// changeZone runs change on the zone id inside scope in one transaction:
-// the zone read in scope (ErrNotFound outside it), its account locked FOR
-// NO KEY UPDATE (step 1 of the lock order), the row read again locked FOR
-// NO KEY UPDATE (ErrNotFound when it went meanwhile), then change, whose
-// audit event (when its Action is set) is stored with the actor. Errors
-// are translated.
+// changeZone runs change on the zone id inside scope (changeOwned).
 func (s *Store) changeZone(ctx context.Context, scope policy.Scope, actor Actor, id int64,
 	change func(ctx context.Context, tx bun.Tx, z Zone) (audit.Event, error)) error {
-	if _, err := s.compiledFor(scope, Zones.Descriptor); err != nil {
-		return err
-	}
-	err := s.db.RunInTx(ctx, nil, func(ctx context.Context, tx bun.Tx) error {
-		ts := s.on(tx)
-		z, err := ts.zoneIn(ctx, scope, id, "")
-		if err != nil {
-			return err
-		}
-		if err := (accountLocks{}.with(forNoKeyUpdate, z.AccountID)).lock(ctx, tx); err != nil {
-			return err
-		}
-		if z, err = ts.zoneIn(ctx, scope, id, "NO KEY UPDATE"); err != nil {
-			return err
-		}
-		ev, err := change(ctx, tx, z)
-		if err != nil || ev.Action == "" {
-			return err
-		}
-		return writeZoneAudit(ctx, tx, actor, &ev)
-	})
-	return Translate(err)
+	return changeOwned(ctx, s, Zones, scope, actor, id, func(z Zone) int64 { return z.AccountID }, change)
 }
 
 // UpdateZone applies p to the zone id inside scope and returns it,
