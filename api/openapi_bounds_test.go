@@ -419,8 +419,9 @@ func boundExceptions(c boundCase) (boundException, bool) {
 		// case took (409); an e-mail list; a window with one end; a hex
 		// command under cmd_type hex; a checked_value of the base under
 		// another type; the base's devices under another account; a time
-		// out of years 1 to 9999 in UTC or ahead of the clock. Each names
-		// the field judged, and only it.
+		// out of years 1 to 9999 in UTC or ahead of the clock; zone ids
+		// that are not zones of the row's account. Each names the field
+		// judged, and only it.
 		field := writeJudgedField(c.field)
 		return boundException{http.StatusBadRequest, "VALIDATION_FAILED", func(d map[string]any) bool {
 			f, _ := d["fields"].(map[string]any)
@@ -461,6 +462,9 @@ func writeJudgedField(f string) string {
 		return "checked_value"
 	case "account_id":
 		return "imei"
+	case "zones", "zones[]", "zone_ids", "zone_ids[]":
+		// an id of the shape, but not a zone of the row's account
+		return strings.TrimSuffix(f, "[]")
 	}
 	return ""
 }
