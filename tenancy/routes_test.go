@@ -102,7 +102,7 @@ func TestPermissionsMatchingNoRoute(t *testing.T) {
 func TestPermissionHints(t *testing.T) {
 	hints := map[string]string{
 		"GET /events/12": `did you mean "GET /events/{id}"?`,
-		"PUT /services":  "the API has GET /services only",
+		"PUT /services":  "the API has GET /services, POST /services only",
 		"GET /servics":   "routes: GET /me, GET /services",
 	}
 	// Every method that has no route yet (derived: the routes grow).
@@ -133,7 +133,10 @@ func TestResolveRoute(t *testing.T) {
 			if hasRoute(m, r.Template) {
 				continue
 			}
-			if got, err := tenancy.ResolveRoute(m, concrete(r.Template)); err == nil {
+			// another route of the method may take the path through a
+			// parameter (PATCH /services/due is PATCH /services/{id}, as
+			// net/http routes it); else the method has no route there
+			if got, err := tenancy.ResolveRoute(m, concrete(r.Template)); err == nil && (got.Method != m || !viaParameter(got.Template, concrete(r.Template))) {
 				t.Errorf("ResolveRoute(%s, %s) = %v, want an error", m, concrete(r.Template), got)
 			}
 		}
@@ -170,4 +173,23 @@ func TestValidatePermissionsList(t *testing.T) {
 			t.Errorf("%q: %v, want %q", c.perms, err, c.want)
 		}
 	}
+}
+
+// viaParameter reports whether the route template reaches path with at
+// least one {param} segment standing for a literal one.
+func viaParameter(template, path string) bool {
+	ts, ps := strings.Split(template, "/"), strings.Split(path, "/")
+	if len(ts) != len(ps) {
+		return false
+	}
+	param := false
+	for i := range ts {
+		switch {
+		case strings.HasPrefix(ts[i], "{"):
+			param = param || ts[i] != ps[i]
+		case ts[i] != ps[i]:
+			return false
+		}
+	}
+	return param
 }
