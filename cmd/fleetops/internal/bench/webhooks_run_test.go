@@ -129,7 +129,7 @@ func TestWebhooksRunSmall(t *testing.T) {
 	args := []string{"--workload", "webhooks", "--url", origin, "--database-url", db.URL, "--tokens", tokens,
 		"--server-pid", strconv.Itoa(pid), "--pool", "4", "--webhook-endpoints", "3", "--webhook-rate", "5",
 		"--webhook-duration", "2s", "--webhook-wide", "6", "--webhook-dead", "2", "--webhook-backlog", "600",
-		"--webhook-devices", "20", "--webhook-settle", "40s", "--webhook-drain-timeout", "5m", "--markdown", table}
+		"--webhook-devices", "20", "--webhook-settle", "40s", "--webhook-drain-timeout", "10m", "--markdown", table}
 	if err := Run(ctx, args, func(string) string { return "" }, &out); err != nil {
 		t.Fatalf("run: %v\n%s", err, out.String())
 	}
