@@ -216,3 +216,13 @@ func fuegoDetail(err error) string {
 	}
 	return "invalid request"
 }
+
+// notFoundAs is the answer for a row id outside the caller's scope or
+// that does not exist (storage.ErrNotFound): the same bytes either way,
+// 404 "<what> not found". Any other error passes unchanged.
+func notFoundAs(what string, err error) error {
+	if errors.Is(err, storage.ErrNotFound) {
+		return newError(CodeNotFound, what+" not found", nil)
+	}
+	return err
+}

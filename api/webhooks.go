@@ -205,15 +205,6 @@ func (s *Server) postWebhooks(c fuego.ContextWithBody[WebhookInput]) (*Envelope[
 	return createdEnvelope(c, CreatedWebhook{created, secret}, replayed), nil
 }
 
-// webhookNotFound is the answer for a webhook id outside the caller's
-// scope, or that does not exist: the same bytes either way.
-func webhookNotFound(err error) error {
-	if errors.Is(err, storage.ErrNotFound) {
-		return newError(CodeNotFound, "webhook not found", nil)
-	}
-	return err
-}
-
 // getWebhook answers GET /webhooks/{id}.
 func (s *Server) getWebhook(c fuego.ContextNoBody) (*Envelope[storage.Webhook], error) {
 	id, err := idParamOnly(c)
@@ -227,7 +218,7 @@ func (s *Server) getWebhook(c fuego.ContextNoBody) (*Envelope[storage.Webhook], 
 	}
 	w, err := s.cfg.Store.WebhookByID(ctx, scope, id)
 	if err != nil {
-		return nil, webhookNotFound(err)
+		return nil, notFoundAs("webhook", err)
 	}
 	return &Envelope[storage.Webhook]{Data: w}, nil
 }
@@ -285,7 +276,7 @@ func (s *Server) patchWebhook(c fuego.ContextWithBody[WebhookInput]) (*Envelope[
 		return nil, newError(CodeConflict, "the webhook has no secret (it was imported): rotate its secret before activating it",
 			map[string]any{"field": "active"})
 	case err != nil:
-		return nil, webhookNotFound(writeError(err, "conflict", "url"))
+		return nil, notFoundAs("webhook", writeError(err, "conflict", "url"))
 	}
 	return &Envelope[storage.Webhook]{Data: w}, nil
 }
@@ -302,7 +293,7 @@ func (s *Server) deleteWebhook(c fuego.ContextNoBody) (any, error) {
 		return nil, err
 	}
 	if err := s.cfg.Store.DeleteWebhook(ctx, scope, a, id); err != nil {
-		return nil, webhookNotFound(err)
+		return nil, notFoundAs("webhook", err)
 	}
 	c.Response().Header().Del("Content-Type")
 	return nil, nil
@@ -330,7 +321,7 @@ func (s *Server) rotateWebhookSecret(c fuego.ContextNoBody) (*Envelope[RotatedWe
 	}
 	w, until, err := s.cfg.Store.RotateWebhookSecret(ctx, scope, a, id, sealed)
 	if err != nil {
-		return nil, webhookNotFound(err)
+		return nil, notFoundAs("webhook", err)
 	}
 	return &Envelope[RotatedWebhook]{Data: RotatedWebhook{w, secret, until.UTC()}}, nil
 }
@@ -352,7 +343,7 @@ func (s *Server) testWebhook(c fuego.ContextNoBody) (*Envelope[storage.WebhookDe
 		return nil, newError(CodeConflict, "a test delivery of this webhook is still pending: follow it in GET /webhooks/{id}/deliveries", nil)
 	}
 	if err != nil {
-		return nil, webhookNotFound(err)
+		return nil, notFoundAs("webhook", err)
 	}
 	return &Envelope[storage.WebhookDelivery]{Data: d}, nil
 }
@@ -439,7 +430,7 @@ func (s *Server) getDeliveries(c fuego.ContextNoBody) (*Envelope[[]storage.Webho
 	}
 	rows, total, err := s.cfg.Store.WebhookDeliveries(ctx, scope, id, p)
 	if err != nil {
-		return nil, webhookNotFound(err)
+		return nil, notFoundAs("webhook", err)
 	}
 	per := int64(p.PerPage)
 	return &Envelope[[]storage.WebhookDelivery]{Data: rows,

@@ -106,15 +106,6 @@ func (s *Server) postZones(c fuego.ContextWithBody[ZoneInput]) (*Envelope[storag
 	return createdEnvelope(c, created, replayed), nil
 }
 
-// zoneNotFound is the answer for a zone id outside the caller's scope, or
-// that does not exist: the same bytes either way.
-func zoneNotFound(err error) error {
-	if errors.Is(err, storage.ErrNotFound) {
-		return newError(CodeNotFound, "zone not found", nil)
-	}
-	return err
-}
-
 // getZone answers GET /zones/{id}.
 func (s *Server) getZone(c fuego.ContextNoBody) (*Envelope[storage.Zone], error) {
 	id, err := idParamOnly(c)
@@ -128,7 +119,7 @@ func (s *Server) getZone(c fuego.ContextNoBody) (*Envelope[storage.Zone], error)
 	}
 	z, err := s.cfg.Store.ZoneByID(ctx, scope, id)
 	if err != nil {
-		return nil, zoneNotFound(err)
+		return nil, notFoundAs("zone", err)
 	}
 	return &Envelope[storage.Zone]{Data: z}, nil
 }
@@ -186,7 +177,7 @@ func (s *Server) patchZone(c fuego.ContextWithBody[ZoneInput]) (*Envelope[storag
 		if errors.Is(err, storage.ErrInvalid) {
 			return nil, zoneFaults(err, nil)
 		}
-		return nil, zoneNotFound(err)
+		return nil, notFoundAs("zone", err)
 	}
 	return &Envelope[storage.Zone]{Data: z}, nil
 }
@@ -214,7 +205,7 @@ func (s *Server) deleteZone(c fuego.ContextNoBody) (any, error) {
 		return nil, newError(CodeConflict, "event rules name the zone: take it out of their zones first",
 			map[string]any{"event_ids": inUse.EventIDs})
 	case err != nil:
-		return nil, zoneNotFound(err)
+		return nil, notFoundAs("zone", err)
 	}
 	c.Response().Header().Del("Content-Type")
 	return nil, nil
